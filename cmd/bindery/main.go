@@ -1,0 +1,89 @@
+// Command bindery runs Bindery: `bindery up` starts everything on one
+// machine, `bindery serve COMPONENT` runs one component, and `bindery
+// migrate` and `bindery token` manage the database.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bindery:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// env is what every command gets: where to print and how to log.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// logger builds the process logger at the given level; logs go to stderr.
+func (e env) logger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"up":      {"run everything on this machine (embedded PostgreSQL unless DATABASE_URL is set)", runUp},
+		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
+		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e := env{stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return errors.New("missing command")
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		usage(stderr, cmds)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: bindery COMMAND [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nEvery flag can also be set as BINDERY_<FLAG> (dashes become underscores); DATABASE_URL sets --database-url.")
+}

@@ -1,0 +1,53 @@
+package keyring
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestSealOpenAndRotation(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := Generate(), Generate()
+	old, err := Parse(oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := old.Seal([]byte("s3cret"), []byte("row-1"))
+	if bytes.Contains(sealed, []byte("s3cret")) {
+		t.Fatal("plaintext visible in ciphertext")
+	}
+	rotated, err := Parse(newKey + "," + oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rotated.Open(sealed, []byte("row-1"))
+	if err != nil || string(got) != "s3cret" {
+		t.Fatalf("open with rotated ring: %q, %v", got, err)
+	}
+	if _, err := rotated.Open(sealed, []byte("row-2")); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("open with other aad: %v, want ErrDecrypt", err)
+	}
+	onlyNew, _ := Parse(newKey)
+	if _, err := onlyNew.Open(sealed, []byte("row-1")); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("open without the old key: %v, want ErrDecrypt", err)
+	}
+	resealed := rotated.Seal(got, []byte("row-1"))
+	if _, err := onlyNew.Open(resealed, []byte("row-1")); err != nil {
+		t.Fatalf("new ring opens a value sealed after rotation: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"", "is not set"},
+		{"!!!", "not base64"},
+		{"c2hvcnQ=", "has 5 bytes"},
+	} {
+		_, err := Parse(tc.in)
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("Parse(%q) = %v, want error containing %q", tc.in, err, tc.want)
+		}
+	}
+}

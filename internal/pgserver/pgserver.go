@@ -1,0 +1,287 @@
+// Package pgserver runs a private PostgreSQL server from the system's own
+// binaries (initdb, pg_ctl). It is what `bindery up` and the tests use when
+// DATABASE_URL is not set: no download, no library-bundled PostgreSQL.
+package pgserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Superuser is the name of the superuser initdb creates.
+const Superuser = "bindery"
+
+// Options tune a server. The zero value is a durable server.
+type Options struct {
+	// Fast turns fsync, synchronous_commit and full_page_writes off: for tests,
+	// where a crash of the machine may lose data.
+	Fast bool
+	// MaxConnections overrides max_connections (default 200).
+	MaxConnections int
+}
+
+// Server is a running private PostgreSQL server.
+type Server struct {
+	dir     string
+	bin     string
+	port    int
+	pass    string
+	runAs   *user.User // nil when the current user runs PostgreSQL
+	dataDir string
+}
+
+// ErrNoBinaries says that no PostgreSQL server binaries were found.
+var ErrNoBinaries = errors.New("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or under /usr/lib/postgresql/*/bin: " +
+	"install them (apt-get install postgresql) or set DATABASE_URL to an existing server")
+
+// Start initialises dir if it holds no cluster yet and starts PostgreSQL on
+// a free loopback port, with its unix socket inside dir. The superuser's
+// password is generated once and kept in dir, so a restart finds the same
+// cluster and credentials.
+func Start(ctx context.Context, dir string, opts Options) (*Server, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin, dataDir: filepath.Join(dir, "data")}
+	if os.Geteuid() == 0 {
+		// PostgreSQL refuses to run as root.
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs a postgres user to run PostgreSQL as: %w", err)
+		}
+		s.runAs = u
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	// MkdirTemp and t.TempDir make 0700 directories; PostgreSQL's user must
+	// be able to enter this one.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := s.ensurePassword(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := s.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.start(ctx, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// URL is a connection string for the superuser over TCP with password
+// authentication, to the given database.
+func (s *Server) URL(database string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(Superuser, s.pass),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)),
+		Path:     "/" + database,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// Port is the TCP port the server listens on.
+func (s *Server) Port() int { return s.port }
+
+// Stop shuts the server down (fast mode: open sessions are ended).
+func (s *Server) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "fast", "-w", "stop")
+	return err
+}
+
+func (s *Server) ensurePassword() error {
+	path := filepath.Join(s.dir, "superuser.password")
+	b, err := os.ReadFile(path)
+	if err == nil && len(bytes.TrimSpace(b)) > 0 {
+		s.pass = string(bytes.TrimSpace(b))
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	s.pass = hex.EncodeToString(raw)
+	return os.WriteFile(path, []byte(s.pass+"\n"), 0o600)
+}
+
+func (s *Server) initdb(ctx context.Context) error {
+	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
+		return err
+	}
+	// initdb reads the password from a file it can open as its own user.
+	pwfile := filepath.Join(s.dir, "initdb.pw")
+	if err := os.WriteFile(pwfile, []byte(s.pass+"\n"), 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(pwfile)
+	if err := s.chown(s.dataDir, pwfile); err != nil {
+		return err
+	}
+	out, err := s.run(ctx, filepath.Join(s.bin, "initdb"),
+		"-D", s.dataDir, "-U", Superuser, "--pwfile", pwfile,
+		"--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
+		"-E", "UTF8", "--locale=C", "--no-sync")
+	if err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func (s *Server) start(ctx context.Context, opts Options) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.port = port
+	sock := filepath.Join(s.dir, "socket")
+	if err := os.MkdirAll(sock, 0o755); err != nil {
+		return err
+	}
+	logFile := filepath.Join(s.dir, "postgres.log")
+	if err := s.chown(sock); err != nil {
+		return err
+	}
+	if f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		f.Close()
+		if err := s.chown(logFile); err != nil {
+			return err
+		}
+	}
+	maxConn := opts.MaxConnections
+	if maxConn == 0 {
+		maxConn = 200
+	}
+	settings := []string{
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + sock,
+		"-c", "max_connections=" + strconv.Itoa(maxConn),
+	}
+	if opts.Fast {
+		settings = append(settings, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	// A cluster left running by a killed process is stopped first, so that
+	// this start owns it.
+	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
+		_, _ = s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "immediate", "-w", "stop")
+	}
+	out, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-l", logFile,
+		"-o", strings.Join(settings, " "), "-w", "-t", "60", "start")
+	if err != nil {
+		tail, _ := os.ReadFile(logFile)
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return fmt.Errorf("start postgres: %w\n%s\n%s", err, out, tail)
+	}
+	return nil
+}
+
+// run runs a PostgreSQL binary, as the postgres user when we are root.
+func (s *Server) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = s.dir
+	if s.runAs != nil {
+		uid, _ := strconv.Atoi(s.runAs.Uid)
+		gid, _ := strconv.Atoi(s.runAs.Gid)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.Env = append(os.Environ(), "HOME="+s.dir)
+	}
+	// pg_ctl leaves the server running in its own session, so that the
+	// server survives a Ctrl-C sent to our process group.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	return cmd.CombinedOutput()
+}
+
+func (s *Server) chown(paths ...string) error {
+	if s.runAs == nil {
+		return nil
+	}
+	uid, _ := strconv.Atoi(s.runAs.Uid)
+	gid, _ := strconv.Atoi(s.runAs.Gid)
+	for _, p := range paths {
+		if err := os.Chown(p, uid, gid); err != nil {
+			return err
+		}
+	}
+	// Every parent must be traversable by the postgres user.
+	for d := filepath.Dir(s.dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("the postgres user cannot enter %s (mode %v): make it traversable (chmod o+x) or set DATABASE_URL", d, st.Mode().Perm())
+		}
+	}
+	return nil
+}
+
+func findBinaries() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
+	for _, m := range matches {
+		dir := filepath.Dir(m)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func versionOf(path string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,77 @@
+// Package serve runs Bindery's HTTP servers the same way: the probes and
+// metrics every server has (/healthz, /readyz, /metrics), request logging
+// without bodies or credentials, and a graceful shutdown when the context ends.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is a readiness check, such as a database ping.
+type Check func(ctx context.Context) error
+
+// NewEcho returns an echo instance with the probes and metrics mounted.
+// ready checks are run on every /readyz request.
+func NewEcho(reg *prometheus.Registry, ready ...Check) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		for _, check := range ready {
+			if err := check(ctx); err != nil {
+				return c.String(http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+			}
+		}
+		return c.String(http.StatusOK, "ok\n")
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	return e
+}
+
+// Listen opens addr; a port of 0 picks a free one (see Addr on the listener).
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+// Run serves h on l until ctx ends, then shuts down gracefully, giving
+// in-flight requests up to 10 seconds.
+func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
