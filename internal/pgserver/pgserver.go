@@ -159,9 +159,24 @@ func (s *Server) initdb(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx context.Context, opts Options) error {
-	port, err := freePort()
-	if err != nil {
-		return err
+	// The port is kept in dir, so credentials handed out earlier (which
+	// name it) keep working after a restart, unless another process took it.
+	portFile := filepath.Join(s.dir, "port")
+	port := 0
+	if b, err := os.ReadFile(portFile); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(p) {
+			port = p
+		}
+	}
+	if port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		port = p
+		if err := os.WriteFile(portFile, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+			return err
+		}
 	}
 	s.port = port
 	sock := filepath.Join(s.dir, "socket")
@@ -275,6 +290,15 @@ func findBinaries() (string, error) {
 func versionOf(path string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
 	return v
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 func freePort() (int, error) {

@@ -46,6 +46,9 @@ func TestRestartKeepsDataAndPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Stop()
+	if s2.Port() != s.Port() {
+		t.Errorf("port after restart: %d, want %d (credentials name it)", s2.Port(), s.Port())
+	}
 	conn, err = pgx.Connect(ctx, s2.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,265 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+)
+
+// bind handles PUT /v2/service_instances/:instance_id/service_bindings/:binding_id,
+// including rotation with predecessor_binding_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#binding).
+func (b *Broker) bind(c echo.Context) error {
+	ctx := c.Request().Context()
+	instanceID, bindingID := c.Param("instance_id"), c.Param("binding_id")
+	async, err := acceptsIncomplete(c)
+	if err != nil {
+		return err
+	}
+	var req bindRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if err := validContext(req.Context); err != nil {
+		return err
+	}
+	if req.PredecessorBindingID == "" && (req.ServiceID == "" || req.PlanID == "") {
+		return errBadRequest("service_id, plan_id: required, must be non-empty strings")
+	}
+	var op, replay *operation
+	var existing *binding
+	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+		in, err := lockInstance(ctx, tx, instanceID)
+		if errors.Is(err, errNoRow) {
+			return errNotFound("Service instance %s does not exist.", instanceID)
+		}
+		if err != nil {
+			return err
+		}
+		if in.State != instReady {
+			return errConcurrency("Service Instance")
+		}
+		if running, err := optional(runningOperation(ctx, tx, instanceID, "")); err != nil {
+			return err
+		} else if running != nil && running.Kind != kindUpdate {
+			return errConcurrency("Service Instance")
+		}
+		if req.ServiceID != "" && req.ServiceID != in.ServiceID {
+			return errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, instanceID)
+		}
+		if req.PlanID != "" && req.PlanID != in.PlanID {
+			return errBadRequest("plan_id: %q is not the plan of instance %s", req.PlanID, instanceID)
+		}
+		plan, err := b.planOf(in.ServiceID, in.PlanID)
+		if err != nil {
+			return err
+		}
+		if !plan.IsBindable() {
+			return errBadRequest("Plan %s is not bindable.", plan.Name)
+		}
+		if plan.RequiresApp && req.appGUID() == "" {
+			return errRequiresApp()
+		}
+		params := req.Parameters
+		if req.PredecessorBindingID != "" {
+			if !plan.BindingRotatable {
+				return errBadRequest("predecessor_binding_id: bindings of plan %s cannot be rotated", plan.Name)
+			}
+			pred, err := getBinding(ctx, tx, req.PredecessorBindingID)
+			if errors.Is(err, errNoRow) || (err == nil && (pred.InstanceID != instanceID || pred.State != bindBound)) {
+				return errBadRequest("predecessor_binding_id: %q is not a binding of instance %s", req.PredecessorBindingID, instanceID)
+			}
+			if err != nil {
+				return err
+			}
+			if params == nil {
+				params = pred.Parameters
+			}
+		}
+		if err := validateParameters(plan.bind, params); err != nil {
+			return err
+		}
+		if plan.AsyncRequired && !async {
+			return errAsyncRequired()
+		}
+		bnd := &binding{
+			ID: bindingID, InstanceID: instanceID, ServiceID: in.ServiceID, PlanID: in.PlanID, State: bindBinding,
+			Parameters: params, Context: req.Context, BindResource: req.BindResource, AppGUID: req.appGUID(),
+			PredecessorBindingID: req.PredecessorBindingID,
+		}
+		inserted, err := insertBinding(ctx, tx, bnd)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			if existing, err = lockBinding(ctx, tx, bindingID); err != nil {
+				return err
+			}
+			same := existing.InstanceID == bnd.InstanceID && existing.ServiceID == bnd.ServiceID &&
+				existing.PlanID == bnd.PlanID && existing.AppGUID == bnd.AppGUID &&
+				existing.PredecessorBindingID == bnd.PredecessorBindingID &&
+				sameJSON(existing.Parameters, bnd.Parameters) && sameJSON(existing.BindResource, bnd.BindResource)
+			if !same {
+				return errConflict("Service binding %s already exists with different parameters.", bindingID)
+			}
+			running, err := optional(runningOperation(ctx, tx, instanceID, bindingID))
+			switch {
+			case err != nil:
+				return err
+			case running != nil && running.Kind == kindBind:
+				replay = running
+			case running != nil:
+				return errConcurrency("Service Binding")
+			case existing.State != bindBound:
+				return errConflict("Service binding %s exists but its creation failed; unbind it first.", bindingID)
+			}
+			return nil
+		}
+		op = b.newOperation(c, kindBind, instanceID, bindingID, async, opRequest{})
+		return b.enqueue(ctx, tx, op)
+	})
+	switch {
+	case err != nil:
+		return err
+	case replay != nil:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
+	case existing != nil:
+		body, err := b.bindingBody(existing, false)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, body)
+	case async:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+	}
+	if _, err := b.runSync(ctx, op); err != nil {
+		return err
+	}
+	bnd, err := getBinding(ctx, b.pool, bindingID)
+	if err != nil {
+		return err
+	}
+	body, err := b.bindingBody(bnd, false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, body)
+}
+
+// bindingBody is the response of a bind or a binding fetch, with the
+// credentials opened.
+func (b *Broker) bindingBody(bnd *binding, withParameters bool) (map[string]any, error) {
+	body := map[string]any{}
+	if bnd.Credentials != nil {
+		plain, err := b.keys.Open(bnd.Credentials, []byte(bnd.ID))
+		if err != nil {
+			return nil, err
+		}
+		body["credentials"] = json.RawMessage(plain)
+	}
+	if len(bnd.Endpoints) > 0 {
+		body["endpoints"] = bnd.Endpoints
+	}
+	if withParameters && bnd.Parameters != nil {
+		body["parameters"] = bnd.Parameters
+	}
+	return body, nil
+}
+
+// getBinding handles GET .../service_bindings/:binding_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#fetching-a-service-binding).
+func (b *Broker) getBinding(c echo.Context) error {
+	ctx := c.Request().Context()
+	instanceID, bindingID := c.Param("instance_id"), c.Param("binding_id")
+	if err := optionalQuery(c, "service_id", "plan_id"); err != nil {
+		return err
+	}
+	bnd, err := getBinding(ctx, b.pool, bindingID)
+	if errors.Is(err, errNoRow) || (err == nil && bnd.InstanceID != instanceID) {
+		return errNotFound("Service binding %s does not exist.", bindingID)
+	}
+	if err != nil {
+		return err
+	}
+	if svc, ok := b.catalog.ServiceByID(bnd.ServiceID); ok && !svc.BindingsRetrievable {
+		return errBadRequest("Bindings of service %s are not retrievable.", svc.Name)
+	}
+	if bnd.State != bindBound {
+		return errNotFound("Service binding %s is being created.", bindingID)
+	}
+	body, err := b.bindingBody(bnd, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// unbind handles DELETE .../service_bindings/:binding_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#unbinding).
+func (b *Broker) unbind(c echo.Context) error {
+	ctx := c.Request().Context()
+	instanceID, bindingID := c.Param("instance_id"), c.Param("binding_id")
+	async, err := acceptsIncomplete(c)
+	if err != nil {
+		return err
+	}
+	if err := requireQuery(c, "service_id", "plan_id"); err != nil {
+		return err
+	}
+	var op, replay *operation
+	gone := false
+	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+		bnd, err := lockBinding(ctx, tx, bindingID)
+		if errors.Is(err, errNoRow) || (err == nil && bnd.InstanceID != instanceID) {
+			gone = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		running, err := optional(runningOperation(ctx, tx, instanceID, bindingID))
+		if err != nil {
+			return err
+		}
+		if running != nil {
+			if running.Kind == kindUnbind {
+				replay = running
+				return nil
+			}
+			return errConcurrency("Service Binding")
+		}
+		if inst, err := optional(runningOperation(ctx, tx, instanceID, "")); err != nil {
+			return err
+		} else if inst != nil && inst.Kind == kindDeprovision {
+			return errConcurrency("Service Instance")
+		}
+		if plan, ok := b.catalog.Plan(bnd.PlanID); ok && plan.AsyncRequired && !async {
+			return errAsyncRequired()
+		}
+		op = b.newOperation(c, kindUnbind, instanceID, bindingID, async, opRequest{})
+		return b.enqueue(ctx, tx, op)
+	})
+	switch {
+	case err != nil:
+		return err
+	case gone:
+		return c.JSON(http.StatusGone, map[string]any{})
+	case replay != nil:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
+	case async:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+	}
+	if _, err := b.runSync(ctx, op); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{})
+}
+
+// bindingLastOperation handles GET .../service_bindings/:binding_id/last_operation
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#polling-last-operation-for-service-bindings).
+func (b *Broker) bindingLastOperation(c echo.Context) error {
+	return b.lastOperation(c, c.Param("instance_id"), c.Param("binding_id"), kindUnbind)
+}

@@ -1,0 +1,341 @@
+package broker
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed catalog.yaml
+var defaultCatalog []byte
+
+// Service is an OSB Service Offering object, plus the name of the driver
+// that provisions it (not sent to platforms).
+type Service struct {
+	ID                   string          `json:"id"`
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Tags                 []string        `json:"tags,omitempty"`
+	Requires             []string        `json:"requires,omitempty"`
+	Bindable             bool            `json:"bindable"`
+	InstancesRetrievable bool            `json:"instances_retrievable,omitempty"`
+	BindingsRetrievable  bool            `json:"bindings_retrievable,omitempty"`
+	AllowContextUpdates  bool            `json:"allow_context_updates,omitempty"`
+	Metadata             json.RawMessage `json:"metadata,omitempty"`
+	DashboardClient      json.RawMessage `json:"dashboard_client,omitempty"`
+	PlanUpdateable       bool            `json:"plan_updateable,omitempty"`
+	Plans                []*Plan         `json:"plans"`
+
+	// Driver names the Driver that does the work for this service.
+	Driver string `json:"-"`
+}
+
+// Plan is an OSB Service Plan object, plus Bindery's own settings for it.
+type Plan struct {
+	ID                     string           `json:"id"`
+	Name                   string           `json:"name"`
+	Description            string           `json:"description"`
+	Metadata               json.RawMessage  `json:"metadata,omitempty"`
+	Free                   *bool            `json:"free,omitempty"`
+	Bindable               *bool            `json:"bindable,omitempty"`
+	BindingRotatable       bool             `json:"binding_rotatable,omitempty"`
+	PlanUpdateable         *bool            `json:"plan_updateable,omitempty"`
+	Schemas                *Schemas         `json:"schemas,omitempty"`
+	MaximumPollingDuration *int             `json:"maximum_polling_duration,omitempty"`
+	MaintenanceInfo        *MaintenanceInfo `json:"maintenance_info,omitempty"`
+
+	// AsyncRequired makes every operation on the plan asynchronous: requests
+	// without accepts_incomplete=true get 422 AsyncRequired.
+	AsyncRequired bool `json:"-"`
+	// RequiresApp makes bind requests without an app_guid fail with 422
+	// RequiresApp.
+	RequiresApp bool `json:"-"`
+	// Config is handed to the service's driver as it is.
+	Config json.RawMessage `json:"-"`
+
+	service *Service
+	create  *jsonschema.Schema // instance create parameters
+	update  *jsonschema.Schema // instance update parameters
+	bind    *jsonschema.Schema // binding create parameters
+}
+
+// Schemas is the OSB Schemas object.
+type Schemas struct {
+	ServiceInstance *struct {
+		Create *InputParameters `json:"create,omitempty"`
+		Update *InputParameters `json:"update,omitempty"`
+	} `json:"service_instance,omitempty"`
+	ServiceBinding *struct {
+		Create *InputParameters `json:"create,omitempty"`
+	} `json:"service_binding,omitempty"`
+}
+
+// InputParameters is the OSB Input Parameters Schema object.
+type InputParameters struct {
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// MaintenanceInfo is the OSB Maintenance Info object.
+type MaintenanceInfo struct {
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+}
+
+// IsBindable reports whether instances of the plan can be bound.
+func (p *Plan) IsBindable() bool {
+	if p.Bindable != nil {
+		return *p.Bindable
+	}
+	return p.service.Bindable
+}
+
+// IsUpdateable reports whether instances of the plan may change plans.
+func (p *Plan) IsUpdateable() bool {
+	if p.PlanUpdateable != nil {
+		return *p.PlanUpdateable
+	}
+	return p.service.PlanUpdateable
+}
+
+// Service returns the service the plan belongs to.
+func (p *Plan) Service() *Service { return p.service }
+
+// maintenanceVersion is the plan's maintenance_info.version, or "".
+func (p *Plan) maintenanceVersion() string {
+	if p.MaintenanceInfo == nil {
+		return ""
+	}
+	return p.MaintenanceInfo.Version
+}
+
+// Catalog is the validated catalogue a broker serves.
+type Catalog struct {
+	Services []*Service
+
+	plans    map[string]*Plan
+	services map[string]*Service
+	body     []byte // the /v2/catalog response, encoded once
+	etag     string
+}
+
+// Body returns the encoded GET /v2/catalog response and its ETag.
+func (c *Catalog) Body() ([]byte, string) { return c.body, c.etag }
+
+// Plan finds a plan by id.
+func (c *Catalog) Plan(id string) (*Plan, bool) {
+	p, ok := c.plans[id]
+	return p, ok
+}
+
+// Service finds a service by id.
+func (c *Catalog) ServiceByID(id string) (*Service, bool) {
+	s, ok := c.services[id]
+	return s, ok
+}
+
+// catalogFile is the YAML form of the catalogue: OSB fields plus the
+// `driver` of each service and the `bindery` settings of each plan.
+type catalogFile struct {
+	Services []struct {
+		Service
+		Driver string `json:"driver"`
+		Plans  []struct {
+			Plan
+			Bindery struct {
+				AsyncRequired bool            `json:"async_required"`
+				RequiresApp   bool            `json:"requires_app"`
+				Config        json.RawMessage `json:"config"`
+			} `json:"bindery"`
+		} `json:"plans"`
+	} `json:"services"`
+}
+
+// DefaultCatalog returns the embedded default catalogue.
+func DefaultCatalog() (*Catalog, error) { return ParseCatalog(defaultCatalog) }
+
+// LoadCatalog reads a catalogue file; an empty path means the default.
+func LoadCatalog(path string) (*Catalog, error) {
+	if path == "" {
+		return DefaultCatalog()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	c, err := ParseCatalog(b)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseCatalog decodes and validates a YAML (or JSON) catalogue. Every
+// problem is reported, each with its path: ids and names unique, required
+// fields present, maintenance versions given, schemas compiled.
+func ParseCatalog(doc []byte) (*Catalog, error) {
+	jsonDoc, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("parse catalog: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(jsonDoc))
+	dec.DisallowUnknownFields()
+	var f catalogFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parse catalog: %w", err)
+	}
+	c := &Catalog{plans: map[string]*Plan{}, services: map[string]*Service{}}
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	ids := map[string]string{}
+	names := map[string]bool{}
+	if len(f.Services) == 0 {
+		bad("services", "at least one service is required")
+	}
+	for i := range f.Services {
+		fs := &f.Services[i]
+		path := fmt.Sprintf("services[%d]", i)
+		s := new(Service)
+		*s = fs.Service
+		s.Driver = fs.Driver
+		s.Plans = nil
+		required(bad, path, map[string]string{"id": s.ID, "name": s.Name, "description": s.Description, "driver": s.Driver})
+		if s.ID != "" {
+			if prev, dup := ids[s.ID]; dup {
+				bad(path+".id", "%q is also the id of %s", s.ID, prev)
+			}
+			ids[s.ID] = path
+		}
+		if names[s.Name] && s.Name != "" {
+			bad(path+".name", "%q is not unique among services", s.Name)
+		}
+		names[s.Name] = true
+		if len(fs.Plans) == 0 {
+			bad(path+".plans", "at least one plan is required")
+		}
+		planNames := map[string]bool{}
+		for j := range fs.Plans {
+			fp := &fs.Plans[j]
+			ppath := fmt.Sprintf("%s.plans[%d]", path, j)
+			p := new(Plan)
+			*p = fp.Plan
+			p.AsyncRequired = fp.Bindery.AsyncRequired
+			p.RequiresApp = fp.Bindery.RequiresApp
+			p.Config = fp.Bindery.Config
+			p.service = s
+			required(bad, ppath, map[string]string{"id": p.ID, "name": p.Name, "description": p.Description})
+			if p.ID != "" {
+				if prev, dup := ids[p.ID]; dup {
+					bad(ppath+".id", "%q is also the id of %s", p.ID, prev)
+				}
+				ids[p.ID] = ppath
+			}
+			if planNames[p.Name] && p.Name != "" {
+				bad(ppath+".name", "%q is not unique within the service", p.Name)
+			}
+			planNames[p.Name] = true
+			if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
+				bad(ppath+".maintenance_info.version", "required when maintenance_info is given")
+			}
+			if p.MaximumPollingDuration != nil && *p.MaximumPollingDuration <= 0 {
+				bad(ppath+".maximum_polling_duration", "must be a positive number of seconds")
+			}
+			if err := p.compileSchemas(ppath + ".schemas"); err != nil {
+				errs = append(errs, err)
+			}
+			s.Plans = append(s.Plans, p)
+			c.plans[p.ID] = p
+		}
+		c.Services = append(c.Services, s)
+		c.services[s.ID] = s
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(struct {
+		Services []*Service `json:"services"`
+	}{c.Services})
+	if err != nil {
+		return nil, err
+	}
+	c.body = body
+	sum := sha256.Sum256(body)
+	c.etag = `"` + hex.EncodeToString(sum[:16]) + `"`
+	return c, nil
+}
+
+func required(bad func(path, format string, args ...any), path string, fields map[string]string) {
+	for _, name := range []string{"id", "name", "description", "driver"} {
+		if v, ok := fields[name]; ok && strings.TrimSpace(v) == "" {
+			bad(path+"."+name, "required")
+		}
+	}
+}
+
+// compileSchemas compiles the plan's parameter schemas. OSB requires a
+// $schema key, no external references and at most 64 kB per schema.
+func (p *Plan) compileSchemas(path string) error {
+	if p.Schemas == nil {
+		return nil
+	}
+	var errs []error
+	compile := func(where string, in *InputParameters) *jsonschema.Schema {
+		if in == nil || len(in.Parameters) == 0 {
+			return nil
+		}
+		s, err := compileSchema(in.Parameters)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s.parameters: %w", path, where, err))
+		}
+		return s
+	}
+	if si := p.Schemas.ServiceInstance; si != nil {
+		p.create = compile("service_instance.create", si.Create)
+		p.update = compile("service_instance.update", si.Update)
+	}
+	if sb := p.Schemas.ServiceBinding; sb != nil {
+		p.bind = compile("service_binding.create", sb.Create)
+	}
+	return errors.Join(errs...)
+}
+
+// noLoader refuses every external reference.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %s is not allowed", url)
+}
+
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(raw) > 64<<10 {
+		return nil, fmt.Errorf("schema has %d bytes, more than the 64 kB OSB allows", len(raw))
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, errors.New("must be a JSON object")
+	}
+	if _, ok := obj["$schema"]; !ok {
+		return nil, errors.New("$schema is required")
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	const loc = "urn:bindery:plan-parameters"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}

@@ -1,0 +1,410 @@
+package broker
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+)
+
+// provision handles PUT /v2/service_instances/:instance_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#provisioning).
+func (b *Broker) provision(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("instance_id")
+	async, err := acceptsIncomplete(c)
+	if err != nil {
+		return err
+	}
+	var req provisionRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	plan, err := b.planOf(req.ServiceID, req.PlanID)
+	if err != nil {
+		return err
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != plan.maintenanceVersion() {
+		return errMaintenanceInfoConflict()
+	}
+	if err := validateParameters(plan.create, req.Parameters); err != nil {
+		return err
+	}
+	if plan.AsyncRequired && !async {
+		return errAsyncRequired()
+	}
+	in := &instance{
+		ID: id, ServiceID: req.ServiceID, PlanID: req.PlanID, State: instProvisioning,
+		Parameters: req.Parameters, Context: req.Context,
+		OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
+		MaintenanceVersion: plan.maintenanceVersion(),
+	}
+	op := b.newOperation(c, kindProvision, id, "", async, opRequest{})
+	var existing *instance
+	var running *operation
+	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+		inserted, err := insertInstance(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			if existing, err = lockInstance(ctx, tx, id); err != nil {
+				return err
+			}
+			running, err = optional(runningOperation(ctx, tx, id, ""))
+			return err
+		}
+		return b.enqueue(ctx, tx, op)
+	})
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		return b.provisionAgain(c, existing, running, &req)
+	}
+	if async {
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+	}
+	if _, err := b.runSync(ctx, op); err != nil {
+		return err
+	}
+	in, err = getInstance(ctx, b.pool, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, dashboard(in.DashboardURL))
+}
+
+// provisionAgain answers a PUT for an instance that exists: 200 when it is
+// the same instance and ready, 202 while the same provision is running, 409
+// when the attributes differ.
+func (b *Broker) provisionAgain(c echo.Context, in *instance, running *operation, req *provisionRequest) error {
+	same := in.ServiceID == req.ServiceID && in.PlanID == req.PlanID &&
+		in.OrganizationGUID == req.OrganizationGUID && in.SpaceGUID == req.SpaceGUID &&
+		sameJSON(in.Parameters, req.Parameters)
+	if !same {
+		return errConflict("Service instance %s already exists with different attributes.", in.ID)
+	}
+	switch {
+	case running != nil && running.Kind == kindProvision:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": running.ID})
+	case running != nil:
+		return errConcurrency("Service Instance")
+	case in.State == instReady:
+		return c.JSON(http.StatusOK, dashboard(in.DashboardURL))
+	default:
+		return errConflict("Service instance %s exists but its provision failed; deprovision it first.", in.ID)
+	}
+}
+
+func dashboard(url string) map[string]any {
+	if url == "" {
+		return map[string]any{}
+	}
+	return map[string]any{"dashboard_url": url}
+}
+
+// update handles PATCH /v2/service_instances/:instance_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#updating-a-service-instance).
+func (b *Broker) update(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("instance_id")
+	async, err := acceptsIncomplete(c)
+	if err != nil {
+		return err
+	}
+	var req updateRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if req.ServiceID == "" {
+		return errBadRequest("service_id: required, must be a non-empty string")
+	}
+	if err := validContext(req.Context); err != nil {
+		return err
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version == "" {
+		return errBadRequest("maintenance_info.version: required when maintenance_info is given")
+	}
+	var op *operation
+	var replay *operation
+	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+		in, err := lockInstance(ctx, tx, id)
+		if errors.Is(err, errNoRow) {
+			return errNotFound("Service instance %s does not exist.", id)
+		}
+		if err != nil {
+			return err
+		}
+		if in.ServiceID != req.ServiceID {
+			return errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, id)
+		}
+		current, err := b.planOf(in.ServiceID, in.PlanID)
+		if err != nil && req.PlanID == "" {
+			return err
+		}
+		target := current
+		if req.PlanID != "" && req.PlanID != in.PlanID {
+			if current != nil && !current.IsUpdateable() {
+				return newError(http.StatusUnprocessableEntity, "PlanChangeNotSupported",
+					"The plan of instance %s cannot be changed.", id)
+			}
+			if target, err = b.planOf(in.ServiceID, req.PlanID); err != nil {
+				return err
+			}
+		}
+		if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != target.maintenanceVersion() {
+			return errMaintenanceInfoConflict()
+		}
+		desired := opRequest{PlanID: target.ID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
+		if req.Parameters != nil {
+			schema := target.update
+			if err := validateParameters(schema, *req.Parameters); err != nil {
+				return err
+			}
+			merged := maps.Clone(in.Parameters)
+			if merged == nil {
+				merged = map[string]any{}
+			}
+			maps.Copy(merged, *req.Parameters)
+			desired.Parameters = merged
+		}
+		if req.MaintenanceInfo != nil || target != current {
+			desired.MaintenanceVersion = target.maintenanceVersion()
+		}
+		running, err := optional(runningOperation(ctx, tx, id, ""))
+		if err != nil {
+			return err
+		}
+		if running != nil {
+			if running.Kind == kindUpdate && sameJSON(running.Request, desired) {
+				replay = running
+				return nil
+			}
+			return errConcurrency("Service Instance")
+		}
+		if in.State != instReady {
+			return errConcurrency("Service Instance")
+		}
+		changed := desired.PlanID != in.PlanID || desired.MaintenanceVersion != in.MaintenanceVersion ||
+			!sameJSON(desired.Parameters, in.Parameters)
+		if len(req.Context) > 0 {
+			if err := setInstanceContext(ctx, tx, id, req.Context); err != nil {
+				return err
+			}
+		}
+		if !changed {
+			return nil // 200: nothing to do but remember the context
+		}
+		if (target.AsyncRequired || (current != nil && current.AsyncRequired)) && !async {
+			return errAsyncRequired()
+		}
+		op = b.newOperation(c, kindUpdate, id, "", async, desired)
+		return b.enqueue(ctx, tx, op)
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case replay != nil:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
+	case op == nil:
+		return c.JSON(http.StatusOK, map[string]any{})
+	case async:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+	}
+	if _, err := b.runSync(ctx, op); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{})
+}
+
+// deprovision handles DELETE /v2/service_instances/:instance_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#deprovisioning).
+func (b *Broker) deprovision(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("instance_id")
+	async, err := acceptsIncomplete(c)
+	if err != nil {
+		return err
+	}
+	if err := requireQuery(c, "service_id", "plan_id"); err != nil {
+		return err
+	}
+	var op, replay *operation
+	gone := false
+	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+		in, err := lockInstance(ctx, tx, id)
+		if errors.Is(err, errNoRow) {
+			gone = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		running, err := optional(runningOperation(ctx, tx, id, ""))
+		if err != nil {
+			return err
+		}
+		if running != nil {
+			if running.Kind == kindDeprovision {
+				replay = running
+				return nil
+			}
+			return errConcurrency("Service Instance")
+		}
+		if busy, err := bindingsBusy(ctx, tx, id); err != nil || busy {
+			if err != nil {
+				return err
+			}
+			return errConcurrency("Service Instance")
+		}
+		if plan, ok := b.catalog.Plan(in.PlanID); ok && plan.AsyncRequired && !async {
+			return errAsyncRequired()
+		}
+		op = b.newOperation(c, kindDeprovision, id, "", async, opRequest{})
+		return b.enqueue(ctx, tx, op)
+	})
+	switch {
+	case err != nil:
+		return err
+	case gone:
+		return c.JSON(http.StatusGone, map[string]any{})
+	case replay != nil:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
+	case async:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+	}
+	if _, err := b.runSync(ctx, op); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{})
+}
+
+// getInstance handles GET /v2/service_instances/:instance_id
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#fetching-a-service-instance).
+func (b *Broker) getInstance(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("instance_id")
+	if err := optionalQuery(c, "service_id", "plan_id"); err != nil {
+		return err
+	}
+	in, err := getInstance(ctx, b.pool, id)
+	if errors.Is(err, errNoRow) {
+		return errNotFound("Service instance %s does not exist.", id)
+	}
+	if err != nil {
+		return err
+	}
+	if svc, ok := b.catalog.ServiceByID(in.ServiceID); ok && !svc.InstancesRetrievable {
+		return errBadRequest("Instances of service %s are not retrievable.", svc.Name)
+	}
+	if in.State == instProvisioning {
+		return errNotFound("Service instance %s is being provisioned.", id)
+	}
+	running, err := optional(runningOperation(ctx, b.pool, id, ""))
+	if err != nil {
+		return err
+	}
+	if running != nil && running.Kind == kindUpdate {
+		return errConcurrency("Service Instance")
+	}
+	body := map[string]any{"service_id": in.ServiceID, "plan_id": in.PlanID}
+	if in.DashboardURL != "" {
+		body["dashboard_url"] = in.DashboardURL
+	}
+	if in.Parameters != nil {
+		body["parameters"] = in.Parameters
+	}
+	if in.MaintenanceVersion != "" {
+		body["maintenance_info"] = map[string]any{"version": in.MaintenanceVersion}
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// instanceLastOperation handles GET .../last_operation for instances
+// (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#polling-last-operation-for-service-instances).
+func (b *Broker) instanceLastOperation(c echo.Context) error {
+	return b.lastOperation(c, c.Param("instance_id"), "", kindDeprovision)
+}
+
+func (b *Broker) lastOperation(c echo.Context, instanceID, bindingID, deleteKind string) error {
+	ctx := c.Request().Context()
+	if err := optionalQuery(c, "service_id", "plan_id", "operation"); err != nil {
+		return err
+	}
+	var op *operation
+	var err error
+	if name := c.QueryParam("operation"); name != "" {
+		op, err = getOperation(ctx, b.pool, name)
+		if err == nil && (op.InstanceID != instanceID || op.BindingID != bindingID) {
+			err = errNoRow
+		}
+	} else {
+		op, err = lastOperation(ctx, b.pool, instanceID, bindingID)
+	}
+	if errors.Is(err, errNoRow) {
+		if bindingID != "" {
+			return errNotFound("Service binding %s has no such operation.", bindingID)
+		}
+		return errNotFound("Service instance %s has no such operation.", instanceID)
+	}
+	if err != nil {
+		return err
+	}
+	if op.Kind == deleteKind && op.State == stateSucceeded {
+		return c.JSON(http.StatusGone, map[string]any{})
+	}
+	body := map[string]any{"state": op.State}
+	if op.Description != "" {
+		body["description"] = op.Description
+	}
+	if op.State == stateFailed && bindingID == "" && (op.Kind == kindUpdate || op.Kind == kindDeprovision) {
+		if op.InstanceUsable != nil {
+			body["instance_usable"] = *op.InstanceUsable
+		}
+		if op.UpdateRepeatable != nil && op.Kind == kindUpdate {
+			body["update_repeatable"] = *op.UpdateRepeatable
+		}
+	}
+	if op.State == stateInProgress {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// planOf finds a plan of a service, or answers 400.
+func (b *Broker) planOf(serviceID, planID string) (*Plan, error) {
+	if _, ok := b.catalog.ServiceByID(serviceID); !ok {
+		return nil, errBadRequest("service_id: %q is not a service of this broker", serviceID)
+	}
+	p, ok := b.catalog.Plan(planID)
+	if !ok || p.service.ID != serviceID {
+		return nil, errBadRequest("plan_id: %q is not a plan of service %q", planID, serviceID)
+	}
+	return p, nil
+}
+
+// optional turns errNoRow into a nil result.
+func optional[T any](v *T, err error) (*T, error) {
+	if errors.Is(err, errNoRow) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// newOperation starts an operation record for this request.
+func (b *Broker) newOperation(c echo.Context, kind, instanceID, bindingID string, async bool, req opRequest) *operation {
+	origin := originOf(c)
+	return &operation{
+		ID: newID(kind), InstanceID: instanceID, BindingID: bindingID, Kind: kind,
+		State: stateInProgress, Async: async, Request: req,
+		Platform: origin.Platform, Identity: origin.Value,
+		RequestIdentity: c.Request().Header.Get("X-Broker-API-Request-Identity"),
+	}
+}

@@ -1,0 +1,169 @@
+package postgresql
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PlanConfig is what a plan's `config` object in the catalogue asks of
+// every database of the plan.
+type PlanConfig struct {
+	// ConnectionLimit caps the database's concurrent connections; -1 (the
+	// default) means no limit.
+	ConnectionLimit int
+	// StatementTimeout aborts statements that run longer. 0 (the default)
+	// leaves the cluster's own setting, normally no timeout. It is a whole
+	// number of milliseconds, as PostgreSQL keeps it.
+	StatementTimeout time.Duration
+	// Extensions are created in the database (CREATE EXTENSION IF NOT
+	// EXISTS, in this order). Updates add new ones and never drop any.
+	Extensions []string
+}
+
+// StatementTimeoutParameter is the instance parameter that overrides the
+// plan's statement timeout, in milliseconds.
+const StatementTimeoutParameter = "statement_timeout_ms"
+
+// maxTimeout is the largest statement_timeout PostgreSQL accepts (an int
+// of milliseconds).
+const maxTimeout = math.MaxInt32 * time.Millisecond
+
+// maxIdentifier is PostgreSQL's NAMEDATALEN-1.
+const maxIdentifier = 63
+
+// ParsePlanConfig decodes and checks a plan's config object. Empty input
+// and JSON null give the defaults. Unknown fields are errors, and every
+// problem is reported at once, each with the name of its field, so that the
+// broker can refuse a bad catalogue when it starts.
+func ParsePlanConfig(raw json.RawMessage) (PlanConfig, error) {
+	cfg := PlanConfig{ConnectionLimit: -1}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return cfg, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return PlanConfig{}, fmt.Errorf("plan config: must be a JSON object: %w", err)
+	}
+	var problems []string
+	add := func(field, format string, args ...any) {
+		problems = append(problems, field+": "+fmt.Sprintf(format, args...))
+	}
+	var unknown []string
+	for name := range fields {
+		switch name {
+		case "connection_limit", "statement_timeout", "extensions":
+		default:
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		add(strconv.Quote(name), "unknown field")
+	}
+	if v, ok := fields["connection_limit"]; ok {
+		var n int
+		if err := json.Unmarshal(v, &n); err != nil || (n < 1 && n != -1) {
+			add("connection_limit", "must be an integer of at least 1, or -1 for no limit")
+		} else {
+			cfg.ConnectionLimit = n
+		}
+	}
+	if v, ok := fields["statement_timeout"]; ok {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			add("statement_timeout", `must be a duration string such as "30s"`)
+		} else if d, err := time.ParseDuration(s); err != nil {
+			add("statement_timeout", `must be a duration string such as "30s": %q is not one`, s)
+		} else if msg := checkTimeout(d); msg != "" {
+			add("statement_timeout", "%s", msg)
+		} else {
+			cfg.StatementTimeout = d
+		}
+	}
+	if v, ok := fields["extensions"]; ok {
+		var exts []string
+		if err := json.Unmarshal(v, &exts); err != nil {
+			add("extensions", "must be an array of extension names")
+		} else {
+			for i, e := range exts {
+				field := fmt.Sprintf("extensions[%d]", i)
+				switch {
+				case e == "":
+					add(field, "must not be empty")
+				case strings.ContainsRune(e, 0):
+					add(field, "must not contain a NUL character")
+				case len(e) > maxIdentifier:
+					add(field, "must be at most %d bytes long", maxIdentifier)
+				case slices.Contains(exts[:i], e):
+					add(field, "%q is listed twice", e)
+				}
+			}
+			cfg.Extensions = exts
+		}
+	}
+	if len(problems) > 0 {
+		return PlanConfig{}, errors.New("plan config: " + strings.Join(problems, "; "))
+	}
+	return cfg, nil
+}
+
+func checkTimeout(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "must not be negative"
+	case d > maxTimeout:
+		return fmt.Sprintf("must be at most %s", maxTimeout)
+	case d%time.Millisecond != 0:
+		return "must be a whole number of milliseconds"
+	}
+	return ""
+}
+
+// WithParameters applies an instance's parameters to the plan's settings:
+// statement_timeout_ms, when present, replaces the plan's statement
+// timeout. Other parameters are not the driver's concern and are ignored.
+func (c PlanConfig) WithParameters(params map[string]any) (PlanConfig, error) {
+	v, ok := params[StatementTimeoutParameter]
+	if !ok || v == nil {
+		return c, nil
+	}
+	ms, ok := integer(v)
+	if !ok || ms < 0 || ms > math.MaxInt32 {
+		return PlanConfig{}, fmt.Errorf("parameter %s: must be an integer from 0 to %d", StatementTimeoutParameter, math.MaxInt32)
+	}
+	c.StatementTimeout = time.Duration(ms) * time.Millisecond
+	c.Extensions = slices.Clone(c.Extensions)
+	return c, nil
+}
+
+// integer accepts the shapes a JSON integer takes after decoding.
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint32:
+		return int64(n), true
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+			return 0, false
+		}
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}

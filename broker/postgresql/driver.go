@@ -1,0 +1,599 @@
+// Package postgresql is the broker's driver for PostgreSQL databases: an
+// instance is a database with a NOLOGIN owner role on a target cluster, and
+// a binding is a login role of its own that acts as that owner.
+package postgresql
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/broker"
+)
+
+var _ broker.Driver = (*Driver)(nil)
+
+// cleanupTimeout bounds the work of undoing a failed Provision, which runs
+// even when the caller's context has ended.
+const cleanupTimeout = 30 * time.Second
+
+// Driver provisions databases and roles on one target cluster. It is safe
+// for concurrent use. Operations on one instance take turns, across
+// processes, under an advisory lock on the target cluster: PostgreSQL
+// refuses concurrent changes to one database's privileges ("tuple
+// concurrently updated"), which concurrent binds and unbinds would make.
+type Driver struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	target target
+}
+
+// target is where applications reach the cluster, taken from the target
+// URL, for the credentials.
+type target struct {
+	host  string
+	port  uint16
+	query url.Values // connection settings kept in every uri, e.g. sslmode
+}
+
+// New connects to the target cluster with targetURL, a postgres:// URL for
+// a superuser (or a role with CREATEDB and CREATEROLE), and checks that it
+// can do the driver's work. Errors never contain the URL's password.
+func New(ctx context.Context, targetURL string, log *slog.Logger) (*Driver, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tgt, err := parseTarget(targetURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(targetURL)
+	if err != nil {
+		// The error's text quotes the URL, redacted only on a best-effort
+		// basis: keep the cause alone.
+		if cause := errors.Unwrap(err); cause != nil {
+			return nil, fmt.Errorf("target database url: %w", cause)
+		}
+		return nil, errors.New("target database url: cannot be parsed")
+	}
+	tgt.host, tgt.port = cfg.ConnConfig.Host, cfg.ConnConfig.Port
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster: %w", err)
+	}
+	d := &Driver{pool: pool, log: log, target: tgt}
+	if err := d.check(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("target cluster %s: %w", net.JoinHostPort(tgt.host, strconv.Itoa(int(tgt.port))), err)
+	}
+	return d, nil
+}
+
+func parseTarget(targetURL string) (target, error) {
+	u, err := url.Parse(targetURL)
+	if err != nil {
+		// url.Error quotes the whole URL, password included.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return target{}, fmt.Errorf("target database url: %w", err)
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return target{}, errors.New("target database url: must be a postgres:// or postgresql:// URL")
+	}
+	q := u.Query()
+	for key := range q {
+		switch {
+		case key == "user", key == "password", key == "dbname", key == "host", key == "port",
+			strings.HasPrefix(key, "pool_"):
+			// The uri names its own user, password, database and address;
+			// pool_* settings are pgxpool's and mean nothing to psql.
+			q.Del(key)
+		}
+	}
+	return target{query: q}, nil
+}
+
+func (d *Driver) check(ctx context.Context) error {
+	if err := d.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	var version int
+	var super, createDB, createRole bool
+	err := d.pool.QueryRow(ctx, `
+		SELECT current_setting('server_version_num')::int, rolsuper, rolcreatedb, rolcreaterole
+		FROM pg_roles WHERE rolname = current_user`).Scan(&version, &super, &createDB, &createRole)
+	if err != nil {
+		return fmt.Errorf("read server version and privileges: %w", err)
+	}
+	if version < 130000 {
+		// DROP DATABASE ... WITH (FORCE) came in PostgreSQL 13.
+		return fmt.Errorf("PostgreSQL %d.%d is too old: 13 or later is needed", version/10000, version%10000/100)
+	}
+	if !super && !(createDB && createRole) {
+		return errors.New("the connecting role needs SUPERUSER, or CREATEDB and CREATEROLE")
+	}
+	return nil
+}
+
+// Close releases the connections to the target cluster.
+func (d *Driver) Close() { d.pool.Close() }
+
+// Provision creates the instance's owner role and database with the plan's
+// settings and extensions. Called again it finishes or confirms the work.
+// If it fails, it drops what this call created.
+func (d *Driver) Provision(ctx context.Context, req broker.InstanceRequest) (broker.ProvisionResult, error) {
+	err := d.locked(ctx, req.InstanceID, func(conn *pgx.Conn) error { return d.provision(ctx, conn, req) })
+	if err != nil {
+		return broker.ProvisionResult{}, fmt.Errorf("provision instance %q: %w", req.InstanceID, err)
+	}
+	return broker.ProvisionResult{}, nil
+}
+
+func (d *Driver) provision(ctx context.Context, conn *pgx.Conn, req broker.InstanceRequest) (err error) {
+	cfg, err := instanceConfig(req)
+	if err != nil {
+		return err
+	}
+	n := InstanceNames(req.InstanceID)
+	log := d.log.With("instance", req.InstanceID, "database", n.Database)
+	if err := checkExtensions(ctx, conn, cfg.Extensions); err != nil {
+		return err
+	}
+	var have Existing
+	if have.Owner, err = roleExists(ctx, conn, n.Owner); err != nil {
+		return err
+	}
+	if have.Database, err = databaseExists(ctx, conn, n.Database); err != nil {
+		return err
+	}
+	// Only what this call creates is undone on failure: a repeated
+	// Provision must never drop a database that is in use.
+	var created Existing
+	defer func() {
+		if err != nil && (created.Owner || created.Database) {
+			if cerr := d.undoProvision(conn, n, created); cerr != nil {
+				log.Error("undo failed provision", "error", cerr)
+				err = errors.Join(err, fmt.Errorf("undo: %w", cerr))
+			}
+		}
+	}()
+	for _, stmt := range ProvisionStatements(n, cfg, have) {
+		if err := exec(ctx, conn, stmt); err != nil {
+			return err
+		}
+		switch {
+		case strings.HasPrefix(stmt, "CREATE ROLE "):
+			created.Owner = true
+		case strings.HasPrefix(stmt, "CREATE DATABASE "):
+			created.Database = true
+		}
+	}
+	if err := d.inDatabase(ctx, n.Database, ProvisionDatabaseStatements(n, cfg)); err != nil {
+		return err
+	}
+	log.Info("provisioned database", "new", !have.Database)
+	return nil
+}
+
+// undoProvision drops what a failed Provision created. It runs even when
+// the caller's context has ended; conn is then closed, and it connects
+// anew rather than wait for the pool.
+func (d *Driver) undoProvision(conn *pgx.Conn, n Names, created Existing) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if conn.IsClosed() {
+		var err error
+		if conn, err = pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		defer conn.Close(ctx)
+	}
+	var stmts []string
+	if created.Database {
+		stmts = append(stmts, "DROP DATABASE IF EXISTS "+ident(n.Database)+" WITH (FORCE)")
+	}
+	if created.Owner {
+		stmts = append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
+	}
+	for _, stmt := range stmts {
+		if err := exec(ctx, conn, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Update applies the desired plan's connection limit, statement timeout and
+// extensions. Extensions come first, in one transaction, so that a failure
+// leaves the previous settings in place.
+func (d *Driver) Update(ctx context.Context, req broker.UpdateRequest) error {
+	err := d.locked(ctx, req.Desired.InstanceID, func(conn *pgx.Conn) error { return d.update(ctx, conn, req.Desired) })
+	if err != nil {
+		return fmt.Errorf("update instance %q: %w", req.Desired.InstanceID, err)
+	}
+	return nil
+}
+
+func (d *Driver) update(ctx context.Context, conn *pgx.Conn, req broker.InstanceRequest) error {
+	cfg, err := instanceConfig(req)
+	if err != nil {
+		return err
+	}
+	n := InstanceNames(req.InstanceID)
+	exists, err := databaseExists(ctx, conn, n.Database)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return errors.New("its database does not exist")
+	}
+	if err := checkExtensions(ctx, conn, cfg.Extensions); err != nil {
+		return err
+	}
+	if err := d.inDatabase(ctx, n.Database, ExtensionStatements(cfg)); err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, stmt := range UpdateStatements(n, cfg) {
+			if err := exec(ctx, tx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d.log.Info("updated database", "instance", req.InstanceID, "database", n.Database)
+	return nil
+}
+
+// Deprovision drops the instance's database, ending its sessions, every
+// binding role still in it, and its owner role. What is already gone is
+// not an error.
+func (d *Driver) Deprovision(ctx context.Context, req broker.InstanceRequest) error {
+	err := d.locked(ctx, req.InstanceID, func(conn *pgx.Conn) error { return d.deprovision(ctx, conn, req) })
+	if err != nil {
+		return fmt.Errorf("deprovision instance %q: %w", req.InstanceID, err)
+	}
+	return nil
+}
+
+func (d *Driver) deprovision(ctx context.Context, conn *pgx.Conn, req broker.InstanceRequest) error {
+	n := InstanceNames(req.InstanceID)
+	roles, err := bindingRoles(ctx, conn, n.Owner)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range DeprovisionStatements(n, roles) {
+		if err := exec(ctx, conn, stmt); err != nil {
+			return err
+		}
+	}
+	d.log.Info("deprovisioned database", "instance", req.InstanceID, "database", n.Database, "binding_roles", len(roles))
+	return nil
+}
+
+// bindingRoles lists the binding roles that are members of owner.
+func bindingRoles(ctx context.Context, conn *pgx.Conn, owner string) ([]string, error) {
+	rows, err := conn.Query(ctx, `
+		SELECT m.rolname
+		FROM pg_roles o
+		JOIN pg_auth_members am ON am.roleid = o.oid
+		JOIN pg_roles m ON m.oid = am.member
+		WHERE o.rolname = $1 AND starts_with(m.rolname, $2)
+		ORDER BY m.rolname`, owner, BindingRolePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list binding roles: %w", err)
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list binding roles: %w", err)
+	}
+	return roles, nil
+}
+
+// Bind creates the binding's login role with a new password, or gives an
+// existing one a new password, in one transaction: a failure leaves
+// nothing behind. A rotation (PredecessorBindingID set) is a binding like
+// any other; the predecessor's role stays until it is unbound.
+func (d *Driver) Bind(ctx context.Context, req broker.BindRequest) (broker.BindResult, error) {
+	var res broker.BindResult
+	err := d.locked(ctx, req.Instance.InstanceID, func(conn *pgx.Conn) (err error) {
+		res, err = d.bind(ctx, conn, req)
+		return err
+	})
+	if err != nil {
+		return broker.BindResult{}, fmt.Errorf("bind %q to instance %q: %w", req.BindingID, req.Instance.InstanceID, err)
+	}
+	return res, nil
+}
+
+func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindRequest) (broker.BindResult, error) {
+	n := InstanceNames(req.Instance.InstanceID)
+	role := BindingRole(req.BindingID)
+	exists, err := databaseExists(ctx, conn, n.Database)
+	if err != nil {
+		return broker.BindResult{}, err
+	}
+	if !exists {
+		return broker.BindResult{}, errors.New("the instance's database does not exist")
+	}
+	password := NewPassword()
+	verifier, err := HashPassword(password)
+	if err != nil {
+		return broker.BindResult{}, err
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
+			return fmt.Errorf("look up role: %w", err)
+		}
+		for _, stmt := range BindStatements(n, role, verifier, exists) {
+			if err := exec(ctx, tx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return broker.BindResult{}, err
+	}
+	d.log.Info("bound role", "instance", req.Instance.InstanceID, "binding", req.BindingID, "role", role,
+		"predecessor", req.PredecessorBindingID)
+	return d.target.result(n.Database, role, password), nil
+}
+
+func (t target) result(database, role, password string) broker.BindResult {
+	hostPort := net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))
+	uri := url.URL{
+		Scheme:   "postgresql",
+		User:     url.UserPassword(role, password),
+		Host:     hostPort,
+		Path:     "/" + database,
+		RawQuery: t.query.Encode(),
+	}
+	jdbc := url.Values{"user": {role}, "password": {password}}
+	if mode := t.query.Get("sslmode"); mode != "" {
+		jdbc.Set("sslmode", mode)
+	}
+	return broker.BindResult{
+		Credentials: map[string]any{
+			"uri":      uri.String(),
+			"jdbcUrl":  "jdbc:postgresql://" + hostPort + "/" + database + "?" + jdbc.Encode(),
+			"host":     t.host,
+			"port":     int(t.port),
+			"database": database,
+			"username": role,
+			"password": password,
+		},
+		Endpoints: []broker.Endpoint{{Host: t.host, Ports: []string{strconv.Itoa(int(t.port))}, Protocol: "tcp"}},
+	}
+}
+
+// Unbind hands what the binding's role owns in the database to the owner
+// role, revokes its privileges and drops it. A missing role or database is
+// not an error.
+func (d *Driver) Unbind(ctx context.Context, req broker.BindRequest) error {
+	err := d.locked(ctx, req.Instance.InstanceID, func(conn *pgx.Conn) error { return d.unbind(ctx, conn, req) })
+	if err != nil {
+		return fmt.Errorf("unbind %q from instance %q: %w", req.BindingID, req.Instance.InstanceID, err)
+	}
+	return nil
+}
+
+func (d *Driver) unbind(ctx context.Context, conn *pgx.Conn, req broker.BindRequest) error {
+	n := InstanceNames(req.Instance.InstanceID)
+	role := BindingRole(req.BindingID)
+	exists, err := roleExists(ctx, conn, role)
+	if err != nil || !exists {
+		return err
+	}
+	dbExists, err := databaseExists(ctx, conn, n.Database)
+	if err != nil {
+		return err
+	}
+	if dbExists {
+		err := d.inDatabase(ctx, n.Database, UnbindDatabaseStatements(n, role))
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+			err = nil // dropped since we looked: nothing left in it to hand over
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, stmt := range UnbindStatements(role) {
+		if err := exec(ctx, conn, stmt); err != nil {
+			return err
+		}
+	}
+	d.log.Info("unbound role", "instance", req.Instance.InstanceID, "binding", req.BindingID, "role", role)
+	return nil
+}
+
+// locked runs fn on a connection to the target cluster that holds the
+// instance's advisory lock, so that operations on one instance take turns.
+func (d *Driver) locked(ctx context.Context, instanceID string, fn func(*pgx.Conn) error) error {
+	sum := sha256.Sum256([]byte("bindery/broker/postgresql:" + instanceID))
+	key := int64(binary.BigEndian.Uint64(sum[:8]))
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		return fmt.Errorf("lock instance: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if _, err := c.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
+			// A closed connection leaves the pool, and its lock ends with
+			// its session.
+			_ = c.Conn().Close(uctx)
+		}
+	}()
+	return fn(c.Conn())
+}
+
+// instanceConfig is the plan's config with the instance's parameters
+// applied.
+func instanceConfig(req broker.InstanceRequest) (PlanConfig, error) {
+	cfg, err := ParsePlanConfig(req.PlanConfig)
+	if err != nil {
+		return PlanConfig{}, err
+	}
+	return cfg.WithParameters(req.Parameters)
+}
+
+// checkExtensions refuses extensions the cluster does not have before
+// anything is created, with a message a user can act on.
+func checkExtensions(ctx context.Context, conn *pgx.Conn, exts []string) error {
+	if len(exts) == 0 {
+		return nil
+	}
+	var missing []string
+	err := conn.QueryRow(ctx, `
+		SELECT coalesce(array_agg(e ORDER BY o), '{}')
+		FROM unnest($1::text[]) WITH ORDINALITY AS w(e, o)
+		WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = w.e)`, exts).Scan(&missing)
+	if err != nil {
+		return fmt.Errorf("list available extensions: %w", err)
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("extension %q is not available on the target cluster", missing[0])
+	}
+	quoted := make([]string, len(missing))
+	for i, m := range missing {
+		quoted[i] = strconv.Quote(m)
+	}
+	return fmt.Errorf("extensions %s are not available on the target cluster", strings.Join(quoted, ", "))
+}
+
+func roleExists(ctx context.Context, conn *pgx.Conn, role string) (bool, error) {
+	var ok bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up role: %w", err)
+	}
+	return ok, nil
+}
+
+func databaseExists(ctx context.Context, conn *pgx.Conn, db string) (bool, error) {
+	var ok bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, db).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up database: %w", err)
+	}
+	return ok, nil
+}
+
+// inDatabase runs stmts in one transaction, connected to database db of
+// the target cluster with the driver's own credentials.
+func (d *Driver) inDatabase(ctx context.Context, db string, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	cfg := d.pool.Config().ConnConfig
+	cfg.Database = db
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to database %s: %w", db, unwrapConnect(err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, stmt := range stmts {
+			if err := exec(ctx, tx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// unwrapConnect keeps the server's reason for refusing a connection.
+func unwrapConnect(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return &sqlError{err: err}
+	}
+	return err
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func exec(ctx context.Context, db execer, stmt string) error {
+	if _, err := db.Exec(ctx, stmt); err != nil {
+		return &sqlError{what: describe(stmt), err: err}
+	}
+	return nil
+}
+
+// describe names a statement for an error message: its words up to the
+// first identifier, which never reaches a password verifier.
+func describe(stmt string) string {
+	first := strings.IndexByte(stmt, '"')
+	if first < 0 {
+		return strings.ToLower(stmt)
+	}
+	end := first + 1
+	for end < len(stmt) {
+		if stmt[end] == '"' {
+			if end+1 < len(stmt) && stmt[end+1] == '"' {
+				end += 2
+				continue
+			}
+			break
+		}
+		end++
+	}
+	end = min(end+1, len(stmt))
+	verb := strings.ToLower(stmt[:first])
+	verb = strings.Replace(verb, " if not exists", "", 1)
+	verb = strings.Replace(verb, " if exists", "", 1)
+	return verb + stmt[first:end]
+}
+
+// sqlError shows a server error by its message (and detail), which is
+// what an end user can act on; errors.As still reaches the *pgconn.PgError.
+type sqlError struct {
+	what string
+	err  error
+}
+
+func (e *sqlError) Error() string {
+	msg := e.err.Error()
+	var pgErr *pgconn.PgError
+	if errors.As(e.err, &pgErr) {
+		msg = pgErr.Message
+		if pgErr.Detail != "" {
+			msg += " (" + pgErr.Detail + ")"
+		}
+	}
+	if e.what == "" {
+		return msg
+	}
+	return e.what + ": " + msg
+}
+
+func (e *sqlError) Unwrap() error { return e.err }

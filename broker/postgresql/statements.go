@@ -1,0 +1,149 @@
+package postgresql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The statement builders below are the whole of the SQL this driver runs
+// to change a cluster. They are pure, so tests (and benchmarks that run
+// the same statements without the driver) see exactly what the driver
+// executes. Each statement is sent on its own: CREATE DATABASE and DROP
+// DATABASE refuse to run inside a transaction block.
+//
+// Identifiers are quoted with pgx.Identifier.Sanitize. Utility statements
+// take no bind parameters, so the only values written into them are
+// integers, names derived from ids, and a SCRAM verifier quoted as a
+// string literal.
+
+// Existing says which of an instance's objects are already there, so that
+// Provision called again skips creating them.
+type Existing struct {
+	Owner    bool
+	Database bool
+}
+
+// ProvisionStatements creates an instance's owner role and database and
+// applies the plan's settings; they run connected to the target cluster's
+// own database. A fresh instance has Existing{}.
+func ProvisionStatements(n Names, cfg PlanConfig, have Existing) []string {
+	db, owner := ident(n.Database), ident(n.Owner)
+	var stmts []string
+	if !have.Owner {
+		stmts = append(stmts, "CREATE ROLE "+owner+" NOLOGIN")
+	}
+	if have.Database {
+		stmts = append(stmts, "ALTER DATABASE "+db+" OWNER TO "+owner)
+	} else {
+		stmts = append(stmts, "CREATE DATABASE "+db+" OWNER "+owner+" CONNECTION LIMIT "+strconv.Itoa(cfg.ConnectionLimit))
+	}
+	stmts = append(stmts, settingStatements(n, cfg, have.Database)...)
+	return append(stmts, "REVOKE CONNECT ON DATABASE "+db+" FROM PUBLIC")
+}
+
+// ProvisionDatabaseStatements prepare the inside of a new database: the
+// plan's extensions, and schema public owned by the owner role with no
+// CREATE for PUBLIC. They run connected to the instance's database.
+func ProvisionDatabaseStatements(n Names, cfg PlanConfig) []string {
+	return append(ExtensionStatements(cfg),
+		"ALTER SCHEMA public OWNER TO "+ident(n.Owner),
+		"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+	)
+}
+
+// ExtensionStatements create the plan's extensions that are missing, in
+// the instance's database.
+func ExtensionStatements(cfg PlanConfig) []string {
+	stmts := make([]string, 0, len(cfg.Extensions))
+	for _, e := range cfg.Extensions {
+		stmts = append(stmts, "CREATE EXTENSION IF NOT EXISTS "+ident(e))
+	}
+	return stmts
+}
+
+// UpdateStatements apply a plan's connection limit and statement timeout
+// to an existing database, connected to the target cluster's own database.
+// New extensions come from ExtensionStatements, run in the instance's
+// database.
+func UpdateStatements(n Names, cfg PlanConfig) []string {
+	return settingStatements(n, cfg, true)
+}
+
+func settingStatements(n Names, cfg PlanConfig, limit bool) []string {
+	db := ident(n.Database)
+	var stmts []string
+	if limit {
+		stmts = append(stmts, "ALTER DATABASE "+db+" CONNECTION LIMIT "+strconv.Itoa(cfg.ConnectionLimit))
+	}
+	if cfg.StatementTimeout > 0 {
+		stmts = append(stmts, "ALTER DATABASE "+db+" SET statement_timeout = "+strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10))
+	} else {
+		stmts = append(stmts, "ALTER DATABASE "+db+" RESET statement_timeout")
+	}
+	return stmts
+}
+
+// BindStatements give a binding its login role, with the SCRAM verifier as
+// its password, membership in the owner role, CONNECT on the database, and
+// `SET role` to the owner in that database, so that what an application
+// creates belongs to the owner and every binding sees it. exists says the
+// role is already there (a repeated Bind): it then gets the new password.
+// They run connected to the target cluster's own database.
+func BindStatements(n Names, role, verifier string, exists bool) []string {
+	r, db, owner := ident(role), ident(n.Database), ident(n.Owner)
+	var stmts []string
+	if exists {
+		stmts = append(stmts,
+			"ALTER ROLE "+r+" LOGIN PASSWORD "+quoteLiteral(verifier),
+			"GRANT "+owner+" TO "+r,
+		)
+	} else {
+		stmts = append(stmts, "CREATE ROLE "+r+" LOGIN PASSWORD "+quoteLiteral(verifier)+" IN ROLE "+owner)
+	}
+	return append(stmts,
+		"GRANT CONNECT ON DATABASE "+db+" TO "+r,
+		"ALTER ROLE "+r+" IN DATABASE "+db+" SET role = "+owner,
+	)
+}
+
+// UnbindDatabaseStatements hand whatever a binding role still owns in the
+// instance's database to the owner role and revoke its privileges there.
+// They run connected to the instance's database, before UnbindStatements.
+func UnbindDatabaseStatements(n Names, role string) []string {
+	r := ident(role)
+	return []string{
+		"REASSIGN OWNED BY " + r + " TO " + ident(n.Owner),
+		"DROP OWNED BY " + r,
+	}
+}
+
+// UnbindStatements drop a binding's role, connected to the target
+// cluster's own database.
+func UnbindStatements(role string) []string {
+	return []string{"DROP ROLE IF EXISTS " + ident(role)}
+}
+
+// DeprovisionStatements drop an instance's database (ending its sessions),
+// the binding roles still in it, and its owner role. bindingRoles are the
+// members of the owner role that carry the binding prefix.
+func DeprovisionStatements(n Names, bindingRoles []string) []string {
+	stmts := []string{"DROP DATABASE IF EXISTS " + ident(n.Database) + " WITH (FORCE)"}
+	for _, r := range bindingRoles {
+		stmts = append(stmts, "DROP ROLE IF EXISTS "+ident(r))
+	}
+	return append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// quoteLiteral writes s as a string literal that means s whatever
+// standard_conforming_strings says, as libpq's PQescapeLiteral does.
+func quoteLiteral(s string) string {
+	s = strings.ReplaceAll(s, "'", "''")
+	if strings.Contains(s, `\`) {
+		return `E'` + strings.ReplaceAll(s, `\`, `\\`) + `'`
+	}
+	return "'" + s + "'"
+}

@@ -1,0 +1,260 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// maxBody bounds request bodies: OSB bodies are small; schemas are 64 kB.
+const maxBody = 1 << 20
+
+// provisionRequest is the body of PUT /v2/service_instances/:instance_id.
+type provisionRequest struct {
+	ServiceID        string           `json:"service_id"`
+	PlanID           string           `json:"plan_id"`
+	Context          json.RawMessage  `json:"context,omitempty"`
+	OrganizationGUID string           `json:"organization_guid"`
+	SpaceGUID        string           `json:"space_guid"`
+	Parameters       map[string]any   `json:"parameters,omitempty"`
+	MaintenanceInfo  *MaintenanceInfo `json:"maintenance_info,omitempty"`
+}
+
+// updateRequest is the body of PATCH /v2/service_instances/:instance_id.
+// Parameters is a pointer so that an absent field (change nothing) differs
+// from an empty object.
+type updateRequest struct {
+	ServiceID       string           `json:"service_id"`
+	PlanID          string           `json:"plan_id,omitempty"`
+	Context         json.RawMessage  `json:"context,omitempty"`
+	Parameters      *map[string]any  `json:"parameters,omitempty"`
+	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
+	PreviousValues  json.RawMessage  `json:"previous_values,omitempty"`
+}
+
+// bindRequest is the body of PUT .../service_bindings/:binding_id.
+type bindRequest struct {
+	ServiceID            string          `json:"service_id"`
+	PlanID               string          `json:"plan_id"`
+	Context              json.RawMessage `json:"context,omitempty"`
+	AppGUID              string          `json:"app_guid,omitempty"`
+	BindResource         json.RawMessage `json:"bind_resource,omitempty"`
+	Parameters           map[string]any  `json:"parameters,omitempty"`
+	PredecessorBindingID string          `json:"predecessor_binding_id,omitempty"`
+}
+
+// appGUID is bind_resource.app_guid, or the deprecated top-level app_guid.
+func (r *bindRequest) appGUID() string {
+	var res struct {
+		AppGUID string `json:"app_guid"`
+	}
+	if len(r.BindResource) > 0 && json.Unmarshal(r.BindResource, &res) == nil && res.AppGUID != "" {
+		return res.AppGUID
+	}
+	return r.AppGUID
+}
+
+// decodeBody reads a JSON object body. Unknown fields are ignored, as OSB
+// requires for vendor extensions; anything else wrong is a 400.
+func decodeBody(c echo.Context, v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	if err != nil {
+		return errBadRequest("request body: %v", err)
+	}
+	return decodeJSON(body, v)
+}
+
+func decodeJSON(body []byte, v any) error {
+	if len(body) > maxBody {
+		return errBadRequest("request body: larger than %d bytes", maxBody)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return errBadRequest("request body: a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return errBadRequest("%s: must be %s, not %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+		}
+		return errBadRequest("request body: %v", err)
+	}
+	if dec.More() {
+		return errBadRequest("request body: more than one JSON value")
+	}
+	return nil
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Bool:
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// validate checks the required fields of a provision request.
+func (r *provisionRequest) validate() error {
+	var missing []string
+	for name, v := range map[string]string{
+		"service_id": r.ServiceID, "plan_id": r.PlanID,
+		"organization_guid": r.OrganizationGUID, "space_guid": r.SpaceGUID,
+	} {
+		if strings.TrimSpace(v) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return errBadRequest("%s: required, must be a non-empty string", strings.Join(missing, ", "))
+	}
+	if err := validContext(r.Context); err != nil {
+		return err
+	}
+	if r.MaintenanceInfo != nil && r.MaintenanceInfo.Version == "" {
+		return errBadRequest("maintenance_info.version: required when maintenance_info is given")
+	}
+	return nil
+}
+
+func validContext(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return errBadRequest("context: must be an object")
+	}
+	return nil
+}
+
+// acceptsIncomplete reads the accepts_incomplete query parameter.
+func acceptsIncomplete(c echo.Context) (bool, error) {
+	switch v := c.QueryParam("accepts_incomplete"); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, errBadRequest("accepts_incomplete: must be true or false, not %q", v)
+	}
+}
+
+// requireQuery returns the named query parameters, all required.
+func requireQuery(c echo.Context, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if c.QueryParam(n) == "" {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return errBadRequest("query parameter %s: required", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// optionalQuery rejects query parameters that are present but empty, as
+// OSB requires them to be non-empty when present.
+func optionalQuery(c echo.Context, names ...string) error {
+	q := c.QueryParams()
+	for _, n := range names {
+		if vs, ok := q[n]; ok && (len(vs) == 0 || vs[0] == "") {
+			return errBadRequest("query parameter %s: must not be empty when present", n)
+		}
+	}
+	return nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// validateParameters checks parameters against a plan schema; the error
+// names the failing path inside `parameters`.
+func validateParameters(schema *jsonschema.Schema, params map[string]any) error {
+	if schema == nil {
+		return nil
+	}
+	var doc any = map[string]any{}
+	if params != nil {
+		// The schema library wants the shapes of encoding/json with
+		// json.Number, which is what decodeJSON produced.
+		doc = params
+	}
+	err := schema.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return errBadRequest("parameters: %v", err)
+	}
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			path := "parameters"
+			for _, tok := range e.InstanceLocation {
+				path += "/" + url.PathEscape(tok)
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: %s", path, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(msgs)
+	return errBadRequest("%s", strings.Join(msgs, "; "))
+}
+
+// sameJSON compares two JSON-shaped values semantically.
+func sameJSON(a, b any) bool {
+	na, nb := normalise(a), normalise(b)
+	return reflect.DeepEqual(na, nb)
+}
+
+func normalise(v any) any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		if len(v) == 0 {
+			return nil
+		}
+	case json.RawMessage:
+		if len(v) == 0 || string(v) == "null" {
+			return nil
+		}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(raw, &out)
+	if m, ok := out.(map[string]any); ok && len(m) == 0 {
+		return nil
+	}
+	return out
+}

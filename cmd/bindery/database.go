@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// dbOptions are the flags of every command that uses the database.
+type dbOptions struct {
+	url       string
+	noMigrate bool
+}
+
+func (o *dbOptions) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.url, "database-url", "", "PostgreSQL connection string (also DATABASE_URL)")
+	fs.BoolVar(&o.noMigrate, "no-migrate", false, "do not apply pending migrations at start")
+}
+
+func (o *dbOptions) validate() []error {
+	if o.url == "" {
+		return []error{errors.New("--database-url (or DATABASE_URL) is required")}
+	}
+	return nil
+}
+
+// open connects and, unless --no-migrate, applies the pending migrations of
+// the schemas the command uses.
+func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(o.url)
+	if err != nil {
+		return nil, fmt.Errorf("--database-url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to the database at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	if !o.noMigrate {
+		for _, s := range schemas {
+			if err := migrations.Up(ctx, pool, s); err != nil {
+				pool.Close()
+				return nil, err
+			}
+			log.DebugContext(ctx, "migrations applied", "schema", s)
+		}
+	}
+	return pool, nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/pgserver"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// generated are the credentials `bindery up` makes once and keeps in the
+// data directory, so a restart presents the same ones.
+type generated struct {
+	BrokerUsername string `json:"broker_username"`
+	BrokerPassword string `json:"broker_password"`
+	BrokerToken    string `json:"broker_token"`
+}
+
+// runUp is `bindery up`: everything on one machine, state in --data-dir.
+func runUp(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "up")
+	var db dbOptions
+	var bo brokerOptions
+	db.addFlags(fs)
+	bo.addFlags(fs, "127.0.0.1:8081")
+	dataDir := fs.String("data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := e.logger(*level)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+
+	if db.url == "" {
+		log.Info("starting the embedded PostgreSQL", "dir", filepath.Join(dir, "pg"))
+		srv, err := pgserver.Start(ctx, filepath.Join(dir, "pg"), pgserver.Options{})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				log.Warn("stop the embedded PostgreSQL", "error", err)
+			}
+		}()
+		if err := ensureDatabase(ctx, srv.URL("postgres"), "bindery"); err != nil {
+			return err
+		}
+		db.url = srv.URL("bindery")
+	}
+	if bo.encryptionKey == "" {
+		if bo.encryptionKey, err = readOrCreate(filepath.Join(dir, "encryption.key"), keyring.Generate); err != nil {
+			return err
+		}
+	}
+	creds, err := loadGenerated(filepath.Join(dir, "credentials.json"))
+	if err != nil {
+		return err
+	}
+	if bo.username == "" && bo.password == "" && bo.token == "" {
+		bo.username, bo.password, bo.token = creds.BrokerUsername, creds.BrokerPassword, creds.BrokerToken
+	}
+	if err := bo.complete(&db); err != nil {
+		return err
+	}
+
+	pool, err := db.open(ctx, log, migrations.Schemas()...)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	brokerL, err := serve.Listen(bo.listen)
+	if err != nil {
+		return err
+	}
+
+	// The one place credentials are shown: stdout, never the log.
+	w := e.stdout
+	fmt.Fprintln(w, "Bindery is up.")
+	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerL.Addr())
+	fmt.Fprintf(w, "  broker username: %s\n", bo.username)
+	fmt.Fprintf(w, "  broker password: %s\n", bo.password)
+	if bo.token != "" {
+		fmt.Fprintf(w, "  broker token:    %s\n", bo.token)
+	}
+	fmt.Fprintf(w, "  database:        %s\n", redact(db.url))
+	fmt.Fprintf(w, "  data directory:  %s\n", dir)
+	fmt.Fprintln(w, "Press Ctrl-C to stop.")
+
+	err = runBroker(ctx, log, pool, &bo, brokerL)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// ensureDatabase creates database name on the server of adminURL.
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to the embedded PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// readOrCreate returns the content of path, creating it (mode 0600) with
+// make() the first time.
+func readOrCreate(path string, make func() string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	v := make()
+	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+func loadGenerated(path string) (generated, error) {
+	var g generated
+	raw, err := readOrCreate(path, func() string {
+		b, _ := json.MarshalIndent(generated{
+			BrokerUsername: "bindery",
+			BrokerPassword: randomSecret(),
+			BrokerToken:    randomSecret(),
+		}, "", "  ")
+		return string(b)
+	})
+	if err != nil {
+		return g, err
+	}
+	if err := json.Unmarshal([]byte(raw), &g); err != nil {
+		return g, fmt.Errorf("%s: %w", path, err)
+	}
+	return g, nil
+}
+
+// randomSecret is 256 random bits, URL-safe.
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// redact hides the password of a connection URL.
+func redact(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			cred := rest[:at]
+			if c := strings.Index(cred, ":"); c >= 0 {
+				return u[:i+3] + cred[:c] + ":***@" + rest[at+1:]
+			}
+		}
+	}
+	return u
+}

@@ -1,0 +1,293 @@
+package deviceplugin
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// node is one device node found by a glob.
+type node struct {
+	id            string
+	path          string
+	hostPath      string
+	containerPath string
+	permissions   string
+	healthy       bool
+	numa          []int64
+	numaRead      bool // numa was looked up for hostPath
+}
+
+// spec is what the container runtime needs to expose the node.
+func (n *node) spec() *pluginapi.DeviceSpec {
+	return &pluginapi.DeviceSpec{HostPath: n.hostPath, ContainerPath: n.containerPath, Permissions: n.permissions}
+}
+
+// inventory finds a plugin's device nodes and remembers every node it has
+// seen, so that one that disappears is reported Unhealthy rather than
+// silently dropped. Only the plugin's scanning goroutine calls scan.
+type inventory struct {
+	cfg      *Config
+	sysfs    string
+	relative bool // one glob: IDs are relative to its literal directory
+	known    map[string]*node
+	order    []string // IDs in the order first seen
+}
+
+func newInventory(cfg *Config, sysfs string) *inventory {
+	return &inventory{cfg: cfg, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}}
+}
+
+// scan looks at the device paths again and returns the snapshot to
+// advertise and the directories to watch for changes.
+func (inv *inventory) scan() (*snapshot, []string) {
+	seen := map[string]bool{}
+	matched := make([]bool, len(inv.cfg.Devices))
+	var watch []string
+	for i, g := range inv.cfg.Devices {
+		watch = append(watch, watchDirs(g.Path)...)
+		matches, _ := filepath.Glob(g.Path) // the pattern was validated
+		for _, m := range matches {
+			fi, err := os.Stat(m)
+			if err == nil && fi.IsDir() {
+				continue // a directory is never a device
+			}
+			id := deviceID(g.Path, m, inv.relative)
+			if seen[id] {
+				continue // matched by an earlier glob, or the same ID after sanitising
+			}
+			seen[id] = true
+			matched[i] = true
+			n := inv.known[id]
+			if n == nil {
+				n = &node{id: id}
+				inv.known[id] = n
+				inv.order = append(inv.order, id)
+			}
+			n.refresh(inv.sysfs, g, m, fi, err)
+		}
+	}
+	for id, n := range inv.known {
+		if !seen[id] {
+			n.healthy = false
+		}
+	}
+	return inv.snapshot(matched), dedupe(watch)
+}
+
+// refresh records what a stat of the node's path found; NUMA locality is
+// read once per host path.
+func (n *node) refresh(sysfs string, g DeviceGlob, match string, fi os.FileInfo, statErr error) {
+	n.path = match
+	n.containerPath = cmp.Or(g.ContainerPath, match)
+	n.permissions = cmp.Or(g.Permissions, defaultPermissions)
+	n.healthy = statErr == nil && readable(match, fi)
+	if !n.healthy {
+		n.hostPath = cmp.Or(n.hostPath, match)
+		return
+	}
+	host, err := filepath.EvalSymlinks(match)
+	if err != nil {
+		host = match
+	}
+	if host != n.hostPath || !n.numaRead {
+		n.hostPath = host
+		n.numa = numaNodes(sysfs, fi)
+		n.numaRead = true
+	}
+}
+
+// readable reports whether the node has a read permission bit and this
+// process may read it. The bit is checked as well as access(2) because a
+// root process passes access(2) for any mode, and a node whose read bits
+// an operator removed is meant to be taken out of service.
+func readable(path string, fi os.FileInfo) bool {
+	return fi.Mode().Perm()&0o444 != 0 && syscall.Access(path, 4 /* R_OK */) == nil
+}
+
+// snapshot builds what the plugin advertises from the known nodes.
+func (inv *inventory) snapshot(matched []bool) *snapshot {
+	nodes := make([]*node, 0, len(inv.order))
+	for _, id := range inv.order {
+		c := *inv.known[id]
+		nodes = append(nodes, &c)
+	}
+	if inv.cfg.Slots > 0 {
+		return slotSnapshot(inv.cfg, nodes, matched)
+	}
+	s := &snapshot{byID: make(map[string]*entry, len(nodes))}
+	for i, n := range nodes {
+		s.add(n.id, &entry{order: i, healthy: n.healthy, numa: n.numa, specs: []*pluginapi.DeviceSpec{n.spec()}, hostPaths: []string{n.hostPath}})
+	}
+	return s
+}
+
+// slotSnapshot advertises cfg.Slots interchangeable slots. They are
+// healthy when every glob matched and every node is healthy, and each
+// hands out all the nodes.
+func slotSnapshot(cfg *Config, nodes []*node, matched []bool) *snapshot {
+	healthy := !slices.Contains(matched, false)
+	var specs []*pluginapi.DeviceSpec
+	var hostPaths []string
+	var numa []int64
+	for _, n := range nodes {
+		healthy = healthy && n.healthy
+		specs = append(specs, n.spec())
+		hostPaths = append(hostPaths, n.hostPath)
+		for _, id := range n.numa {
+			if !slices.Contains(numa, id) {
+				numa = append(numa, id)
+			}
+		}
+	}
+	slices.Sort(numa)
+	_, typ, _ := strings.Cut(cfg.ResourceName, "/")
+	s := &snapshot{byID: make(map[string]*entry, cfg.Slots)}
+	for i := range cfg.Slots {
+		s.add(fmt.Sprintf("%s-%d", sanitizeID(typ), i), &entry{order: i, healthy: healthy, numa: numa, specs: specs, hostPaths: hostPaths})
+	}
+	return s
+}
+
+// deviceID derives a stable device ID from the matched path: relative to
+// the glob's literal directory when the plugin has one glob (foo-1 for
+// /some/dir/foo-1 matched by /some/dir/foo-*), else the whole path.
+func deviceID(glob, match string, relative bool) string {
+	id := strings.TrimPrefix(match, "/")
+	if relative {
+		if r, err := filepath.Rel(literalDir(glob), match); err == nil {
+			id = r
+		}
+	}
+	return sanitizeID(id)
+}
+
+// sanitizeID keeps letters, digits, '.', '_' and '-', replacing the rest
+// (such as '/') by '_', so IDs are safe in environment variables and CDI
+// names.
+func sanitizeID(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// literalDir is the longest directory prefix of glob without pattern
+// characters.
+func literalDir(glob string) string {
+	parts := strings.Split(glob, "/")
+	k := len(parts) - 1
+	for i, p := range parts[:k] {
+		if hasMeta(p) {
+			k = i
+			break
+		}
+	}
+	return "/" + filepath.Join(parts[:k]...)
+}
+
+// watchDirs lists the directories whose entries decide what glob matches:
+// its literal directory (or, while that is missing, the nearest existing
+// ancestor, to see it appear) and every directory matched by its
+// intermediate components.
+func watchDirs(glob string) []string {
+	lit := literalDir(glob)
+	dirs := []string{existingAncestor(lit)}
+	rest := strings.Split(strings.TrimPrefix(strings.TrimPrefix(glob, lit), "/"), "/")
+	prefix := lit
+	for _, part := range rest[:len(rest)-1] {
+		prefix = filepath.Join(prefix, part)
+		matches, _ := filepath.Glob(prefix)
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+				dirs = append(dirs, m)
+			}
+		}
+	}
+	return dirs
+}
+
+func existingAncestor(dir string) string {
+	for {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		dir = parent
+	}
+}
+
+func dedupe(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// snapshot is an immutable view of the advertised devices, swapped whole
+// after every scan so Allocate reads it without locks.
+type snapshot struct {
+	list []*pluginapi.Device
+	byID map[string]*entry
+}
+
+// entry is one advertised device (a node, or a slot).
+type entry struct {
+	order     int
+	healthy   bool
+	numa      []int64
+	specs     []*pluginapi.DeviceSpec
+	hostPaths []string
+}
+
+func (s *snapshot) add(id string, e *entry) {
+	d := &pluginapi.Device{ID: id, Health: pluginapi.Unhealthy}
+	if e.healthy {
+		d.Health = pluginapi.Healthy
+	}
+	if len(e.numa) > 0 {
+		d.Topology = &pluginapi.TopologyInfo{}
+		for _, n := range e.numa {
+			d.Topology.Nodes = append(d.Topology.Nodes, &pluginapi.NUMANode{ID: n})
+		}
+	}
+	s.list = append(s.list, d)
+	s.byID[id] = e
+}
+
+// sameAdvertisement reports whether two snapshots would send the kubelet
+// the same list.
+func sameAdvertisement(a, b *snapshot) bool {
+	if a == nil || b == nil || len(a.list) != len(b.list) {
+		return false
+	}
+	for i, d := range a.list {
+		e := b.list[i]
+		if d.ID != e.ID || d.Health != e.Health || !slices.Equal(a.byID[d.ID].numa, b.byID[e.ID].numa) {
+			return false
+		}
+	}
+	return true
+}
+
+// counts returns the number of healthy and unhealthy devices.
+func (s *snapshot) counts() (healthy, unhealthy int) {
+	for _, d := range s.list {
+		if d.Health == pluginapi.Healthy {
+			healthy++
+		} else {
+			unhealthy++
+		}
+	}
+	return healthy, unhealthy
+}
