@@ -109,7 +109,7 @@ func (b *Broker) bind(c echo.Context) error {
 			switch {
 			case err != nil:
 				return err
-			case running != nil && running.Kind == kindBind:
+			case running != nil && running.Kind == kindBind && async:
 				replay = running
 			case running != nil:
 				return errConcurrency("Service Binding")
@@ -225,7 +225,7 @@ func (b *Broker) unbind(c echo.Context) error {
 			return err
 		}
 		if running != nil {
-			if running.Kind == kindUnbind {
+			if running.Kind == kindUnbind && async {
 				replay = running
 				return nil
 			}

@@ -65,7 +65,7 @@ func (b *Broker) provision(c echo.Context) error {
 		return err
 	}
 	if existing != nil {
-		return b.provisionAgain(c, existing, running, &req)
+		return b.provisionAgain(c, existing, running, &req, async)
 	}
 	if async {
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
@@ -81,9 +81,10 @@ func (b *Broker) provision(c echo.Context) error {
 }
 
 // provisionAgain answers a PUT for an instance that exists: 200 when it is
-// the same instance and ready, 202 while the same provision is running, 409
-// when the attributes differ.
-func (b *Broker) provisionAgain(c echo.Context, in *instance, running *operation, req *provisionRequest) error {
+// the same instance and ready, 202 while the same provision is running (to
+// a platform that accepts asynchronous answers; others get ConcurrencyError),
+// 409 when the attributes differ.
+func (b *Broker) provisionAgain(c echo.Context, in *instance, running *operation, req *provisionRequest, async bool) error {
 	same := in.ServiceID == req.ServiceID && in.PlanID == req.PlanID &&
 		in.OrganizationGUID == req.OrganizationGUID && in.SpaceGUID == req.SpaceGUID &&
 		sameJSON(in.Parameters, req.Parameters)
@@ -91,7 +92,7 @@ func (b *Broker) provisionAgain(c echo.Context, in *instance, running *operation
 		return errConflict("Service instance %s already exists with different attributes.", in.ID)
 	}
 	switch {
-	case running != nil && running.Kind == kindProvision:
+	case running != nil && running.Kind == kindProvision && async:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": running.ID})
 	case running != nil:
 		return errConcurrency("Service Instance")
@@ -182,7 +183,7 @@ func (b *Broker) update(c echo.Context) error {
 			return err
 		}
 		if running != nil {
-			if running.Kind == kindUpdate && sameJSON(running.Request, desired) {
+			if running.Kind == kindUpdate && async && sameJSON(running.Request, desired) {
 				replay = running
 				return nil
 			}
@@ -252,7 +253,7 @@ func (b *Broker) deprovision(c echo.Context) error {
 			return err
 		}
 		if running != nil {
-			if running.Kind == kindDeprovision {
+			if running.Kind == kindDeprovision && async {
 				replay = running
 				return nil
 			}

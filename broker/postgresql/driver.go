@@ -69,6 +69,9 @@ func New(ctx context.Context, targetURL string, log *slog.Logger) (*Driver, erro
 		return nil, errors.New("target database url: cannot be parsed")
 	}
 	tgt.host, tgt.port = cfg.ConnConfig.Host, cfg.ConnConfig.Port
+	if strings.HasPrefix(tgt.host, "/") {
+		return nil, errors.New("target database url: the host must be a network address, not a unix socket: applications connect to it")
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster: %w", err)
@@ -202,14 +205,7 @@ func (d *Driver) undoProvision(conn *pgx.Conn, n Names, created Existing) error 
 		}
 		defer conn.Close(ctx)
 	}
-	var stmts []string
-	if created.Database {
-		stmts = append(stmts, "DROP DATABASE IF EXISTS "+ident(n.Database)+" WITH (FORCE)")
-	}
-	if created.Owner {
-		stmts = append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
-	}
-	for _, stmt := range stmts {
+	for _, stmt := range UndoProvisionStatements(n, created) {
 		if err := exec(ctx, conn, stmt); err != nil {
 			return err
 		}

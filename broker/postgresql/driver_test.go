@@ -344,17 +344,26 @@ func TestRotation(t *testing.T) {
 	b.connect(t, rotated)
 }
 
+// Binds and unbinds of one instance, from two drivers as from two broker
+// processes, take turns instead of failing with "tuple concurrently
+// updated" on the database's privileges.
 func TestConcurrentBinds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	inst := b.provision(t, `{}`)
+	other, err := postgresql.New(b.ctx, b.admin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	drivers := []*postgresql.Driver{b.driver, other}
 	ids := make([]string, 8)
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
 	for i := range ids {
 		ids[i] = randomID(t)
 		wg.Go(func() {
-			_, errs[i] = b.driver.Bind(b.ctx, broker.BindRequest{Instance: inst, BindingID: ids[i]})
+			_, errs[i] = drivers[i%2].Bind(b.ctx, broker.BindRequest{Instance: inst, BindingID: ids[i]})
 		})
 	}
 	wg.Wait()
@@ -363,7 +372,7 @@ func TestConcurrentBinds(t *testing.T) {
 	}
 	for i := range ids {
 		wg.Go(func() {
-			errs[i] = b.driver.Unbind(b.ctx, broker.BindRequest{Instance: inst, BindingID: ids[i]})
+			errs[i] = drivers[i%2].Unbind(b.ctx, broker.BindRequest{Instance: inst, BindingID: ids[i]})
 		})
 	}
 	wg.Wait()
@@ -570,6 +579,7 @@ func TestNewErrors(t *testing.T) {
 		{"bad setting", admin.String() + "&sslmode=sometimes", "target database url"},
 		{"wrong password", wrongPassword.String(), "password authentication failed"},
 		{"no server", noServer.String(), "target cluster 127.0.0.1:1: connect"},
+		{"unix socket", "postgres://u:" + password + "@/postgres?host=/tmp", "must be a network address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

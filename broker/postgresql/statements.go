@@ -136,6 +136,19 @@ func DeprovisionStatements(n Names, bindingRoles []string) []string {
 	return append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
 }
 
+// UndoProvisionStatements drop what a failed Provision created, and only
+// that: created says which of the two objects this attempt made.
+func UndoProvisionStatements(n Names, created Existing) []string {
+	var stmts []string
+	if created.Database {
+		stmts = append(stmts, "DROP DATABASE IF EXISTS "+ident(n.Database)+" WITH (FORCE)")
+	}
+	if created.Owner {
+		stmts = append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
+	}
+	return stmts
+}
+
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // quoteLiteral writes s as a string literal that means s whatever

@@ -106,6 +106,13 @@ func TestStatements(t *testing.T) {
 			`DROP ROLE IF EXISTS "bindery_b_2"`,
 			`DROP ROLE IF EXISTS "bindery_o_abc"`,
 		}},
+		{"undo provision", postgresql.UndoProvisionStatements(n, postgresql.Existing{Owner: true, Database: true}), []string{
+			`DROP DATABASE IF EXISTS "bindery_i_abc" WITH (FORCE)`,
+			`DROP ROLE IF EXISTS "bindery_o_abc"`,
+		}},
+		{"undo provision of the database only", postgresql.UndoProvisionStatements(n, postgresql.Existing{Database: true}), []string{
+			`DROP DATABASE IF EXISTS "bindery_i_abc" WITH (FORCE)`,
+		}},
 		{"deprovision without bindings", postgresql.DeprovisionStatements(n, nil), []string{
 			`DROP DATABASE IF EXISTS "bindery_i_abc" WITH (FORCE)`,
 			`DROP ROLE IF EXISTS "bindery_o_abc"`,

@@ -1,0 +1,439 @@
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// ErrSocketInUse is returned when a plugin's socket already answers
+// connections: another process (a second node agent) serves the resource.
+var ErrSocketInUse = errors.New("device plugin socket is served by another process")
+
+const (
+	// checkInterval is how often a plugin checks its socket and kubelet.sock
+	// without being told, in case a file-system event was lost.
+	checkInterval = time.Second
+	// resyncInterval is how often device paths are scanned without an event.
+	resyncInterval = 30 * time.Second
+	minBackoff     = 20 * time.Millisecond
+	// maxBackoff keeps registration attempts at least once a second while
+	// the kubelet is away, so it is found within a second of its return
+	// even without an event.
+	maxBackoff = time.Second
+	// registerTimeout leaves room for the kubelet's own dial back to the
+	// plugin during Register, which it bounds at 10 s.
+	registerTimeout = 15 * time.Second
+	// readyTimeout bounds the check that a new server answers.
+	readyTimeout = 5 * time.Second
+)
+
+// plugin serves one resource to the kubelet: a gRPC DevicePlugin server on
+// its own socket, registered on kubelet.sock, re-served and re-registered
+// whenever the kubelet restarts.
+type plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+
+	cfg      Config
+	resource string
+	dir      string
+	socket   string // absolute path of the plugin's socket
+	endpoint string // its file name, as registered
+	kubelet  string // absolute path of kubelet.sock
+	log      *slog.Logger
+
+	options   *pluginapi.DevicePluginOptions
+	mounts    []*pluginapi.Mount
+	inv       *inventory
+	state     *deviceState
+	metrics   *metrics
+	allocated prometheus.Counter
+	rejected  prometheus.Counter
+
+	registered atomic.Bool
+
+	// Signals from the manager's watch of the device-plugin directory;
+	// each holds at most one pending signal.
+	socketEvent  chan struct{} // the plugin's socket was removed or renamed
+	kubeletEvent chan struct{} // kubelet.sock was created
+}
+
+func newPlugin(cfg Config, dir, sysfs string, log *slog.Logger, m *metrics) *plugin {
+	endpoint := "bindery-" + sanitizeID(cfg.ResourceName) + ".sock"
+	p := &plugin{
+		cfg:          cfg,
+		resource:     cfg.ResourceName,
+		dir:          dir,
+		socket:       filepath.Join(dir, endpoint),
+		endpoint:     endpoint,
+		kubelet:      filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)),
+		log:          log.With("resource", cfg.ResourceName),
+		metrics:      m,
+		allocated:    m.allocations.WithLabelValues(cfg.ResourceName, "allocated"),
+		rejected:     m.allocations.WithLabelValues(cfg.ResourceName, "rejected"),
+		socketEvent:  make(chan struct{}, 1),
+		kubeletEvent: make(chan struct{}, 1),
+		options: &pluginapi.DevicePluginOptions{
+			PreStartRequired:                cfg.PreStartContainer != nil,
+			GetPreferredAllocationAvailable: true,
+		},
+	}
+	for _, mt := range cfg.Mounts {
+		p.mounts = append(p.mounts, &pluginapi.Mount{HostPath: mt.HostPath, ContainerPath: mt.ContainerPath, ReadOnly: mt.ReadOnly})
+	}
+	p.inv = newInventory(&p.cfg, sysfs)
+	snap, _ := p.inv.scan()
+	p.state = newDeviceState(snap)
+	m.observeDevices(p.resource, snap)
+	m.registered.WithLabelValues(p.resource).Set(0)
+	return p
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// run serves the plugin and keeps it registered until ctx ends. It returns
+// an error only when the plugin cannot start; later trouble (the kubelet
+// away, the socket deleted) is retried.
+func (p *plugin) run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if len(p.cfg.Devices) > 0 {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watch devices of %s: %w", p.resource, err)
+		}
+		wg.Go(func() { p.watchDevices(ctx, w) })
+	}
+
+	srv, err := p.serve(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if srv != nil {
+			srv.stop()
+		}
+		p.setRegistered(false)
+	}()
+
+	var (
+		kubeletAt fileStamp // the kubelet.sock registered with
+		retry     <-chan time.Time
+		backoff   = minBackoff
+		failing   bool
+	)
+	fail := func(what string, err error) {
+		level := slog.LevelWarn
+		if failing {
+			level = slog.LevelDebug // the kubelet may be away for long; say it once
+		}
+		failing = true
+		p.log.Log(ctx, level, what, "err", err)
+		retry = time.After(backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+	tick := time.NewTicker(checkInterval)
+	defer tick.Stop()
+	for {
+		if srv != nil && !srv.owns() {
+			p.log.Info("plugin socket is gone; serving it again", "socket", p.socket)
+			srv.stop()
+			srv = nil
+		}
+		if srv == nil && retry == nil {
+			p.setRegistered(false)
+			if srv, err = p.serve(ctx); err != nil {
+				fail("serve device plugin again", err)
+			}
+		}
+		if now := stampOf(p.kubelet); now != kubeletAt {
+			p.setRegistered(false)
+		}
+		if srv != nil && retry == nil && !p.registered.Load() {
+			start := time.Now()
+			at := stampOf(p.kubelet)
+			if err := p.register(ctx); err != nil {
+				fail("register with the kubelet", err)
+			} else {
+				kubeletAt, backoff, failing = at, minBackoff, false
+				p.setRegistered(true)
+				p.log.Info("registered with the kubelet", "endpoint", p.endpoint, "took", time.Since(start))
+			}
+		}
+
+		var served <-chan error
+		if srv != nil {
+			served = srv.done
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.socketEvent:
+		case <-p.kubeletEvent:
+			// A new kubelet: register now, whatever the backoff says.
+			kubeletAt, retry, backoff = fileStamp{}, nil, minBackoff
+		case <-retry:
+			retry = nil
+		case <-tick.C:
+		case err := <-served:
+			p.log.Warn("device plugin server stopped", "err", err)
+			srv.stop()
+			srv = nil
+		}
+	}
+}
+
+func (p *plugin) setRegistered(ok bool) {
+	p.registered.Store(ok)
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	p.metrics.registered.WithLabelValues(p.resource).Set(v)
+}
+
+// server is one incarnation of the plugin's gRPC server and its socket.
+type server struct {
+	grpc   *grpc.Server
+	socket string
+	stamp  fileStamp
+	done   chan error
+}
+
+// serve claims the socket, serves the DevicePlugin service on it and
+// checks that it answers before anyone is told about it.
+func (p *plugin) serve(ctx context.Context) (*server, error) {
+	if err := os.MkdirAll(p.dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create device plugin directory: %w", err)
+	}
+	if err := claimSocket(ctx, p.socket, p.log); err != nil {
+		return nil, err
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.socket, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", p.socket, err)
+	}
+	// The socket is removed by stop, and only while it is still ours: a
+	// listener would unlink the path even after someone else re-created it.
+	l.SetUnlinkOnClose(false)
+	s := &server{grpc: grpc.NewServer(), socket: p.socket, stamp: stampOf(p.socket), done: make(chan error, 1)}
+	pluginapi.RegisterDevicePluginServer(s.grpc, p)
+	go func() { s.done <- s.grpc.Serve(l) }()
+	if err := checkServing(ctx, p.socket); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("check device plugin server on %s: %w", p.socket, err)
+	}
+	return s, nil
+}
+
+// owns reports whether the socket file is still the one this server made.
+func (s *server) owns() bool {
+	st := stampOf(s.socket)
+	return st != (fileStamp{}) && st == s.stamp
+}
+
+// stop ends the server, its streams with it, and removes its socket.
+func (s *server) stop() {
+	owned := s.owns()
+	s.grpc.Stop()
+	if owned {
+		_ = os.Remove(s.socket)
+	}
+}
+
+// checkServing dials the socket and calls GetDevicePluginOptions, as the
+// kubelet will once it is told about the socket.
+func checkServing(ctx context.Context, socket string) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	conn, err := dial(socket)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = pluginapi.NewDevicePluginClient(conn).GetDevicePluginOptions(ctx, &pluginapi.Empty{}, grpc.WaitForReady(true))
+	return err
+}
+
+// register calls Register on kubelet.sock. The kubelet dials the plugin
+// back, asks for its options and starts ListAndWatch before answering.
+func (p *plugin) register(ctx context.Context) (err error) {
+	defer func() {
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		p.metrics.registrations.WithLabelValues(p.resource, result).Inc()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	defer cancel()
+	conn, err := dial(p.kubelet)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
+		Version:      pluginapi.Version,
+		Endpoint:     p.endpoint,
+		ResourceName: p.resource,
+		Options:      p.options,
+	})
+	if err != nil {
+		return fmt.Errorf("register %s on %s: %w", p.resource, p.kubelet, err)
+	}
+	return nil
+}
+
+// dial returns a client connection to a unix socket; it connects lazily.
+func dial(socket string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", socket, err)
+	}
+	return conn, nil
+}
+
+// claimSocket makes path free for a new listener: nothing there, or a
+// stale socket nobody answers on (left by an earlier run of this plugin),
+// which it removes. A socket that answers belongs to a live process and is
+// left alone (ErrSocketInUse); so is anything that is not a socket.
+func claimSocket(ctx context.Context, path string, log *slog.Logger) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", path, err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; remove it to let the device plugin start", path)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
+	if err == nil {
+		_ = c.Close()
+		return fmt.Errorf("%w: %s accepts connections", ErrSocketInUse, path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("probe %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	log.Info("removed stale device plugin socket", "socket", path)
+	return nil
+}
+
+// fileStamp identifies one incarnation of a file: a path deleted and
+// created again gets a new change time even when its inode is reused.
+type fileStamp struct {
+	dev, ino   uint64
+	ctimeNanos int64
+}
+
+// stampOf returns the file's stamp, or the zero stamp when it is missing.
+func stampOf(path string) fileStamp {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, ctimeNanos: st.Ctim.Nano()} //nolint:unconvert // Dev is narrower on some platforms
+}
+
+// watchDevices rescans the device paths whenever an entry in their
+// directories is created, removed, renamed or changes mode, and every
+// resyncInterval in case an event was lost.
+func (p *plugin) watchDevices(ctx context.Context, w *fsnotify.Watcher) {
+	defer w.Close()
+	watched := map[string]bool{}
+	rescan := func() {
+		snap, dirs := p.inv.scan()
+		want := map[string]bool{}
+		for _, d := range dirs {
+			want[d] = true
+			if !watched[d] {
+				if err := w.Add(d); err != nil {
+					p.log.Debug("watch device directory", "dir", d, "err", err)
+					continue
+				}
+				watched[d] = true
+			}
+		}
+		for d := range watched {
+			if !want[d] {
+				_ = w.Remove(d)
+				delete(watched, d)
+			}
+		}
+		if p.state.publish(snap) {
+			p.metrics.observeDevices(p.resource, snap)
+			healthy, unhealthy := snap.counts()
+			p.log.Info("devices changed", "healthy", healthy, "unhealthy", unhealthy)
+		}
+	}
+	// The first scan made the initial list; this one also starts the
+	// watches and catches what changed in between.
+	rescan()
+	resync := time.NewTicker(resyncInterval)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Write {
+				continue // data written to a node says nothing about its presence
+			}
+			drainEvents(w)
+			rescan()
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			p.log.Warn("watch devices", "err", err)
+			rescan()
+		case <-resync.C:
+			rescan()
+		}
+	}
+}
+
+// drainEvents discards the events already queued: one scan covers them.
+func drainEvents(w *fsnotify.Watcher) {
+	for {
+		select {
+		case _, ok := <-w.Events:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
