@@ -31,7 +31,7 @@ type Config struct {
 	// Keys seal binding credentials at rest.
 	Keys *keyring.Keyring
 	// Auth is how platforms authenticate; at least one way must be set.
-	Auth Auth
+	Auth     Auth
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	// OperationTimeout bounds one attempt of one operation. An operation

@@ -49,7 +49,7 @@ func TestAuthAndVersion(t *testing.T) {
 	}{
 		{"no credentials", []string{"Authorization", ""}, 401, "Unauthorized"},
 		{"wrong password", []string{"Authorization", "Basic " + b64("platform:nope")}, 401, "Unauthorized"},
-		{"wrong user", []string{"Authorization", "Basic " + b64("nobody:" + pass)}, 401, "Unauthorized"},
+		{"wrong user", []string{"Authorization", "Basic " + b64("nobody:"+pass)}, 401, "Unauthorized"},
 		{"wrong token", []string{"Authorization", "Bearer nope"}, 401, "Unauthorized"},
 		{"no credentials and bad version", []string{"Authorization", "", "X-Broker-API-Version", "1.0"}, 401, "Unauthorized"},
 		{"missing version", []string{"X-Broker-API-Version", ""}, 400, "BadRequest"},
