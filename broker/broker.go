@@ -151,8 +151,18 @@ func (b *Broker) rescueAfter() time.Duration { return b.opTimeout + 5*time.Secon
 // process that died, are worked from now on.
 func (b *Broker) Start(ctx context.Context) error { return b.river.Start(ctx) }
 
-// Stop lets running operations finish (until ctx ends) and stops the engine.
-func (b *Broker) Stop(ctx context.Context) error { return b.river.Stop(ctx) }
+// Stop lets running operations finish until ctx ends, then cancels those
+// still running; they stay in progress and are resumed by the next broker
+// process (or another replica).
+func (b *Broker) Stop(ctx context.Context) error {
+	err := b.river.Stop(ctx)
+	if ctx.Err() == nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return b.river.StopAndCancel(cctx)
+}
 
 // Handler serves the OSB API under /v2 and the probes and metrics.
 func (b *Broker) Handler() http.Handler { return b.handler }

@@ -593,3 +593,12 @@ func (e *sqlError) Error() string {
 }
 
 func (e *sqlError) Unwrap() error { return e.err }
+
+// ValidatePlanConfig checks a plan's `config` when the broker loads its
+// catalogue, so that a bad catalogue stops the broker at start.
+func (d *Driver) ValidatePlanConfig(config []byte) error {
+	_, err := ParsePlanConfig(config)
+	return err
+}
+
+var _ broker.PlanConfigValidator = (*Driver)(nil)
