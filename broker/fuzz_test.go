@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"testing"
+)
+
+// FuzzDecodeRequests feeds arbitrary bytes to the decoders of every OSB
+// request body and to the originating-identity parser: they must never
+// panic, and what they accept must be well-formed.
+func FuzzDecodeRequests(f *testing.F) {
+	for _, seed := range []string{
+		`{"service_id":"s","plan_id":"p","organization_guid":"o","space_guid":"s","parameters":{"a":1}}`,
+		`{"service_id":"s","plan_id":"p","maintenance_info":{"version":"1.0.0"}}`,
+		`{"service_id":"s","parameters":null,"context":{"platform":"kubernetes"}}`,
+		`{"predecessor_binding_id":"b","bind_resource":{"app_guid":"a"}}`,
+		`[]`, `null`, `{"service_id":7}`, `{} {}`, "",
+	} {
+		f.Add([]byte(seed), "kubernetes eyJ1c2VybmFtZSI6ImEifQ==")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, identityHeader string) {
+		var p provisionRequest
+		if decodeJSON(body, &p) == nil && p.validate() == nil {
+			if p.ServiceID == "" || p.PlanID == "" || p.OrganizationGUID == "" || p.SpaceGUID == "" {
+				t.Fatalf("accepted a provision without required fields: %q", body)
+			}
+		}
+		var u updateRequest
+		_ = decodeJSON(body, &u)
+		var b bindRequest
+		if decodeJSON(body, &b) == nil {
+			_ = b.appGUID()
+			_ = validContext(b.Context)
+		}
+		if id, err := parseOriginatingIdentity(identityHeader); err == nil {
+			if id.Platform == "" || len(id.Value) == 0 {
+				t.Fatalf("accepted identity %q as %+v", identityHeader, id)
+			}
+		}
+	})
+}

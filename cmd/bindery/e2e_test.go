@@ -1,0 +1,462 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+)
+
+// The test binary doubles as the bindery binary: with this variable set it
+// runs main, so the end-to-end tests start real processes they can kill.
+const runMainEnv = "BINDERY_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
+
+const (
+	serviceID = "3f1c8f8e-5a3b-4c5e-9a55-6f1d2c7b8a01"
+	planSmall = "8b0a3e52-6d1f-4f0e-8c1e-2a4b9d7c6e10"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a bindery process started by a test.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan error
+}
+
+// start runs `bindery ARGS` with exactly the given environment (plus PATH).
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append([]string{runMainEnv + "=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// interrupt sends Ctrl-C and returns the exit error.
+func (p *proc) interrupt(t *testing.T) error {
+	t.Helper()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("process did not stop within 30s of Ctrl-C")
+		return nil
+	}
+}
+
+// wait waits for the process to exit by itself.
+func (p *proc) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("process still running; stderr:\n%s", p.stderr.String())
+		return nil
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitHealthy(t *testing.T, p *proc, base string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if res, err := http.Get(base + "/healthz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no /healthz within 60s:\n%s", p.stderr.String())
+}
+
+// osb is a small OSB client for the tests.
+type osb struct {
+	t          *testing.T
+	base       string
+	user, pass string
+}
+
+func (c osb) do(method, path string, body any) (int, map[string]any) {
+	c.t.Helper()
+	var rdr io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rdr = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rdr)
+	req.SetBasicAuth(c.user, c.pass)
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+func (c osb) must(status int, method, path string, body any) map[string]any {
+	c.t.Helper()
+	got, out := c.do(method, path, body)
+	if got != status {
+		c.t.Fatalf("%s %s: %d %v, want %d", method, path, got, out, status)
+	}
+	return out
+}
+
+func provisionBody() map[string]any {
+	return map[string]any{"service_id": serviceID, "plan_id": planSmall, "organization_guid": "o", "space_guid": "s"}
+}
+
+func brokerEnv(dbURL, key string) []string {
+	return []string{
+		"DATABASE_URL=" + dbURL,
+		"BINDERY_ENCRYPTION_KEY=" + key,
+		"BINDERY_BROKER_USERNAME=osb-user",
+		"BINDERY_BROKER_PASSWORD=osb-password-1234",
+		"BINDERY_OPERATION_TIMEOUT=2s",
+		"BINDERY_LOG_LEVEL=debug",
+	}
+}
+
+// TestServeBroker runs `bindery serve broker` configured only through the
+// environment, as outside checks do, and uses a binding with psql.
+func TestServeBroker(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	p := start(t, brokerEnv(pgtest.New(t), keyring.Generate()), "serve", "broker", "--listen", addr)
+	base := "http://" + addr
+	waitHealthy(t, p, base)
+	c := osb{t: t, base: base, user: "osb-user", pass: "osb-password-1234"}
+
+	cat := c.must(200, "GET", "/v2/catalog", nil)
+	if first := cat["services"].([]any)[0].(map[string]any); first["name"] != "postgresql" || first["id"] != serviceID {
+		t.Fatalf("first service: %v", first)
+	}
+	id := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	c.must(201, "PUT", "/v2/service_instances/"+id, provisionBody())
+	bound := c.must(201, "PUT", "/v2/service_instances/"+id+"/service_bindings/b1", map[string]any{"service_id": serviceID, "plan_id": planSmall})
+	creds := bound["credentials"].(map[string]any)
+	uri := creds["uri"].(string)
+
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatal("psql is not installed (it comes with the postgresql package that make test installs)")
+	}
+	out, err := exec.Command(psql, uri, "-v", "ON_ERROR_STOP=1", "-tAc",
+		"CREATE TABLE t (v int); INSERT INTO t VALUES (7); SELECT v FROM t").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "7") {
+		t.Fatalf("psql with the binding's uri: %v\n%s", err, out)
+	}
+
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(metrics), `bindery_broker_requests_total{code="201",method="PUT"`) {
+		t.Errorf("/metrics lacks the request counter")
+	}
+	if res, err := http.Get(base + "/readyz"); err != nil || res.StatusCode != 200 {
+		t.Errorf("/readyz: %v %v", res, err)
+	}
+
+	c.must(200, "DELETE", "/v2/service_instances/"+id+"/service_bindings/b1?service_id="+serviceID+"&plan_id="+planSmall, nil)
+	c.must(200, "DELETE", "/v2/service_instances/"+id+"?service_id="+serviceID+"&plan_id="+planSmall, nil)
+	if out, err := exec.Command(psql, uri, "-tAc", "SELECT 1").CombinedOutput(); err == nil {
+		t.Fatalf("psql still connects after unbind and deprovision: %s", out)
+	}
+
+	if err := p.interrupt(t); err != nil {
+		t.Fatalf("exit after Ctrl-C: %v\n%s", err, p.stderr.String())
+	}
+	logs := p.stderr.String()
+	for _, secret := range []string{creds["password"].(string), "osb-password-1234"} {
+		if strings.Contains(logs, secret) {
+			t.Error("a credential appears in the log")
+		}
+	}
+	if !strings.Contains(logs, "operation succeeded") {
+		t.Errorf("the debug log is empty; the check above proves nothing:\n%s", logs)
+	}
+}
+
+// TestServeBrokerConfigErrors checks that a broker without what it needs
+// refuses to start and says what is missing.
+func TestServeBrokerConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		says []string
+	}{
+		{"nothing", nil, []string{"--database-url", "BINDERY_ENCRYPTION_KEY", "--broker-username"}},
+		{"bad key", []string{"DATABASE_URL=postgres://x@127.0.0.1:1/x", "BINDERY_ENCRYPTION_KEY=c2hvcnQ=", "BINDERY_BROKER_TOKEN=t"}, []string{"has 5 bytes"}},
+		{"half basic auth", []string{"DATABASE_URL=postgres://x@127.0.0.1:1/x", "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(), "BINDERY_BROKER_USERNAME=u"}, []string{"go together"}},
+		{"bad duration", []string{"BINDERY_OPERATION_TIMEOUT=soon"}, []string{"BINDERY_OPERATION_TIMEOUT"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, tc.env, "serve", "broker", "--listen", "127.0.0.1:0")
+			if err := p.wait(t); err == nil {
+				t.Fatal("started without what it needs")
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(p.stderr.String(), s) {
+					t.Errorf("error does not mention %q:\n%s", s, p.stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// TestKilledMidOperation kills the broker process while the PostgreSQL
+// driver is inside a provision (held there by a role the test is creating
+// in an open transaction), starts a new process, and checks that it
+// finishes the provision, for a synchronous and an asynchronous request.
+func TestKilledMidOperation(t *testing.T) {
+	t.Parallel()
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dbURL, key := pgtest.New(t), keyring.Generate()
+			addr := freeAddr(t)
+			base := "http://" + addr
+			first := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", addr)
+			waitHealthy(t, first, base)
+			c := osb{t: t, base: base, user: "osb-user", pass: "osb-password-1234"}
+
+			id := fmt.Sprintf("killed-%v-%d", async, time.Now().UnixNano())
+			owner := postgresql.InstanceNames(id).Owner
+			admin, err := pgx.Connect(ctx, pgtest.AdminURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close(ctx)
+			tx, err := admin.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "CREATE ROLE "+pgx.Identifier{owner}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+
+			path := "/v2/service_instances/" + id
+			if async {
+				c.must(202, "PUT", path+"?accepts_incomplete=true", provisionBody())
+			} else {
+				go func() {
+					req, _ := http.NewRequest("PUT", base+path, strings.NewReader(`{"service_id":"`+serviceID+`","plan_id":"`+planSmall+`","organization_guid":"o","space_guid":"s"}`))
+					req.SetBasicAuth(c.user, c.pass)
+					req.Header.Set("X-Broker-API-Version", "2.17")
+					if res, err := http.DefaultClient.Do(req); err == nil {
+						res.Body.Close() // the process is killed before it can answer
+					}
+				}()
+			}
+			waitLockedOn(t, pgtest.AdminURL(t), owner)
+			first.kill()
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			second := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", addr)
+			waitHealthy(t, second, base)
+			deadline := time.Now().Add(150 * time.Second)
+			for {
+				status, body := c.do("PUT", path+"?accepts_incomplete=true", provisionBody())
+				if status == 200 {
+					break
+				}
+				if status != 202 && status != 422 {
+					t.Fatalf("while resuming: %d %v", status, body)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the provision was not finished by the next process within 150s:\n%s", second.stderr.String())
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+			bound := c.must(201, "PUT", path+"/service_bindings/b", map[string]any{"service_id": serviceID, "plan_id": planSmall})
+			conn, err := pgx.Connect(ctx, bound["credentials"].(map[string]any)["uri"].(string))
+			if err != nil {
+				t.Fatalf("connect to the resumed instance: %v", err)
+			}
+			conn.Close(ctx)
+			c.must(200, "DELETE", path+"?service_id="+serviceID+"&plan_id="+planSmall, nil)
+		})
+	}
+}
+
+// waitLockedOn waits until a session is blocked creating role.
+func waitLockedOn(t *testing.T, adminURL, role string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, role).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the broker never reached the blocked CREATE ROLE")
+}
+
+// TestUpKeepsState runs `bindery up` on an empty data directory with the
+// embedded PostgreSQL, binds, stops it with Ctrl-C, starts it again and
+// finds the same credentials working.
+func TestUpKeepsState(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("", "bindery-up-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(base, "data")
+	addr := freeAddr(t)
+	run := func() (*proc, map[string]string) {
+		p := start(t, nil, "up", "--data-dir", dataDir, "--listen", addr)
+		waitHealthy(t, p, "http://"+addr)
+		return p, printed(p.stdout.String())
+	}
+	p, shown := run()
+	if shown["broker password"] == "" || shown["broker username"] == "" {
+		t.Fatalf("up did not print the broker credentials:\n%s", p.stdout.String())
+	}
+	for _, f := range []string{"encryption.key", "credentials.json", "pg/data/PG_VERSION"} {
+		if _, err := os.Stat(filepath.Join(dataDir, f)); err != nil {
+			t.Errorf("data directory lacks %s: %v", f, err)
+		}
+	}
+	c := osb{t: t, base: "http://" + addr, user: shown["broker username"], pass: shown["broker password"]}
+	c.must(201, "PUT", "/v2/service_instances/up-1", provisionBody())
+	creds := c.must(201, "PUT", "/v2/service_instances/up-1/service_bindings/b", map[string]any{"service_id": serviceID, "plan_id": planSmall})["credentials"].(map[string]any)
+	if err := p.interrupt(t); err != nil {
+		t.Fatalf("up after Ctrl-C: %v\n%s", err, p.stderr.String())
+	}
+	if strings.Contains(p.stderr.String(), shown["broker password"]) || strings.Contains(p.stderr.String(), creds["password"].(string)) {
+		t.Error("a credential appears in the log")
+	}
+
+	p, again := run()
+	if again["broker password"] != shown["broker password"] {
+		t.Error("the broker password changed across a restart")
+	}
+	fetched := c.must(200, "GET", "/v2/service_instances/up-1/service_bindings/b", nil)["credentials"].(map[string]any)
+	if fetched["uri"] != creds["uri"] {
+		t.Errorf("binding credentials changed across a restart")
+	}
+	conn, err := pgx.Connect(context.Background(), creds["uri"].(string))
+	if err != nil {
+		t.Fatalf("the binding issued before the restart does not connect: %v", err)
+	}
+	conn.Close(context.Background())
+	c.must(200, "DELETE", "/v2/service_instances/up-1?service_id="+serviceID+"&plan_id="+planSmall, nil)
+	if err := p.interrupt(t); err != nil {
+		t.Fatalf("second stop: %v\n%s", err, p.stderr.String())
+	}
+}
+
+// printed reads the "  name: value" lines of up's banner.
+func printed(out string) map[string]string {
+	m := map[string]string{}
+	s := bufio.NewScanner(strings.NewReader(out))
+	for s.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), ":")
+		if ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
