@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/bindery-dev/bindery/internal/params"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,9 +63,9 @@ type Plan struct {
 	Config json.RawMessage `json:"-"`
 
 	service *Service
-	create  *jsonschema.Schema // instance create parameters
-	update  *jsonschema.Schema // instance update parameters
-	bind    *jsonschema.Schema // binding create parameters
+	create  *params.Schema // instance create parameters
+	update  *params.Schema // instance update parameters
+	bind    *params.Schema // binding create parameters
 }
 
 // Schemas is the OSB Schemas object.
@@ -289,11 +289,11 @@ func (p *Plan) compileSchemas(path string) error {
 		return nil
 	}
 	var errs []error
-	compile := func(where string, in *InputParameters) *jsonschema.Schema {
+	compile := func(where string, in *InputParameters) *params.Schema {
 		if in == nil || len(in.Parameters) == 0 {
 			return nil
 		}
-		s, err := compileSchema(in.Parameters)
+		s, err := params.Compile(in.Parameters, true)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%s.parameters: %w", path, where, err))
 		}
@@ -307,35 +307,4 @@ func (p *Plan) compileSchemas(path string) error {
 		p.bind = compile("service_binding.create", sb.Create)
 	}
 	return errors.Join(errs...)
-}
-
-// noLoader refuses every external reference.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external reference %s is not allowed", url)
-}
-
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	if len(raw) > 64<<10 {
-		return nil, fmt.Errorf("schema has %d bytes, more than the 64 kB OSB allows", len(raw))
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	obj, ok := doc.(map[string]any)
-	if !ok {
-		return nil, errors.New("must be a JSON object")
-	}
-	if _, ok := obj["$schema"]; !ok {
-		return nil, errors.New("$schema is required")
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	const loc = "urn:bindery:plan-parameters"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(loc)
 }

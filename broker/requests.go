@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net/url"
 	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/bindery-dev/bindery/internal/params"
 )
 
 // maxBody bounds request bodies: OSB bodies are small; schemas are 64 kB.
@@ -186,46 +183,13 @@ func optionalQuery(c echo.Context, names ...string) error {
 	return nil
 }
 
-var printer = message.NewPrinter(language.English)
-
 // validateParameters checks parameters against a plan schema; the error
 // names the failing path inside `parameters`.
-func validateParameters(schema *jsonschema.Schema, params map[string]any) error {
-	if schema == nil {
-		return nil
+func validateParameters(schema *params.Schema, p map[string]any) error {
+	if msgs := schema.Validate("parameters", p); len(msgs) > 0 {
+		return errBadRequest("%s", params.Join(msgs))
 	}
-	var doc any = map[string]any{}
-	if params != nil {
-		// The schema library wants the shapes of encoding/json with
-		// json.Number, which is what decodeJSON produced.
-		doc = params
-	}
-	err := schema.Validate(doc)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return errBadRequest("parameters: %v", err)
-	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			path := "parameters"
-			for _, tok := range e.InstanceLocation {
-				path += "/" + url.PathEscape(tok)
-			}
-			msgs = append(msgs, fmt.Sprintf("%s: %s", path, e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(msgs)
-	return errBadRequest("%s", strings.Join(msgs, "; "))
+	return nil
 }
 
 // sameJSON compares two JSON-shaped values semantically.

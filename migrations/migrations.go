@@ -23,16 +23,21 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-//go:embed broker/*.sql
+//go:embed broker/*.sql catalog/*.sql
 var files embed.FS
 
 // Broker is the schema of the OSB broker (broker/), which also holds River's
 // job tables.
 const Broker = "broker"
 
+// Catalog is the schema of the catalog (catalog/): brokers, classes, plans,
+// instances, bindings and the change feed.
+const Catalog = "catalog"
+
 // sources maps each schema to its migration files.
 var sources = map[string]string{
-	Broker: "broker",
+	Broker:  "broker",
+	Catalog: "catalog",
 }
 
 // withRiver lists the schemas that also hold River's tables.

@@ -1,0 +1,315 @@
+package catalog
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// DefaultRelistDuration is how often a broker's catalogue is fetched again
+// when its spec does not say.
+const DefaultRelistDuration = 15 * time.Minute
+
+// classFields and planFields are the fields catalog restrictions may use.
+var (
+	classFields = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true}
+	planFields  = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true, "spec.free": true, "spec.clusterServiceClass.name": true}
+)
+
+// validateBroker defaults and checks a broker's spec and credentials,
+// returning every problem.
+func validateBroker(b *Broker, auth *BrokerAuth) error {
+	var errs []FieldError
+	checkName("name", b.Name, &errs)
+	s := &b.Spec
+	if u, err := url.Parse(s.URL); s.URL == "" {
+		errs = append(errs, FieldError{"spec.url", "required"})
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, FieldError{"spec.url", "must be an absolute http or https URL"})
+	}
+	if s.RelistBehavior == "" {
+		s.RelistBehavior = RelistDuration
+	}
+	switch s.RelistBehavior {
+	case RelistDuration:
+		if s.RelistDuration == "" {
+			s.RelistDuration = DefaultRelistDuration.String()
+		}
+		if d, err := time.ParseDuration(s.RelistDuration); err != nil || d < time.Second {
+			errs = append(errs, FieldError{"spec.relistDuration", "must be a duration of at least 1s, like 15m0s"})
+		}
+	case RelistManual:
+		if s.RelistDuration != "" {
+			errs = append(errs, FieldError{"spec.relistDuration", "must be empty when relistBehavior is Manual"})
+		}
+	default:
+		errs = append(errs, FieldError{"spec.relistBehavior", "must be Duration or Manual"})
+	}
+	if s.CABundle != "" {
+		if s.InsecureSkipTLSVerify {
+			errs = append(errs, FieldError{"spec.caBundle", "must be empty when insecureSkipTLSVerify is true"})
+		} else if !validPEM(s.CABundle) {
+			errs = append(errs, FieldError{"spec.caBundle", "must hold PEM-encoded certificates"})
+		}
+	}
+	if r := s.CatalogRestrictions; r != nil {
+		for i, req := range r.ServiceClass {
+			if err := checkRestriction(req, classFields); err != "" {
+				errs = append(errs, FieldError{fmt.Sprintf("spec.catalogRestrictions.serviceClass[%d]", i), err})
+			}
+		}
+		for i, req := range r.ServicePlan {
+			if err := checkRestriction(req, planFields); err != "" {
+				errs = append(errs, FieldError{fmt.Sprintf("spec.catalogRestrictions.servicePlan[%d]", i), err})
+			}
+		}
+	}
+	s.AuthInfo = nil
+	if auth != nil {
+		switch {
+		case auth.Basic != nil && auth.Bearer != nil:
+			errs = append(errs, FieldError{"auth", "give basic or bearer, not both"})
+		case auth.Basic != nil:
+			if auth.Basic.Username == "" {
+				errs = append(errs, FieldError{"auth.basic.username", "required"})
+			}
+			if auth.Basic.Password == "" {
+				errs = append(errs, FieldError{"auth.basic.password", "required"})
+			}
+			s.AuthInfo = &BrokerAuthInfo{Basic: &BasicAuthInfo{Username: auth.Basic.Username}}
+		case auth.Bearer != nil:
+			if auth.Bearer.Token == "" {
+				errs = append(errs, FieldError{"auth.bearer.token", "required"})
+			}
+			s.AuthInfo = &BrokerAuthInfo{Bearer: &BearerAuthInfo{}}
+		}
+	}
+	return invalid(errs...)
+}
+
+func validPEM(s string) bool {
+	rest := []byte(s)
+	found := false
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return found
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return false
+		}
+		found = true
+	}
+}
+
+// checkRestriction parses one restriction and checks its fields.
+func checkRestriction(req string, fields map[string]bool) string {
+	sel, err := labels.Parse(req)
+	if err != nil {
+		return err.Error()
+	}
+	rs, _ := sel.Requirements()
+	for _, r := range rs {
+		if !fields[r.Key()] {
+			return fmt.Sprintf("field %q cannot be used in a restriction", r.Key())
+		}
+	}
+	return ""
+}
+
+func (s *Store) sealAuth(id string, auth *BrokerAuth) ([]byte, error) {
+	if auth == nil || (auth.Basic == nil && auth.Bearer == nil) {
+		return nil, nil
+	}
+	raw, err := json.Marshal(auth)
+	if err != nil {
+		return nil, err
+	}
+	return s.keys.Seal(raw, []byte("broker:"+id)), nil
+}
+
+// BrokerAuth returns the credentials Bindery presents to a broker.
+func (s *Store) BrokerAuth(ctx context.Context, id string) (*BrokerAuth, error) {
+	var sealed []byte
+	if err := s.pool.QueryRow(ctx, `SELECT auth FROM catalog.brokers WHERE id = $1`, id).Scan(&sealed); err != nil {
+		return nil, mapErr(err)
+	}
+	if sealed == nil {
+		return nil, nil
+	}
+	raw, err := s.keys.Open(sealed, []byte("broker:"+id))
+	if err != nil {
+		return nil, fmt.Errorf("open credentials of broker %s: %w", id, err)
+	}
+	var auth BrokerAuth
+	if err := json.Unmarshal(raw, &auth); err != nil {
+		return nil, err
+	}
+	return &auth, nil
+}
+
+// CreateBroker registers a broker. Its catalogue is fetched by Relist,
+// which the caller runs next (the REST API does so before answering), and
+// by the relister when due.
+func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (*Broker, error) {
+	if err := validateBroker(b, auth); err != nil {
+		return nil, err
+	}
+	if b.ID == "" {
+		b.ID = uuid.NewString()
+	}
+	now := s.now().UTC()
+	b.Generation, b.CreationTimestamp = 1, now
+	b.Status = BrokerStatus{}
+	sealed, err := s.sealAuth(b.ID, auth)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.write(ctx, func(w *txn) error {
+		md, err := encodeMeta(&b.Meta)
+		if err != nil {
+			return err
+		}
+		_, err = w.Exec(ctx, `INSERT INTO catalog.brokers (id, name, metadata, spec, status, auth, generation, resource_version, created_at, next_relist_at)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, 0, $7, $7)`, b.ID, b.Name, md, mustJSON(b.Spec), mustJSON(b.Status), sealed, now)
+		if err != nil {
+			if errors.Is(mapErr(err), ErrConflict) {
+				return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+			}
+			return mapErr(err)
+		}
+		w.changed(Added, b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// GetBroker reads a broker by id or by name.
+func (s *Store) GetBroker(ctx context.Context, idOrName string) (*Broker, error) {
+	if _, err := uuid.Parse(idOrName); err == nil {
+		return getBy[Broker](ctx, s.pool, `id = $1`, idOrName)
+	}
+	return getBy[Broker](ctx, s.pool, `name = $1`, idOrName)
+}
+
+// ListBrokers lists brokers by name.
+func (s *Store) ListBrokers(ctx context.Context, opts ListOptions) (List[*Broker], error) {
+	return list[Broker](ctx, s.pool, &filter{}, "name",
+		func(f *filter, c cursor) { f.add("name > ?", c.Name) },
+		func(b *Broker) cursor { return cursor{Name: b.Name} }, opts)
+}
+
+// UpdateBroker changes a broker's labels, spec and (when auth is not nil)
+// credentials. A changed spec is a new generation and is relisted at once.
+// expectRV, when not 0, must be the broker's resourceVersion.
+func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, update func(*Broker) (*BrokerAuth, error)) (*Broker, error) {
+	var out *Broker
+	_, err := s.write(ctx, func(w *txn) error {
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if expectRV != 0 && b.ResourceVersion != expectRV {
+			return fmt.Errorf("%w: broker %s changed since resourceVersion %d", ErrConflict, b.Name, expectRV)
+		}
+		before := b.Spec
+		auth, err := update(b)
+		if err != nil {
+			return err
+		}
+		keepAuth := auth == nil
+		if err := validateBroker(b, auth); err != nil {
+			return err
+		}
+		if keepAuth {
+			b.Spec.AuthInfo = before.AuthInfo
+		}
+		relist := !reflect.DeepEqual(before, b.Spec) || !keepAuth
+		if relist {
+			b.Generation++
+		}
+		md, err := encodeMeta(&b.Meta)
+		if err != nil {
+			return err
+		}
+		if keepAuth {
+			_, err = w.Exec(ctx, `UPDATE catalog.brokers SET metadata = $2, spec = $3, generation = $4,
+				next_relist_at = CASE WHEN $5 THEN now() ELSE next_relist_at END WHERE id = $1`,
+				id, md, mustJSON(b.Spec), b.Generation, relist)
+		} else {
+			sealed, serr := s.sealAuth(id, auth)
+			if serr != nil {
+				return serr
+			}
+			_, err = w.Exec(ctx, `UPDATE catalog.brokers SET metadata = $2, spec = $3, generation = $4, auth = $5,
+				next_relist_at = now() WHERE id = $1`, id, md, mustJSON(b.Spec), b.Generation, sealed)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		w.changed(Modified, b)
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// DeleteBroker deregisters a broker with its classes and plans. A broker
+// whose plans still have instances is kept: delete those first.
+func (s *Store) DeleteBroker(ctx context.Context, id string) error {
+	_, err := s.write(ctx, func(w *txn) error {
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := w.QueryRow(ctx, `SELECT count(*) FROM catalog.instances i JOIN catalog.service_plans p ON p.id = i.plan_id
+			WHERE p.broker_id = $1`, id).Scan(&n); err != nil {
+			return mapErr(err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: broker %s still has %d instances; delete them first", ErrConflict, b.Name, n)
+		}
+		classes, err := list[ServiceClass](ctx, w, &filter{conds: []string{"broker_id = $1"}, args: []any{id}}, "position", nil, nil, ListOptions{})
+		if err != nil {
+			return err
+		}
+		plans, err := list[ServicePlan](ctx, w, &filter{conds: []string{"broker_id = $1"}, args: []any{id}}, "position", nil, nil, ListOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Exec(ctx, `DELETE FROM catalog.brokers WHERE id = $1`, id); err != nil {
+			return mapErr(err)
+		}
+		for _, p := range plans.Items {
+			w.changed(Deleted, p)
+		}
+		for _, c := range classes.Items {
+			w.changed(Deleted, c)
+		}
+		w.changed(Deleted, b)
+		return nil
+	})
+	return err
+}
+
+func mustJSON(v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: encode %T: %v", v, err))
+	}
+	return raw
+}

@@ -1,0 +1,202 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
+)
+
+// Errors of the store; the pgx errors they come from do not leave it.
+var (
+	// ErrNotFound: no such object.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a name is taken, or the object changed since it was read.
+	ErrConflict = errors.New("conflict")
+)
+
+// NotifyChannel is the PostgreSQL channel on which every committed write
+// announces its revision.
+const NotifyChannel = "bindery_catalog"
+
+// Store is the catalog's domain layer over PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	keys *keyring.Keyring
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+// NewStore returns a Store. keys seal broker credentials and binding
+// credentials.
+func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger) *Store {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{pool: pool, keys: keys, log: log, now: time.Now}
+}
+
+// Pool is the store's connection pool, for components that listen to the
+// change feed.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "23503":
+			return fmt.Errorf("%w: %s is still referenced", ErrConflict, pgErr.TableName)
+		}
+	}
+	return err
+}
+
+// object is what every catalog object is: its Meta, and its table.
+type object interface {
+	meta() *Meta
+	kind() string
+}
+
+func (m *Meta) meta() *Meta { return m }
+
+func (*Broker) kind() string       { return KindBroker }
+func (*ServiceClass) kind() string { return KindServiceClass }
+func (*ServicePlan) kind() string  { return KindServicePlan }
+func (*Instance) kind() string     { return KindInstance }
+func (*Binding) kind() string      { return KindBinding }
+
+var tables = map[string]string{
+	KindBroker:       "catalog.brokers",
+	KindServiceClass: "catalog.service_classes",
+	KindServicePlan:  "catalog.service_plans",
+	KindInstance:     "catalog.instances",
+	KindBinding:      "catalog.bindings",
+}
+
+// Change types of the feed, as Kubernetes watch events name them.
+const (
+	Added    = "ADDED"
+	Modified = "MODIFIED"
+	Deleted  = "DELETED"
+)
+
+type change struct {
+	typ string
+	obj object
+}
+
+// txn is a write transaction that collects the objects it changed.
+type txn struct {
+	pgx.Tx
+	changes []change
+}
+
+func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
+
+// write runs fn in a transaction and, if fn changed objects, gives them the
+// next revision and records them in the change feed before committing.
+func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	w := &txn{Tx: tx}
+	if err := fn(w); err != nil {
+		return 0, err
+	}
+	var rev int64
+	if len(w.changes) > 0 {
+		if rev, err = s.record(ctx, w); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return rev, nil
+}
+
+// record appends w's changes to the feed. The revision row is locked here,
+// at the end of the transaction, so it is held only until the commit that
+// follows, and revisions are granted in commit order.
+func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
+	var rev int64
+	if err := w.QueryRow(ctx, `UPDATE catalog.revision SET value = value + 1 RETURNING value`).Scan(&rev); err != nil {
+		return 0, fmt.Errorf("next revision: %w", err)
+	}
+	ids := map[string][]string{}
+	rows := make([][]any, 0, len(w.changes))
+	seen := map[string]int{}
+	for _, c := range w.changes {
+		m := c.obj.meta()
+		if c.typ != Deleted {
+			m.ResourceVersion = rev
+			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
+		}
+		doc, err := json.Marshal(c.obj)
+		if err != nil {
+			return 0, err
+		}
+		row := []any{rev, c.obj.kind(), m.ID, m.Namespace, m.Name, c.typ, doc}
+		// An object written twice in one transaction appears once, as it ended.
+		if i, dup := seen[m.ID]; dup {
+			if rows[i][5] == Added && c.typ == Modified {
+				row[5] = Added
+			}
+			rows[i] = row
+			continue
+		}
+		seen[m.ID] = len(rows)
+		rows = append(rows, row)
+	}
+	for table, list := range ids {
+		if _, err := w.Exec(ctx, `UPDATE `+table+` SET resource_version = $1 WHERE id = ANY($2::uuid[])`, rev, list); err != nil {
+			return 0, fmt.Errorf("stamp revision: %w", err)
+		}
+	}
+	if _, err := w.CopyFrom(ctx, pgx.Identifier{"catalog", "changes"},
+		[]string{"revision", "kind", "object_id", "namespace", "name", "type", "object"}, pgx.CopyFromRows(rows)); err != nil {
+		return 0, fmt.Errorf("record changes: %w", err)
+	}
+	if _, err := w.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, strconv.FormatInt(rev, 10)); err != nil {
+		return 0, fmt.Errorf("notify: %w", err)
+	}
+	return rev, nil
+}
+
+// metaDoc is the JSON kept in the metadata column.
+type metaDoc struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Finalizers  []string          `json:"finalizers,omitempty"`
+	Extra       json.RawMessage   `json:"extra,omitempty"`
+}
+
+func encodeMeta(m *Meta) ([]byte, error) {
+	return json.Marshal(metaDoc{Labels: m.Labels, Annotations: m.Annotations, Finalizers: m.Finalizers, Extra: m.Extra})
+}
+
+// Revision is the newest revision of the catalog.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `SELECT value FROM catalog.revision`).Scan(&rev)
+	return rev, mapErr(err)
+}

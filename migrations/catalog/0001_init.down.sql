@@ -1,0 +1,10 @@
+DROP TABLE catalog.api_tokens;
+DROP TABLE catalog.events;
+DROP TABLE catalog.binding_credentials;
+DROP TABLE catalog.bindings;
+DROP TABLE catalog.instances;
+DROP TABLE catalog.service_plans;
+DROP TABLE catalog.service_classes;
+DROP TABLE catalog.brokers;
+DROP TABLE catalog.changes;
+DROP TABLE catalog.revision;
