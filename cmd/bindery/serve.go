@@ -8,7 +8,8 @@ import (
 
 // components are the servers `bindery serve NAME` runs, one per package.
 var components = map[string]func(ctx context.Context, e env, args []string) error{
-	"broker": runServeBroker,
+	"broker":    runServeBroker,
+	"nodeagent": runServeNodeagent,
 }
 
 func componentNames() []string {

@@ -16,7 +16,11 @@ type Config struct {
 	// ResourceName is the extended resource Pods request, "vendor-domain/type".
 	ResourceName string `json:"resourceName"`
 	// Devices lists device paths; each may be a glob, and every match is one
-	// device unless Slots is set.
+	// device unless Slots is set. A device's ID is its path relative to the
+	// glob's literal directory when there is one entry (foo-1 for
+	// /dev/foo-1 matched by /dev/foo-*), else its whole path (dev_foo-1),
+	// with characters other than letters, digits, '.', '_' and '-'
+	// replaced by '_'.
 	Devices []DeviceGlob `json:"devices,omitempty"`
 	// Slots, when positive, advertises that many interchangeable slots
 	// instead of one device per match; every slot hands out all the matched
@@ -92,6 +96,7 @@ type FieldError struct {
 	Detail string
 }
 
+// Error reads "field.path: what is wrong".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
 
 // fieldErrors collects problems under a common path.

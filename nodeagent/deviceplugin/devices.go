@@ -15,7 +15,6 @@ import (
 // node is one device node found by a glob.
 type node struct {
 	id            string
-	path          string
 	hostPath      string
 	containerPath string
 	permissions   string
@@ -32,16 +31,32 @@ func (n *node) spec() *pluginapi.DeviceSpec {
 // inventory finds a plugin's device nodes and remembers every node it has
 // seen, so that one that disappears is reported Unhealthy rather than
 // silently dropped. Only the plugin's scanning goroutine calls scan.
+//
+// Paths in the configuration and in what the kubelet is told are the
+// node's; the agent looks them up under root, where a container running
+// the agent mounts the node's file system ("" when it runs on the node).
 type inventory struct {
 	cfg      *Config
+	root     string
 	sysfs    string
 	relative bool // one glob: IDs are relative to its literal directory
 	known    map[string]*node
 	order    []string // IDs in the order first seen
 }
 
-func newInventory(cfg *Config, sysfs string) *inventory {
-	return &inventory{cfg: cfg, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}}
+func newInventory(cfg *Config, root, sysfs string) *inventory {
+	return &inventory{cfg: cfg, root: root, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}}
+}
+
+// local is where the agent finds the node's path p.
+func (inv *inventory) local(p string) string { return filepath.Join(inv.root, p) }
+
+// onNode is the node's path for the agent's path p.
+func (inv *inventory) onNode(p string) string {
+	if inv.root == "" {
+		return p
+	}
+	return filepath.Join("/", strings.TrimPrefix(p, inv.root))
 }
 
 // scan looks at the device paths again and returns the snapshot to
@@ -51,10 +66,16 @@ func (inv *inventory) scan() (*snapshot, []string) {
 	matched := make([]bool, len(inv.cfg.Devices))
 	var watch []string
 	for i, g := range inv.cfg.Devices {
-		watch = append(watch, watchDirs(g.Path)...)
-		matches, _ := filepath.Glob(g.Path) // the pattern was validated
-		for _, m := range matches {
-			fi, err := os.Stat(m)
+		watch = append(watch, watchDirs(inv.local(g.Path))...)
+		matches, _ := filepath.Glob(inv.local(g.Path)) // the pattern was validated
+		for _, local := range matches {
+			m := inv.onNode(local)
+			host := resolve(inv.root, m)
+			if host != m {
+				// A link's target may go while the link stays.
+				watch = append(watch, filepath.Dir(inv.local(host)))
+			}
+			fi, err := os.Stat(inv.local(host))
 			if err == nil && fi.IsDir() {
 				continue // a directory is never a device
 			}
@@ -70,7 +91,7 @@ func (inv *inventory) scan() (*snapshot, []string) {
 				inv.known[id] = n
 				inv.order = append(inv.order, id)
 			}
-			n.refresh(inv.sysfs, g, m, fi, err)
+			n.refresh(inv, g, m, host, fi, err)
 		}
 	}
 	for id, n := range inv.known {
@@ -81,26 +102,38 @@ func (inv *inventory) scan() (*snapshot, []string) {
 	return inv.snapshot(matched), dedupe(watch)
 }
 
-// refresh records what a stat of the node's path found; NUMA locality is
-// read once per host path.
-func (n *node) refresh(sysfs string, g DeviceGlob, match string, fi os.FileInfo, statErr error) {
-	n.path = match
+// refresh records what a stat of the node behind match (host, its
+// symlinks resolved) found; NUMA locality is read once per host path.
+func (n *node) refresh(inv *inventory, g DeviceGlob, match, host string, fi os.FileInfo, statErr error) {
 	n.containerPath = cmp.Or(g.ContainerPath, match)
 	n.permissions = cmp.Or(g.Permissions, defaultPermissions)
-	n.healthy = statErr == nil && readable(match, fi)
+	n.healthy = statErr == nil && readable(inv.local(host), fi)
 	if !n.healthy {
-		n.hostPath = cmp.Or(n.hostPath, match)
+		n.hostPath = cmp.Or(n.hostPath, host)
 		return
-	}
-	host, err := filepath.EvalSymlinks(match)
-	if err != nil {
-		host = match
 	}
 	if host != n.hostPath || !n.numaRead {
 		n.hostPath = host
-		n.numa = numaNodes(sysfs, fi)
+		n.numa = numaNodes(inv.sysfs, fi)
 		n.numaRead = true
 	}
+}
+
+// resolve follows the symlinks that p ends in (as /dev/serial/by-id/...
+// and /dev/dri/by-path/... are) to the node the runtime must create,
+// reading them under root, where an absolute target is the node's too.
+func resolve(root, p string) string {
+	for range 40 { // the kernel's limit on nested links
+		target, err := os.Readlink(filepath.Join(root, p))
+		if err != nil {
+			return p // not a link (any more)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean(target)
+	}
+	return p
 }
 
 // readable reports whether the node has a read permission bit and this

@@ -27,6 +27,11 @@ const maxSocketPath = 107
 type Options struct {
 	// Dir is the device-plugin directory; DefaultDir when empty.
 	Dir string
+	// HostRoot is where the node's root file system is mounted when the
+	// agent runs in a container that does not see the node's /dev at
+	// /dev; device paths in the configuration are looked up under it.
+	// Empty means the agent sees the node's paths as they are.
+	HostRoot string
 	// SysfsRoot is where sysfs is mounted, for NUMA locality; "/sys" when
 	// empty.
 	SysfsRoot string
@@ -69,9 +74,15 @@ func NewManager(cfgs []Config, opts Options) (*Manager, error) {
 		log:     log,
 	}
 	sysfs := cmp.Or(opts.SysfsRoot, "/sys")
+	var root string
+	if opts.HostRoot != "" && opts.HostRoot != "/" {
+		if root, err = filepath.Abs(opts.HostRoot); err != nil {
+			return nil, fmt.Errorf("host root: %w", err)
+		}
+	}
 	var errs []error
 	for _, c := range cfgs {
-		p := newPlugin(c, dir, sysfs, log, met)
+		p := newPlugin(c, dir, root, sysfs, log, met)
 		if len(p.socket) > maxSocketPath {
 			errs = append(errs, fmt.Errorf("socket %s for %s is longer than the %d bytes a unix socket address holds", p.socket, c.ResourceName, maxSocketPath))
 		}

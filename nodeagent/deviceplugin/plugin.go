@@ -25,13 +25,18 @@ import (
 // connections: another process (a second node agent) serves the resource.
 var ErrSocketInUse = errors.New("device plugin socket is served by another process")
 
+// errSocketLost says the new socket was deleted before it was checked.
+var errSocketLost = errors.New("socket deleted while starting")
+
 const (
 	// checkInterval is how often a plugin checks its socket and kubelet.sock
 	// without being told, in case a file-system event was lost.
 	checkInterval = time.Second
 	// resyncInterval is how often device paths are scanned without an event.
 	resyncInterval = 30 * time.Second
-	minBackoff     = 20 * time.Millisecond
+	// minBackoff is short because the commonest failure is brief: a
+	// kubelet.sock bound but not yet listening as the kubelet starts.
+	minBackoff = time.Millisecond
 	// maxBackoff keeps registration attempts at least once a second while
 	// the kubelet is away, so it is found within a second of its return
 	// even without an event.
@@ -73,7 +78,7 @@ type plugin struct {
 	kubeletEvent chan struct{} // kubelet.sock was created
 }
 
-func newPlugin(cfg Config, dir, sysfs string, log *slog.Logger, m *metrics) *plugin {
+func newPlugin(cfg Config, dir, hostRoot, sysfs string, log *slog.Logger, m *metrics) *plugin {
 	endpoint := "bindery-" + sanitizeID(cfg.ResourceName) + ".sock"
 	p := &plugin{
 		cfg:          cfg,
@@ -96,7 +101,7 @@ func newPlugin(cfg Config, dir, sysfs string, log *slog.Logger, m *metrics) *plu
 	for _, mt := range cfg.Mounts {
 		p.mounts = append(p.mounts, &pluginapi.Mount{HostPath: mt.HostPath, ContainerPath: mt.ContainerPath, ReadOnly: mt.ReadOnly})
 	}
-	p.inv = newInventory(&p.cfg, sysfs)
+	p.inv = newInventory(&p.cfg, hostRoot, sysfs)
 	snap, _ := p.inv.scan()
 	p.state = newDeviceState(snap)
 	m.observeDevices(p.resource, snap)
@@ -114,6 +119,11 @@ func signal(c chan struct{}) {
 // run serves the plugin and keeps it registered until ctx ends. It returns
 // an error only when the plugin cannot start; later trouble (the kubelet
 // away, the socket deleted) is retried.
+//
+// Registration runs beside the loop rather than in it: while the kubelet
+// answers Register it dials the plugin back, and if the socket was deleted
+// meanwhile (the kubelet cleaning its directory as it starts) that dial
+// waits for a socket only this loop can serve again.
 func (p *plugin) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -127,23 +137,24 @@ func (p *plugin) run(ctx context.Context) error {
 		wg.Go(func() { p.watchDevices(ctx, w) })
 	}
 
-	srv, err := p.serve(ctx)
-	if err != nil {
-		return err
-	}
+	var (
+		srv       *server
+		started   bool
+		reg       *registration // in flight
+		kubeletAt fileStamp     // the kubelet.sock registered with
+		retry     <-chan time.Time
+		backoff   = minBackoff
+		failing   bool
+	)
 	defer func() {
+		if reg != nil {
+			reg.cancel()
+		}
 		if srv != nil {
 			srv.stop()
 		}
 		p.setRegistered(false)
 	}()
-
-	var (
-		kubeletAt fileStamp // the kubelet.sock registered with
-		retry     <-chan time.Time
-		backoff   = minBackoff
-		failing   bool
-	)
 	fail := func(what string, err error) {
 		level := slog.LevelWarn
 		if failing {
@@ -162,30 +173,45 @@ func (p *plugin) run(ctx context.Context) error {
 			srv.stop()
 			srv = nil
 		}
+		if srv == nil {
+			p.setRegistered(false)
+			if reg != nil {
+				reg.cancel()
+				reg = nil
+			}
+		}
 		if srv == nil && retry == nil {
-			p.setRegistered(false)
-			if srv, err = p.serve(ctx); err != nil {
-				fail("serve device plugin again", err)
+			s, err := p.serve(ctx)
+			switch {
+			case err == nil:
+				srv, started = s, true
+			case ctx.Err() != nil:
+				return nil
+			case !started && !errors.Is(err, errSocketLost):
+				return err
+			default:
+				fail("serve device plugin", err)
 			}
 		}
-		if now := stampOf(p.kubelet); now != kubeletAt {
-			p.setRegistered(false)
+		now := stampOf(p.kubelet)
+		if now != kubeletAt {
+			p.setRegistered(false) // a new kubelet, or none
 		}
-		if srv != nil && retry == nil && !p.registered.Load() {
-			start := time.Now()
-			at := stampOf(p.kubelet)
-			if err := p.register(ctx); err != nil {
-				fail("register with the kubelet", err)
-			} else {
-				kubeletAt, backoff, failing = at, minBackoff, false
-				p.setRegistered(true)
-				p.log.Info("registered with the kubelet", "endpoint", p.endpoint, "took", time.Since(start))
-			}
+		if reg != nil && reg.at != now {
+			reg.cancel() // talking to a kubelet that is gone
+			reg = nil
+		}
+		if srv != nil && retry == nil && reg == nil && !p.registered.Load() {
+			reg = p.startRegister(ctx, &wg, now)
 		}
 
 		var served <-chan error
 		if srv != nil {
 			served = srv.done
+		}
+		var registered <-chan error
+		if reg != nil {
+			registered = reg.done
 		}
 		select {
 		case <-ctx.Done():
@@ -193,7 +219,7 @@ func (p *plugin) run(ctx context.Context) error {
 		case <-p.socketEvent:
 		case <-p.kubeletEvent:
 			// A new kubelet: register now, whatever the backoff says.
-			kubeletAt, retry, backoff = fileStamp{}, nil, minBackoff
+			retry, backoff = nil, minBackoff
 		case <-retry:
 			retry = nil
 		case <-tick.C:
@@ -201,8 +227,39 @@ func (p *plugin) run(ctx context.Context) error {
 			p.log.Warn("device plugin server stopped", "err", err)
 			srv.stop()
 			srv = nil
+		case err := <-registered:
+			r := reg
+			reg = nil
+			if err != nil && stampOf(p.kubelet) != r.at {
+				continue // the call met the kubelet.sock a restart replaced; try the new one now
+			}
+			if err != nil {
+				fail("register with the kubelet", err)
+				continue
+			}
+			kubeletAt, backoff, failing = r.at, minBackoff, false
+			p.setRegistered(true)
+			p.log.Info("registered with the kubelet", "endpoint", p.endpoint, "took", time.Since(r.start))
 		}
 	}
+}
+
+// registration is a Register call in flight.
+type registration struct {
+	at     fileStamp // kubelet.sock when the call began
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (p *plugin) startRegister(ctx context.Context, wg *sync.WaitGroup, at fileStamp) *registration {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &registration{at: at, start: time.Now(), cancel: cancel, done: make(chan error, 1)}
+	wg.Go(func() {
+		defer cancel()
+		r.done <- p.register(ctx)
+	})
+	return r
 }
 
 func (p *plugin) setRegistered(ok bool) {
@@ -242,7 +299,11 @@ func (p *plugin) serve(ctx context.Context) (*server, error) {
 	pluginapi.RegisterDevicePluginServer(s.grpc, p)
 	go func() { s.done <- s.grpc.Serve(l) }()
 	if err := checkServing(ctx, p.socket); err != nil {
+		lost := !s.owns()
 		s.stop()
+		if lost {
+			return nil, fmt.Errorf("serve %s: %w", p.socket, errSocketLost)
+		}
 		return nil, fmt.Errorf("check device plugin server on %s: %w", p.socket, err)
 	}
 	return s, nil
@@ -264,7 +325,9 @@ func (s *server) stop() {
 }
 
 // checkServing dials the socket and calls GetDevicePluginOptions, as the
-// kubelet will once it is told about the socket.
+// kubelet will once it is told about the socket. It fails fast rather than
+// waiting for a reconnection: a socket deleted meanwhile (the kubelet
+// cleaning its directory) is served again by the caller.
 func checkServing(ctx context.Context, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -273,20 +336,21 @@ func checkServing(ctx context.Context, socket string) error {
 		return err
 	}
 	defer conn.Close()
-	_, err = pluginapi.NewDevicePluginClient(conn).GetDevicePluginOptions(ctx, &pluginapi.Empty{}, grpc.WaitForReady(true))
+	_, err = pluginapi.NewDevicePluginClient(conn).GetDevicePluginOptions(ctx, &pluginapi.Empty{})
 	return err
 }
 
 // register calls Register on kubelet.sock. The kubelet dials the plugin
 // back, asks for its options and starts ListAndWatch before answering.
 func (p *plugin) register(ctx context.Context) (err error) {
-	defer func() {
-		result := "success"
-		if err != nil {
-			result = "error"
+	defer func(calledOff func() error) {
+		switch {
+		case err == nil:
+			p.metrics.registrations.WithLabelValues(p.resource, "success").Inc()
+		case calledOff() == nil: // not cancelled by the plugin itself
+			p.metrics.registrations.WithLabelValues(p.resource, "error").Inc()
 		}
-		p.metrics.registrations.WithLabelValues(p.resource, result).Inc()
-	}()
+	}(ctx.Err)
 	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
 	conn, err := dial(p.kubelet)
@@ -369,24 +433,39 @@ func stampOf(path string) fileStamp {
 func (p *plugin) watchDevices(ctx context.Context, w *fsnotify.Watcher) {
 	defer w.Close()
 	watched := map[string]bool{}
-	rescan := func() {
-		snap, dirs := p.inv.scan()
+	// watch adds the directories not yet watched and drops the others; it
+	// reports whether it added any.
+	watch := func(dirs []string) bool {
+		added := false
 		want := map[string]bool{}
 		for _, d := range dirs {
 			want[d] = true
-			if !watched[d] {
-				if err := w.Add(d); err != nil {
-					p.log.Debug("watch device directory", "dir", d, "err", err)
-					continue
-				}
-				watched[d] = true
+			if watched[d] {
+				continue
 			}
+			if err := w.Add(d); err != nil {
+				p.log.Debug("watch device directory", "dir", d, "err", err)
+				continue
+			}
+			watched[d], added = true, true
 		}
 		for d := range watched {
 			if !want[d] {
 				_ = w.Remove(d)
 				delete(watched, d)
 			}
+		}
+		return added
+	}
+	rescan := func() {
+		snap, dirs := p.inv.scan()
+		// What changed in a directory before its watch began is seen by
+		// scanning once more.
+		for range 8 {
+			if !watch(dirs) {
+				break
+			}
+			snap, dirs = p.inv.scan()
 		}
 		if p.state.publish(snap) {
 			p.metrics.observeDevices(p.resource, snap)

@@ -37,6 +37,7 @@ type setupOpts struct {
 	files     []string // created in devDir before the manager starts
 	noKubelet bool     // start the manager first
 	sysfs     string
+	hostRoot  bool // the test's root directory is the node's root: devDir is /dev
 }
 
 // tempDir returns a short directory (socket paths must fit in 107 bytes,
@@ -86,8 +87,14 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if _, bench := t.(*testing.B); !bench {
 		log = testLogger(t)
 	}
-	m, err := deviceplugin.NewManager(o.configs(b.devDir), deviceplugin.Options{
+	var hostRoot string
+	if o.hostRoot {
+		hostRoot = root
+	}
+	cfgs := o.configs(b.devDir)
+	m, err := deviceplugin.NewManager(cfgs, deviceplugin.Options{
 		Dir:        b.pluginDir,
+		HostRoot:   hostRoot,
 		SysfsRoot:  o.sysfs,
 		Logger:     log,
 		Registerer: b.reg,
@@ -110,7 +117,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		}
 	})
 	if b.kubelet != nil {
-		for _, c := range o.configs(b.devDir) {
+		for _, c := range cfgs {
 			waitCtx(t, 5*time.Second, func(ctx context.Context) error { return b.kubelet.WaitRegistered(ctx, c.ResourceName, 1) })
 		}
 	}

@@ -84,6 +84,11 @@ func (k *Kubelet) start() error {
 	if err := cleanupPluginDirectory(k.dir); err != nil {
 		return err
 	}
+	return k.listen()
+}
+
+// listen serves the Registration service on a new kubelet.sock.
+func (k *Kubelet) listen() error {
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: k.socket, Net: "unix"})
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", k.socket, err)
@@ -143,6 +148,17 @@ func (k *Kubelet) Stop() {
 func (k *Kubelet) Restart() error {
 	k.Stop()
 	return k.start()
+}
+
+// Reopen stops serving and creates kubelet.sock anew without cleaning the
+// directory, so a plugin sees only kubelet.sock re-created (and its
+// connections dropped): the other signal of a kubelet restart.
+func (k *Kubelet) Reopen() error {
+	k.Stop()
+	if err := os.Remove(k.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", k.socket, err)
+	}
+	return k.listen()
 }
 
 // StartedAt is when the current kubelet.sock began accepting connections.
