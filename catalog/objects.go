@@ -17,7 +17,7 @@ import (
 func columns(kind string) string {
 	switch kind {
 	case KindServiceClass, KindServicePlan:
-		return `id, name, '', metadata, spec, status, 1, resource_version, created_at, NULL::timestamptz`
+		return `id, name, '', metadata, spec, status, 1, resource_version, created_at, NULL::timestamptz, broker_id, position`
 	case KindBroker:
 		return `id, name, '', metadata, spec, status, generation, resource_version, created_at, deletion_timestamp`
 	default:
@@ -46,8 +46,12 @@ func scanInto(row pgx.Row, obj object) error {
 	m, spec, status := parts(obj)
 	var metaRaw, specRaw, statusRaw []byte
 	var deleted *time.Time
-	if err := row.Scan(&m.ID, &m.Name, &m.Namespace, &metaRaw, &specRaw, &statusRaw,
-		&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted); err != nil {
+	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &specRaw, &statusRaw,
+		&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
+	if x, ok := obj.(interface{ extras() []any }); ok {
+		dest = append(dest, x.extras()...)
+	}
+	if err := row.Scan(dest...); err != nil {
 		return mapErr(err)
 	}
 	m.DeletionTimestamp = deleted

@@ -183,6 +183,9 @@ type ServiceClass struct {
 	Meta
 	Spec   ServiceClassSpec   `json:"spec"`
 	Status ServiceClassStatus `json:"status"`
+
+	broker   string // the broker's id
+	position int    // in the broker's catalogue
 }
 
 // ServiceClassSpec mirrors the OSB service object.
@@ -211,6 +214,9 @@ type ServicePlan struct {
 	Meta
 	Spec   ServicePlanSpec   `json:"spec"`
 	Status ServicePlanStatus `json:"status"`
+
+	broker   string // the broker's id
+	position int    // in the broker's catalogue
 }
 
 // ServicePlanSpec mirrors the OSB plan object.

@@ -1,0 +1,187 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// CreateBinding records a new binding of an instance in the same
+// namespace: the desired state the engine then binds.
+func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
+	if b.Namespace == "" {
+		b.Namespace = DefaultNamespace
+	}
+	var errs []FieldError
+	checkName("name", b.Name, &errs)
+	checkNamespace("namespace", b.Namespace, &errs)
+	if b.Spec.InstanceRef.Name == "" {
+		errs = append(errs, FieldError{"spec.instanceRef.name", "required"})
+	}
+	if b.Spec.SecretName == "" {
+		b.Spec.SecretName = b.Name
+	}
+	checkName("spec.secretName", b.Spec.SecretName, &errs)
+	_, err := s.write(ctx, func(w *txn) error {
+		var in *Instance
+		if b.Spec.InstanceRef.Name != "" {
+			var err error
+			in, err = getBy[Instance](ctx, w, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
+			case err != nil:
+				return err
+			case in.DeletionTimestamp != nil:
+				return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+			}
+		}
+		if in != nil {
+			plan, err := getBy[ServicePlan](ctx, w, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
+			if err != nil {
+				return err
+			}
+			class, err := getBy[ServiceClass](ctx, w, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
+			if err != nil {
+				return err
+			}
+			bindable := class.Spec.Bindable
+			if plan.Spec.Bindable != nil {
+				bindable = *plan.Spec.Bindable
+			}
+			if !bindable {
+				return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+			}
+			checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
+		}
+		if err := invalid(errs...); err != nil {
+			return err
+		}
+		if b.ID == "" {
+			b.ID = uuid.NewString()
+		}
+		if b.Spec.ExternalID == "" {
+			b.Spec.ExternalID = uuid.NewString()
+		}
+		now := s.now().UTC()
+		b.Generation, b.CreationTimestamp, b.DeletionTimestamp = 1, now, nil
+		b.Status = BindingStatus{UnbindStatus: UnbindNotRequired}
+		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse,
+			Reason: "Pending", Message: "The binding has not been created at the broker yet."}, now)
+		md, err := encodeMeta(&b.Meta)
+		if err != nil {
+			return err
+		}
+		_, err = w.Exec(ctx, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, in.ID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
+		if err != nil {
+			if errors.Is(mapErr(err), ErrConflict) {
+				return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+			}
+			return mapErr(err)
+		}
+		if err := addEvent(ctx, w, KindBinding, b.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
+			return err
+		}
+		w.changed(Added, b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// GetBinding reads a binding by id.
+func (s *Store) GetBinding(ctx context.Context, id string) (*Binding, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	return getBy[Binding](ctx, s.pool, `id = $1`, id)
+}
+
+// GetBindingByName reads a binding by namespace and name.
+func (s *Store) GetBindingByName(ctx context.Context, namespace, name string) (*Binding, error) {
+	return getBy[Binding](ctx, s.pool, `namespace = $1 AND name = $2`, namespace, name)
+}
+
+// ListBindings lists bindings by namespace and name.
+func (s *Store) ListBindings(ctx context.Context, opts ListOptions) (List[*Binding], error) {
+	f := &filter{}
+	if opts.Namespace != "" {
+		f.add("namespace = ?", opts.Namespace)
+	}
+	return list[Binding](ctx, s.pool, f, "namespace, name",
+		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
+		func(b *Binding) cursor { return cursor{Namespace: b.Namespace, Name: b.Name} }, opts)
+}
+
+// DeleteBinding marks a binding for deletion; the engine unbinds it and
+// then removes it.
+func (s *Store) DeleteBinding(ctx context.Context, id string) (*Binding, error) {
+	var out *Binding
+	_, err := s.write(ctx, func(w *txn) error {
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		out = b
+		if b.DeletionTimestamp != nil {
+			return nil
+		}
+		now := s.now().UTC()
+		b.DeletionTimestamp = &now
+		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET deletion_timestamp = $2 WHERE id = $1`, id, now); err != nil {
+			return mapErr(err)
+		}
+		if err := addEvent(ctx, w, KindBinding, id, "Normal", "DeletionRequested", "The binding will be unbound.", ""); err != nil {
+			return err
+		}
+		w.changed(Modified, b)
+		return nil
+	})
+	return out, err
+}
+
+// ErrNoCredentials says a binding has no credentials (yet).
+var ErrNoCredentials = errors.New("the binding has no credentials yet")
+
+// Credentials returns a binding's credentials, decrypted.
+func (s *Store) Credentials(ctx context.Context, bindingID string) (map[string]any, error) {
+	if _, err := uuid.Parse(bindingID); err != nil {
+		return nil, ErrNotFound
+	}
+	var sealed []byte
+	err := s.pool.QueryRow(ctx, `SELECT c.sealed FROM catalog.bindings b LEFT JOIN catalog.binding_credentials c ON c.binding_id = b.id
+		WHERE b.id = $1`, bindingID).Scan(&sealed)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if sealed == nil {
+		return nil, ErrNoCredentials
+	}
+	raw, err := s.keys.Open(sealed, []byte("binding:"+bindingID))
+	if err != nil {
+		return nil, fmt.Errorf("open credentials of binding %s: %w", bindingID, err)
+	}
+	var creds map[string]any
+	if err := json.Unmarshal(raw, &creds); err != nil {
+		return nil, err
+	}
+	return creds, nil
+}
+
+// SetCredentials stores a binding's credentials, sealed.
+func (s *Store) SetCredentials(ctx context.Context, bindingID string, creds map[string]any) error {
+	raw, err := json.Marshal(creds)
+	if err != nil {
+		return err
+	}
+	sealed := s.keys.Seal(raw, []byte("binding:"+bindingID))
+	_, err = s.pool.Exec(ctx, `INSERT INTO catalog.binding_credentials (binding_id, sealed) VALUES ($1, $2)
+		ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, bindingID, sealed)
+	return mapErr(err)
+}

@@ -1,0 +1,349 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/bindery-dev/bindery/internal/params"
+)
+
+// DefaultNamespace is where objects go when a request names none.
+const DefaultNamespace = "default"
+
+// resolvePlan finds the class and plan an instance spec names, by external
+// name, external id or object name (one way, the same for both), and
+// fills in the references.
+func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, field string, errs *[]FieldError) (*ServiceClass, *ServicePlan) {
+	byExtName := spec.ClusterServiceClassExternalName != "" || spec.ClusterServicePlanExternalName != ""
+	byExtID := spec.ClusterServiceClassExternalID != "" || spec.ClusterServicePlanExternalID != ""
+	byName := spec.ClusterServiceClassName != "" || spec.ClusterServicePlanName != ""
+	ways := 0
+	for _, b := range []bool{byExtName, byExtID, byName} {
+		if b {
+			ways++
+		}
+	}
+	if ways != 1 {
+		*errs = append(*errs, FieldError{field, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName"})
+		return nil, nil
+	}
+	var classWhere, planWhere, classVal, planVal, classField, planField string
+	switch {
+	case byExtName:
+		classWhere, classVal, classField = "external_name = $1", spec.ClusterServiceClassExternalName, "clusterServiceClassExternalName"
+		planWhere, planVal, planField = "external_name = $2", spec.ClusterServicePlanExternalName, "clusterServicePlanExternalName"
+	case byExtID:
+		classWhere, classVal, classField = "external_id = $1", spec.ClusterServiceClassExternalID, "clusterServiceClassExternalID"
+		planWhere, planVal, planField = "external_id = $2", spec.ClusterServicePlanExternalID, "clusterServicePlanExternalID"
+	default:
+		classWhere, classVal, classField = "name = $1", spec.ClusterServiceClassName, "clusterServiceClassName"
+		planWhere, planVal, planField = "name = $2", spec.ClusterServicePlanName, "clusterServicePlanName"
+	}
+	if classVal == "" {
+		*errs = append(*errs, FieldError{field + "." + classField, "required"})
+		return nil, nil
+	}
+	if planVal == "" {
+		*errs = append(*errs, FieldError{field + "." + planField, "required"})
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+classWhere+` AND NOT removed`, classVal)
+	if err != nil {
+		*errs = append(*errs, FieldError{field + "." + classField, err.Error()})
+		return nil, nil
+	}
+	var classes []*ServiceClass
+	for rows.Next() {
+		c := new(ServiceClass)
+		if err := scanInto(rows, c); err == nil {
+			classes = append(classes, c)
+		}
+	}
+	rows.Close()
+	switch len(classes) {
+	case 0:
+		*errs = append(*errs, FieldError{field + "." + classField, fmt.Sprintf("no service class %q is offered", classVal)})
+		return nil, nil
+	case 1:
+	default:
+		*errs = append(*errs, FieldError{field + "." + classField, fmt.Sprintf("%q is offered by several brokers: name the class by clusterServiceClassName", classVal)})
+		return nil, nil
+	}
+	class := classes[0]
+	plan, err := getBy[ServicePlan](ctx, q, planWhere+` AND class_id = $1::uuid`, class.ID, planVal)
+	if errors.Is(err, ErrNotFound) {
+		*errs = append(*errs, FieldError{field + "." + planField, fmt.Sprintf("service class %q has no plan %q", class.Spec.ExternalName, planVal)})
+		return nil, nil
+	}
+	if err != nil {
+		*errs = append(*errs, FieldError{field + "." + planField, err.Error()})
+		return nil, nil
+	}
+	if plan.Status.RemovedFromBrokerCatalog {
+		*errs = append(*errs, FieldError{field + "." + planField, fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)})
+		return nil, nil
+	}
+	spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
+	spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
+	return class, plan
+}
+
+// schemas caches compiled plan schemas by plan id, schema kind and the
+// plan's resourceVersion.
+type schemaCache struct{ m sync.Map }
+
+func (c *schemaCache) get(plan *ServicePlan, which string, raw json.RawMessage) (*params.Schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	key := plan.ID + "/" + which + "/" + strconv.FormatInt(plan.ResourceVersion, 10)
+	if s, ok := c.m.Load(key); ok {
+		return s.(*params.Schema), nil
+	}
+	s, err := params.Compile(raw, false)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s has an invalid %s schema: %w", plan.Spec.ExternalName, which, err)
+	}
+	c.m.Store(key, s)
+	return s, nil
+}
+
+var schemas schemaCache
+
+// checkParameters validates raw parameters against a plan schema.
+func checkParameters(plan *ServicePlan, which string, schema json.RawMessage, raw json.RawMessage, field string, errs *[]FieldError) {
+	p, err := params.Decode(raw)
+	if err != nil {
+		*errs = append(*errs, FieldError{field, err.Error()})
+		return
+	}
+	s, err := schemas.get(plan, which, schema)
+	if err != nil {
+		*errs = append(*errs, FieldError{field, err.Error()})
+		return
+	}
+	for _, msg := range s.Validate(field, p) {
+		path, text, _ := cutPath(msg)
+		*errs = append(*errs, FieldError{path, text})
+	}
+}
+
+func cutPath(msg string) (string, string, bool) {
+	for i := 0; i+1 < len(msg); i++ {
+		if msg[i] == ':' && msg[i+1] == ' ' {
+			return msg[:i], msg[i+2:], true
+		}
+	}
+	return "", msg, false
+}
+
+// CreateInstance records a new instance: the desired state the engine then
+// provisions. The plan must exist and be offered, the parameters must match
+// its schema, and the name must be free in the namespace.
+func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, error) {
+	if in.Namespace == "" {
+		in.Namespace = DefaultNamespace
+	}
+	var errs []FieldError
+	checkName("name", in.Name, &errs)
+	checkNamespace("namespace", in.Namespace, &errs)
+	_, err := s.write(ctx, func(w *txn) error {
+		_, plan := s.resolvePlan(ctx, w, &in.Spec, "spec", &errs)
+		if plan != nil {
+			checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
+		}
+		if err := invalid(errs...); err != nil {
+			return err
+		}
+		if in.ID == "" {
+			in.ID = uuid.NewString()
+		}
+		if in.Spec.ExternalID == "" {
+			in.Spec.ExternalID = uuid.NewString()
+		}
+		now := s.now().UTC()
+		in.Generation, in.CreationTimestamp, in.DeletionTimestamp = 1, now, nil
+		in.Status = InstanceStatus{DeprovisionStatus: DeprovisionNotRequired}
+		SetCondition(&in.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse,
+			Reason: "Pending", Message: "The instance has not been provisioned yet."}, now)
+		md, err := encodeMeta(&in.Meta)
+		if err != nil {
+			return err
+		}
+		_, err = w.Exec(ctx, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
+			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
+			in.ID, in.Namespace, in.Name, plan.ID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
+		if err != nil {
+			if errors.Is(mapErr(err), ErrConflict) {
+				return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
+			}
+			return mapErr(err)
+		}
+		if err := addEvent(ctx, w, KindInstance, in.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
+			return err
+		}
+		w.changed(Added, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// GetInstance reads an instance by id.
+func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	return getBy[Instance](ctx, s.pool, `id = $1`, id)
+}
+
+// GetInstanceByName reads an instance by namespace and name.
+func (s *Store) GetInstanceByName(ctx context.Context, namespace, name string) (*Instance, error) {
+	return getBy[Instance](ctx, s.pool, `namespace = $1 AND name = $2`, namespace, name)
+}
+
+// ListInstances lists instances by namespace and name.
+func (s *Store) ListInstances(ctx context.Context, opts ListOptions) (List[*Instance], error) {
+	f := &filter{}
+	if opts.Namespace != "" {
+		f.add("namespace = ?", opts.Namespace)
+	}
+	return list[Instance](ctx, s.pool, f, "namespace, name",
+		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
+		func(i *Instance) cursor { return cursor{Namespace: i.Namespace, Name: i.Name} }, opts)
+}
+
+// UpdateInstance changes an instance's desired state: parameters, plan,
+// labels. A plan change needs an updatable plan; new parameters must match
+// the plan's update schema. expectRV, when not 0, must be the instance's
+// resourceVersion.
+func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
+	var out *Instance
+	_, err := s.write(ctx, func(w *txn) error {
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if expectRV != 0 && in.ResourceVersion != expectRV {
+			return fmt.Errorf("%w: instance %s/%s changed since resourceVersion %d", ErrConflict, in.Namespace, in.Name, expectRV)
+		}
+		if in.DeletionTimestamp != nil {
+			return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+		}
+		before := in.Spec
+		name, ns := in.Name, in.Namespace
+		if err := update(in); err != nil {
+			return err
+		}
+		in.Name, in.Namespace = name, ns
+		var errs []FieldError
+		if in.Spec.ExternalID != before.ExternalID {
+			errs = append(errs, FieldError{"spec.externalID", "cannot be changed"})
+		}
+		planChanged := in.Spec.ClusterServiceClassExternalName != before.ClusterServiceClassExternalName ||
+			in.Spec.ClusterServicePlanExternalName != before.ClusterServicePlanExternalName ||
+			in.Spec.ClusterServiceClassExternalID != before.ClusterServiceClassExternalID ||
+			in.Spec.ClusterServicePlanExternalID != before.ClusterServicePlanExternalID ||
+			in.Spec.ClusterServiceClassName != before.ClusterServiceClassName ||
+			in.Spec.ClusterServicePlanName != before.ClusterServicePlanName
+		var plan *ServicePlan
+		if planChanged {
+			current, err := getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef))
+			if err != nil {
+				return err
+			}
+			class, err := getBy[ServiceClass](ctx, w, `name = $1`, refName(before.ClusterServiceClassRef))
+			if err != nil {
+				return err
+			}
+			updatable := class.Spec.PlanUpdatable
+			if current.Spec.PlanUpdatable != nil {
+				updatable = *current.Spec.PlanUpdatable
+			}
+			var newClass *ServiceClass
+			newClass, plan = s.resolvePlan(ctx, w, &in.Spec, "spec", &errs)
+			if plan != nil && plan.ID != current.ID {
+				if !updatable {
+					return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
+				}
+				if newClass.ID != class.ID {
+					errs = append(errs, FieldError{"spec", "a plan change must stay within service class " + class.Spec.ExternalName})
+				}
+			}
+		} else {
+			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
+			if plan, err = getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef)); err != nil {
+				return err
+			}
+		}
+		if plan != nil && !sameJSON(in.Spec.Parameters, before.Parameters) {
+			checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
+		}
+		if err := invalid(errs...); err != nil {
+			return err
+		}
+		if !sameJSON(in.Spec, before) {
+			in.Generation++
+		}
+		md, err := encodeMeta(&in.Meta)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET metadata = $2, spec = $3, generation = $4,
+			plan_id = $5, class_id = (SELECT class_id FROM catalog.service_plans WHERE id = $5) WHERE id = $1`,
+			id, md, mustJSON(in.Spec), in.Generation, plan.ID); err != nil {
+			return mapErr(err)
+		}
+		if in.Generation != 0 && !sameJSON(in.Spec, before) {
+			if err := addEvent(ctx, w, KindInstance, id, "Normal", "Updated", fmt.Sprintf("Desired state changed (generation %d).", in.Generation), ""); err != nil {
+				return err
+			}
+		}
+		w.changed(Modified, in)
+		out = in
+		return nil
+	})
+	return out, err
+}
+
+func refName(r *ObjectRef) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+// DeleteInstance marks an instance for deletion; the engine deprovisions it
+// (after its bindings are gone) and then removes it.
+func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error) {
+	var out *Instance
+	_, err := s.write(ctx, func(w *txn) error {
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		out = in
+		if in.DeletionTimestamp != nil {
+			return nil
+		}
+		now := s.now().UTC()
+		in.DeletionTimestamp = &now
+		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET deletion_timestamp = $2 WHERE id = $1`, id, now); err != nil {
+			return mapErr(err)
+		}
+		if err := addEvent(ctx, w, KindInstance, id, "Normal", "DeletionRequested", "The instance will be deprovisioned.", ""); err != nil {
+			return err
+		}
+		w.changed(Modified, in)
+		return nil
+	})
+	return out, err
+}

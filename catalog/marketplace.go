@@ -1,0 +1,93 @@
+package catalog
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
+
+// ClassFilter selects service classes.
+type ClassFilter struct {
+	// Broker is a broker's name.
+	Broker string
+	// Name matches spec.externalName or the object name.
+	Name string
+	// Tag is one of spec.tags.
+	Tag string
+	// IncludeRemoved also lists classes the broker no longer offers.
+	IncludeRemoved bool
+}
+
+// ListClasses lists service classes in their brokers' catalogue order.
+func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*ServiceClass], error) {
+	f := &filter{}
+	if sel.Broker != "" {
+		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
+	}
+	if sel.Name != "" {
+		f.add("(external_name = ? OR name = ?)", sel.Name, sel.Name)
+	}
+	if sel.Tag != "" {
+		f.add("spec->'tags' ? ?", sel.Tag)
+	}
+	if !sel.IncludeRemoved {
+		f.add("NOT removed")
+	}
+	return list[ServiceClass](ctx, s.pool, f, "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position} }, opts)
+}
+
+// PlanFilter selects service plans.
+type PlanFilter struct {
+	Broker string
+	// Class is a class's object name or external name.
+	Class string
+	// Name matches spec.externalName or the object name.
+	Name string
+	// Free, when set, keeps only free (true) or paid (false) plans.
+	Free           *bool
+	IncludeRemoved bool
+}
+
+// ListPlans lists service plans in their brokers' catalogue order.
+func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*ServicePlan], error) {
+	f := &filter{}
+	if sel.Broker != "" {
+		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
+	}
+	if sel.Class != "" {
+		f.add("class_id IN (SELECT id FROM catalog.service_classes WHERE name = ? OR external_name = ?)", sel.Class, sel.Class)
+	}
+	if sel.Name != "" {
+		f.add("(external_name = ? OR name = ?)", sel.Name, sel.Name)
+	}
+	if sel.Free != nil {
+		f.add("free = ?", *sel.Free)
+	}
+	if !sel.IncludeRemoved {
+		f.add("NOT removed")
+	}
+	return list[ServicePlan](ctx, s.pool, f, "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position} }, opts)
+}
+
+// GetClass reads a service class by id or object name.
+func (s *Store) GetClass(ctx context.Context, idOrName string) (*ServiceClass, error) {
+	if _, err := uuid.Parse(idOrName); err == nil {
+		return getBy[ServiceClass](ctx, s.pool, `id = $1`, idOrName)
+	}
+	return getBy[ServiceClass](ctx, s.pool, `name = $1`, idOrName)
+}
+
+// GetPlan reads a service plan by id or object name.
+func (s *Store) GetPlan(ctx context.Context, idOrName string) (*ServicePlan, error) {
+	if _, err := uuid.Parse(idOrName); err == nil {
+		return getBy[ServicePlan](ctx, s.pool, `id = $1`, idOrName)
+	}
+	return getBy[ServicePlan](ctx, s.pool, `name = $1`, idOrName)
+}
+
+func (c *ServiceClass) extras() []any { return []any{&c.broker, &c.position} }
+func (p *ServicePlan) extras() []any  { return []any{&p.broker, &p.position} }
