@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -130,7 +131,7 @@ func checkParameters(plan *ServicePlan, which string, schema json.RawMessage, ra
 	}
 	for _, msg := range s.Validate(field, p) {
 		path, text, _ := cutPath(msg)
-		*errs = append(*errs, FieldError{path, text})
+		*errs = append(*errs, FieldError{strings.ReplaceAll(path, "/", "."), text})
 	}
 }
 

@@ -406,7 +406,7 @@ func TestUpKeepsState(t *testing.T) {
 	dataDir := filepath.Join(base, "data")
 	addr := freeAddr(t)
 	run := func() (*proc, map[string]string) {
-		p := start(t, nil, "up", "--data-dir", dataDir, "--listen", addr)
+		p := start(t, nil, "up", "--data-dir", dataDir, "--broker-listen", addr, "--catalog-listen", freeAddr(t))
 		waitHealthy(t, p, "http://"+addr)
 		return p, printed(p.stdout.String())
 	}

@@ -53,6 +53,7 @@ func commands() map[string]command {
 		"up":      {"run everything on this machine (embedded PostgreSQL unless DATABASE_URL is set)", runUp},
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
+		"token":   {"create a REST API token: token create --role viewer|developer|admin", runToken},
 	}
 }
 

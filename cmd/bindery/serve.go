@@ -9,6 +9,7 @@ import (
 // components are the servers `bindery serve NAME` runs, one per package.
 var components = map[string]func(ctx context.Context, e env, args []string) error{
 	"broker":    runServeBroker,
+	"catalog":   runServeCatalog,
 	"nodeagent": runServeNodeagent,
 }
 

@@ -33,8 +33,8 @@ type brokerOptions struct {
 	workers          int
 }
 
-func (o *brokerOptions) addFlags(fs *flag.FlagSet, listen string) {
-	fs.StringVar(&o.listen, "listen", listen, "HOST:PORT to serve the OSB API on")
+func (o *brokerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string) {
+	fs.StringVar(&o.listen, listenFlag, listen, "HOST:PORT to serve the OSB API on")
 	fs.StringVar(&o.username, "broker-username", "", "HTTP basic auth username platforms must present")
 	fs.StringVar(&o.password, "broker-password", "", "HTTP basic auth password platforms must present")
 	fs.StringVar(&o.token, "broker-token", "", "bearer token platforms may present instead of basic auth")
@@ -73,7 +73,7 @@ func runServeBroker(ctx context.Context, e env, args []string) error {
 	var db dbOptions
 	var o brokerOptions
 	db.addFlags(fs)
-	o.addFlags(fs, ":8081")
+	o.addFlags(fs, "listen", ":8081")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/internal/serve"
@@ -25,15 +27,22 @@ type generated struct {
 	BrokerUsername string `json:"broker_username"`
 	BrokerPassword string `json:"broker_password"`
 	BrokerToken    string `json:"broker_token"`
+	AdminToken     string `json:"admin_token,omitempty"`
 }
+
+// builtinBroker is the name under which `bindery up` registers its own
+// broker in the catalog.
+const builtinBroker = "bindery"
 
 // runUp is `bindery up`: everything on one machine, state in --data-dir.
 func runUp(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "up")
 	var db dbOptions
 	var bo brokerOptions
+	var co catalogOptions
 	db.addFlags(fs)
-	bo.addFlags(fs, "127.0.0.1:8081")
+	bo.addFlags(fs, "broker-listen", "127.0.0.1:8081")
+	co.addFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	dataDir := fs.String("data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -72,14 +81,16 @@ func runUp(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	creds, err := loadGenerated(filepath.Join(dir, "credentials.json"))
+	co.encryptionKey = bo.encryptionKey
+	credsPath := filepath.Join(dir, "credentials.json")
+	creds, err := loadGenerated(credsPath)
 	if err != nil {
 		return err
 	}
 	if bo.username == "" && bo.password == "" && bo.token == "" {
 		bo.username, bo.password, bo.token = creds.BrokerUsername, creds.BrokerPassword, creds.BrokerToken
 	}
-	if err := bo.complete(&db); err != nil {
+	if err := errors.Join(bo.complete(&db), co.complete()); err != nil {
 		return err
 	}
 
@@ -88,14 +99,44 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	store, err := newCatalogStore(pool, co.encryptionKey, log)
+	if err != nil {
+		return err
+	}
+	if creds.AdminToken, err = ensureAdminToken(ctx, store, creds.AdminToken); err != nil {
+		return err
+	}
+	if err := saveGenerated(credsPath, creds); err != nil {
+		return err
+	}
 	brokerL, err := serve.Listen(bo.listen)
 	if err != nil {
 		return err
 	}
+	catalogL, err := serve.Listen(co.listen)
+	if err != nil {
+		brokerL.Close()
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
+	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
+	g.Go(func() error {
+		// The built-in broker is the catalog's first broker; a failure to
+		// reach it shows in its status and is retried by the relister.
+		err := registerBuiltin(gctx, store, "http://"+brokerL.Addr().String(), bo.username, bo.password)
+		if err != nil && gctx.Err() == nil {
+			log.Warn("register the built-in broker", "error", err)
+		}
+		return nil
+	})
 
 	// The one place credentials are shown: stdout, never the log.
 	w := e.stdout
 	fmt.Fprintln(w, "Bindery is up.")
+	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogL.Addr())
+	fmt.Fprintf(w, "  admin token:     %s\n", creds.AdminToken)
 	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerL.Addr())
 	fmt.Fprintf(w, "  broker username: %s\n", bo.username)
 	fmt.Fprintf(w, "  broker password: %s\n", bo.password)
@@ -106,12 +147,48 @@ func runUp(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(w, "  data directory:  %s\n", dir)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 
-	err = runBroker(ctx, log, pool, &bo, brokerL)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// registerBuiltin registers (or points again) the catalog's broker named
+// "bindery" at this process's broker, and fetches its catalogue.
+func registerBuiltin(ctx context.Context, store *catalog.Store, url, username, password string) error {
+	auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: username, Password: password}}
+	b, err := store.GetBroker(ctx, builtinBroker)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		b = &catalog.Broker{Spec: catalog.BrokerSpec{URL: url}}
+		b.Name = builtinBroker
+		if b, err = store.CreateBroker(ctx, b, auth); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		if b, err = store.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+			b.Spec.URL = url
+			return auth, nil
+		}); err != nil {
+			return err
+		}
+	}
+	_, err = store.Relist(ctx, b.ID)
+	return err
+}
+
+// ensureAdminToken returns token if the catalog knows it, or a new admin
+// token.
+func ensureAdminToken(ctx context.Context, store *catalog.Store, token string) (string, error) {
+	if token != "" {
+		if role, err := store.NewTokenCache(0).Role(ctx, token); err == nil && role == catalog.RoleAdmin {
+			return token, nil
+		}
+	}
+	return store.CreateToken(ctx, catalog.RoleAdmin)
 }
 
 // ensureDatabase creates database name on the server of adminURL.
@@ -168,6 +245,14 @@ func loadGenerated(path string) (generated, error) {
 	return g, nil
 }
 
+func saveGenerated(path string, g generated) error {
+	b, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
 // randomSecret is 256 random bits, URL-safe.
 func randomSecret() string {
 	b := make([]byte, 32)
@@ -188,3 +273,5 @@ func redact(u string) string {
 	}
 	return u
 }
+
+

@@ -1,0 +1,87 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+func (s *Server) listClasses(c echo.Context) error {
+	opts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	removed, err := boolParam(c, "includeRemoved")
+	if err != nil {
+		return err
+	}
+	l, err := s.store.ListClasses(ctx(c), catalog.ClassFilter{
+		Broker: c.QueryParam("broker"), Name: c.QueryParam("name"), Tag: c.QueryParam("tag"),
+		IncludeRemoved: removed != nil && *removed,
+	}, opts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (s *Server) getClass(c echo.Context) error {
+	class, err := s.store.GetClass(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, class)
+}
+
+func (s *Server) listPlans(c echo.Context) error {
+	opts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	free, err := boolParam(c, "free")
+	if err != nil {
+		return err
+	}
+	removed, err := boolParam(c, "includeRemoved")
+	if err != nil {
+		return err
+	}
+	l, err := s.store.ListPlans(ctx(c), catalog.PlanFilter{
+		Broker: c.QueryParam("broker"), Class: c.QueryParam("class"), Name: c.QueryParam("name"),
+		Free: free, IncludeRemoved: removed != nil && *removed,
+	}, opts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (s *Server) getPlan(c echo.Context) error {
+	p, err := s.store.GetPlan(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// planSchemas returns a plan's parameter schemas, as the broker gave them.
+func (s *Server) planSchemas(c echo.Context) error {
+	p, err := s.store.GetPlan(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	out := map[string]json.RawMessage{}
+	if len(p.Spec.InstanceCreateParameterSchema) > 0 {
+		out["instanceCreate"] = p.Spec.InstanceCreateParameterSchema
+	}
+	if len(p.Spec.InstanceUpdateParameterSchema) > 0 {
+		out["instanceUpdate"] = p.Spec.InstanceUpdateParameterSchema
+	}
+	if len(p.Spec.ServiceBindingCreateParameterSchema) > 0 {
+		out["bindingCreate"] = p.Spec.ServiceBindingCreateParameterSchema
+	}
+	return c.JSON(http.StatusOK, out)
+}
