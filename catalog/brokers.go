@@ -199,10 +199,7 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 
 // GetBroker reads a broker by id or by name.
 func (s *Store) GetBroker(ctx context.Context, idOrName string) (*Broker, error) {
-	if _, err := uuid.Parse(idOrName); err == nil {
-		return getBy[Broker](ctx, s.pool, `id = $1`, idOrName)
-	}
-	return getBy[Broker](ctx, s.pool, `name = $1`, idOrName)
+	return getByIDOrName[Broker](ctx, s.pool, idOrName)
 }
 
 // ListBrokers lists brokers by name.

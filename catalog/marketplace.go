@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-
-	"github.com/google/uuid"
 )
 
 // ClassFilter selects service classes.
@@ -28,7 +26,7 @@ func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptio
 		f.add("(external_name = ? OR name = ?)", sel.Name, sel.Name)
 	}
 	if sel.Tag != "" {
-		f.add("spec->'tags' ? ?", sel.Tag)
+		f.add("spec->'tags' @> jsonb_build_array(?::text)", sel.Tag)
 	}
 	if !sel.IncludeRemoved {
 		f.add("NOT removed")
@@ -75,18 +73,12 @@ func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions)
 
 // GetClass reads a service class by id or object name.
 func (s *Store) GetClass(ctx context.Context, idOrName string) (*ServiceClass, error) {
-	if _, err := uuid.Parse(idOrName); err == nil {
-		return getBy[ServiceClass](ctx, s.pool, `id = $1`, idOrName)
-	}
-	return getBy[ServiceClass](ctx, s.pool, `name = $1`, idOrName)
+	return getByIDOrName[ServiceClass](ctx, s.pool, idOrName)
 }
 
 // GetPlan reads a service plan by id or object name.
 func (s *Store) GetPlan(ctx context.Context, idOrName string) (*ServicePlan, error) {
-	if _, err := uuid.Parse(idOrName); err == nil {
-		return getBy[ServicePlan](ctx, s.pool, `id = $1`, idOrName)
-	}
-	return getBy[ServicePlan](ctx, s.pool, `name = $1`, idOrName)
+	return getByIDOrName[ServicePlan](ctx, s.pool, idOrName)
 }
 
 func (c *ServiceClass) extras() []any { return []any{&c.broker, &c.position} }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -192,4 +193,16 @@ func list[T any, P interface {
 		out.Items = []P{}
 	}
 	return out, nil
+}
+
+// getByIDOrName reads a cluster-scoped object by id or by name; OSB ids are
+// often UUIDs, so a name may look like an id.
+func getByIDOrName[T any, P interface {
+	*T
+	object
+}](ctx context.Context, q querier, idOrName string) (P, error) {
+	if _, err := uuid.Parse(idOrName); err == nil {
+		return getBy[T, P](ctx, q, `id = $1::uuid OR name = $2`, idOrName, idOrName)
+	}
+	return getBy[T, P](ctx, q, `name = $1`, idOrName)
 }

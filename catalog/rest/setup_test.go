@@ -1,0 +1,205 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/broker"
+	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/rest"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/migrations"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	brokerUser = "platform"
+	brokerPass = "broker-secret-password"
+)
+
+type bundle struct {
+	t      testing.TB
+	url    string
+	store  *catalog.Store
+	pool   *pgxpool.Pool
+	admin  string
+	client *http.Client
+	// brokerURL is a real Bindery broker over HTTP, on its own database.
+	brokerURL string
+	logs      *bytes.Buffer
+}
+
+// setup starts the catalog's REST API on a fresh database, with a real
+// Bindery broker beside it for registration.
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, s := range migrations.Schemas() {
+		if err := migrations.Up(ctx, pool, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	store := catalog.NewStore(pool, keys, log)
+	api := rest.New(store, store.NewTokenCache(time.Second), log)
+	e := serve.NewEcho(prometheus.NewRegistry())
+	e.HTTPErrorHandler = api.ErrorHandler
+	api.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	admin, err := store.CreateToken(ctx, catalog.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: srv.Client(), logs: logs}
+	b.brokerURL = startBroker(t, pool, keys)
+	return b
+}
+
+// startBroker runs Bindery's own broker, on the same database.
+func startBroker(t testing.TB, pool *pgxpool.Pool, keys *keyring.Keyring) string {
+	t.Helper()
+	ctx := context.Background()
+	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drv.Close)
+	cat, err := broker.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(ctx, broker.Config{Pool: pool, Catalog: cat, Drivers: map[string]broker.Driver{"postgresql": drv},
+		Keys: keys, Auth: broker.Auth{Username: brokerUser, Password: brokerPass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu chan struct{}
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	if l.mu == nil {
+		l.mu = make(chan struct{}, 1)
+	}
+	l.mu <- struct{}{}
+	defer func() { <-l.mu }()
+	return l.w.Write(p)
+}
+
+type response struct {
+	status int
+	body   map[string]any
+	raw    []byte
+}
+
+func (r response) str(path ...string) string {
+	var v any = r.body
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func (r response) items() []map[string]any {
+	list, _ := r.body["items"].([]any)
+	out := make([]map[string]any, len(list))
+	for i, it := range list {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+// do sends a request with a token ("" for none).
+func (b *bundle) do(token, method, path string, body any) response {
+	b.t.Helper()
+	var rdr io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rdr = strings.NewReader(v)
+	default:
+		raw, _ := json.Marshal(v)
+		rdr = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, b.url+path, rdr)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if rdr != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{status: res.StatusCode, raw: raw}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &out.body)
+	}
+	return out
+}
+
+func (b *bundle) must(status int, r response) response {
+	b.t.Helper()
+	if r.status != status {
+		if r.status == 500 {
+			b.t.Logf("server log:\n%s", b.logs.String())
+		}
+		b.t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	return r
+}
+
+func (b *bundle) token(role string) string {
+	b.t.Helper()
+	tok, err := b.store.CreateToken(context.Background(), role)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return tok
+}
+
+// registerBindery registers the real broker and returns the broker object.
+func (b *bundle) registerBindery(name string) response {
+	b.t.Helper()
+	return b.must(201, b.do(b.admin, "POST", "/brokers", map[string]any{
+		"name": name, "url": b.brokerURL,
+		"auth": map[string]any{"basic": map[string]any{"username": brokerUser, "password": brokerPass}},
+	}))
+}
