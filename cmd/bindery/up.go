@@ -273,5 +273,3 @@ func redact(u string) string {
 	}
 	return u
 }
-
-
