@@ -1,0 +1,153 @@
+package osbtest
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Verb names an OSB endpoint, for failure injection, counters and the
+// request log.
+type Verb string
+
+// The OSB endpoints. VerbUnknown is any other path.
+const (
+	VerbCatalog              Verb = "catalog"                // GET /v2/catalog
+	VerbProvision            Verb = "provision"              // PUT /v2/service_instances/:instance_id
+	VerbUpdate               Verb = "update"                 // PATCH /v2/service_instances/:instance_id
+	VerbDeprovision          Verb = "deprovision"            // DELETE /v2/service_instances/:instance_id
+	VerbFetchInstance        Verb = "fetch_instance"         // GET /v2/service_instances/:instance_id
+	VerbLastOperation        Verb = "last_operation"         // GET /v2/service_instances/:instance_id/last_operation
+	VerbBind                 Verb = "bind"                   // PUT .../service_bindings/:binding_id
+	VerbUnbind               Verb = "unbind"                 // DELETE .../service_bindings/:binding_id
+	VerbFetchBinding         Verb = "fetch_binding"          // GET .../service_bindings/:binding_id
+	VerbBindingLastOperation Verb = "binding_last_operation" // GET .../service_bindings/:binding_id/last_operation
+	VerbUnknown              Verb = "unknown"
+)
+
+// Failure is a misbehaviour injected into the answers to one Verb with
+// Broker.Fail. Its kinds, by the fields set:
+//
+//   - Status 4xx or 5xx: that status with an OSB error body built from Code,
+//     Description, InstanceUsable and UpdateRepeatable (or Body, if set). The
+//     request is not carried out, as the spec requires of 4xx and recommends
+//     for 5xx.
+//   - Status 2xx: the request is carried out, then answered with that status
+//     and Body as it is, such as "{" for the "201 with malformed response"
+//     rows of the orphan-mitigation table, or nothing (as for "204").
+//   - Delay: the answer is held back that long, or until the client gives
+//     up. Without Status the request is carried out first, so a client that
+//     times out leaves the resource behind, as with a slow broker.
+//   - AsyncFailed (provision, update, deprovision, bind, unbind only): the
+//     operation is accepted with 202 even on a synchronous plan and ends
+//     "failed", with Description, and InstanceUsable and UpdateRepeatable
+//     where the spec allows them. Without accepts_incomplete=true the request
+//     gets 422 AsyncRequired.
+//
+// A broker that is down (connection refused) is Broker.Down.
+type Failure struct {
+	Status           int
+	Code             string // the OSB error code, such as "ConcurrencyError" or "AsyncRequired"
+	Description      string
+	InstanceUsable   *bool // update and deprovision only
+	UpdateRepeatable *bool // update only
+	Body             string
+	Delay            time.Duration
+	AsyncFailed      bool
+	// Times is how many requests the failure applies to; 0 means every
+	// request until Clear.
+	Times int
+}
+
+// mutating are the verbs that start operations.
+var mutating = map[Verb]bool{VerbProvision: true, VerbUpdate: true, VerbDeprovision: true, VerbBind: true, VerbUnbind: true}
+
+// Fail makes the next requests for v (ones that pass authentication and the
+// version check) misbehave as f says. Failures for one verb queue up: each
+// applies to its Times requests in the order given. A failure that makes no
+// sense fails the test.
+func (b *Broker) Fail(v Verb, f Failure) {
+	b.t.Helper()
+	switch {
+	case f.Times < 0:
+		b.t.Errorf("osbtest: Fail(%s): negative Times", v)
+	case f.Status == 0 && f.Delay == 0 && !f.AsyncFailed:
+		b.t.Errorf("osbtest: Fail(%s): set Status, Delay or AsyncFailed", v)
+	case f.Status != 0 && (f.Status < 200 || f.Status > 599):
+		b.t.Errorf("osbtest: Fail(%s): status %d", v, f.Status)
+	case f.AsyncFailed && (f.Status != 0 || !mutating[v]):
+		b.t.Errorf("osbtest: Fail(%s): AsyncFailed needs a provision, update, deprovision, bind or unbind, and no Status", v)
+	case f.InstanceUsable != nil && v != VerbUpdate && v != VerbDeprovision:
+		b.t.Errorf("osbtest: Fail(%s): the spec allows instance_usable for update and deprovision only", v)
+	case f.UpdateRepeatable != nil && v != VerbUpdate:
+		b.t.Errorf("osbtest: Fail(%s): the spec allows update_repeatable for update only", v)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failures[v] = append(b.failures[v], f)
+}
+
+// Clear removes the failures queued for v.
+func (b *Broker) Clear(v Verb) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.failures, v)
+}
+
+// takeFailure returns the failure that applies to this request for v, if
+// any, using up one of its Times. b.mu is held.
+func (b *Broker) takeFailure(v Verb) *Failure {
+	q := b.failures[v]
+	if len(q) == 0 {
+		return nil
+	}
+	f := q[0]
+	if q[0].Times > 0 {
+		q[0].Times--
+		if q[0].Times == 0 {
+			b.failures[v] = q[1:]
+		}
+	}
+	return &f
+}
+
+// carriedOut reports whether a request meeting f is still processed.
+func (f *Failure) carriedOut() bool {
+	return f == nil || f.Status == 0 || f.Status < 300
+}
+
+// answer holds the answer back for f.Delay and replaces it with f's status
+// and body, if any. It reports false if the client or Down ended the request
+// meanwhile: then there is no answer at all.
+func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
+	if f.Delay > 0 {
+		timer := time.NewTimer(f.Delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return response{}, false
+		}
+	}
+	switch {
+	case f.Status == 0:
+		return res, true
+	case f.Body != "" || f.Status < 300:
+		return response{status: f.Status, raw: []byte(f.Body), isRaw: true}, true
+	}
+	description := f.Description
+	if description == "" {
+		description = http.StatusText(f.Status) + " (injected by osbtest)."
+	}
+	body := map[string]any{"description": description}
+	if f.Code != "" {
+		body["error"] = f.Code
+	}
+	if f.InstanceUsable != nil {
+		body["instance_usable"] = *f.InstanceUsable
+	}
+	if f.UpdateRepeatable != nil {
+		body["update_repeatable"] = *f.UpdateRepeatable
+	}
+	return response{status: f.Status, body: body}, true
+}
