@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -8,6 +9,7 @@ import (
 // summary describes a set of measured durations.
 type summary struct {
 	n    int
+	min  time.Duration
 	mean time.Duration
 	p50  time.Duration
 	p99  time.Duration
@@ -25,6 +27,7 @@ func summarize(d []time.Duration) summary {
 	}
 	return summary{
 		n:    len(d),
+		min:  d[0],
 		mean: total / time.Duration(len(d)),
 		p50:  percentile(d, 0.50),
 		p99:  percentile(d, 0.99),
@@ -33,7 +36,7 @@ func summarize(d []time.Duration) summary {
 
 // percentile is the nearest-rank percentile of sorted durations.
 func percentile(sorted []time.Duration, p float64) time.Duration {
-	rank := int(float64(len(sorted))*p+0.999999) - 1
+	rank := int(math.Ceil(float64(len(sorted))*p)) - 1
 	return sorted[min(max(rank, 0), len(sorted)-1)]
 }
 
