@@ -15,7 +15,7 @@ func envName(flagName string) string {
 
 // parseFlags parses args, then fills every flag not given on the command
 // line from its BINDERY_<FLAG> variable; --database-url also reads
-// DATABASE_URL. Problems are reported together.
+// DATABASE_URL, and --kubeconfig KUBECONFIG. Problems are reported together.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -29,8 +29,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		name := envName(f.Name)
 		v, ok := os.LookupEnv(name)
-		if !ok && f.Name == "database-url" {
-			name = "DATABASE_URL"
+		if std, has := standardEnv[f.Name]; !ok && has {
+			name = std
 			v, ok = os.LookupEnv(name)
 		}
 		if !ok {
@@ -45,6 +45,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// standardEnv are the variables other tools use for the same settings.
+var standardEnv = map[string]string{"database-url": "DATABASE_URL", "kubeconfig": "KUBECONFIG"}
 
 // newFlagSet returns a flag set that prints its usage to stderr and reports
 // errors instead of exiting.

@@ -8,9 +8,10 @@ import (
 
 // components are the servers `bindery serve NAME` runs, one per package.
 var components = map[string]func(ctx context.Context, e env, args []string) error{
-	"broker":    runServeBroker,
-	"catalog":   runServeCatalog,
-	"nodeagent": runServeNodeagent,
+	"broker":     runServeBroker,
+	"catalog":    runServeCatalog,
+	"controller": runServeController,
+	"nodeagent":  runServeNodeagent,
 }
 
 func componentNames() []string {

@@ -40,9 +40,11 @@ func runUp(ctx context.Context, e env, args []string) error {
 	var db dbOptions
 	var bo brokerOptions
 	var co catalogOptions
+	var ko controllerOptions
 	db.addFlags(fs)
 	bo.addFlags(fs, "broker-listen", "127.0.0.1:8081")
 	co.addFlags(fs, "catalog-listen", "127.0.0.1:8080")
+	ko.addFlags(fs, "controller-listen", "127.0.0.1:8082")
 	dataDir := fs.String("data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -81,7 +83,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	co.encryptionKey = bo.encryptionKey
+	co.encryptionKey, ko.encryptionKey = bo.encryptionKey, bo.encryptionKey
 	credsPath := filepath.Join(dir, "credentials.json")
 	creds, err := loadGenerated(credsPath)
 	if err != nil {
@@ -118,10 +120,17 @@ func runUp(ctx context.Context, e env, args []string) error {
 		brokerL.Close()
 		return err
 	}
+	controllerL, err := serve.Listen(ko.listen)
+	if err != nil {
+		brokerL.Close()
+		catalogL.Close()
+		return err
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
 	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
+	g.Go(func() error { return runController(gctx, log, store, &ko, controllerL) })
 	g.Go(func() error {
 		// The built-in broker is the catalog's first broker; a failure to
 		// reach it shows in its status and is retried by the relister.

@@ -1,0 +1,237 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The engine's side of the store: status writes, finalisation, the change
+// feed and per-object claims. Users own spec, the engine owns status; the
+// two are written separately, so neither overwrites the other.
+
+// EventRecord is an entry of history the engine records with a status write.
+type EventRecord struct {
+	Type, Reason, Message, Operation string
+}
+
+// UpdateInstanceStatus lets fn change an instance's status (and only its
+// status) and records it with the given events, in one transaction.
+func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*Instance) error, events ...EventRecord) (*Instance, error) {
+	var out *Instance
+	_, err := s.write(ctx, func(w *txn) error {
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		before := mustJSON(in.Status)
+		if err := fn(in); err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := addEvent(ctx, w, KindInstance, id, e.Type, e.Reason, e.Message, e.Operation); err != nil {
+				return err
+			}
+		}
+		out = in
+		after := mustJSON(in.Status)
+		if string(before) == string(after) {
+			return nil
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET status = $2 WHERE id = $1`, id, after); err != nil {
+			return mapErr(err)
+		}
+		w.changed(Modified, in)
+		return nil
+	})
+	return out, err
+}
+
+// FinalizeInstance removes an instance marked for deletion, once the engine
+// has deprovisioned (or abandoned) it. An instance that still has bindings
+// is kept.
+func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventRecord) error {
+	_, err := s.write(ctx, func(w *txn) error {
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if in.DeletionTimestamp == nil {
+			return fmt.Errorf("%w: instance %s/%s is not being deleted", ErrUnprocessable, in.Namespace, in.Name)
+		}
+		if err := addEvent(ctx, w, KindInstance, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
+			return err
+		}
+		if _, err := w.Exec(ctx, `DELETE FROM catalog.instances WHERE id = $1`, id); err != nil {
+			return mapErr(err)
+		}
+		w.changed(Deleted, in)
+		return nil
+	})
+	return err
+}
+
+// UpdateBindingStatus lets fn change a binding's status; creds, when not
+// nil, are stored (sealed) in the same transaction.
+func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Binding) error, creds map[string]any, events ...EventRecord) (*Binding, error) {
+	var sealed []byte
+	if creds != nil {
+		raw := mustJSON(creds)
+		sealed = s.keys.Seal(raw, []byte("binding:"+id))
+	}
+	var out *Binding
+	_, err := s.write(ctx, func(w *txn) error {
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		before := mustJSON(b.Status)
+		if err := fn(b); err != nil {
+			return err
+		}
+		if sealed != nil {
+			if _, err := w.Exec(ctx, `INSERT INTO catalog.binding_credentials (binding_id, sealed) VALUES ($1, $2)
+				ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, id, sealed); err != nil {
+				return mapErr(err)
+			}
+		}
+		for _, e := range events {
+			if err := addEvent(ctx, w, KindBinding, id, e.Type, e.Reason, e.Message, e.Operation); err != nil {
+				return err
+			}
+		}
+		out = b
+		after := mustJSON(b.Status)
+		if string(before) == string(after) {
+			return nil
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET status = $2 WHERE id = $1`, id, after); err != nil {
+			return mapErr(err)
+		}
+		w.changed(Modified, b)
+		return nil
+	})
+	return out, err
+}
+
+// FinalizeBinding removes a binding marked for deletion, with its
+// credentials, once the engine has unbound it.
+func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecord) error {
+	_, err := s.write(ctx, func(w *txn) error {
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if b.DeletionTimestamp == nil {
+			return fmt.Errorf("%w: binding %s/%s is not being deleted", ErrUnprocessable, b.Namespace, b.Name)
+		}
+		if err := addEvent(ctx, w, KindBinding, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
+			return err
+		}
+		if _, err := w.Exec(ctx, `DELETE FROM catalog.bindings WHERE id = $1`, id); err != nil {
+			return mapErr(err)
+		}
+		w.changed(Deleted, b)
+		return nil
+	})
+	return err
+}
+
+// BindingsOf lists the bindings of an instance.
+func (s *Store) BindingsOf(ctx context.Context, instanceID string) ([]*Binding, error) {
+	f := &filter{}
+	f.add("instance_id = ?", instanceID)
+	l, err := list[Binding](ctx, s.pool, f, "namespace, name", nil, nil, ListOptions{})
+	return l.Items, err
+}
+
+// InstanceOf returns the instance a binding belongs to.
+func (s *Store) InstanceOf(ctx context.Context, b *Binding) (*Instance, error) {
+	return getBy[Instance](ctx, s.pool, `id = (SELECT instance_id FROM catalog.bindings WHERE id = $1)`, b.ID)
+}
+
+// Unsettled lists the ids of instances and bindings the engine has work
+// for: not Ready for their generation, being deleted, or in the middle of
+// an operation. The engine reconciles them at start.
+func (s *Store) Unsettled(ctx context.Context) (instances, bindings []string, err error) {
+	const unsettled = ` WHERE deletion_timestamp IS NOT NULL
+		OR (status->>'observedGeneration')::bigint IS DISTINCT FROM generation
+		OR coalesce((status->>'asyncOpInProgress')::boolean, false)
+		OR coalesce((status->>'orphanMitigationInProgress')::boolean, false)
+		OR NOT coalesce((SELECT c->>'status' = 'True' FROM jsonb_array_elements(status->'conditions') c WHERE c->>'type' = 'Ready'), false)`
+	read := func(table string) ([]string, error) {
+		rows, err := s.pool.Query(ctx, `SELECT id FROM `+table+unsettled)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		return ids, mapErr(err)
+	}
+	if instances, err = read("catalog.instances"); err != nil {
+		return nil, nil, err
+	}
+	bindings, err = read("catalog.bindings")
+	return instances, bindings, err
+}
+
+// Change is an entry of the change feed.
+type Change struct {
+	Revision int64
+	Kind     string
+	ObjectID string
+	Type     string
+	// InstanceID is, for a binding, the id of its instance (if it exists).
+	InstanceID string
+}
+
+// Changes reads the feed after a revision, oldest first.
+func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]Change, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.revision, c.kind, c.object_id, c.type, coalesce(i.id::text, '')
+		FROM catalog.changes c
+		LEFT JOIN catalog.instances i ON c.kind = 'ServiceBinding' AND i.namespace = c.namespace
+			AND i.name = c.object->'spec'->'instanceRef'->>'name'
+		WHERE c.revision > $1 ORDER BY c.revision, c.object_id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
+		var c Change
+		err := r.Scan(&c.Revision, &c.Kind, &c.ObjectID, &c.Type, &c.InstanceID)
+		return c, err
+	})
+	return out, mapErr(err)
+}
+
+// Claim takes a cluster-wide lock on key for this process, so that one
+// engine replica at a time works on an object. ok is false when another
+// holds it; release gives it back.
+func (s *Store) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, mapErr(err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		ctx := context.WithoutCancel(ctx)
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
+			// A connection whose unlock failed is closed, which releases the lock.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, true, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// controllerOptions are the flags of the engine.
+type controllerOptions struct {
+	listen        string
+	encryptionKey string
+	kubeconfig    string
+	clusterID     string
+	workers       int
+	resync        time.Duration
+	brokerTimeout time.Duration
+}
+
+func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string) {
+	fs.StringVar(&o.listen, listenFlag, listen, "HOST:PORT for the engine's health and metrics")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster bindings are written to as Secrets (also KUBECONFIG; in a Pod the in-cluster configuration is used); none: no cluster")
+	fs.StringVar(&o.clusterID, "cluster-id", "bindery", "identifies this platform to brokers (organization_guid, context.clusterid)")
+	fs.IntVar(&o.workers, "controller-workers", 8, "objects reconciled at once")
+	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every unsettled object is looked at again")
+	fs.DurationVar(&o.brokerTimeout, "broker-timeout", 60*time.Second, "timeout of each broker request")
+	if fs.Lookup("encryption-key") == nil {
+		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
+	}
+}
+
+// kubeClient is the configured cluster, or nil: --kubeconfig or
+// KUBECONFIG, else in-cluster when running in a Pod; never an implicit
+// ~/.kube/config.
+func (o *controllerOptions) kubeClient() (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case o.kubeconfig != "":
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err = rest.InClusterConfig()
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return kubernetes.NewForConfig(cfg)
+}
+
+func runServeController(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "serve controller")
+	var db dbOptions
+	var o controllerOptions
+	db.addFlags(fs)
+	o.addFlags(fs, "listen", ":8082")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(db.validate()...); err != nil {
+		return err
+	}
+	log, err := e.logger(*level)
+	if err != nil {
+		return err
+	}
+	pool, err := db.open(ctx, log, migrations.Catalog)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store, err := newCatalogStore(pool, o.encryptionKey, log)
+	if err != nil {
+		return err
+	}
+	l, err := serve.Listen(o.listen)
+	if err != nil {
+		return err
+	}
+	return runController(ctx, log, store, &o, l)
+}
+
+// runController runs the engine, with its health and metrics on l.
+func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, o *controllerOptions, l net.Listener) error {
+	log = log.With("component", "controller")
+	kube, err := o.kubeClient()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	engine, err := controller.New(controller.Config{
+		Store: store, Kube: kube, ClusterID: o.clusterID, Logger: log, Registry: reg,
+		Workers: o.workers, Resync: o.resync, BrokerTimeout: o.brokerTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return engine.Run(gctx) })
+	g.Go(func() error {
+		e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
+		return serve.Run(gctx, l, e, log)
+	})
+	return g.Wait()
+}

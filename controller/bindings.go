@@ -1,0 +1,351 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osb"
+)
+
+// Binding condition reasons.
+const (
+	reasonBound          = "InjectedBindResult"
+	reasonBinding        = "Binding"
+	reasonBindFailed     = "BindCallFailed"
+	reasonUnbinding      = "Unbinding"
+	reasonUnbindFailed   = "UnbindCallFailed"
+	reasonWaitInstance   = "ErrorInstanceNotReady"
+	reasonSecretNotOwned = "ErrorSecretNotOwned"
+	reasonSecretFailed   = "ErrorInjectingBindResult"
+)
+
+type bindingEnv struct {
+	b *catalog.Binding
+	instanceEnv
+}
+
+func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Duration, error) {
+	b, err := c.store.GetBinding(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	in, err := c.store.InstanceOf(ctx, b)
+	if err != nil {
+		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
+	if err := c.resolve(ctx, &env.instanceEnv); err != nil {
+		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
+			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		}
+		return 0, c.bindingFailed(ctx, b, reasonInvalidReference, err.Error(), false)
+	}
+	st := &b.Status
+	switch {
+	case st.AsyncOpInProgress:
+		return c.pollBinding(ctx, env)
+	case b.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
+		return c.unbind(ctx, env)
+	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
+		// Bound: make sure the Secret is still as it should be.
+		return 0, c.ensureSecret(ctx, env, nil)
+	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
+		return 0, nil
+	}
+	if !ready(in.Status.Conditions) || in.DeletionTimestamp != nil || in.Status.ProvisionStatus != catalog.ProvisionStatusProvisioned {
+		now := c.now().UTC()
+		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonWaitInstance, Message: fmt.Sprintf("Waiting for instance %s to be Ready.", in.Name)}, now)
+			return nil
+		}, nil)
+		// The instance's change wakes the binding up.
+		return 0, err
+	}
+	return c.bind(ctx, env)
+}
+
+func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+	b, in := env.b, env.in
+	params, err := c.parameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom)
+	if err != nil {
+		return 0, c.bindingFailed(ctx, b, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+	}
+	now := c.now().UTC()
+	b, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.CurrentOperation, st.OperationStartTime, st.UnbindStatus = catalog.OperationBind, &now, catalog.UnbindRequired
+		st.ObservedGeneration = b.Generation
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonBinding, Message: "The binding is being created."}, now)
+		return nil
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	env.b = b
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.Bind(cctx, &osb.BindRequest{
+		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID, AcceptsIncomplete: true,
+		Identity:  identity(b.Spec.UserInfo),
+		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
+		BindResource: map[string]any{"app_guid": b.Namespace},
+		Parameters:   params,
+		Context:      map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
+	})
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
+		msg := "Bind call failed: " + err.Error()
+		var he *osb.HTTPError
+		var me *osb.MalformedError
+		switch {
+		case errors.As(err, &me), osb.IsTimeout(err), errors.As(err, &he) && he.Status >= 500:
+			return 0, c.startBindingOrphanMitigation(ctx, b, msg)
+		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
+			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, true, func(st *catalog.BindingStatus) {
+				st.UnbindStatus = catalog.UnbindNotRequired
+			})
+		default:
+			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, false)
+		}
+	}
+	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
+	if res.Async {
+		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
+			return nil
+		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: "The broker is binding asynchronously.", Operation: catalog.OperationBind})
+		return c.bindingPollDelay(b, 0), err
+	}
+	return 0, c.bound(ctx, env, &res.Binding)
+}
+
+// bound stores the credentials, writes the Secret when there is a
+// cluster, and marks the binding Ready.
+func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Binding) error {
+	b := env.b
+	creds := result.Credentials
+	if creds == nil {
+		creds = map[string]any{}
+	}
+	now := c.now().UTC()
+	b, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
+		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
+		return nil
+	}, creds, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
+	if err != nil {
+		return err
+	}
+	env.b = b
+	if err := c.ensureSecret(ctx, env, creds); err != nil {
+		return err
+	}
+	_, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.ReconciledGeneration = b.Generation
+		msg := "The binding's credentials are stored."
+		if c.kube != nil {
+			msg = fmt.Sprintf("The binding's credentials are in Secret %s/%s.", b.Namespace, b.Spec.SecretName)
+		}
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionTrue, Reason: reasonBound, Message: msg}, now)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionFalse, Reason: reasonBound}, now)
+		return nil
+	}, nil)
+	return err
+}
+
+func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
+			Reason: reasonOrphanMitigation, Message: "Unbinding what the failed bind may have created: " + msg}, now)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reasonBindFailed, Message: msg}, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationBind})
+	return err
+}
+
+func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reason, msg string, permanent bool, extra ...func(*catalog.BindingStatus)) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.LastError, st.CurrentOperation, st.AsyncOpInProgress, st.OperationStartTime = msg, "", false, nil
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		if permanent {
+			st.ObservedGeneration = b.Generation
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
+		}
+		for _, f := range extra {
+			f(st)
+		}
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: b.Status.CurrentOperation})
+	if err != nil || permanent {
+		return err
+	}
+	return errors.New(msg)
+}
+
+func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+	b, in := env.b, env.in
+	orphan := b.Status.OrphanMitigationInProgress && b.DeletionTimestamp == nil
+	if !orphan && b.Status.UnbindStatus != catalog.UnbindRequired {
+		if err := c.deleteSecret(ctx, b); err != nil {
+			return 0, err
+		}
+		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
+	}
+	now := c.now().UTC()
+	b, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
+		return nil
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	env.b = b
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.Unbind(cctx, &osb.UnbindRequest{
+		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
+		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
+		AcceptsIncomplete: true, Identity: identity(b.Spec.UserInfo),
+	})
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("unbind", "error").Inc()
+		msg := "Unbind call failed: " + err.Error()
+		_, uerr := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+			b.Status.LastError = msg
+			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonUnbindFailed, Message: msg + " (retrying)"}, now)
+			return nil
+		}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
+		return 0, errors.Join(fmt.Errorf("%s: %w", b.Name, err), uerr)
+	}
+	c.metrics.brokerCalls.WithLabelValues("unbind", "ok").Inc()
+	if res.Async {
+		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
+			return nil
+		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: "The broker is unbinding asynchronously.", Operation: catalog.OperationUnbind})
+		return c.bindingPollDelay(b, 0), err
+	}
+	return 0, c.unbound(ctx, b)
+}
+
+// unbound finishes an unbind: the Secret goes (a bare kube-apiserver
+// collects no garbage), then the binding — or, after orphan mitigation,
+// the bind is tried again.
+func (c *Controller) unbound(ctx context.Context, b *catalog.Binding) error {
+	if err := c.deleteSecret(ctx, b); err != nil {
+		return err
+	}
+	if b.DeletionTimestamp != nil {
+		return c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Unbound", Message: "The binding was deleted at the broker.", Operation: catalog.OperationUnbind})
+	}
+	now := c.now().UTC()
+	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
+		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
+			Reason: "OrphanMitigationSuccessful", Message: "What the failed bind may have created was unbound."}, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the bind will be retried.", Operation: catalog.OperationUnbind})
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s/%s: bind failed and was cleaned up; retrying", b.Namespace, b.Name)
+}
+
+func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e catalog.EventRecord) error {
+	if err := c.store.FinalizeBinding(ctx, b.ID, e); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func (c *Controller) bindingPollDelay(b *catalog.Binding, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	d := 100 * time.Millisecond
+	if t := b.Status.OperationStartTime; t != nil {
+		d = max(d, c.now().Sub(*t)/4)
+	}
+	return min(d, 30*time.Second)
+}
+
+func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+	b, in := env.b, env.in
+	st := b.Status
+	if d := env.plan.Spec.MaximumPollingDuration; d != nil && st.OperationStartTime != nil &&
+		c.now().Sub(*st.OperationStartTime) > time.Duration(*d)*time.Second {
+		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the plan's maximum polling duration (%ds).", *d))
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
+		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
+		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID, Operation: st.LastOperation,
+	})
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
+		return c.bindingPollDelay(b, 0), nil
+	}
+	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
+	switch {
+	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
+		return 0, c.unbound(ctx, b)
+	case res.Gone, res.State == osb.StateInProgress:
+		return c.bindingPollDelay(b, res.RetryAfter), nil
+	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
+		return 0, c.unbound(ctx, b)
+	case res.State == osb.StateSucceeded:
+		cctx, cancel := context.WithTimeout(ctx, c.timeout)
+		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("fetch binding %s/%s after an asynchronous bind: %w", b.Namespace, b.Name, err)
+		}
+		return 0, c.bound(ctx, env, result)
+	default:
+		return c.bindingAsyncFailed(ctx, env, res.Description)
+	}
+}
+
+func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string) (time.Duration, error) {
+	b := env.b
+	if description == "" {
+		description = "The broker reported the operation as failed."
+	}
+	if b.Status.CurrentOperation == catalog.OperationBind {
+		return 0, c.startBindingOrphanMitigation(ctx, b, "Bind failed: "+description)
+	}
+	now := c.now().UTC()
+	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		b.Status.AsyncOpInProgress, b.Status.LastError = false, "Unbind failed: "+description
+		catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonUnbindFailed, Message: "Unbind failed: " + description + " (retrying)"}, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: description, Operation: catalog.OperationUnbind})
+	if err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s/%s: unbind failed: %s", b.Namespace, b.Name, description)
+}

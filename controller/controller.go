@@ -1,0 +1,341 @@
+// Package controller is Bindery's engine. It reads the desired state of
+// instances and bindings from the catalog, calls brokers through the OSB
+// client to make it so, writes what happened back as status, and — when a
+// cluster is configured — materialises bindings as Kubernetes Secrets.
+//
+// It is level-triggered: every reconcile starts from the object's spec and
+// status as stored, never from the event that woke it. All its state lives
+// in rows (the operation in progress and its token are in status), so a
+// restarted engine carries on where the last one stopped; each object is
+// claimed in PostgreSQL while it is worked on, so several replicas never
+// call a broker about the same object at once.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osb"
+)
+
+// Config is what the engine needs.
+type Config struct {
+	Store *catalog.Store
+	// Kube is the cluster bindings are written to as Secrets; nil means no
+	// cluster: a binding is Ready once its credentials are stored.
+	Kube kubernetes.Interface
+	// ClusterID identifies this platform to brokers (organization_guid and
+	// context.clusterid).
+	ClusterID string
+	Logger    *slog.Logger
+	Registry  prometheus.Registerer
+	// Workers is how many objects are reconciled at once (default 8).
+	Workers int
+	// Resync is how often every unsettled object is looked at again even
+	// without a change (default 5 minutes).
+	Resync time.Duration
+	// BrokerTimeout bounds each broker request (default 60 s).
+	BrokerTimeout time.Duration
+}
+
+// Controller is the engine.
+type Controller struct {
+	store     *catalog.Store
+	kube      kubernetes.Interface
+	clusterID string
+	log       *slog.Logger
+	workers   int
+	resync    time.Duration
+	timeout   time.Duration
+	queue     workqueue.TypedRateLimitingInterface[string]
+	metrics   *metrics
+
+	mu      sync.Mutex
+	clients map[string]cachedClient
+	// now is the clock, replaceable in tests.
+	now func() time.Time
+}
+
+type cachedClient struct {
+	version int64
+	client  *osb.Client
+}
+
+// New returns an engine; Run starts it.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("controller: a catalog store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 5 * time.Minute
+	}
+	if cfg.BrokerTimeout <= 0 {
+		cfg.BrokerTimeout = 60 * time.Second
+	}
+	if cfg.ClusterID == "" {
+		cfg.ClusterID = "bindery"
+	}
+	limiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
+	)
+	return &Controller{
+		store:     cfg.Store,
+		kube:      cfg.Kube,
+		clusterID: cfg.ClusterID,
+		log:       cfg.Logger,
+		workers:   cfg.Workers,
+		resync:    cfg.Resync,
+		timeout:   cfg.BrokerTimeout,
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "bindery"}),
+		metrics:   newMetrics(cfg.Registry),
+		clients:   map[string]cachedClient{},
+		now:       time.Now,
+	}, nil
+}
+
+// Work-queue keys name the kind and the id.
+const (
+	instancePrefix = "instance/"
+	bindingPrefix  = "binding/"
+)
+
+// Run reconciles until ctx ends: first everything unsettled, then whatever
+// the change feed announces, and everything unsettled again every resync
+// period. Running work is finished before Run returns.
+func (c *Controller) Run(ctx context.Context) error {
+	rev, err := c.store.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("read the catalog revision: %w", err)
+	}
+	if err := c.enqueueUnsettled(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for range c.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	if c.kube != nil {
+		if err := c.watchSecrets(ctx); err != nil {
+			return err
+		}
+	}
+	c.log.Info("engine started", "workers", c.workers, "cluster", c.kube != nil)
+	err = c.watch(ctx, rev)
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (c *Controller) enqueueUnsettled(ctx context.Context) error {
+	instances, bindings, err := c.store.Unsettled(ctx)
+	if err != nil {
+		return fmt.Errorf("list unsettled objects: %w", err)
+	}
+	for _, id := range instances {
+		c.queue.Add(instancePrefix + id)
+	}
+	for _, id := range bindings {
+		c.queue.Add(bindingPrefix + id)
+	}
+	return nil
+}
+
+// watch follows the change feed: LISTEN for revisions, read the changes
+// after the last one seen, enqueue what they touch.
+func (c *Controller) watch(ctx context.Context, rev int64) error {
+	for ctx.Err() == nil {
+		err := c.listen(ctx, &rev)
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.log.Warn("change feed interrupted; reconnecting", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+func (c *Controller) listen(ctx context.Context, rev *int64) error {
+	conn, err := c.store.Pool().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+catalog.NotifyChannel); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
+	// Changes committed while no one was listening are read now.
+	if err := c.catchUp(ctx, rev); err != nil {
+		return err
+	}
+	nextResync := time.Now().Add(c.resync)
+	for {
+		wctx, cancel := context.WithDeadline(ctx, nextResync)
+		_, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			// Several notifications are read as one batch of changes.
+			if err := c.catchUp(ctx, rev); err != nil {
+				return err
+			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+			nextResync = time.Now().Add(c.resync)
+			if err := c.enqueueUnsettled(ctx); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+func (c *Controller) catchUp(ctx context.Context, rev *int64) error {
+	for {
+		changes, err := c.store.Changes(ctx, *rev, 1000)
+		if err != nil {
+			return err
+		}
+		for _, ch := range changes {
+			c.enqueueChange(ctx, ch)
+			*rev = ch.Revision
+		}
+		if len(changes) < 1000 {
+			return nil
+		}
+	}
+}
+
+func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
+	switch ch.Kind {
+	case catalog.KindInstance:
+		if ch.Type != catalog.Deleted {
+			c.queue.Add(instancePrefix + ch.ObjectID)
+		}
+		// Bindings waiting for their instance look again.
+		if bs, err := c.store.BindingsOf(ctx, ch.ObjectID); err == nil {
+			for _, b := range bs {
+				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
+					c.queue.Add(bindingPrefix + b.ID)
+				}
+			}
+		}
+	case catalog.KindBinding:
+		if ch.Type != catalog.Deleted {
+			c.queue.Add(bindingPrefix + ch.ObjectID)
+		}
+		// An instance being deleted waits for its bindings to go.
+		if ch.InstanceID != "" {
+			c.queue.Add(instancePrefix + ch.InstanceID)
+		}
+	}
+}
+
+// processNext reconciles one object from the queue: Done is deferred,
+// Forget on success, AddRateLimited on a retriable error; permanent
+// failures are in status and not retried until the spec changes.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	release, ok, err := c.store.Claim(ctx, key)
+	if err != nil || !ok {
+		// Another replica works on it (or the database is away): later.
+		c.queue.AddAfter(key, time.Second)
+		return true
+	}
+	start := time.Now()
+	var after time.Duration
+	kind := strings.TrimSuffix(key[:strings.Index(key, "/")+1], "/")
+	switch {
+	case strings.HasPrefix(key, instancePrefix):
+		after, err = c.reconcileInstance(ctx, strings.TrimPrefix(key, instancePrefix))
+	case strings.HasPrefix(key, bindingPrefix):
+		after, err = c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
+	}
+	release()
+	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
+	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("reconcile failed; will retry", "key", key, "error", err)
+		}
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if after > 0 {
+		c.queue.AddAfter(key, after)
+	}
+	return true
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// client returns the OSB client of a broker, cached per broker version.
+func (c *Controller) client(ctx context.Context, brokerName string) (*catalog.Broker, *osb.Client, error) {
+	b, err := c.store.GetBroker(ctx, brokerName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("broker %s: %w", brokerName, err)
+	}
+	c.mu.Lock()
+	cached, ok := c.clients[b.ID]
+	c.mu.Unlock()
+	if ok && cached.version == b.Generation {
+		return b, cached.client, nil
+	}
+	cl, err := c.store.BrokerClient(ctx, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	c.clients[b.ID] = cachedClient{version: b.Generation, client: cl}
+	c.mu.Unlock()
+	return b, cl, nil
+}
+
+func ready(conds []catalog.Condition) bool {
+	cond, ok := catalog.FindCondition(conds, catalog.ConditionReady)
+	return ok && cond.Status == catalog.ConditionTrue
+}

@@ -1,0 +1,641 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osb"
+)
+
+// Condition reasons the engine writes.
+const (
+	reasonProvisioned        = "ProvisionedSuccessfully"
+	reasonProvisioning       = "Provisioning"
+	reasonProvisionFailed    = "ProvisionCallFailed"
+	reasonUpdated            = "InstanceUpdatedSuccessfully"
+	reasonUpdating           = "UpdatingInstance"
+	reasonUpdateFailed       = "UpdateInstanceCallFailed"
+	reasonDeprovisioning     = "Deprovisioning"
+	reasonDeprovisionFailed  = "DeprovisionCallFailed"
+	reasonOrphanMitigation   = "StartingOrphanMitigation"
+	reasonWaitingForBindings = "WaitingForBindings"
+	reasonAbandoned          = "Abandoned"
+	reasonInvalidReference   = "ReferencesInvalid"
+)
+
+// AbandonAnnotation on an instance (value "true") makes its deletion skip
+// the broker: for operators who know the broker is gone for good.
+const AbandonAnnotation = "bindery.dev/abandon"
+
+// CascadeAnnotation on an instance (value "true") makes its deletion
+// delete its bindings first instead of waiting for them.
+const CascadeAnnotation = "bindery.dev/cascade-delete"
+
+// instanceEnv is what a reconcile of an instance works with.
+type instanceEnv struct {
+	in     *catalog.Instance
+	class  *catalog.ServiceClass
+	plan   *catalog.ServicePlan
+	broker *catalog.Broker
+	client *osb.Client
+}
+
+// reconcileInstance computes the next step for an instance from its spec
+// and status and takes it. It returns when to look again (0: only on a
+// change) or an error to retry with backoff.
+func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Duration, error) {
+	in, err := c.store.GetInstance(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	env := &instanceEnv{in: in}
+	if in.DeletionTimestamp != nil && in.Annotations[AbandonAnnotation] == "true" {
+		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
+			Message: "Removed without deprovisioning: the instance was abandoned."})
+	}
+	if err := c.resolve(ctx, env); err != nil {
+		if in.DeletionTimestamp != nil && in.Status.DeprovisionStatus != catalog.DeprovisionRequired {
+			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
+		}
+		return 0, c.instanceFailed(ctx, in, reasonInvalidReference, err.Error(), false)
+	}
+	st := &in.Status
+	switch {
+	case st.AsyncOpInProgress:
+		return c.pollInstance(ctx, env)
+	case in.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
+		return c.deprovision(ctx, env)
+	case st.ProvisionStatus != catalog.ProvisionStatusProvisioned:
+		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
+			return 0, nil
+		}
+		return c.provision(ctx, env)
+	case st.ReconciledGeneration < in.Generation:
+		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
+			return 0, nil
+		}
+		return c.update(ctx, env)
+	}
+	return 0, nil
+}
+
+// terminal reports a failure that retrying the same generation cannot fix.
+func terminal(conds []catalog.Condition, observed, generation int64) bool {
+	f, ok := catalog.FindCondition(conds, catalog.ConditionFailed)
+	return ok && f.Status == catalog.ConditionTrue && observed == generation
+}
+
+func (c *Controller) resolve(ctx context.Context, env *instanceEnv) error {
+	in := env.in
+	if in.Spec.ClusterServicePlanRef == nil || in.Spec.ClusterServiceClassRef == nil {
+		return errors.New("the instance's class and plan are not resolved")
+	}
+	var err error
+	if env.plan, err = c.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil {
+		return fmt.Errorf("plan %s: %w", in.Spec.ClusterServicePlanRef.Name, err)
+	}
+	if env.class, err = c.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil {
+		return fmt.Errorf("class %s: %w", in.Spec.ClusterServiceClassRef.Name, err)
+	}
+	env.broker, env.client, err = c.client(ctx, env.plan.Spec.ClusterServiceBrokerName)
+	return err
+}
+
+// identity is the originating identity of the object's requester.
+func identity(u *catalog.UserInfo) *osb.Identity {
+	if u == nil || u.Username == "" {
+		return nil
+	}
+	v := map[string]any{"username": u.Username}
+	if u.UID != "" {
+		v["uid"] = u.UID
+	}
+	if len(u.Groups) > 0 {
+		v["groups"] = u.Groups
+	}
+	if len(u.Extra) > 0 {
+		v["extra"] = u.Extra
+	}
+	return &osb.Identity{Platform: "kubernetes", Value: v}
+}
+
+func checksum(params map[string]any) string {
+	if params == nil {
+		return ""
+	}
+	raw, _ := json.Marshal(params)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// parameters are the instance's parameters, with those from Secrets merged
+// in.
+func (c *Controller) parameters(ctx context.Context, namespace string, raw json.RawMessage, from []catalog.ParametersFrom) (map[string]any, error) {
+	var params map[string]any
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return nil, fmt.Errorf("spec.parameters: %w", err)
+		}
+	}
+	if len(from) == 0 {
+		return params, nil
+	}
+	more, err := c.parametersFrom(ctx, namespace, from)
+	if err != nil {
+		return nil, err
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	for k, v := range more {
+		if _, dup := params[k]; dup {
+			return nil, fmt.Errorf("parameter %q is given both in spec.parameters and in spec.parametersFrom", k)
+		}
+		params[k] = v
+	}
+	return params, nil
+}
+
+func (c *Controller) requestContext(ns, name string) map[string]any {
+	return map[string]any{"platform": "kubernetes", "namespace": ns, "clusterid": c.clusterID, "instance_name": name}
+}
+
+// provision sends the provision request. The status says a deprovision is
+// required before the request leaves, so a crash during the call cannot
+// leave an orphan behind.
+func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+	in := env.in
+	if env.plan.Status.RemovedFromBrokerCatalog {
+		return 0, c.instanceFailed(ctx, in, reasonInvalidReference, fmt.Sprintf("Plan %s was removed from the broker's catalog.", env.plan.Spec.ExternalName), true)
+	}
+	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
+	if err != nil {
+		return 0, c.instanceFailed(ctx, in, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+	}
+	now := c.now().UTC()
+	props := &catalog.InstanceProperties{
+		ClusterServicePlanExternalName: env.plan.Spec.ExternalName,
+		ClusterServicePlanExternalID:   env.plan.Spec.ExternalID,
+		ParameterChecksum:              checksum(params),
+		UserInfo:                       in.Spec.UserInfo,
+	}
+	if env.plan.Spec.MaintenanceInfo != nil {
+		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
+	}
+	in, err = c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
+		st.DeprovisionStatus = catalog.DeprovisionRequired
+		st.ObservedGeneration = in.Generation
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonProvisioning, Message: "The instance is being provisioned."}, now)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	req := &osb.ProvisionRequest{
+		InstanceID: in.Spec.ExternalID, AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
+		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
+		OrganizationGUID: c.clusterID, SpaceGUID: in.Namespace,
+		Parameters: params, Context: c.requestContext(in.Namespace, in.Name),
+	}
+	if env.plan.Spec.MaintenanceInfo != nil {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: env.plan.Spec.MaintenanceInfo.Version}
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.Provision(cctx, req)
+	cancel()
+	if err != nil {
+		return c.provisionFailed(ctx, in, err)
+	}
+	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
+	if res.Async {
+		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
+			if res.DashboardURL != "" {
+				in.Status.DashboardURL = res.DashboardURL
+			}
+			return nil
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: "The broker is provisioning asynchronously.", Operation: catalog.OperationProvision})
+		return c.pollDelay(in, 0), err
+	}
+	return 0, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
+}
+
+// provisionFailed applies the OSB orphan-mitigation table to a failed
+// provision request: a 5xx, a timeout or a malformed 2xx may have created
+// something, so it is deprovisioned; 408 and other 4xx created nothing.
+func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, err error) (time.Duration, error) {
+	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
+	msg := "Provision call failed: " + err.Error()
+	var he *osb.HTTPError
+	var me *osb.MalformedError
+	switch {
+	case errors.As(err, &me), osb.IsTimeout(err), errors.As(err, &he) && he.Status >= 500:
+		return 0, c.startOrphanMitigation(ctx, in, msg)
+	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
+		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
+		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+	case errors.As(err, &he):
+		// 400, 409, other 422s: the broker refused; the same request will
+		// be refused again. Nothing was created.
+		return 0, c.instanceFailed(ctx, in, reasonProvisionFailed, msg, true, func(st *catalog.InstanceStatus) {
+			st.DeprovisionStatus = catalog.DeprovisionNotRequired
+		})
+	default:
+		// The request did not reach the broker (connection refused): retry.
+		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+	}
+}
+
+func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, msg string) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress = true, false
+		st.LastError = msg
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
+			Reason: reasonOrphanMitigation, Message: "Deprovisioning what the failed provision may have created: " + msg}, now)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonProvisionFailed, Message: msg}, now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationProvision})
+	if err != nil {
+		return err
+	}
+	// The deprovision follows on the next reconcile, which the status
+	// change triggers.
+	return nil
+}
+
+// retryable records a failure that is retried with backoff.
+func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		in.Status.LastError = msg
+		catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: in.Status.CurrentOperation})
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", in.Name, cause)
+}
+
+// instanceFailed records a failure in status. A permanent one marks the
+// generation as observed, so it is not retried until the spec changes.
+func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, reason, msg string, permanent bool, extra ...func(*catalog.InstanceStatus)) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.LastError, st.CurrentOperation, st.AsyncOpInProgress = msg, "", false
+		st.OperationStartTime, st.InProgressProperties = nil, nil
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		if permanent {
+			st.ObservedGeneration = in.Generation
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
+		}
+		for _, f := range extra {
+			f(st)
+		}
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: in.Status.CurrentOperation})
+	if err != nil || permanent {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// instanceSucceeded records a finished provision or update.
+func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance, op, dashboard string) error {
+	now := c.now().UTC()
+	reason, msg := reasonProvisioned, "The instance was provisioned successfully."
+	if op == catalog.OperationUpdate {
+		reason, msg = reasonUpdated, "The instance was updated successfully."
+	}
+	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.ProvisionStatus = catalog.ProvisionStatusProvisioned
+		st.DeprovisionStatus = catalog.DeprovisionRequired
+		if st.InProgressProperties != nil {
+			st.ExternalProperties = st.InProgressProperties
+		}
+		st.InProgressProperties, st.CurrentOperation, st.OperationStartTime = nil, "", nil
+		st.AsyncOpInProgress, st.LastError = false, ""
+		st.ReconciledGeneration = st.ObservedGeneration
+		if dashboard != "" {
+			st.DashboardURL = dashboard
+		}
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionFalse, Reason: reason}, now)
+		return nil
+	}, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: op})
+	return err
+}
+
+// update sends the changed plan, parameters or maintenance version.
+func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+	in := env.in
+	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
+	if err != nil {
+		return 0, c.instanceFailed(ctx, in, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+	}
+	ext := in.Status.ExternalProperties
+	now := c.now().UTC()
+	props := &catalog.InstanceProperties{
+		ClusterServicePlanExternalName: env.plan.Spec.ExternalName,
+		ClusterServicePlanExternalID:   env.plan.Spec.ExternalID,
+		ParameterChecksum:              checksum(params),
+		UserInfo:                       in.Spec.UserInfo,
+	}
+	req := &osb.UpdateRequest{
+		InstanceID: in.Spec.ExternalID, AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
+		ServiceID: env.class.Spec.ExternalID, Context: c.requestContext(in.Namespace, in.Name),
+	}
+	if ext == nil || ext.ClusterServicePlanExternalID != env.plan.Spec.ExternalID {
+		req.PlanID = env.plan.Spec.ExternalID
+	}
+	if ext != nil {
+		req.PreviousValues = &osb.PreviousValues{PlanID: ext.ClusterServicePlanExternalID}
+		if ext.MaintenanceInfoVersion != "" {
+			req.PreviousValues.MaintenanceInfo = &osb.MaintenanceInfo{Version: ext.MaintenanceInfoVersion}
+		}
+	}
+	if ext == nil || ext.ParameterChecksum != props.ParameterChecksum || in.Spec.UpdateRequests > 0 {
+		req.Parameters = params
+		if req.Parameters == nil {
+			req.Parameters = map[string]any{}
+		}
+	}
+	if mi := env.plan.Spec.MaintenanceInfo; mi != nil {
+		props.MaintenanceInfoVersion = mi.Version
+		if ext == nil || ext.MaintenanceInfoVersion != mi.Version {
+			req.MaintenanceInfo = &osb.MaintenanceInfo{Version: mi.Version}
+		}
+	}
+	in, err = c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationUpdate, &now, props
+		st.ObservedGeneration = in.Generation
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonUpdating, Message: "The instance is being updated."}, now)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.Update(cctx, req)
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("update", "error").Inc()
+		msg := "Update call failed: " + err.Error()
+		var he *osb.HTTPError
+		// An update is never orphan-mitigated. A 4xx is the broker's answer
+		// to this spec; anything else is retried.
+		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
+			return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, msg, true)
+		}
+		return 0, c.retryable(ctx, in, reasonUpdateFailed, msg, err)
+	}
+	c.metrics.brokerCalls.WithLabelValues("update", "ok").Inc()
+	if res.Async {
+		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
+			return nil
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: "The broker is updating asynchronously.", Operation: catalog.OperationUpdate})
+		return c.pollDelay(in, 0), err
+	}
+	return 0, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
+}
+
+// deprovision deletes the instance at the broker — after its bindings are
+// gone — and removes it; or, for orphan mitigation, cleans up after a
+// failed provision. A failed deprovision is retried, never forgotten.
+func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+	in := env.in
+	orphan := in.Status.OrphanMitigationInProgress && in.DeletionTimestamp == nil
+	if !orphan {
+		bindings, err := c.store.BindingsOf(ctx, in.ID)
+		if err != nil {
+			return 0, err
+		}
+		if len(bindings) > 0 {
+			if in.Annotations[CascadeAnnotation] == "true" {
+				for _, b := range bindings {
+					if b.DeletionTimestamp == nil {
+						if _, err := c.store.DeleteBinding(ctx, b.ID); err != nil {
+							return 0, err
+						}
+					}
+				}
+			}
+			now := c.now().UTC()
+			msg := fmt.Sprintf("Waiting for %d bindings to be deleted before deprovisioning.", len(bindings))
+			_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+					Reason: reasonWaitingForBindings, Message: msg}, now)
+				return nil
+			})
+			// The bindings' deletion wakes the instance up again.
+			return 0, err
+		}
+		if in.Status.DeprovisionStatus != catalog.DeprovisionRequired {
+			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned at the broker."})
+		}
+	}
+	now := c.now().UTC()
+	in, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	planID := env.plan.Spec.ExternalID
+	if p := in.Status.InProgressProperties; orphan && p != nil {
+		planID = p.ClusterServicePlanExternalID
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.Deprovision(cctx, &osb.DeprovisionRequest{
+		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID,
+		AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
+	})
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("deprovision", "error").Inc()
+		msg := "Deprovision call failed: " + err.Error()
+		_, uerr := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			in.Status.LastError = msg
+			catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonDeprovisionFailed, Message: msg + " (retrying)"}, now)
+			return nil
+		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
+		return 0, errors.Join(fmt.Errorf("%s: %w", in.Name, err), uerr)
+	}
+	c.metrics.brokerCalls.WithLabelValues("deprovision", "ok").Inc()
+	if res.Async {
+		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
+			return nil
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: "The broker is deprovisioning asynchronously.", Operation: catalog.OperationDeprovision})
+		return c.pollDelay(in, 0), err
+	}
+	return 0, c.deprovisioned(ctx, in)
+}
+
+// deprovisioned records a finished deprovision: the end of an orphan
+// mitigation (the provision is tried again, with backoff), or of the
+// instance.
+func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance) error {
+	if in.DeletionTimestamp != nil {
+		return c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deprovisioned", Message: "The instance was deprovisioned.", Operation: catalog.OperationDeprovision})
+	}
+	now := c.now().UTC()
+	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress = false, false
+		st.ProvisionStatus, st.DeprovisionStatus = catalog.ProvisionStatusNotProvisioned, catalog.DeprovisionSucceeded
+		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
+			Reason: "OrphanMitigationSuccessful", Message: "What the failed provision may have created was deprovisioned."}, now)
+		return nil
+	}, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the provision will be retried.", Operation: catalog.OperationDeprovision})
+	if err != nil {
+		return err
+	}
+	// Retry the provision with backoff: the failure was the broker's.
+	return fmt.Errorf("%s/%s: provision failed and was cleaned up; retrying", in.Namespace, in.Name)
+}
+
+func (c *Controller) finalizeInstance(ctx context.Context, in *catalog.Instance, e catalog.EventRecord) error {
+	if err := c.store.FinalizeInstance(ctx, in.ID, e); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	c.log.Info("instance removed", "instance", in.Namespace+"/"+in.Name, "reason", e.Reason)
+	return nil
+}
+
+// pollDelay is when to poll an asynchronous operation next: the broker's
+// Retry-After when it gave one, otherwise a quarter of the time the
+// operation has run so far, between 100 ms and 30 s.
+func (c *Controller) pollDelay(in *catalog.Instance, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	d := 100 * time.Millisecond
+	if t := in.Status.OperationStartTime; t != nil {
+		d = max(d, c.now().Sub(*t)/4)
+	}
+	return min(d, 30*time.Second)
+}
+
+// pollInstance asks the broker about the operation in progress.
+func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+	in := env.in
+	st := in.Status
+	planID := env.plan.Spec.ExternalID
+	if st.CurrentOperation == catalog.OperationUpdate && st.ExternalProperties != nil {
+		// While a plan change runs, the platform polls with the old plan.
+		planID = st.ExternalProperties.ClusterServicePlanExternalID
+	}
+	if d := env.plan.Spec.MaximumPollingDuration; d != nil && st.OperationStartTime != nil &&
+		c.now().Sub(*st.OperationStartTime) > time.Duration(*d)*time.Second {
+		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the plan's maximum polling duration (%ds).", *d), nil)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
+		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID, Operation: st.LastOperation,
+	})
+	cancel()
+	if err != nil {
+		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
+		c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "error", err)
+		return c.pollDelay(in, 0), nil
+	}
+	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
+	switch {
+	case res.Gone && st.CurrentOperation == catalog.OperationDeprovision:
+		return 0, c.deprovisioned(ctx, in)
+	case res.Gone:
+		// 410 while creating or updating is not a valid answer: keep polling.
+		return c.pollDelay(in, res.RetryAfter), nil
+	case res.State == osb.StateInProgress:
+		if res.Description != "" {
+			now := c.now().UTC()
+			_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+					Reason: reasonFor(st.CurrentOperation), Message: res.Description}, now)
+				return nil
+			})
+			if err != nil {
+				return 0, err
+			}
+		}
+		return c.pollDelay(in, res.RetryAfter), nil
+	case res.State == osb.StateSucceeded:
+		if st.CurrentOperation == catalog.OperationDeprovision {
+			return 0, c.deprovisioned(ctx, in)
+		}
+		return 0, c.instanceSucceeded(ctx, in, st.CurrentOperation, "")
+	default:
+		return c.asyncFailed(ctx, env, res.Description, res)
+	}
+}
+
+func reasonFor(op string) string {
+	switch op {
+	case catalog.OperationUpdate:
+		return reasonUpdating
+	case catalog.OperationDeprovision:
+		return reasonDeprovisioning
+	}
+	return reasonProvisioning
+}
+
+// asyncFailed handles an asynchronous operation that ended "failed" (or
+// ran past its maximum polling duration): a provision is orphan-mitigated,
+// an update is recorded as failed, a deprovision is retried.
+func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, description string, res *osb.LastOperationResponse) (time.Duration, error) {
+	in := env.in
+	if description == "" {
+		description = "The broker reported the operation as failed."
+	}
+	switch in.Status.CurrentOperation {
+	case catalog.OperationProvision:
+		return 0, c.startOrphanMitigation(ctx, in, "Provision failed: "+description)
+	case catalog.OperationUpdate:
+		permanent := res == nil || res.UpdateRepeatable == nil || !*res.UpdateRepeatable
+		if res != nil && res.UpdateRepeatable == nil {
+			permanent = false // OSB: update_repeatable defaults to true
+		}
+		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update failed: "+description, permanent)
+	default:
+		now := c.now().UTC()
+		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			in.Status.AsyncOpInProgress, in.Status.LastError = false, "Deprovision failed: "+description
+			catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonDeprovisionFailed, Message: "Deprovision failed: " + description + " (retrying)"}, now)
+			return nil
+		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: description, Operation: catalog.OperationDeprovision})
+		if err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%s/%s: deprovision failed: %s", in.Namespace, in.Name, description)
+	}
+}

@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+type metrics struct {
+	reconciles  *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	brokerCalls *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bindery_controller_reconciles_total", Help: "Reconciles by kind and result.",
+		}, []string{"kind", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "bindery_controller_reconcile_duration_seconds", Help: "Reconcile latency by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}, []string{"kind"}),
+		brokerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bindery_controller_broker_calls_total", Help: "OSB requests by verb and outcome.",
+		}, []string{"verb", "outcome"}),
+	}
+	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls)
+	return m
+}
+
+// newBucket is the overall retry budget of the work queue: 50 retries a
+// second, bursts of 300, on top of each object's exponential backoff.
+func newBucket() *rate.Limiter { return rate.NewLimiter(rate.Limit(50), 300) }

@@ -1,0 +1,333 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// Labels and owner of the Secrets the engine writes.
+const (
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	ManagedBy       = "bindery"
+	LabelBindingID  = "servicecatalog.k8s.io/binding-uid"
+	LabelBinding    = "servicecatalog.k8s.io/binding"
+	LabelInstance   = "servicecatalog.k8s.io/instance"
+	bindingAPI      = "servicecatalog.k8s.io/v1beta1"
+	bindingKind     = "ServiceBinding"
+	secretTypeFmt   = "servicebinding.io/%s"
+	annotationClass = "servicecatalog.k8s.io/class"
+)
+
+// errKube marks errors from reading the cluster, which are retried.
+var errKube = errors.New("cluster")
+
+// parametersFrom reads parameters from Secret keys (each key holds a JSON
+// object).
+func (c *Controller) parametersFrom(ctx context.Context, namespace string, from []catalog.ParametersFrom) (map[string]any, error) {
+	if c.kube == nil {
+		return nil, errors.New("spec.parametersFrom needs a Kubernetes cluster, and none is configured")
+	}
+	out := map[string]any{}
+	for i, f := range from {
+		ref := f.SecretKeyRef
+		if ref == nil {
+			return nil, fmt.Errorf("spec.parametersFrom[%d]: secretKeyRef is required", i)
+		}
+		s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: spec.parametersFrom[%d]: read Secret %s/%s: %v", errKube, i, namespace, ref.Name, err)
+		}
+		raw, ok := s.Data[ref.Key]
+		if !ok {
+			return nil, fmt.Errorf("spec.parametersFrom[%d]: Secret %s/%s has no key %q", i, namespace, ref.Name, ref.Key)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("spec.parametersFrom[%d]: key %q of Secret %s/%s is not a JSON object", i, ref.Key, namespace, ref.Name)
+		}
+		for k, v := range m {
+			if _, dup := out[k]; dup {
+				return nil, fmt.Errorf("spec.parametersFrom[%d]: parameter %q is given twice", i, k)
+			}
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// SecretData turns credentials into Secret data: strings as they are,
+// other values as JSON, then the binding's transforms in order.
+// addKeysFrom reads other Secrets through from (namespace of the binding).
+func SecretData(creds map[string]any, transforms []catalog.SecretTransform, from func(name string) (map[string][]byte, error)) (map[string][]byte, error) {
+	data := make(map[string][]byte, len(creds))
+	for k, v := range creds {
+		if s, ok := v.(string); ok {
+			data[k] = []byte(s)
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("credential %q: %w", k, err)
+		}
+		data[k] = raw
+	}
+	for i, t := range transforms {
+		switch {
+		case t.RenameKey != nil:
+			if v, ok := data[t.RenameKey.From]; ok {
+				delete(data, t.RenameKey.From)
+				data[t.RenameKey.To] = v
+			}
+		case t.AddKey != nil:
+			switch {
+			case t.AddKey.JSONPathExpression != "":
+				v, err := evalJSONPath(creds, t.AddKey.JSONPathExpression)
+				if err != nil {
+					return nil, fmt.Errorf("spec.secretTransforms[%d].addKey.jsonPathExpression: %w", i, err)
+				}
+				data[t.AddKey.Key] = v
+			case t.AddKey.StringValue != "":
+				data[t.AddKey.Key] = []byte(t.AddKey.StringValue)
+			default:
+				data[t.AddKey.Key] = t.AddKey.Value
+			}
+		case t.AddKeysFrom != nil && t.AddKeysFrom.SecretRef != nil:
+			if from == nil {
+				return nil, fmt.Errorf("spec.secretTransforms[%d].addKeysFrom: needs a Kubernetes cluster", i)
+			}
+			more, err := from(t.AddKeysFrom.SecretRef.Name)
+			if err != nil {
+				return nil, fmt.Errorf("spec.secretTransforms[%d].addKeysFrom: %w", i, err)
+			}
+			maps.Copy(data, more)
+		case t.RemoveKey != nil:
+			delete(data, t.RemoveKey.Key)
+		}
+	}
+	return data, nil
+}
+
+func evalJSONPath(creds map[string]any, expr string) ([]byte, error) {
+	jp := jsonpath.New("addKey")
+	if err := jp.Parse(expr); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := jp.Execute(&buf, creds); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// BuildSecret is the Secret a binding's credentials become: named
+// spec.secretName, typed servicebinding.io/<type> with the `type` and
+// `provider` keys servicebinding.io workloads read, owned by the binding
+// and labelled to find it again.
+func BuildSecret(b *catalog.Binding, class *catalog.ServiceClass, brokerName string, data map[string][]byte) *corev1.Secret {
+	data = maps.Clone(data)
+	typ := string(data["type"])
+	if typ == "" {
+		typ = bindingType(class)
+		data["type"] = []byte(typ)
+	}
+	if len(data["provider"]) == 0 {
+		data["provider"] = []byte(brokerName)
+	}
+	ctrl := true
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      b.Spec.SecretName,
+			Namespace: b.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy: ManagedBy,
+				LabelBindingID: b.ID,
+				LabelBinding:   b.Name,
+				LabelInstance:  b.Spec.InstanceRef.Name,
+			},
+			Annotations: map[string]string{annotationClass: class.Spec.ExternalName},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: bindingAPI, Kind: bindingKind, Name: b.Name, UID: types.UID(b.ID),
+				Controller: &ctrl, BlockOwnerDeletion: &ctrl,
+			}},
+		},
+		Type: corev1.SecretType(fmt.Sprintf(secretTypeFmt, typ)),
+		Data: data,
+	}
+}
+
+// bindingType is the servicebinding.io type of a class: its first tag that
+// names a well-known type, else its first tag, else its name.
+func bindingType(class *catalog.ServiceClass) string {
+	known := []string{"postgresql", "mysql", "mongodb", "redis", "rabbitmq", "kafka", "elasticsearch", "sqlserver", "oracle", "db2", "ldap", "mariadb", "cassandra", "couchbase"}
+	for _, t := range class.Spec.Tags {
+		for _, k := range known {
+			if strings.EqualFold(t, k) {
+				return k
+			}
+		}
+	}
+	if len(class.Spec.Tags) > 0 {
+		return strings.ToLower(class.Spec.Tags[0])
+	}
+	return strings.ToLower(class.Spec.ExternalName)
+}
+
+// ownedBy reports whether a Secret belongs to the binding.
+func ownedBy(s *corev1.Secret, b *catalog.Binding) bool {
+	for _, o := range s.OwnerReferences {
+		if o.UID == types.UID(b.ID) && o.Kind == bindingKind {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureSecret writes (or repairs) the binding's Secret. creds nil means
+// read them from the catalog. Without a cluster there is nothing to do.
+func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds map[string]any) error {
+	if c.kube == nil {
+		return nil
+	}
+	b := env.b
+	if creds == nil {
+		var err error
+		if creds, err = c.store.Credentials(ctx, b.ID); err != nil {
+			return fmt.Errorf("read credentials of %s/%s: %w", b.Namespace, b.Name, err)
+		}
+	}
+	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	data, err := SecretData(creds, b.Spec.SecretTransforms, func(name string) (map[string][]byte, error) {
+		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	})
+	if err != nil {
+		return c.secretProblem(ctx, b, reasonSecretFailed, err.Error())
+	}
+	want := BuildSecret(b, env.class, env.broker.Name, data)
+	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Secret %s/%s: %w", b.Namespace, want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("read Secret %s/%s: %w", b.Namespace, want.Name, err)
+	case !ownedBy(have, b):
+		return c.secretProblem(ctx, b, reasonSecretNotOwned,
+			fmt.Sprintf("Secret %s/%s exists and does not belong to this binding; it is left alone. Delete it or choose another spec.secretName.", b.Namespace, want.Name))
+	}
+	if have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels) {
+		return nil
+	}
+	if have.Type != want.Type {
+		// The type of a Secret cannot change: replace it.
+		if err := secrets.Delete(ctx, have.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replace Secret %s/%s: %w", b.Namespace, have.Name, err)
+		}
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	have = have.DeepCopy()
+	have.Data, have.Labels, have.OwnerReferences = want.Data, want.Labels, want.OwnerReferences
+	if _, err := secrets.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("repair Secret %s/%s: %w", b.Namespace, have.Name, err)
+	}
+	c.log.Info("Secret repaired", "binding", b.Namespace+"/"+b.Name)
+	return nil
+}
+
+func sameLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// secretProblem puts a Secret problem in the binding's status; it is
+// retried with backoff.
+func (c *Controller) secretProblem(ctx context.Context, b *catalog.Binding, reason, msg string) error {
+	now := c.now().UTC()
+	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		b.Status.LastError = msg
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// deleteSecret removes the binding's Secret, if it is the binding's.
+func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error {
+	if c.kube == nil {
+		return nil
+	}
+	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	s, err := secrets.Get(ctx, b.Spec.SecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read Secret %s/%s: %w", b.Namespace, b.Spec.SecretName, err)
+	}
+	if !ownedBy(s, b) {
+		return nil
+	}
+	err = secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", b.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// watchSecrets repairs Bindery's Secrets: a change to one, or its
+// deletion, puts its binding back in the queue.
+func (c *Controller) watchSecrets(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
+	informer := factory.Core().V1().Secrets().Informer()
+	enqueue := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if s, ok := obj.(*corev1.Secret); ok && s.Labels[LabelBindingID] != "" {
+			c.queue.Add(bindingPrefix + s.Labels[LabelBindingID])
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("sync the informer of %v", typ)
+		}
+	}
+	return nil
+}
