@@ -105,9 +105,8 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
 		msg := "Bind call failed: " + err.Error()
 		var he *osb.HTTPError
-		var me *osb.MalformedError
 		switch {
-		case errors.As(err, &me), osb.IsTimeout(err), errors.As(err, &he) && he.Status >= 500:
+		case needsOrphanMitigation(err):
 			return 0, c.startBindingOrphanMitigation(ctx, b, msg)
 		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
 			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, true, func(st *catalog.BindingStatus) {

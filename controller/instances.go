@@ -240,9 +240,8 @@ func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, 
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
 	msg := "Provision call failed: " + err.Error()
 	var he *osb.HTTPError
-	var me *osb.MalformedError
 	switch {
-	case errors.As(err, &me), osb.IsTimeout(err), errors.As(err, &he) && he.Status >= 500:
+	case needsOrphanMitigation(err):
 		return 0, c.startOrphanMitigation(ctx, in, msg)
 	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
 		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
@@ -258,6 +257,21 @@ func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, 
 		// The request did not reach the broker (connection refused): retry.
 		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
 	}
+}
+
+// needsOrphanMitigation reports the failures of a provision or bind after
+// which the broker may have created something: a 5xx, a timeout, a 2xx
+// other than 200/201/202, or a 200/201/202 whose body is malformed.
+func needsOrphanMitigation(err error) bool {
+	var he *osb.HTTPError
+	var me *osb.MalformedError
+	switch {
+	case errors.As(err, &me), osb.IsTimeout(err):
+		return true
+	case errors.As(err, &he):
+		return he.Status >= 500 || (he.Status >= 200 && he.Status < 300)
+	}
+	return false
 }
 
 func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, msg string) error {

@@ -1,0 +1,309 @@
+package controller_test
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+)
+
+// TestRealBrokerLifecycle drives Bindery's own broker through the engine:
+// an instance and a binding become Ready with working credentials; deleting
+// the binding and then the instance drops the role and the database.
+func TestRealBrokerLifecycle(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.registerBindery()
+	ctx := context.Background()
+	in := e.createInstance("db", "postgresql", "small", map[string]any{"statement_timeout_ms": 4000})
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	b := e.createBinding("app", "db")
+	e.waitBinding(b.ID, "Ready", bindingReady)
+	creds, err := e.store.Credentials(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, creds["uri"].(string))
+	if err != nil {
+		t.Fatalf("connect with the binding's credentials: %v", err)
+	}
+	var timeout string
+	if err := conn.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "4s" {
+		t.Errorf("statement_timeout %q (%v): the instance's parameters did not reach the broker", timeout, err)
+	}
+	conn.Close(ctx)
+
+	// The instance's deletion waits for its binding.
+	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitInstance(in.ID, "waiting for bindings", func(in *catalog.Instance) bool {
+		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "WaitingForBindings"
+	})
+	if _, err := e.store.DeleteBinding(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("binding", func() error { _, err := e.store.GetBinding(ctx, b.ID); return err })
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+
+	admin, err := pgx.Connect(ctx, pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	n := postgresql.InstanceNames(in.Spec.ExternalID)
+	var dbs, roles int
+	_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, n.Database).Scan(&dbs)
+	_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolname = ANY($1)`, []string{n.Owner, creds["username"].(string)}).Scan(&roles)
+	if dbs != 0 || roles != 0 {
+		t.Fatalf("left behind: %d databases, %d roles", dbs, roles)
+	}
+	for _, secret := range []string{creds["password"].(string), "osb-pass"} {
+		if strings.Contains(e.logs.String(), secret) {
+			t.Error("a credential is in the engine's log")
+		}
+	}
+}
+
+// TestOrphanMitigation has one case per row of the OSB 2.17
+// orphan-mitigation table that a provision or bind can hit.
+func TestOrphanMitigation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		verb    osbtest.Verb
+		failure osbtest.Failure
+		async   bool
+		// orphan: the broker must get a deprovision (or unbind) for the
+		// failed request; ready: the object ends Ready after retrying;
+		// permanent: it ends Failed and is not retried.
+		orphan, ready, permanent bool
+	}{
+		{"provision 500", osbtest.VerbProvision, osbtest.Failure{Status: 500, Times: 1}, false, true, true, false},
+		{"provision 201 malformed", osbtest.VerbProvision, osbtest.Failure{Status: 201, Body: "not json", Times: 1}, false, true, true, false},
+		{"provision 202 malformed", osbtest.VerbProvision, osbtest.Failure{Status: 202, Body: "[]", Times: 1}, false, true, true, false},
+		{"provision other 2xx", osbtest.VerbProvision, osbtest.Failure{Status: 204, Times: 1}, false, true, true, false},
+		{"provision timeout", osbtest.VerbProvision, osbtest.Failure{Delay: 4 * time.Second, Times: 1}, false, true, true, false},
+		{"provision 408", osbtest.VerbProvision, osbtest.Failure{Status: 408, Times: 1}, false, false, true, false},
+		{"provision 422 ConcurrencyError", osbtest.VerbProvision, osbtest.Failure{Status: 422, Code: "ConcurrencyError", Times: 1}, false, false, true, false},
+		{"provision 400", osbtest.VerbProvision, osbtest.Failure{Status: 400, Description: "bad parameters", Times: 1}, false, false, false, true},
+		{"provision 409", osbtest.VerbProvision, osbtest.Failure{Status: 409, Times: 1}, false, false, false, true},
+		{"async provision failed", osbtest.VerbProvision, osbtest.Failure{AsyncFailed: true, Times: 1}, true, true, true, false},
+		{"bind 500", osbtest.VerbBind, osbtest.Failure{Status: 500, Times: 1}, false, true, true, false},
+		{"bind 201 malformed", osbtest.VerbBind, osbtest.Failure{Status: 201, Body: "{", Times: 1}, false, true, true, false},
+		{"bind timeout", osbtest.VerbBind, osbtest.Failure{Delay: 4 * time.Second, Times: 1}, false, true, true, false},
+		{"bind 408", osbtest.VerbBind, osbtest.Failure{Status: 408, Times: 1}, false, false, true, false},
+		{"bind 400", osbtest.VerbBind, osbtest.Failure{Status: 400, Times: 1}, false, false, false, true},
+		{"async bind failed", osbtest.VerbBind, osbtest.Failure{AsyncFailed: true, Times: 1}, true, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			fake := e.registerFake(osbtest.WithRetryAfter(0), osbtest.WithPolls(0))
+			ctx := context.Background()
+			plan := osbtest.PlanSync
+			if tc.async {
+				plan = osbtest.PlanAsync
+			}
+			var in *catalog.Instance
+			var b *catalog.Binding
+			if tc.verb == osbtest.VerbProvision {
+				fake.Fail(tc.verb, tc.failure)
+				in = e.createInstance("db", osbtest.DefaultService, plan, nil)
+			} else {
+				in = e.createInstance("db", osbtest.DefaultService, plan, nil)
+				e.waitInstance(in.ID, "Ready", instanceReady)
+				fake.Fail(tc.verb, tc.failure)
+				b = e.createBinding("app", "db")
+			}
+			undo := osbtest.VerbDeprovision
+			if tc.verb == osbtest.VerbBind {
+				undo = osbtest.VerbUnbind
+			}
+			switch {
+			case tc.ready && in != nil && b == nil:
+				e.waitInstance(in.ID, "Ready", instanceReady)
+			case tc.ready:
+				e.waitBinding(b.ID, "Ready", bindingReady)
+			case tc.permanent && b == nil:
+				got := e.waitInstance(in.ID, "Failed", failedFor)
+				time.Sleep(500 * time.Millisecond)
+				if n := fake.Count(tc.verb); n != 1 {
+					t.Errorf("a permanent failure was retried: %d %s calls", n, tc.verb)
+				}
+				if !strings.Contains(got.Status.LastError, "broker answered") {
+					t.Errorf("status does not say why: %q", got.Status.LastError)
+				}
+			case tc.permanent:
+				e.waitBinding(b.ID, "Failed", func(b *catalog.Binding) bool {
+					return condition(b.Status.Conditions, catalog.ConditionFailed).Status == catalog.ConditionTrue
+				})
+			}
+			if got := fake.Count(undo); (got > 0) != tc.orphan {
+				t.Errorf("%d %s calls; orphan mitigation expected: %v", got, undo, tc.orphan)
+			}
+			// Whatever happened, cleaning up leaves nothing at the broker.
+			if b != nil {
+				if _, err := e.store.DeleteBinding(ctx, b.ID); err != nil {
+					t.Fatal(err)
+				}
+				e.waitGone("binding", func() error { _, err := e.store.GetBinding(ctx, b.ID); return err })
+			}
+			if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+				t.Fatal(err)
+			}
+			e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+			for _, inst := range fake.Instances() {
+				if inst.State != osbtest.StateDeleting {
+					t.Errorf("orphan at the broker: instance %s in state %s", inst.ID, inst.State)
+				}
+			}
+			if bs := fake.Bindings(); len(bs) > 0 {
+				t.Errorf("orphan bindings at the broker: %v", bs)
+			}
+		})
+	}
+}
+
+// TestUpdates covers plan and parameter changes, and an update the broker
+// refuses (recorded, not orphan-mitigated, not retried).
+func TestUpdates(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake(osbtest.WithRetryAfter(0), osbtest.WithPolls(0))
+	ctx := context.Background()
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, map[string]any{"size": 1})
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	if _, err := e.store.UpdateInstance(ctx, in.ID, 0, func(in *catalog.Instance) error {
+		in.Spec.ClusterServicePlanExternalName = osbtest.PlanAsync
+		in.Spec.Parameters = []byte(`{"size": 2}`)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitInstance(in.ID, "updated", func(in *catalog.Instance) bool {
+		return instanceReady(in) && in.Status.ReconciledGeneration == in.Generation
+	})
+	_, asyncPlan := fake.IDs(osbtest.DefaultService, osbtest.PlanAsync)
+	if inst := fake.Instances()[0]; inst.PlanID != asyncPlan || inst.Parameters["size"] != float64(2) {
+		t.Errorf("broker has plan %s params %v", inst.PlanID, inst.Parameters)
+	}
+	if got.Status.ExternalProperties.ClusterServicePlanExternalName != osbtest.PlanAsync {
+		t.Errorf("externalProperties: %+v", got.Status.ExternalProperties)
+	}
+	fake.Fail(osbtest.VerbUpdate, osbtest.Failure{Status: 400, Description: "size too large", Times: 1})
+	if _, err := e.store.UpdateInstance(ctx, in.ID, 0, func(in *catalog.Instance) error {
+		in.Spec.Parameters = []byte(`{"size": 99}`)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitInstance(in.ID, "Failed", failedFor)
+	if !strings.Contains(condition(got.Status.Conditions, catalog.ConditionFailed).Message, "size too large") {
+		t.Errorf("failure not explained: %+v", got.Status.Conditions)
+	}
+	if fake.Count(osbtest.VerbDeprovision) != 0 {
+		t.Error("a failed update was orphan-mitigated")
+	}
+}
+
+// TestAsyncOperationToken checks that the operation the broker returned
+// comes back on every poll, percent-encoded, and that the originating
+// identity is sent.
+func TestAsyncOperationToken(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake(osbtest.WithAsync(), osbtest.WithPolls(2), osbtest.WithRetryAfter(0), osbtest.WithOperationPrefix("op/1 +x&y=%#"))
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanAsync, nil, func(in *catalog.Instance) {
+		in.Spec.UserInfo = &catalog.UserInfo{Username: "alice", UID: "u-1", Groups: []string{"dev"}}
+	})
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	polls := 0
+	for _, r := range fake.Requests() {
+		switch r.Verb {
+		case osbtest.VerbLastOperation:
+			polls++
+			if !strings.HasPrefix(r.Query.Get("operation"), "op/1 +x&y=%#") {
+				t.Errorf("poll sent operation %q", r.Query.Get("operation"))
+			}
+		case osbtest.VerbProvision:
+			platform, value, _ := strings.Cut(r.OriginatingIdentity, " ")
+			raw, _ := base64.StdEncoding.DecodeString(value)
+			if platform != "kubernetes" || !strings.Contains(string(raw), `"username":"alice"`) {
+				t.Errorf("originating identity %q (%s)", r.OriginatingIdentity, raw)
+			}
+		}
+	}
+	if polls < 3 {
+		t.Errorf("%d polls, want at least 3", polls)
+	}
+}
+
+// TestRestartDuringAsyncProvision stops the engine while an asynchronous
+// provision runs; a new engine polls the same operation instead of
+// provisioning again: one instance at the broker, no orphan.
+func TestRestartDuringAsyncProvision(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake(osbtest.WithAsync(), osbtest.WithPolls(6), osbtest.WithRetryAfter(0))
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanAsync, nil)
+	e.waitInstance(in.ID, "polling", func(in *catalog.Instance) bool { return in.Status.AsyncOpInProgress })
+	e.stop()
+	polls := fake.Count(osbtest.VerbLastOperation)
+	e.start()
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	if n := fake.Count(osbtest.VerbProvision); n != 1 {
+		t.Errorf("%d provision requests: the restart provisioned again", n)
+	}
+	if fake.Count(osbtest.VerbLastOperation) <= polls {
+		t.Error("the new engine did not poll")
+	}
+	if n := len(fake.Instances()); n != 1 {
+		t.Errorf("%d instances at the broker", n)
+	}
+}
+
+// TestBrokerDownThenBack: requests to a broker that is down are retried
+// until it is back; nothing is lost.
+func TestBrokerDownThenBack(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake()
+	fake.Down()
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "retrying", func(in *catalog.Instance) bool {
+		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "ProvisionCallFailed"
+	})
+	fake.Up()
+	e.waitInstance(in.ID, "Ready", instanceReady)
+}
+
+// TestAbandon removes an instance without calling a broker that is gone.
+func TestAbandon(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake()
+	ctx := context.Background()
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	fake.Down()
+	if _, err := e.store.UpdateInstance(ctx, in.ID, 0, func(in *catalog.Instance) error {
+		in.Annotations = map[string]string{controller.AbandonAnnotation: "true"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("abandoned instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+}

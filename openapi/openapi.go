@@ -1,0 +1,322 @@
+// Package openapi holds the OpenAPI 3 description of the catalog's REST API
+// (openapi.yaml, the source the server is checked against) and the
+// kin-openapi validation built on it: a request-validating echo middleware
+// here, and a validating http.RoundTripper for tests in openapitest.
+package openapi
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+)
+
+// Spec is the OpenAPI document, as YAML.
+//
+//go:embed openapi.yaml
+var Spec []byte
+
+// maxBody is how much of a request body is validated; the server reads no
+// more than this either (catalog/rest), so a longer body fails there.
+const maxBody = 4 << 20
+
+var load = sync.OnceValues(func() (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(Spec)
+	if err != nil {
+		return nil, fmt.Errorf("load openapi.yaml: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validate openapi.yaml: %w", err)
+	}
+	return doc, nil
+})
+
+// Load returns the parsed and validated document. It is loaded once and
+// shared: treat it as read-only.
+func Load() (*openapi3.T, error) { return load() }
+
+// NewRouter returns a router that finds the operation of a request to the
+// API, for openapi3filter's validation.
+func NewRouter() (routers.Router, error) {
+	doc, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	return gorillamux.NewRouter(doc)
+}
+
+// ValidationOptions are the options of every validation against the
+// document: security is not validated (the server authenticates, and
+// decides 401 and 403 before anything else), no defaults are written into
+// the request, and errors do not repeat the values they are about (which may
+// be secrets).
+func ValidationOptions() *openapi3filter.Options {
+	return &openapi3filter.Options{
+		AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
+		SkipSettingDefaults:     true,
+		MultiError:              true,
+		IncludeResponseStatus:   true,
+		SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
+	}
+}
+
+// errorBody is the API's error body (catalog/rest APIError).
+type errorBody struct {
+	Code    string       `json:"error"`
+	Message string       `json:"message"`
+	Field   string       `json:"field,omitempty"`
+	Fields  []fieldError `json:"fields,omitempty"`
+}
+
+type fieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// RequestValidator returns an echo middleware that validates each request's
+// path and query parameters and body against the document and answers 400
+// with the API's error body `{"error": "invalid", "message", "field",
+// "fields"}` when they do not match. The body is given back to the handler
+// unchanged. Requests for routes the document does not have pass through,
+// so the server answers them itself.
+//
+// Security is not validated. Since the API decides 401 and 403 before it
+// reads the body, install the validator after authentication (as route
+// middleware after the role check), not with e.Use before it.
+func RequestValidator(router routers.Router) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			route, params, err := router.FindRoute(req)
+			if err != nil {
+				return next(c)
+			}
+			body, err := readBody(req)
+			if err != nil {
+				return c.JSON(http.StatusBadRequest, errorBody{Code: "invalid", Message: "request body: " + err.Error()})
+			}
+			if len(body) > maxBody {
+				return next(c) // too long for the API: the server refuses it
+			}
+			if err := validateRequest(req.Context(), req, body, route, params); err != nil {
+				return c.JSON(http.StatusBadRequest, describe(err))
+			}
+			return next(c)
+		}
+	}
+}
+
+// readBody reads req's body (up to a little more than the API reads) and
+// puts back a body that gives the same bytes again, whole. It returns nil
+// when the request has no body.
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	rest := req.Body
+	req.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return body, nil
+}
+
+// validateRequest validates req, whose body is body, against route. It
+// works on a copy of req, so req itself is left as it was.
+func validateRequest(ctx context.Context, req *http.Request, body []byte, route *routers.Route, params map[string]string) error {
+	vreq := req.Clone(ctx)
+	vreq.Body, vreq.GetBody, vreq.ContentLength = http.NoBody, nil, 0
+	if body != nil {
+		vreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		vreq.Body, _ = vreq.GetBody()
+		vreq.ContentLength = int64(len(body))
+	}
+	return openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{
+		Request:    vreq,
+		PathParams: params,
+		Route:      route,
+		Options:    ValidationOptions(),
+	})
+}
+
+// describe turns a request validation error into the API's error body:
+// every problem with its field (a dotted path into the body, such as
+// spec.instanceRef.name, or a parameter's name), the first one in field.
+func describe(err error) errorBody {
+	var probs []fieldError
+	seen := map[fieldError]bool{}
+	add := func(p fieldError) {
+		if !seen[p] {
+			seen[p] = true
+			probs = append(probs, p)
+		}
+	}
+	var walk func(error)
+	walk = func(err error) {
+		var re *openapi3filter.RequestError
+		if me, ok := err.(openapi3.MultiError); ok {
+			for _, e := range me {
+				walk(e)
+			}
+			return
+		}
+		switch {
+		case errors.As(err, &re):
+			switch {
+			case re.Parameter != nil:
+				add(fieldError{re.Parameter.Name, parameterMessage(re)})
+			case re.RequestBody != nil && hasSchemaError(re.Err):
+				for _, p := range schemaProblems(re.Err) {
+					add(p)
+				}
+			case re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
+				add(fieldError{"", "request body: a JSON object is required"})
+			default:
+				add(fieldError{"", "request body: " + re.Error()})
+			}
+		default:
+			add(fieldError{"", err.Error()})
+		}
+	}
+	walk(err)
+	// Problems without a field last; the rest in a stable order.
+	sort.SliceStable(probs, func(i, j int) bool {
+		a, b := probs[i].Field, probs[j].Field
+		return a != "" && (b == "" || a < b)
+	})
+	out := errorBody{Code: "invalid"}
+	msgs := make([]string, 0, len(probs))
+	for _, p := range probs {
+		if p.Field == "" {
+			msgs = append(msgs, strings.TrimPrefix(p.Message, "request body: request body has an error: "))
+			continue
+		}
+		msgs = append(msgs, p.Field+": "+p.Message)
+		if out.Field == "" {
+			out.Field = p.Field
+		}
+		out.Fields = append(out.Fields, p)
+	}
+	out.Message = strings.Join(msgs, "; ")
+	return out
+}
+
+func parameterMessage(re *openapi3filter.RequestError) string {
+	var se *openapi3.SchemaError
+	var pe *openapi3filter.ParseError
+	switch {
+	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
+		return "required"
+	case errors.Is(re.Err, openapi3filter.ErrInvalidEmptyValue):
+		return "must not be empty"
+	case errors.As(re.Err, &se) && se.Reason != "":
+		return se.Reason
+	case errors.As(re.Err, &pe):
+		return pe.Error()
+	case re.Err != nil:
+		return re.Err.Error()
+	}
+	return re.Reason
+}
+
+func hasSchemaError(err error) bool {
+	var se *openapi3.SchemaError
+	return errors.As(err, &se)
+}
+
+// schemaProblems lists the innermost schema errors in err, each with the
+// dotted path of the value it is about.
+func schemaProblems(err error) []fieldError {
+	var out []fieldError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case openapi3.MultiError:
+			for _, x := range e {
+				walk(x)
+			}
+		case *openapi3.SchemaError:
+			if e.SchemaField == "allOf" && e.Origin != nil && hasSchemaError(e.Origin) {
+				walk(e.Origin)
+				return
+			}
+			out = append(out, schemaProblem(e))
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+func schemaProblem(se *openapi3.SchemaError) fieldError {
+	path := se.JSONPointer()
+	msg := se.Reason
+	switch {
+	case se.SchemaField == "required":
+		msg = "required"
+	case se.SchemaField == "properties" && strings.HasSuffix(msg, " is unsupported"):
+		if name, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(msg, "property "), " is unsupported")); err == nil {
+			path = append(path, name)
+			msg = "unknown field"
+		}
+	case invalidMessage(se.Schema) != "":
+		msg = invalidMessage(se.Schema)
+	case msg == "":
+		msg = fmt.Sprintf("does not match the schema (%s)", se.SchemaField)
+	}
+	return fieldError{Field: dotted(path), Message: msg}
+}
+
+// invalidMessage is what a schema's x-bindery-invalid says of a value it
+// refuses, so that the validator speaks as the server does.
+func invalidMessage(s *openapi3.Schema) string {
+	if s == nil {
+		return ""
+	}
+	msg, _ := s.Extensions["x-bindery-invalid"].(string)
+	return msg
+}
+
+// dotted writes a JSON pointer's tokens as the API names fields:
+// spec.catalogRestrictions.serviceClass[0].
+func dotted(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
