@@ -122,6 +122,9 @@ func (s *Store) ListBindings(ctx context.Context, opts ListOptions) (List[*Bindi
 // DeleteBinding marks a binding for deletion; the engine unbinds it and
 // then removes it.
 func (s *Store) DeleteBinding(ctx context.Context, id string) (*Binding, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {
 		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)

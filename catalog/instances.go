@@ -227,6 +227,9 @@ func (s *Store) ListInstances(ctx context.Context, opts ListOptions) (List[*Inst
 // the plan's update schema. expectRV, when not 0, must be the instance's
 // resourceVersion.
 func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
 		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
@@ -325,6 +328,9 @@ func refName(r *ObjectRef) string {
 // DeleteInstance marks an instance for deletion; the engine deprovisions it
 // (after its bindings are gone) and then removes it.
 func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
 		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)

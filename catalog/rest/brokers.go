@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v4"
@@ -41,7 +42,7 @@ func (s *Server) createBroker(c echo.Context) error {
 	req.apply(b)
 	b, err := s.store.CreateBroker(ctx(c), b, req.Auth)
 	if err != nil {
-		return err
+		return requestFields(err)
 	}
 	if synced, err := s.store.Relist(ctx(c), b.ID); synced != nil {
 		b = synced
@@ -102,7 +103,7 @@ func (s *Server) updateBroker(c echo.Context) error {
 		return after.Auth, nil
 	})
 	if err != nil {
-		return err
+		return requestFields(err)
 	}
 	if updated.Generation != current.Generation {
 		if synced, _ := s.store.Relist(ctx(c), updated.ID); synced != nil {
@@ -178,4 +179,20 @@ func mergeInto(before any, patch []byte, after any) error {
 		return apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
 	}
 	return decodeBytes(merged, after)
+}
+
+// requestFields names the fields of a broker's validation errors as the
+// request has them: the registration fields are at the top level there,
+// under spec in the broker.
+func requestFields(err error) error {
+	v, ok := catalog.AsValidation(err)
+	if !ok {
+		return err
+	}
+	out := &catalog.ValidationError{}
+	for _, fe := range v.Errors {
+		fe.Field = strings.TrimPrefix(fe.Field, "spec.")
+		out.Errors = append(out.Errors, fe)
+	}
+	return out
 }

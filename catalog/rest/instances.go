@@ -24,6 +24,8 @@ func (s *Server) createInstance(c echo.Context) error {
 		return err
 	}
 	in := &catalog.Instance{Spec: req.Spec}
+	// Who asks is the server's to say, not the request's.
+	in.Spec.UserInfo = nil
 	in.Name, in.Namespace, in.Labels, in.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
 	in, err := s.store.CreateInstance(ctx(c), in)
 	if err != nil {
@@ -65,6 +67,7 @@ func (s *Server) updateInstance(c echo.Context) error {
 		if err := mergeInto(before, patch, &after); err != nil {
 			return err
 		}
+		after.Spec.UserInfo = in.Spec.UserInfo
 		in.Labels, in.Annotations, in.Spec = after.Labels, after.Annotations, after.Spec
 		return nil
 	})
@@ -98,6 +101,7 @@ func (s *Server) createBinding(c echo.Context) error {
 		return err
 	}
 	b := &catalog.Binding{Spec: req.Spec}
+	b.Spec.UserInfo = nil
 	b.Name, b.Namespace, b.Labels, b.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
 	b, err := s.store.CreateBinding(ctx(c), b)
 	if err != nil {

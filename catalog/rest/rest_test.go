@@ -111,10 +111,17 @@ func TestBrokerValidation(t *testing.T) {
 	for _, f := range r.body["fields"].([]any) {
 		fields[f.(map[string]any)["field"].(string)] = true
 	}
-	for _, want := range []string{"name", "spec.url", "spec.relistDuration", "spec.caBundle", "auth.basic.password"} {
+	for _, want := range []string{"name", "url", "relistDuration", "caBundle", "auth.basic.password"} {
 		if !fields[want] {
 			t.Errorf("400 does not name %s: %s", want, r.raw)
 		}
+	}
+	// Problems only the domain sees (a relist interval under a second, a
+	// CA bundle that is PEM but not a certificate) are named as well.
+	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "relistDuration": "10ms",
+		"caBundle": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}))
+	if !strings.Contains(r.str("message"), "caBundle") || !strings.Contains(r.str("message"), "relistDuration") {
+		t.Errorf("domain problems not named: %s", r.raw)
 	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "colour": "blue"}))
 	if r.str("field") != "colour" {
@@ -122,7 +129,7 @@ func TestBrokerValidation(t *testing.T) {
 	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x",
 		"catalogRestrictions": map[string]any{"serviceClass": []string{"spec.colour=blue"}}}))
-	if r.str("field") != "spec.catalogRestrictions.serviceClass[0]" {
+	if r.str("field") != "catalogRestrictions.serviceClass[0]" {
 		t.Errorf("bad restriction not named: %s", r.raw)
 	}
 }

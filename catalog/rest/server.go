@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/openapi"
 )
 
 // Server serves the REST API.
@@ -32,10 +33,21 @@ func New(store *catalog.Store, tokens *catalog.TokenCache, log *slog.Logger) *Se
 	return &Server{store: store, tokens: tokens, log: log}
 }
 
-// Register mounts the API on e under /api/v1.
+// Register mounts the API on e under /api/v1. Every request is checked
+// against openapi/openapi.yaml after its token and role, before its
+// handler.
 func (s *Server) Register(e *echo.Echo) {
 	g := e.Group("/api/v1")
-	viewer, developer, admin := s.require(catalog.RoleViewer), s.require(catalog.RoleDeveloper), s.require(catalog.RoleAdmin)
+	router, err := openapi.NewRouter()
+	if err != nil {
+		panic(fmt.Sprintf("rest: the embedded OpenAPI document is invalid: %v", err))
+	}
+	validate := openapi.RequestValidator(router)
+	role := func(r string) echo.MiddlewareFunc {
+		check := s.require(r)
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(validate(next)) }
+	}
+	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
 	g.POST("/brokers", s.createBroker, admin)
 	g.GET("/brokers", s.listBrokers, viewer)
@@ -122,9 +134,15 @@ func trimKind(err, kind error) string {
 	return strings.TrimPrefix(err.Error(), kind.Error()+": ")
 }
 
+var kindNames = map[string]string{
+	"brokers": "broker", "serviceclasses": "service class", "serviceplans": "service plan",
+	"instances": "instance", "bindings": "binding",
+}
+
 func notFoundMessage(c echo.Context) string {
 	if id := c.Param("id"); id != "" {
-		return fmt.Sprintf("%s %q does not exist", strings.TrimSuffix(strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0], "s"), id)
+		kind := kindNames[strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]]
+		return fmt.Sprintf("%s %q does not exist", kind, id)
 	}
 	return "not found"
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
+	"github.com/bindery-dev/bindery/openapi/openapitest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -76,7 +77,15 @@ func setup(t testing.TB) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: srv.Client(), logs: logs}
+	// Every request and response of the suite is checked against
+	// openapi/openapi.yaml.
+	v := openapitest.Transport(t, srv.Client().Transport)
+	t.Cleanup(func() {
+		if v.Count() == 0 {
+			t.Error("no exchange was validated against the OpenAPI description")
+		}
+	})
+	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: &http.Client{Transport: v}, logs: logs}
 	b.brokerURL = startBroker(t, pool, keys)
 	return b
 }
