@@ -1,0 +1,404 @@
+package osb
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
+)
+
+// The verbs below build on the client library's types where they fit and
+// add what OSB 2.15–2.17 defines (maintenance_info, endpoints, binding
+// rotation, Retry-After, instance_usable/update_repeatable), each request
+// carrying a context.
+
+// Identity is the originating identity of a request: the platform and the
+// user as a JSON object (X-Broker-API-Originating-Identity).
+type Identity struct {
+	Platform string
+	Value    map[string]any
+}
+
+// MalformedError is a success status whose body cannot be read. The
+// orphan-mitigation table treats it as a failure.
+type MalformedError struct {
+	Status int
+	Err    error
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("broker answered %d with a malformed body: %v", e.Status, e.Err)
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// IsTimeout reports whether err is a request that timed out.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// LastOperationState is the state of an asynchronous operation.
+type LastOperationState = v2.LastOperationState
+
+// The states of an asynchronous operation.
+const (
+	StateInProgress = v2.StateInProgress
+	StateSucceeded  = v2.StateSucceeded
+	StateFailed     = v2.StateFailed
+)
+
+// MaintenanceInfo is the OSB maintenance_info object.
+type MaintenanceInfo = v2.MaintenanceInfo
+
+// Endpoint is an OSB 2.17 endpoint of a binding.
+type Endpoint struct {
+	Host     string   `json:"host"`
+	Ports    []string `json:"ports"`
+	Protocol string   `json:"protocol,omitempty"`
+}
+
+// ProvisionRequest is PUT /v2/service_instances/:instance_id.
+type ProvisionRequest struct {
+	InstanceID        string           `json:"-"`
+	AcceptsIncomplete bool             `json:"-"`
+	Identity          *Identity        `json:"-"`
+	ServiceID         string           `json:"service_id"`
+	PlanID            string           `json:"plan_id"`
+	OrganizationGUID  string           `json:"organization_guid"`
+	SpaceGUID         string           `json:"space_guid"`
+	Parameters        map[string]any   `json:"parameters,omitempty"`
+	Context           map[string]any   `json:"context,omitempty"`
+	MaintenanceInfo   *MaintenanceInfo `json:"maintenance_info,omitempty"`
+}
+
+// OperationResponse is the answer to a provision, update, deprovision,
+// bind or unbind: done (Async false), or accepted with an operation to poll.
+type OperationResponse struct {
+	Status       int
+	Async        bool
+	Operation    string
+	DashboardURL string
+	// Gone is a 410 to a deprovision or unbind: the object is already gone.
+	Gone bool
+}
+
+// Provision asks the broker for a new instance.
+func (c *Client) Provision(ctx context.Context, r *ProvisionRequest) (*OperationResponse, error) {
+	return c.operation(ctx, http.MethodPut, "/v2/service_instances/"+url.PathEscape(r.InstanceID), r.AcceptsIncomplete, nil, r, r.Identity)
+}
+
+// UpdateRequest is PATCH /v2/service_instances/:instance_id.
+type UpdateRequest struct {
+	InstanceID        string           `json:"-"`
+	AcceptsIncomplete bool             `json:"-"`
+	Identity          *Identity        `json:"-"`
+	ServiceID         string           `json:"service_id"`
+	PlanID            string           `json:"plan_id,omitempty"`
+	Parameters        map[string]any   `json:"parameters,omitempty"`
+	Context           map[string]any   `json:"context,omitempty"`
+	MaintenanceInfo   *MaintenanceInfo `json:"maintenance_info,omitempty"`
+	PreviousValues    *PreviousValues  `json:"previous_values,omitempty"`
+}
+
+// PreviousValues describe an instance before an update.
+type PreviousValues struct {
+	ServiceID       string           `json:"service_id,omitempty"`
+	PlanID          string           `json:"plan_id,omitempty"`
+	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
+}
+
+// Update changes an instance's plan, parameters or maintenance version.
+func (c *Client) Update(ctx context.Context, r *UpdateRequest) (*OperationResponse, error) {
+	return c.operation(ctx, http.MethodPatch, "/v2/service_instances/"+url.PathEscape(r.InstanceID), r.AcceptsIncomplete, nil, r, r.Identity)
+}
+
+// DeprovisionRequest is DELETE /v2/service_instances/:instance_id.
+type DeprovisionRequest struct {
+	InstanceID        string
+	ServiceID, PlanID string
+	AcceptsIncomplete bool
+	Identity          *Identity
+}
+
+// Deprovision deletes an instance.
+func (c *Client) Deprovision(ctx context.Context, r *DeprovisionRequest) (*OperationResponse, error) {
+	q := url.Values{"service_id": {r.ServiceID}, "plan_id": {r.PlanID}}
+	return c.operation(ctx, http.MethodDelete, "/v2/service_instances/"+url.PathEscape(r.InstanceID), r.AcceptsIncomplete, q, nil, r.Identity)
+}
+
+// BindRequest is PUT .../service_bindings/:binding_id.
+type BindRequest struct {
+	InstanceID           string         `json:"-"`
+	BindingID            string         `json:"-"`
+	AcceptsIncomplete    bool           `json:"-"`
+	Identity             *Identity      `json:"-"`
+	ServiceID            string         `json:"service_id"`
+	PlanID               string         `json:"plan_id"`
+	AppGUID              string         `json:"app_guid,omitempty"`
+	BindResource         map[string]any `json:"bind_resource,omitempty"`
+	Parameters           map[string]any `json:"parameters,omitempty"`
+	Context              map[string]any `json:"context,omitempty"`
+	PredecessorBindingID string         `json:"predecessor_binding_id,omitempty"`
+}
+
+// Binding is what a broker returns for a binding.
+type Binding struct {
+	Credentials     map[string]any `json:"credentials,omitempty"`
+	Endpoints       []Endpoint     `json:"endpoints,omitempty"`
+	SyslogDrainURL  string         `json:"syslog_drain_url,omitempty"`
+	RouteServiceURL string         `json:"route_service_url,omitempty"`
+	Parameters      map[string]any `json:"parameters,omitempty"`
+	Metadata        *struct {
+		ExpiresAt   string `json:"expires_at,omitempty"`
+		RenewBefore string `json:"renew_before,omitempty"`
+	} `json:"metadata,omitempty"`
+}
+
+// BindResponse is the answer to a bind: the binding when synchronous.
+type BindResponse struct {
+	OperationResponse
+	Binding
+}
+
+func bindingPath(instanceID, bindingID string) string {
+	return "/v2/service_instances/" + url.PathEscape(instanceID) + "/service_bindings/" + url.PathEscape(bindingID)
+}
+
+// Bind creates a binding (or rotates one, with PredecessorBindingID).
+func (c *Client) Bind(ctx context.Context, r *BindRequest) (*BindResponse, error) {
+	out := &BindResponse{}
+	res, err := c.do(ctx, http.MethodPut, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, nil, r, r.Identity)
+	if err != nil {
+		return nil, err
+	}
+	out.Status = res.status
+	switch res.status {
+	case http.StatusOK, http.StatusCreated:
+		if err := decodeStrictObject(res.body, &out.Binding); err != nil {
+			return nil, &MalformedError{Status: res.status, Err: err}
+		}
+	case http.StatusAccepted:
+		var body struct {
+			Operation string `json:"operation"`
+		}
+		if err := decodeStrictObject(res.body, &body); err != nil {
+			return nil, &MalformedError{Status: res.status, Err: err}
+		}
+		out.Async, out.Operation = true, body.Operation
+	default:
+		return nil, decodeError(res.status, res.body)
+	}
+	return out, nil
+}
+
+// GetBinding fetches a binding (after an asynchronous bind).
+func (c *Client) GetBinding(ctx context.Context, instanceID, bindingID string) (*Binding, error) {
+	res, err := c.do(ctx, http.MethodGet, bindingPath(instanceID, bindingID), false, nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.status != http.StatusOK {
+		return nil, decodeError(res.status, res.body)
+	}
+	var b Binding
+	if err := decodeStrictObject(res.body, &b); err != nil {
+		return nil, &MalformedError{Status: res.status, Err: err}
+	}
+	return &b, nil
+}
+
+// UnbindRequest is DELETE .../service_bindings/:binding_id.
+type UnbindRequest struct {
+	InstanceID, BindingID string
+	ServiceID, PlanID     string
+	AcceptsIncomplete     bool
+	Identity              *Identity
+}
+
+// Unbind deletes a binding.
+func (c *Client) Unbind(ctx context.Context, r *UnbindRequest) (*OperationResponse, error) {
+	q := url.Values{"service_id": {r.ServiceID}, "plan_id": {r.PlanID}}
+	return c.operation(ctx, http.MethodDelete, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, q, nil, r.Identity)
+}
+
+// LastOperationRequest polls an asynchronous operation of an instance
+// (BindingID empty) or a binding.
+type LastOperationRequest struct {
+	InstanceID, BindingID string
+	ServiceID, PlanID     string
+	// Operation is sent back exactly as the broker gave it, percent-encoded.
+	Operation string
+}
+
+// LastOperationResponse is the state of an asynchronous operation.
+type LastOperationResponse struct {
+	State       LastOperationState
+	Description string
+	// RetryAfter is the broker's Retry-After, when it sent one.
+	RetryAfter       time.Duration
+	InstanceUsable   *bool
+	UpdateRepeatable *bool
+	// Gone is a 410: for a deprovision or unbind, success.
+	Gone bool
+}
+
+// LastOperation polls an operation.
+func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*LastOperationResponse, error) {
+	path := "/v2/service_instances/" + url.PathEscape(r.InstanceID) + "/last_operation"
+	if r.BindingID != "" {
+		path = bindingPath(r.InstanceID, r.BindingID) + "/last_operation"
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"service_id": r.ServiceID, "plan_id": r.PlanID, "operation": r.Operation} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	res, err := c.do(ctx, http.MethodGet, path, false, q, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &LastOperationResponse{RetryAfter: retryAfter(res.header.Get("Retry-After"))}
+	switch res.status {
+	case http.StatusOK:
+		var body struct {
+			State            LastOperationState `json:"state"`
+			Description      string             `json:"description"`
+			InstanceUsable   *bool              `json:"instance_usable"`
+			UpdateRepeatable *bool              `json:"update_repeatable"`
+		}
+		if err := decodeStrictObject(res.body, &body); err != nil {
+			return nil, &MalformedError{Status: res.status, Err: err}
+		}
+		switch body.State {
+		case StateInProgress, StateSucceeded, StateFailed:
+		default:
+			return nil, &MalformedError{Status: res.status, Err: fmt.Errorf("unknown state %q", body.State)}
+		}
+		out.State, out.Description = body.State, body.Description
+		out.InstanceUsable, out.UpdateRepeatable = body.InstanceUsable, body.UpdateRepeatable
+	case http.StatusGone:
+		out.Gone = true
+	default:
+		return nil, decodeError(res.status, res.body)
+	}
+	return out, nil
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h string) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// operation sends a request answered by OperationResponse.
+func (c *Client) operation(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*OperationResponse, error) {
+	res, err := c.do(ctx, method, path, async, q, body, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &OperationResponse{Status: res.status}
+	var doc struct {
+		Operation    string `json:"operation"`
+		DashboardURL string `json:"dashboard_url"`
+	}
+	switch res.status {
+	case http.StatusOK, http.StatusCreated, http.StatusAccepted:
+		if err := decodeStrictObject(res.body, &doc); err != nil {
+			return nil, &MalformedError{Status: res.status, Err: err}
+		}
+		out.Async, out.Operation, out.DashboardURL = res.status == http.StatusAccepted, doc.Operation, doc.DashboardURL
+	case http.StatusGone:
+		if method != http.MethodDelete {
+			return nil, decodeError(res.status, res.body)
+		}
+		out.Gone = true
+	default:
+		return nil, decodeError(res.status, res.body)
+	}
+	return out, nil
+}
+
+type rawResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// maxBody bounds a response other than the catalogue.
+const maxBody = 4 << 20
+
+func (c *Client) do(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*rawResponse, error) {
+	if async {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("accepts_incomplete", "true")
+	}
+	target := c.base + path
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	var rdr io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rdr = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rdr)
+	if err != nil {
+		return nil, err
+	}
+	c.authorize(req)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if id != nil {
+		raw, err := json.Marshal(id.Value)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("X-Broker-API-Originating-Identity", id.Platform+" "+base64.StdEncoding.EncodeToString(raw))
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	return &rawResponse{status: res.StatusCode, header: res.Header, body: raw}, nil
+}
+
+// decodeStrictObject requires the body to be a JSON object (extra fields
+// are fine: OSB allows vendor extensions).
+func decodeStrictObject(body []byte, v any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	return json.Unmarshal(body, v)
+}
