@@ -18,6 +18,19 @@ type ClassFilter struct {
 
 // ListClasses lists service classes in their brokers' catalogue order.
 func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*ServiceClass], error) {
+	return list[ServiceClass](ctx, s.pool, classFilter(sel), "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position} }, opts)
+}
+
+// ListClassesRaw is ListClasses with spec and status left as stored.
+func (s *Store) ListClassesRaw(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*RawObject], error) {
+	return listRaw(ctx, s.pool, KindServiceClass, classFilter(sel), "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
+}
+
+func classFilter(sel ClassFilter) *filter {
 	f := &filter{}
 	if sel.Broker != "" {
 		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
@@ -31,9 +44,7 @@ func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptio
 	if !sel.IncludeRemoved {
 		f.add("NOT removed")
 	}
-	return list[ServiceClass](ctx, s.pool, f, "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position} }, opts)
+	return f
 }
 
 // PlanFilter selects service plans.
@@ -50,6 +61,20 @@ type PlanFilter struct {
 
 // ListPlans lists service plans in their brokers' catalogue order.
 func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*ServicePlan], error) {
+	return list[ServicePlan](ctx, s.pool, planFilter(sel), "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position} }, opts)
+}
+
+// ListPlansRaw is ListPlans with spec and status left as stored: the
+// marketplace's large lists are written without decoding them.
+func (s *Store) ListPlansRaw(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*RawObject], error) {
+	return listRaw(ctx, s.pool, KindServicePlan, planFilter(sel), "broker_id, position",
+		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
+}
+
+func planFilter(sel PlanFilter) *filter {
 	f := &filter{}
 	if sel.Broker != "" {
 		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
@@ -66,9 +91,7 @@ func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions)
 	if !sel.IncludeRemoved {
 		f.add("NOT removed")
 	}
-	return list[ServicePlan](ctx, s.pool, f, "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position} }, opts)
+	return f
 }
 
 // GetClass reads a service class by id or object name.

@@ -206,3 +206,89 @@ func getByIDOrName[T any, P interface {
 	}
 	return getBy[T, P](ctx, q, `name = $1`, idOrName)
 }
+
+// RawObject is an object read for listing: its metadata decoded, its spec
+// and status left as the database holds them (valid JSON, written by this
+// package), so a large list is not decoded and encoded again.
+type RawObject struct {
+	Meta
+	Spec   json.RawMessage
+	Status json.RawMessage
+}
+
+// AppendJSON appends the object as JSON: the same document its typed form
+// gives, without re-encoding spec and status.
+func (o *RawObject) AppendJSON(buf []byte) ([]byte, error) {
+	meta, err := json.Marshal(&o.Meta)
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, meta[:len(meta)-1]...)
+	buf = append(buf, `,"spec":`...)
+	buf = append(buf, o.Spec...)
+	buf = append(buf, `,"status":`...)
+	buf = append(buf, o.Status...)
+	return append(buf, '}'), nil
+}
+
+// listRaw is list for RawObjects of a kind.
+func listRaw(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), next func(*RawObject, int, string) cursor, opts ListOptions) (List[*RawObject], error) {
+	var out List[*RawObject]
+	if opts.Continue != "" {
+		c, err := decodeCursor(opts.Continue)
+		if err != nil {
+			return out, err
+		}
+		after(f, c)
+	}
+	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
+	if opts.Limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
+	}
+	rows, err := q.Query(ctx, sql, f.args...)
+	if err != nil {
+		return out, mapErr(err)
+	}
+	defer rows.Close()
+	var lastPos int
+	var lastBroker string
+	for rows.Next() {
+		o := &RawObject{}
+		m := &o.Meta
+		// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
+		// where a json.RawMessage would be decoded (and so validated) again.
+		var metaRaw, spec, status []byte
+		var deleted *time.Time
+		dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
+			&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
+		if kind == KindServiceClass || kind == KindServicePlan {
+			dest = append(dest, &lastBroker, &lastPos)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return out, mapErr(err)
+		}
+		m.DeletionTimestamp = deleted
+		o.Spec, o.Status = spec, status
+		var md metaDoc
+		if err := json.Unmarshal(metaRaw, &md); err != nil {
+			return out, err
+		}
+		m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
+		out.Items = append(out.Items, o)
+		if opts.Limit > 0 && len(out.Items) == opts.Limit {
+			out.Continue = encodeCursor(next(o, lastPos, lastBroker))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, mapErr(err)
+	}
+	if opts.Limit > 0 && len(out.Items) > opts.Limit {
+		out.Items = out.Items[:opts.Limit]
+	} else {
+		out.Continue = ""
+	}
+	if out.Items == nil {
+		out.Items = []*RawObject{}
+	}
+	return out, nil
+}

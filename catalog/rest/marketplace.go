@@ -18,14 +18,14 @@ func (s *Server) listClasses(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.store.ListClasses(ctx(c), catalog.ClassFilter{
+	l, err := s.store.ListClassesRaw(ctx(c), catalog.ClassFilter{
 		Broker: c.QueryParam("broker"), Name: c.QueryParam("name"), Tag: c.QueryParam("tag"),
 		IncludeRemoved: removed != nil && *removed,
 	}, opts)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, l)
+	return writeRawList(c, l)
 }
 
 func (s *Server) getClass(c echo.Context) error {
@@ -49,14 +49,14 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.store.ListPlans(ctx(c), catalog.PlanFilter{
+	l, err := s.store.ListPlansRaw(ctx(c), catalog.PlanFilter{
 		Broker: c.QueryParam("broker"), Class: c.QueryParam("class"), Name: c.QueryParam("name"),
 		Free: free, IncludeRemoved: removed != nil && *removed,
 	}, opts)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, l)
+	return writeRawList(c, l)
 }
 
 func (s *Server) getPlan(c echo.Context) error {
@@ -84,4 +84,28 @@ func (s *Server) planSchemas(c echo.Context) error {
 		out["bindingCreate"] = p.Spec.ServiceBindingCreateParameterSchema
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// writeRawList writes a list whose items' spec and status are already
+// JSON, without encoding them again.
+func writeRawList(c echo.Context, l catalog.List[*catalog.RawObject]) error {
+	buf := make([]byte, 0, 64+len(l.Items)*1024)
+	buf = append(buf, `{"items":[`...)
+	for i, o := range l.Items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = o.AppendJSON(buf); err != nil {
+			return err
+		}
+	}
+	buf = append(buf, ']')
+	if l.Continue != "" {
+		cont, _ := json.Marshal(l.Continue)
+		buf = append(buf, `,"continue":`...)
+		buf = append(buf, cont...)
+	}
+	buf = append(buf, '}')
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, buf)
 }
