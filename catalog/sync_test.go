@@ -1,0 +1,231 @@
+package catalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func newStore(t *testing.T) *catalog.Store {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.Parse(keyring.Generate())
+	return catalog.NewStore(pool, keys, nil)
+}
+
+func register(t *testing.T, s *catalog.Store, name, url string, relist string) *catalog.Broker {
+	t.Helper()
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: url, RelistDuration: relist}}
+	b.Name = name
+	b, err := s.CreateBroker(context.Background(), b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func ready(b *catalog.Broker) catalog.Condition {
+	c, _ := catalog.FindCondition(b.Status.Conditions, catalog.ConditionReady)
+	return c
+}
+
+// TestRelistRemovesAndRestores changes a broker's catalogue between
+// relists: a plan that disappears is marked removed (its instances keep
+// working, new ones are refused) and comes back when the broker offers it
+// again; the order follows the broker's.
+func TestRelistRemovesAndRestores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanFixed}}
+	in.Name = "kept"
+	if _, err := s.CreateInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	full := fake.Catalog()
+	trimmed := []osbtest.Service{full[0]} // a copy of the service, to change its plans
+	trimmed[0].Plans = []osbtest.Plan{full[0].Plans[1], full[0].Plans[0]} // drop two plans, swap the others
+	fake.SetCatalog(trimmed)
+	got, err := s.Relist(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ServicePlanCount != 2 {
+		t.Errorf("plans after the broker dropped two: %d", got.Status.ServicePlanCount)
+	}
+	plans, err := s.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans.Items) != 2 || plans.Items[0].Spec.ExternalName != full[0].Plans[1].Name {
+		t.Errorf("listed plans do not follow the broker's new order: %v", names(plans.Items))
+	}
+	all, _ := s.ListPlans(ctx, catalog.PlanFilter{IncludeRemoved: true}, catalog.ListOptions{})
+	removed := 0
+	for _, p := range all.Items {
+		if p.Status.RemovedFromBrokerCatalog {
+			removed++
+		}
+	}
+	if removed != 2 {
+		t.Errorf("%d plans marked removed, want 2", removed)
+	}
+	if _, err := s.GetInstanceByName(ctx, catalog.DefaultNamespace, "kept"); err != nil {
+		t.Errorf("the instance of a removed plan is gone: %v", err)
+	}
+	refused := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanFixed}}
+	refused.Name = "new"
+	_, err = s.CreateInstance(ctx, refused)
+	if v, ok := catalog.AsValidation(err); !ok || !strings.Contains(v.Error(), "removed") {
+		t.Errorf("a new instance of a removed plan: %v", err)
+	}
+	fake.SetCatalog(full)
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateInstance(ctx, refused); err != nil {
+		t.Errorf("the restored plan refuses instances: %v", err)
+	}
+}
+
+func names(plans []*catalog.ServicePlan) []string {
+	var out []string
+	for _, p := range plans {
+		out = append(out, p.Spec.ExternalName)
+	}
+	return out
+}
+
+// TestRelistFailures: a broker that is down, answers 500, or answers
+// garbage keeps what is stored; its status says why and when the next try
+// is, with growing backoff; the relister retries it and it recovers.
+func TestRelistFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "flaky", fake.URL(), "1s")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func()
+		says    string
+	}{
+		{"down", fake.Down, "connect"},
+		{"500", func() { fake.Up(); fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 500, Description: "on fire", Times: 1}) }, "on fire"},
+		{"garbage", func() { fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 200, Body: "{not json", Times: 1}) }, "not valid JSON"},
+		{"invalid", func() {
+			fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 200, Body: `{"services":[{"id":"x","name":"","description":"d","bindable":true,"plans":[]}]}`, Times: 1})
+		}, "services[0].name: required"},
+	} {
+		tc.prepare()
+		got, err := s.Relist(ctx, b.ID)
+		if err == nil {
+			t.Fatalf("%s: relist succeeded", tc.name)
+		}
+		if c := ready(got); c.Status != catalog.ConditionFalse || c.Reason != catalog.ReasonErrorFetchingCatalog || !strings.Contains(c.Message, tc.says) {
+			t.Errorf("%s: condition %+v", tc.name, c)
+		}
+		if got.Status.ServicePlanCount != 4 {
+			t.Errorf("%s: stored plans lost: %d", tc.name, got.Status.ServicePlanCount)
+		}
+		if got.Status.NextRelistTime == nil || !got.Status.NextRelistTime.After(time.Now()) {
+			t.Errorf("%s: no retry scheduled", tc.name)
+		}
+	}
+	plans, _ := s.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if len(plans.Items) != 4 {
+		t.Errorf("plans after failures: %d", len(plans.Items))
+	}
+	// The relister, running as it does in the server, recovers the broker.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.RunRelister(rctx, 100*time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := s.GetBroker(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready(got).Status == catalog.ConditionTrue {
+			events, _ := s.Events(ctx, b.ID, 0)
+			warnings := 0
+			for _, e := range events {
+				if e.Type == "Warning" {
+					warnings++
+				}
+			}
+			if warnings != 4 {
+				t.Errorf("%d warning events, want one per failure", warnings)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the relister never recovered the broker")
+}
+
+// TestScheduledRelistClaims runs two relisters (two replicas) against one
+// due broker: it is fetched once per due time, not twice.
+func TestScheduledRelistClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	register(t, s, "shared", fake.URL(), "1h")
+	rctx, cancel := context.WithCancel(ctx)
+	for range 2 {
+		go s.RunRelister(rctx, 20*time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	if n := fake.Count(osbtest.VerbCatalog); n != 1 {
+		t.Errorf("the due broker was fetched %d times by two relisters", n)
+	}
+}
+
+func TestBrokerCredentialsSealed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	b := register(t, s, "sealed", "http://127.0.0.1:1", "")
+	auth, err := s.BrokerAuth(ctx, b.ID)
+	if err != nil || auth.Basic.Password != "p" {
+		t.Fatalf("credentials: %+v %v", auth, err)
+	}
+	raw, _ := json.Marshal(b)
+	if strings.Contains(string(raw), `"p"`) {
+		t.Errorf("the broker object carries its password: %s", raw)
+	}
+	if _, err := s.GetBroker(ctx, "nope"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("unknown broker: %v", err)
+	}
+}
