@@ -135,16 +135,22 @@ func (b *Broker) bind(c echo.Context) error {
 	case async:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
 	}
-	if _, err := b.runSync(ctx, op); err != nil {
-		return err
-	}
-	bnd, err := getBinding(ctx, b.pool, bindingID)
+	out, err := b.runSync(ctx, op)
 	if err != nil {
 		return err
 	}
-	body, err := b.bindingBody(bnd, false)
-	if err != nil {
-		return err
+	body := map[string]any{"credentials": out.credentials}
+	if out.credentials == nil {
+		// Another process finished the bind: the record has the credentials.
+		bnd, err := getBinding(ctx, b.pool, bindingID)
+		if err != nil {
+			return err
+		}
+		if body, err = b.bindingBody(bnd, false); err != nil {
+			return err
+		}
+	} else if len(out.endpoints) > 0 {
+		body["endpoints"] = out.endpoints
 	}
 	return c.JSON(http.StatusCreated, body)
 }

@@ -29,7 +29,15 @@ type operationWorker struct {
 // timed out) makes River retry it with backoff; a driver failure is not an
 // error here, it is the operation's result.
 func (w *operationWorker) Work(ctx context.Context, job *river.Job[operationArgs]) error {
-	return w.b.execute(ctx, job.Args.OperationID, true)
+	op, err := getOperation(ctx, w.b.pool, job.Args.OperationID)
+	if errors.Is(err, errNoRow) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.b.execute(ctx, op, true)
+	return err
 }
 
 // enqueue records op and its River job in tx, so that the operation cannot
@@ -37,9 +45,6 @@ func (w *operationWorker) Work(ctx context.Context, job *river.Job[operationArgs
 // synchronous one runs in the request, and its job, due only after the
 // operation timeout, finishes it if the process died first.
 func (b *Broker) enqueue(ctx context.Context, tx pgx.Tx, op *operation) error {
-	if err := insertOperation(ctx, tx, op); err != nil {
-		return err
-	}
 	opts := &river.InsertOpts{MaxAttempts: 25}
 	if !op.Async {
 		opts.ScheduledAt = time.Now().Add(b.rescueAfter())
@@ -49,25 +54,30 @@ func (b *Broker) enqueue(ctx context.Context, tx pgx.Tx, op *operation) error {
 		return fmt.Errorf("queue operation %s: %w", op.ID, err)
 	}
 	op.RiverJobID = res.Job.ID
-	return setOperationJob(ctx, tx, op.ID, res.Job.ID)
+	return insertOperation(ctx, tx, op)
 }
 
 // runSync runs a synchronous operation in the request. The work goes on
 // even if the client hangs up, bounded by the operation timeout. A failed
 // operation becomes the OSB error of the response.
-func (b *Broker) runSync(ctx context.Context, op *operation) (*operation, error) {
+func (b *Broker) runSync(ctx context.Context, op *operation) (*outcome, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.opTimeout)
 	defer cancel()
-	if err := b.execute(ctx, op.ID, false); err != nil {
-		return nil, err
-	}
-	done, err := getOperation(ctx, b.pool, op.ID)
+	out, err := b.execute(ctx, op, false)
 	if err != nil {
 		return nil, err
 	}
+	done := op
+	if out == nil {
+		// Another process finished it first: its record says how.
+		if done, err = getOperation(ctx, b.pool, op.ID); err != nil {
+			return nil, err
+		}
+		out = &outcome{}
+	}
 	switch done.State {
 	case stateSucceeded:
-		return done, nil
+		return out, nil
 	case stateFailed:
 		e := errOperationFailed(done.Description)
 		if done.Kind == kindUpdate || done.Kind == kindDeprovision {
@@ -85,29 +95,32 @@ func (b *Broker) runSync(ctx context.Context, op *operation) (*operation, error)
 // errFinished says another process finished the operation first.
 var errFinished = errors.New("operation already finished")
 
+// outcome is what a finished operation produced for the response.
+type outcome struct {
+	dashboardURL string
+	credentials  json.RawMessage
+	endpoints    []Endpoint
+}
+
 // execute does an operation's work through its driver and records the
-// result, with the records it changes, in one transaction. Returning an
-// error leaves the operation in progress, to be tried again.
-func (b *Broker) execute(ctx context.Context, opID string, fromJob bool) error {
-	op, err := getOperation(ctx, b.pool, opID)
-	if errors.Is(err, errNoRow) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// result, with the records it changes, in one transaction; op's state and
+// description are set to the result. Returning an error leaves the
+// operation in progress, to be tried again; a nil outcome without error
+// means another process had finished it.
+func (b *Broker) execute(ctx context.Context, op *operation, fromJob bool) (*outcome, error) {
 	if op.State != stateInProgress {
-		return nil
+		return nil, nil
 	}
 	log := b.log.With("operation", op.ID, "kind", op.Kind, "instance", op.InstanceID)
 	if op.BindingID != "" {
 		log = log.With("binding", op.BindingID)
 	}
 	start := time.Now()
-	finish, err := b.work(ctx, op)
+	out := &outcome{}
+	finish, err := b.work(ctx, op, out)
 	if err != nil {
 		log.WarnContext(ctx, "operation interrupted; it will be retried", "error", err)
-		return err
+		return nil, err
 	}
 	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
 		ok, err := finishOperation(ctx, tx, op)
@@ -128,10 +141,10 @@ func (b *Broker) execute(ctx context.Context, opID string, fromJob bool) error {
 		return nil
 	})
 	if errors.Is(err, errFinished) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("record result of operation %s: %w", op.ID, err)
+		return nil, fmt.Errorf("record result of operation %s: %w", op.ID, err)
 	}
 	b.metrics.operations.WithLabelValues(op.Kind, op.State).Observe(time.Since(start).Seconds())
 	if op.State == stateFailed {
@@ -139,7 +152,7 @@ func (b *Broker) execute(ctx context.Context, opID string, fromJob bool) error {
 	} else {
 		log.InfoContext(ctx, "operation succeeded", "duration", time.Since(start))
 	}
-	return nil
+	return out, nil
 }
 
 // finisher records an operation's effect on its instance or binding.
@@ -147,7 +160,7 @@ type finisher func(ctx context.Context, tx pgx.Tx) error
 
 // work calls the driver for op and sets op's result fields. It returns an
 // error only when the attempt must be retried.
-func (b *Broker) work(ctx context.Context, op *operation) (finisher, error) {
+func (b *Broker) work(ctx context.Context, op *operation, out *outcome) (finisher, error) {
 	in, err := getInstance(ctx, b.pool, op.InstanceID)
 	if errors.Is(err, errNoRow) {
 		return b.fail(op, "The service instance no longer exists."), nil
@@ -190,7 +203,7 @@ func (b *Broker) work(ctx context.Context, op *operation) (finisher, error) {
 			op.State, op.Description = stateFailed, "Provisioning failed: "+err.Error()
 			return func(ctx context.Context, tx pgx.Tx) error { return deleteInstance(ctx, tx, in.ID) }, nil
 		}
-		op.State = stateSucceeded
+		op.State, out.dashboardURL = stateSucceeded, res.DashboardURL
 		return func(ctx context.Context, tx pgx.Tx) error {
 			return setInstanceProvisioned(ctx, tx, in.ID, instReady, res.DashboardURL)
 		}, nil
@@ -267,7 +280,7 @@ func (b *Broker) work(ctx context.Context, op *operation) (finisher, error) {
 			return nil, fmt.Errorf("encode credentials: %w", err)
 		}
 		sealed := b.keys.Seal(creds, []byte(bnd.ID))
-		op.State = stateSucceeded
+		op.State, out.credentials, out.endpoints = stateSucceeded, creds, res.Endpoints
 		return func(ctx context.Context, tx pgx.Tx) error {
 			return setBindingBound(ctx, tx, bnd.ID, sealed, res.Endpoints)
 		}, nil

@@ -70,14 +70,11 @@ func (b *Broker) provision(c echo.Context) error {
 	if async {
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
 	}
-	if _, err := b.runSync(ctx, op); err != nil {
-		return err
-	}
-	in, err = getInstance(ctx, b.pool, id)
+	out, err := b.runSync(ctx, op)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, dashboard(in.DashboardURL))
+	return c.JSON(http.StatusCreated, dashboard(out.dashboardURL))
 }
 
 // provisionAgain answers a PUT for an instance that exists: 200 when it is

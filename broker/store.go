@@ -381,15 +381,10 @@ func insertOperation(ctx context.Context, q querier, op *operation) error {
 	}
 	identity, _ := jsonb(op.Identity)
 	_, err = q.Exec(ctx, `INSERT INTO broker.operations
-		(id, instance_id, binding_id, kind, state, async, request, originating_platform, originating_identity, request_identity)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		(id, instance_id, binding_id, kind, state, async, request, originating_platform, originating_identity, request_identity, river_job_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		op.ID, op.InstanceID, nullIfEmpty(op.BindingID), op.Kind, op.State, op.Async, req,
-		nullIfEmpty(op.Platform), identity, nullIfEmpty(op.RequestIdentity))
-	return mapErr(err)
-}
-
-func setOperationJob(ctx context.Context, q querier, id string, jobID int64) error {
-	_, err := q.Exec(ctx, `UPDATE broker.operations SET river_job_id = $2 WHERE id = $1`, id, jobID)
+		nullIfEmpty(op.Platform), identity, nullIfEmpty(op.RequestIdentity), op.RiverJobID)
 	return mapErr(err)
 }
 
