@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The engine's side of the store: status writes, finalisation, the change
@@ -210,11 +213,32 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]Change, 
 	return out, mapErr(err)
 }
 
-// Claim takes a cluster-wide lock on key for this process, so that one
-// engine replica at a time works on an object. ok is false when another
-// holds it; release gives it back.
-func (s *Store) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
-	conn, err := s.pool.Acquire(ctx)
+// Claimer takes cluster-wide locks on objects, so that one engine replica
+// at a time works on an object. A claim holds a connection for as long as
+// it lasts, so claims have their own small pool: they can never take the
+// connections the work itself needs.
+type Claimer struct {
+	pool *pgxpool.Pool
+}
+
+// NewClaimer opens a pool of at most n connections for claims.
+func (s *Store) NewClaimer(ctx context.Context, n int) (*Claimer, error) {
+	cfg := s.pool.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = int32(n), 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Claimer{pool: pool}, nil
+}
+
+// Close closes the claims' pool; claims still held are released.
+func (c *Claimer) Close() { c.pool.Close() }
+
+// Claim takes the lock on key. ok is false when another process holds it;
+// release gives it back.
+func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
+	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -234,4 +258,44 @@ func (s *Store) Claim(ctx context.Context, key string) (release func(), ok bool,
 		}
 		conn.Release()
 	}, true, nil
+}
+
+// Listen waits for notifications of committed revisions on a connection of
+// the claims' pool (one that the work never competes for). fn is called
+// after each wake-up (a notification, or every idle period); Listen returns
+// when ctx ends or the connection fails.
+func (c *Claimer) Listen(ctx context.Context, idle time.Duration, fn func(notified bool) error) error {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
+	if err := fn(true); err != nil {
+		return err
+	}
+	next := time.Now().Add(idle)
+	for {
+		wctx, cancel := context.WithDeadline(ctx, next)
+		_, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			if err := fn(true); err != nil {
+				return err
+			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+			next = time.Now().Add(idle)
+			if err := fn(false); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
@@ -60,6 +59,7 @@ type Controller struct {
 	timeout   time.Duration
 	queue     workqueue.TypedRateLimitingInterface[string]
 	metrics   *metrics
+	claims    *catalog.Claimer
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -128,6 +128,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
 	}
+	// One connection per worker for claims, one to listen to the feed.
+	if c.claims, err = c.store.NewClaimer(ctx, c.workers+1); err != nil {
+		return fmt.Errorf("open the claims' pool: %w", err)
+	}
+	defer c.claims.Close()
 	if err := c.enqueueUnsettled(ctx); err != nil {
 		return err
 	}
@@ -187,41 +192,14 @@ func (c *Controller) watch(ctx context.Context, rev int64) error {
 }
 
 func (c *Controller) listen(ctx context.Context, rev *int64) error {
-	conn, err := c.store.Pool().Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+catalog.NotifyChannel); err != nil {
-		return err
-	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
-	// Changes committed while no one was listening are read now.
-	if err := c.catchUp(ctx, rev); err != nil {
-		return err
-	}
-	nextResync := time.Now().Add(c.resync)
-	for {
-		wctx, cancel := context.WithDeadline(ctx, nextResync)
-		_, err := conn.Conn().WaitForNotification(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			// Several notifications are read as one batch of changes.
-			if err := c.catchUp(ctx, rev); err != nil {
-				return err
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-			nextResync = time.Now().Add(c.resync)
-			if err := c.enqueueUnsettled(ctx); err != nil {
-				return err
-			}
-		default:
-			return err
+	return c.claims.Listen(ctx, c.resync, func(notified bool) error {
+		if !notified {
+			return c.enqueueUnsettled(ctx)
 		}
-	}
+		// Several notifications are read as one batch of changes; changes
+		// committed while no one listened are read on the first call.
+		return c.catchUp(ctx, rev)
+	})
 }
 
 func (c *Controller) catchUp(ctx context.Context, rev *int64) error {
@@ -274,7 +252,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	release, ok, err := c.store.Claim(ctx, key)
+	release, ok, err := c.claims.Claim(ctx, key)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
 		c.queue.AddAfter(key, time.Second)

@@ -70,7 +70,12 @@ func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 		f(&o)
 	}
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -36,6 +37,12 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 	cfg, err := pgxpool.ParseConfig(o.url)
 	if err != nil {
 		return nil, fmt.Errorf("--database-url: %w", err)
+	}
+	if !strings.Contains(o.url, "pool_max_conns") {
+		// pgx's default is the number of CPUs (4 at least): too few for a
+		// server whose components share one pool. pool_max_conns in the URL
+		// still wins.
+		cfg.MaxConns = 25
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

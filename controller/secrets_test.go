@@ -1,0 +1,158 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+)
+
+// TestSecretsInCluster registers Bindery's own broker, provisions and binds
+// into a namespace of a real kube-apiserver, reads the Secret with
+// client-go and connects to the database with what it holds; then checks
+// transforms, a Secret Bindery does not own, repair, and deletion.
+func TestSecretsInCluster(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	kube := cluster.Client(t)
+	e := setup(t, func(o *engineOptions) { o.kube = kube })
+	e.registerBindery()
+	ctx := context.Background()
+	ns := "test"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := e.createInstance("db", "postgresql", "small", nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+
+	b := e.createBinding("app", "db")
+	b = e.waitBinding(b.ID, "Ready", bindingReady)
+	s, err := kube.CoreV1().Secrets(ns).Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the binding's Secret: %v", err)
+	}
+	if s.Type != "servicebinding.io/postgresql" || string(s.Data["type"]) != "postgresql" || string(s.Data["provider"]) != "bindery" {
+		t.Errorf("Secret type %q, data type %q, provider %q", s.Type, s.Data["type"], s.Data["provider"])
+	}
+	if len(s.OwnerReferences) != 1 || string(s.OwnerReferences[0].UID) != b.ID || s.Labels[controller.LabelBindingID] != b.ID {
+		t.Errorf("Secret owner %+v, labels %v", s.OwnerReferences, s.Labels)
+	}
+	conn, err := pgx.Connect(ctx, string(s.Data["uri"]))
+	if err != nil {
+		t.Fatalf("connect with the Secret's uri: %v", err)
+	}
+	conn.Close(ctx)
+
+	// Repair: a changed Secret is put back, a deleted one recreated.
+	changed := s.DeepCopy()
+	changed.Data["uri"] = []byte("postgres://tampered")
+	if _, err := kube.CoreV1().Secrets(ns).Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSecret(t, kube, ns, "app", func(s *corev1.Secret) bool { return string(s.Data["uri"]) != "postgres://tampered" })
+	if err := kube.CoreV1().Secrets(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSecret(t, kube, ns, "app", func(*corev1.Secret) bool { return true })
+
+	// Transforms, as Service Catalog v1beta1 defined them.
+	tb := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "db"}, SecretName: "app-env",
+		SecretTransforms: []catalog.SecretTransform{
+			{RenameKey: &catalog.RenameKeyTransform{From: "uri", To: "DATABASE_URL"}},
+			{AddKey: &catalog.AddKeyTransform{Key: "DB_NAME", JSONPathExpression: "{.database}"}},
+			{AddKey: &catalog.AddKeyTransform{Key: "MODE", StringValue: "production"}},
+			{RemoveKey: &catalog.RemoveKeyTransform{Key: "jdbcUrl"}},
+		}}}
+	tb.Name, tb.Namespace = "env", ns
+	tb, err = e.store.CreateBinding(ctx, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitBinding(tb.ID, "Ready", bindingReady)
+	env, err := kube.CoreV1().Secrets(ns).Get(ctx, "app-env", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := env.Data["uri"]; has || len(env.Data["DATABASE_URL"]) == 0 || string(env.Data["MODE"]) != "production" ||
+		len(env.Data["DB_NAME"]) == 0 || env.Data["jdbcUrl"] != nil {
+		t.Errorf("transformed keys: %v", keys(env.Data))
+	}
+
+	// A Secret Bindery does not own is left alone, and the status says so.
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns}, StringData: map[string]string{"mine": "yes"}}
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fb := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "db"}, SecretName: "taken"}}
+	fb.Name, fb.Namespace = "foreign", ns
+	fb, err = e.store.CreateBinding(ctx, fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitBinding(fb.ID, "refused", func(b *catalog.Binding) bool {
+		return condition(b.Status.Conditions, catalog.ConditionReady).Reason == "ErrorSecretNotOwned"
+	})
+	if got, _ := kube.CoreV1().Secrets(ns).Get(ctx, "taken", metav1.GetOptions{}); string(got.Data["mine"]) != "yes" || len(got.Data) != 1 {
+		t.Errorf("the foreign Secret was changed: %v", keys(got.Data))
+	}
+
+	// Unbinding deletes the Secret itself (no garbage collector runs here).
+	for _, id := range []string{b.ID, tb.ID, fb.ID} {
+		if _, err := e.store.DeleteBinding(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"app", "app-env"} {
+		waitNoSecret(t, kube, ns, name)
+	}
+	if _, err := kube.CoreV1().Secrets(ns).Get(ctx, "taken", metav1.GetOptions{}); err != nil {
+		t.Errorf("the foreign Secret was deleted with the binding that could not use it: %v", err)
+	}
+	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func waitSecret(t *testing.T, kube kubernetes.Interface, ns, name string, cond func(*corev1.Secret) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		s, err := kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && cond(s) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("Secret %s/%s never became as expected", ns, name)
+}
+
+func waitNoSecret(t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		_, err := kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("Secret %s/%s was not deleted", ns, name)
+}
