@@ -3,9 +3,9 @@
 
 GO        ?= go
 BIN       := $(CURDIR)/bin
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build run test lint bench deps clean
+.PHONY: all build run test lint bench deps clean kube bin/kube-apiserver
 
 all: build
 
@@ -17,8 +17,8 @@ build:
 run: deps build
 	$(BIN)/bindery up
 
-## test: vet, then every test against real PostgreSQL (started by the tests)
-test: deps
+## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
+test: deps kube
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -32,9 +32,18 @@ $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## bench: the performance figures (see README: Benchmarks)
-bench: deps build
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./broker/
+bench: deps kube build
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./catalog/rest/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/
+	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
+	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
 	cd bench && $(GO) run ./cmd/osbbench
+
+## kube: etcd, kube-apiserver and kubectl v1.36.3 in ./bin for the Kubernetes tests
+## (built once from the Go module proxy; rebuilt only when tools/kube/go.mod or go.sum change)
+kube bin/kube-apiserver:
+	tools/kube/build.sh
 
 ## deps: PostgreSQL server binaries, needed by `run` (without DATABASE_URL) and the tests
 deps:

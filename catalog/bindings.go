@@ -127,7 +127,7 @@ func (s *Store) DeleteBinding(ctx context.Context, id string) (*Binding, error) 
 	}
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}

@@ -215,7 +215,7 @@ func (s *Store) ListBrokers(ctx context.Context, opts ListOptions) (List[*Broker
 func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, update func(*Broker) (*BrokerAuth, error)) (*Broker, error) {
 	var out *Broker
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -268,7 +268,7 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 // whose plans still have instances is kept: delete those first.
 func (s *Store) DeleteBroker(ctx context.Context, id string) error {
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}

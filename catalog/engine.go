@@ -25,7 +25,7 @@ type EventRecord struct {
 func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*Instance) error, events ...EventRecord) (*Instance, error) {
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*In
 // is kept.
 func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventRecord) error {
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -89,7 +89,7 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 	}
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 // credentials, once the engine has unbound it.
 func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecord) error {
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Binding](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Binding](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}

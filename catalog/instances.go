@@ -232,7 +232,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 	}
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -333,7 +333,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error
 	}
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := getBy[Instance](ctx, w, `id = $1 FOR UPDATE`, id)
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}

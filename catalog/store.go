@@ -137,6 +137,13 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 // record appends w's changes to the feed. The revision row is locked here,
 // at the end of the transaction, so it is held only until the commit that
 // follows, and revisions are granted in commit order.
+//
+// While it holds the revision, a transaction must not wait for any other
+// lock, or it waits for a transaction that waits for the revision. So rows
+// are read FOR NO KEY UPDATE, never FOR UPDATE: a binding's foreign-key
+// check (FOR KEY SHARE on its instance, which PostgreSQL also takes when
+// stamping a binding row this transaction already changed) then never
+// waits for an instance another writer holds.
 func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 	var rev int64
 	if err := w.QueryRow(ctx, `UPDATE catalog.revision SET value = value + 1 RETURNING value`).Scan(&rev); err != nil {

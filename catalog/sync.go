@@ -107,7 +107,7 @@ func relistInterval(spec BrokerSpec) time.Duration {
 func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error) (*Broker, error) {
 	var out *Broker
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func matchAll(sels []labels.Selector, fields labels.Set) bool {
 func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Service) (*Broker, error) {
 	var out *Broker
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Broker](ctx, w, `id = $1 FOR UPDATE`, id)
+		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
@@ -406,7 +406,7 @@ func (s *Store) claimRelist(ctx context.Context) (string, error) {
 		WHERE id = (SELECT id FROM catalog.brokers
 			WHERE deletion_timestamp IS NULL AND next_relist_at <= now()
 			  AND (relist_claimed_until IS NULL OR relist_claimed_until < now())
-			ORDER BY next_relist_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+			ORDER BY next_relist_at LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
 		RETURNING id`).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil

@@ -107,5 +107,5 @@ func writeRawList(c echo.Context, l catalog.List[*catalog.RawObject]) error {
 		buf = append(buf, cont...)
 	}
 	buf = append(buf, '}')
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, buf)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, buf)
 }

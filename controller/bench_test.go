@@ -1,0 +1,135 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// BenchmarkEngine1000 creates 1,000 instances and 1,000 bindings against a
+// broker that answers synchronously and measures how long until all are
+// Ready with 1,000 Secrets in a real kube-apiserver; then, with the
+// instances Ready, how long each new binding takes to become a Secret.
+func BenchmarkEngine1000(b *testing.B) {
+	const n = 1000
+	cluster := kubetest.Start(b)
+	kube := cluster.Client(b)
+	e := setup(b, func(o *engineOptions) { o.kube = kube; o.workers = 16; o.timeout = 10 * time.Second })
+	e.registerFake(osbtest.WithRetryAfter(0))
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 8 {
+					e.createInstance(fmt.Sprintf("db-%d", i), osbtest.DefaultService, osbtest.PlanSync, nil)
+					e.createBinding(fmt.Sprintf("app-%d", i), fmt.Sprintf("db-%d", i))
+				}
+			}()
+		}
+		wg.Wait()
+		created := time.Since(start)
+		for {
+			l, err := e.store.ListBindings(ctx, catalog.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ready := 0
+			for _, bnd := range l.Items {
+				if isReady(bnd.Status.Conditions) {
+					ready++
+				}
+			}
+			if ready == n {
+				break
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("%d of %d bindings Ready after 5 minutes", ready, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		secrets, err := kube.CoreV1().Secrets("test").List(ctx, metav1.ListOptions{LabelSelector: controller.LabelManagedBy + "=" + controller.ManagedBy})
+		if err != nil || len(secrets.Items) != n {
+			b.Fatalf("%d Secrets (%v)", len(secrets.Items), err)
+		}
+		total := time.Since(start)
+		b.ReportMetric(total.Seconds(), "s-all-ready")
+		b.ReportMetric(created.Seconds(), "s-to-create")
+	}
+
+	// Latency: each binding of a Ready instance, from its creation to its
+	// Secret's arrival in a watch.
+	w, err := kube.CoreV1().Secrets("test").Watch(ctx, metav1.ListOptions{LabelSelector: controller.LabelManagedBy + "=" + controller.ManagedBy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	arrived := map[string]time.Time{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added {
+				continue
+			}
+			s := ev.Object.(*corev1.Secret)
+			mu.Lock()
+			arrived[s.Name] = time.Now()
+			mu.Unlock()
+		}
+	}()
+	const m = 100
+	createdAt := map[string]time.Time{}
+	for i := range m {
+		name := fmt.Sprintf("late-%d", i)
+		createdAt[name] = time.Now()
+		e.createBinding(name, fmt.Sprintf("db-%d", i))
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		got := 0
+		for name := range createdAt {
+			if _, ok := arrived[name]; ok {
+				got++
+			}
+		}
+		mu.Unlock()
+		if got == m {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d Secrets arrived", got, m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.Stop()
+	<-done
+	var lat []float64
+	for name, t0 := range createdAt {
+		lat = append(lat, float64(arrived[name].Sub(t0).Microseconds())/1000)
+	}
+	sort.Float64s(lat)
+	b.ReportMetric(lat[len(lat)/2], "p50-ms-binding-to-secret")
+	b.ReportMetric(lat[len(lat)*99/100], "p99-ms-binding-to-secret")
+}
