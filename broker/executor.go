@@ -172,14 +172,14 @@ func (b *Broker) work(ctx context.Context, op *operation, out *outcome) (finishe
 	if plan == nil && (op.Kind == kindProvision || op.Kind == kindUpdate || op.Kind == kindBind) {
 		return b.fail(op, fmt.Sprintf("Plan %s is no longer in the broker's catalog.", in.PlanID)), nil
 	}
-	driver, err := b.driverFor(in.ServiceID)
-	if err != nil {
-		return b.fail(op, err.Error()), nil
+	driver, ok := b.driverFor(in.ServiceID)
+	if !ok {
+		return b.fail(op, fmt.Sprintf("Service %s is no longer in the broker's catalog.", in.ServiceID)), nil
 	}
 	req := instanceRequest(in, plan)
 	// interrupted reports a driver error caused by the attempt's context
 	// ending: the work is retried rather than recorded as failed.
-	interrupted := func(err error) bool { return ctx.Err() != nil }
+	interrupted := func(error) bool { return ctx.Err() != nil }
 
 	switch op.Kind {
 	case kindProvision:
@@ -294,12 +294,12 @@ func (b *Broker) fail(op *operation, description string) finisher {
 	return func(context.Context, pgx.Tx) error { return nil }
 }
 
-func (b *Broker) driverFor(serviceID string) (Driver, error) {
+func (b *Broker) driverFor(serviceID string) (Driver, bool) {
 	svc, ok := b.catalog.ServiceByID(serviceID)
 	if !ok {
-		return nil, fmt.Errorf("Service %s is no longer in the broker's catalog.", serviceID)
+		return nil, false
 	}
-	return b.drivers[svc.Driver], nil
+	return b.drivers[svc.Driver], true
 }
 
 func instanceRequest(in *instance, plan *Plan) InstanceRequest {

@@ -69,7 +69,7 @@ func TestRelistRemovesAndRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := fake.Catalog()
-	trimmed := []osbtest.Service{full[0]} // a copy of the service, to change its plans
+	trimmed := []osbtest.Service{full[0]}                                 // a copy of the service, to change its plans
 	trimmed[0].Plans = []osbtest.Plan{full[0].Plans[1], full[0].Plans[0]} // drop two plans, swap the others
 	fake.SetCatalog(trimmed)
 	got, err := s.Relist(ctx, b.ID)
@@ -140,7 +140,10 @@ func TestRelistFailures(t *testing.T) {
 		says    string
 	}{
 		{"down", fake.Down, "connect"},
-		{"500", func() { fake.Up(); fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 500, Description: "on fire", Times: 1}) }, "on fire"},
+		{"500", func() {
+			fake.Up()
+			fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 500, Description: "on fire", Times: 1})
+		}, "on fire"},
 		{"garbage", func() { fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 200, Body: "{not json", Times: 1}) }, "not valid JSON"},
 		{"invalid", func() {
 			fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 200, Body: `{"services":[{"id":"x","name":"","description":"d","bindable":true,"plans":[]}]}`, Times: 1})
