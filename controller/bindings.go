@@ -122,7 +122,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: "The broker is binding asynchronously.", Operation: catalog.OperationBind})
-		return c.bindingPollDelay(b, 0), err
+		return c.pollDelay(b.Status.OperationStartTime, 0), err
 	}
 	return 0, c.bound(ctx, env, &res.Binding)
 }
@@ -242,7 +242,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: "The broker is unbinding asynchronously.", Operation: catalog.OperationUnbind})
-		return c.bindingPollDelay(b, 0), err
+		return c.pollDelay(b.Status.OperationStartTime, 0), err
 	}
 	return 0, c.unbound(ctx, b)
 }
@@ -279,17 +279,6 @@ func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e 
 	return nil
 }
 
-func (c *Controller) bindingPollDelay(b *catalog.Binding, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return retryAfter
-	}
-	d := 100 * time.Millisecond
-	if t := b.Status.OperationStartTime; t != nil {
-		d = max(d, c.now().Sub(*t)/4)
-	}
-	return min(d, 30*time.Second)
-}
-
 func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
 	b, in := env.b, env.in
 	st := b.Status
@@ -305,14 +294,14 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
-		return c.bindingPollDelay(b, 0), nil
+		return c.pollDelay(b.Status.OperationStartTime, 0), nil
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return 0, c.unbound(ctx, b)
 	case res.Gone, res.State == osb.StateInProgress:
-		return c.bindingPollDelay(b, res.RetryAfter), nil
+		return c.pollDelay(b.Status.OperationStartTime, res.RetryAfter), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return 0, c.unbound(ctx, b)
 	case res.State == osb.StateSucceeded:

@@ -228,7 +228,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 			}
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: "The broker is provisioning asynchronously.", Operation: catalog.OperationProvision})
-		return c.pollDelay(in, 0), err
+		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
 }
@@ -430,7 +430,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: "The broker is updating asynchronously.", Operation: catalog.OperationUpdate})
-		return c.pollDelay(in, 0), err
+		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
 }
@@ -508,7 +508,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: "The broker is deprovisioning asynchronously.", Operation: catalog.OperationDeprovision})
-		return c.pollDelay(in, 0), err
+		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
 	return 0, c.deprovisioned(ctx, in)
 }
@@ -548,13 +548,13 @@ func (c *Controller) finalizeInstance(ctx context.Context, in *catalog.Instance,
 // pollDelay is when to poll an asynchronous operation next: the broker's
 // Retry-After when it gave one, otherwise a quarter of the time the
 // operation has run so far, between 100 ms and 30 s.
-func (c *Controller) pollDelay(in *catalog.Instance, retryAfter time.Duration) time.Duration {
+func (c *Controller) pollDelay(started *time.Time, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return retryAfter
 	}
 	d := 100 * time.Millisecond
-	if t := in.Status.OperationStartTime; t != nil {
-		d = max(d, c.now().Sub(*t)/4)
+	if started != nil {
+		d = max(d, c.now().Sub(*started)/4)
 	}
 	return min(d, 30*time.Second)
 }
@@ -580,7 +580,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
 		c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "error", err)
-		return c.pollDelay(in, 0), nil
+		return c.pollDelay(in.Status.OperationStartTime, 0), nil
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
 	switch {
@@ -588,7 +588,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		return 0, c.deprovisioned(ctx, in)
 	case res.Gone:
 		// 410 while creating or updating is not a valid answer: keep polling.
-		return c.pollDelay(in, res.RetryAfter), nil
+		return c.pollDelay(in.Status.OperationStartTime, res.RetryAfter), nil
 	case res.State == osb.StateInProgress:
 		if res.Description != "" {
 			now := c.now().UTC()
@@ -601,7 +601,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 				return 0, err
 			}
 		}
-		return c.pollDelay(in, res.RetryAfter), nil
+		return c.pollDelay(in.Status.OperationStartTime, res.RetryAfter), nil
 	case res.State == osb.StateSucceeded:
 		if st.CurrentOperation == catalog.OperationDeprovision {
 			return 0, c.deprovisioned(ctx, in)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -275,6 +273,3 @@ func bindingReady(b *catalog.Binding) bool    { return isReady(b.Status.Conditio
 func failedFor(in *catalog.Instance) bool {
 	return condition(in.Status.Conditions, catalog.ConditionFailed).Status == catalog.ConditionTrue
 }
-
-var _ = fmt.Sprint
-var _ io.Writer
