@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,14 +117,27 @@ func (p *proc) wait(t *testing.T) error {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+// serving waits until the process logs that it serves msg and returns the
+// base URL of the address it logged: servers are started on port 0, so no
+// two tests can race for a port.
+func serving(t *testing.T, p *proc, msg string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	re := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `".* addr=(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
+			base := "http://" + m[1]
+			waitHealthy(t, p, base)
+			return base
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("bindery never logged %q:\n%s", msg, p.stderr.String())
+	return ""
 }
 
 func waitHealthy(t *testing.T, p *proc, base string) {
@@ -201,10 +214,8 @@ func brokerEnv(dbURL, key string) []string {
 // environment, as outside checks do, and uses a binding with psql.
 func TestServeBroker(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
-	p := start(t, brokerEnv(pgtest.New(t), keyring.Generate()), "serve", "broker", "--listen", addr)
-	base := "http://" + addr
-	waitHealthy(t, p, base)
+	p := start(t, brokerEnv(pgtest.New(t), keyring.Generate()), "serve", "broker", "--listen", "127.0.0.1:0")
+	base := serving(t, p, "serving the OSB API")
 	c := osb{t: t, base: base, user: "osb-user", pass: "osb-password-1234"}
 
 	cat := c.must(200, "GET", "/v2/catalog", nil)
@@ -299,10 +310,8 @@ func TestKilledMidOperation(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dbURL, key := pgtest.New(t), keyring.Generate()
-			addr := freeAddr(t)
-			base := "http://" + addr
-			first := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", addr)
-			waitHealthy(t, first, base)
+			first := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", "127.0.0.1:0")
+			base := serving(t, first, "serving the OSB API")
 			c := osb{t: t, base: base, user: "osb-user", pass: "osb-password-1234"}
 
 			id := fmt.Sprintf("killed-%v-%d", async, time.Now().UnixNano())
@@ -339,8 +348,9 @@ func TestKilledMidOperation(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			second := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", addr)
-			waitHealthy(t, second, base)
+			second := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", "127.0.0.1:0")
+			base = serving(t, second, "serving the OSB API")
+			c.base = base
 			deadline := time.Now().Add(150 * time.Second)
 			for {
 				status, body := c.do("PUT", path+"?accepts_incomplete=true", provisionBody())
@@ -404,13 +414,13 @@ func TestUpKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(base, "data")
-	addr := freeAddr(t)
-	run := func() (*proc, map[string]string) {
-		p := start(t, nil, "up", "--data-dir", dataDir, "--broker-listen", addr, "--catalog-listen", freeAddr(t))
-		waitHealthy(t, p, "http://"+addr)
-		return p, printed(p.stdout.String())
+	run := func() (*proc, map[string]string, string) {
+		p := start(t, nil, "up", "--data-dir", dataDir,
+			"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0")
+		base := serving(t, p, "serving the OSB API")
+		return p, printed(p.stdout.String()), base
 	}
-	p, shown := run()
+	p, shown, base := run()
 	if shown["broker password"] == "" || shown["broker username"] == "" {
 		t.Fatalf("up did not print the broker credentials:\n%s", p.stdout.String())
 	}
@@ -419,7 +429,7 @@ func TestUpKeepsState(t *testing.T) {
 			t.Errorf("data directory lacks %s: %v", f, err)
 		}
 	}
-	c := osb{t: t, base: "http://" + addr, user: shown["broker username"], pass: shown["broker password"]}
+	c := osb{t: t, base: base, user: shown["broker username"], pass: shown["broker password"]}
 	c.must(201, "PUT", "/v2/service_instances/up-1", provisionBody())
 	creds := c.must(201, "PUT", "/v2/service_instances/up-1/service_bindings/b", map[string]any{"service_id": serviceID, "plan_id": planSmall})["credentials"].(map[string]any)
 	if err := p.interrupt(t); err != nil {
@@ -429,7 +439,8 @@ func TestUpKeepsState(t *testing.T) {
 		t.Error("a credential appears in the log")
 	}
 
-	p, again := run()
+	p, again, base := run()
+	c.base = base
 	if again["broker password"] != shown["broker password"] {
 		t.Error("the broker password changed across a restart")
 	}
