@@ -55,6 +55,23 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 			if !bindable {
 				return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
 			}
+			if ref := b.Spec.PredecessorBindingRef; ref != nil {
+				if !plan.Spec.BindingRotatable {
+					return fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
+				}
+				pred, err := getBy[Binding](ctx, w, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
+				switch {
+				case errors.Is(err, ErrNotFound) || (err == nil && pred.Spec.InstanceRef.Name != in.Name):
+					errs = append(errs, FieldError{"spec.predecessorBindingRef.name", fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)})
+				case err != nil:
+					return err
+				case pred.DeletionTimestamp != nil:
+					return fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
+				case len(b.Spec.Parameters) == 0:
+					// A rotation keeps the predecessor's parameters unless it is given new ones.
+					b.Spec.Parameters = pred.Spec.Parameters
+				}
+			}
 			checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
 		}
 		if err := invalid(errs...); err != nil {

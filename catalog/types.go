@@ -349,13 +349,22 @@ type Binding struct {
 
 // BindingSpec is the desired state of a binding.
 type BindingSpec struct {
-	InstanceRef      ObjectRef         `json:"instanceRef"`
-	Parameters       json.RawMessage   `json:"parameters,omitempty"`
-	ParametersFrom   []ParametersFrom  `json:"parametersFrom,omitempty"`
-	SecretName       string            `json:"secretName,omitempty"`
-	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
-	ExternalID       string            `json:"externalID"`
-	UserInfo         *UserInfo         `json:"userInfo,omitempty"`
+	InstanceRef    ObjectRef        `json:"instanceRef"`
+	Parameters     json.RawMessage  `json:"parameters,omitempty"`
+	ParametersFrom []ParametersFrom `json:"parametersFrom,omitempty"`
+	SecretName     string           `json:"secretName,omitempty"`
+	// PredecessorBindingRef names a binding of the same instance that this
+	// one rotates (OSB binding rotation); both stay valid until each is
+	// deleted.
+	PredecessorBindingRef *BindingRef       `json:"predecessorBindingRef,omitempty"`
+	SecretTransforms      []SecretTransform `json:"secretTransforms,omitempty"`
+	ExternalID            string            `json:"externalID"`
+	UserInfo              *UserInfo         `json:"userInfo,omitempty"`
+}
+
+// BindingRef names a binding in the same namespace.
+type BindingRef struct {
+	Name string `json:"name"`
 }
 
 // SecretTransform changes the credentials on their way into a Secret.

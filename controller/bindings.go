@@ -72,11 +72,37 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	return c.bind(ctx, env)
 }
 
+// predecessor is the external id of the binding b rotates, once that
+// binding is bound.
+func (c *Controller) predecessor(ctx context.Context, b *catalog.Binding) (id string, wait bool, err error) {
+	ref := b.Spec.PredecessorBindingRef
+	if ref == nil {
+		return "", false, nil
+	}
+	pred, err := c.store.GetBindingByName(ctx, b.Namespace, ref.Name)
+	if err != nil {
+		return "", false, fmt.Errorf("predecessor binding %s/%s: %w", b.Namespace, ref.Name, err)
+	}
+	if !ready(pred.Status.Conditions) || pred.Status.ReconciledGeneration != pred.Generation {
+		return "", true, nil
+	}
+	return pred.Spec.ExternalID, false, nil
+}
+
 func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
 	b, in := env.b, env.in
 	params, err := c.parameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom)
 	if err != nil {
 		return 0, c.bindingFailed(ctx, b, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+	}
+	predecessor, wait, err := c.predecessor(ctx, b)
+	if err != nil {
+		return 0, c.bindingFailed(ctx, b, reasonInvalidReference, err.Error(), errors.Is(err, catalog.ErrNotFound))
+	}
+	if wait {
+		// The predecessor's change to Ready wakes this binding up through
+		// their instance; poll meanwhile in case it never comes.
+		return time.Second, nil
 	}
 	now := c.now().UTC()
 	b, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
@@ -96,9 +122,10 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID, AcceptsIncomplete: true,
 		Identity:  identity(b.Spec.UserInfo),
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
-		BindResource: map[string]any{"app_guid": b.Namespace},
-		Parameters:   params,
-		Context:      map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
+		BindResource:         map[string]any{"app_guid": b.Namespace},
+		Parameters:           params,
+		PredecessorBindingID: predecessor,
+		Context:              map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
 	})
 	cancel()
 	if err != nil {

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -306,4 +307,58 @@ func TestAbandon(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitGone("abandoned instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+}
+
+// TestBindingRotation rotates a binding of Bindery's own broker: the
+// successor gets new credentials from the broker (predecessor_binding_id),
+// both work, and the successor keeps working when the predecessor goes.
+func TestBindingRotation(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.registerBindery()
+	ctx := context.Background()
+	in := e.createInstance("db", "postgresql", "small", nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	old := e.createBinding("app", "db")
+	e.waitBinding(old.ID, "Ready", bindingReady)
+	next := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "db"}, PredecessorBindingRef: &catalog.BindingRef{Name: "app"}}}
+	next.Name, next.Namespace = "app-next", "test"
+	next, err := e.store.CreateBinding(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitBinding(next.ID, "Ready", bindingReady)
+	oldCreds, _ := e.store.Credentials(ctx, old.ID)
+	newCreds, _ := e.store.Credentials(ctx, next.ID)
+	if oldCreds["username"] == newCreds["username"] {
+		t.Fatal("the rotated binding has the predecessor's role")
+	}
+	for _, creds := range []map[string]any{oldCreds, newCreds} {
+		conn, err := pgx.Connect(ctx, creds["uri"].(string))
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		conn.Close(ctx)
+	}
+	if _, err := e.store.DeleteBinding(ctx, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("predecessor", func() error { _, err := e.store.GetBinding(ctx, old.ID); return err })
+	conn, err := pgx.Connect(ctx, newCreds["uri"].(string))
+	if err != nil {
+		t.Fatalf("the successor stopped working with its predecessor: %v", err)
+	}
+	conn.Close(ctx)
+	// A plan that does not rotate refuses a rotation up front.
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	e.register("fake", fake.URL(), "u", "p")
+	fin := e.createInstance("other", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(fin.ID, "Ready", instanceReady)
+	fb := e.createBinding("first", "other")
+	e.waitBinding(fb.ID, "Ready", bindingReady)
+	rb := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "other"}, PredecessorBindingRef: &catalog.BindingRef{Name: "first"}}}
+	rb.Name, rb.Namespace = "second", "test"
+	if _, err := e.store.CreateBinding(ctx, rb); !errors.Is(err, catalog.ErrUnprocessable) {
+		t.Errorf("rotating a binding of a plan without binding_rotatable: %v", err)
+	}
 }

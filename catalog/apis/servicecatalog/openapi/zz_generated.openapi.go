@@ -1576,6 +1576,12 @@ func schema_catalog_apis_servicecatalog_v1beta1_ServiceBindingSpec(ref common.Re
 							Format:      "",
 						},
 					},
+					"predecessorBindingRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PredecessorBindingRef names a binding of the same instance that this one rotates (OSB 2.17 binding rotation): the broker creates new credentials, and both stay valid until each is deleted. A Bindery extension to v1beta1.",
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
 					"secretTransforms": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

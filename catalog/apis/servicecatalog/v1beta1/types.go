@@ -781,6 +781,13 @@ type ServiceBindingSpec struct {
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
 
+	// PredecessorBindingRef names a binding of the same instance that this
+	// one rotates (OSB 2.17 binding rotation): the broker creates new
+	// credentials, and both stay valid until each is deleted. A Bindery
+	// extension to v1beta1.
+	// +optional
+	PredecessorBindingRef *LocalObjectReference `json:"predecessorBindingRef,omitempty"`
+
 	// SecretTransforms reshape the credentials before they are written to
 	// the Secret, in order.
 	// +optional

@@ -843,6 +843,11 @@ func (in *ServiceBindingSpec) DeepCopyInto(out *ServiceBindingSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.PredecessorBindingRef != nil {
+		in, out := &in.PredecessorBindingRef, &out.PredecessorBindingRef
+		*out = new(LocalObjectReference)
+		**out = **in
+	}
 	if in.SecretTransforms != nil {
 		in, out := &in.SecretTransforms, &out.SecretTransforms
 		*out = make([]SecretTransform, len(*in))
