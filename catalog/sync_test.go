@@ -232,3 +232,43 @@ func TestBrokerCredentialsSealed(t *testing.T) {
 		t.Errorf("unknown broker: %v", err)
 	}
 }
+
+// TestTLSBroker registers a broker served over TLS: with its CA bundle it
+// works, without it the fetch fails verification, and with
+// insecureSkipTLSVerify it works again.
+func TestTLSBroker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithTLS())
+	for _, tc := range []struct {
+		name     string
+		spec     catalog.BrokerSpec
+		ok       bool
+		mentions string
+	}{
+		{"with-ca", catalog.BrokerSpec{URL: fake.URL(), CABundle: string(fake.CAPEM())}, true, ""},
+		{"without-ca", catalog.BrokerSpec{URL: fake.URL()}, false, "certificate"},
+		{"insecure", catalog.BrokerSpec{URL: fake.URL(), InsecureSkipTLSVerify: true}, true, ""},
+	} {
+		b := &catalog.Broker{Spec: tc.spec}
+		b.Name = tc.name
+		b, err := s.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Relist(ctx, b.ID)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: relist error %v", tc.name, err)
+			continue
+		}
+		if !tc.ok && !strings.Contains(ready(got).Message, tc.mentions) {
+			t.Errorf("%s: condition %+v", tc.name, ready(got))
+		}
+		if tc.ok {
+			// Each broker offers the fake's catalogue; only the first may
+			// own its ids, so the others are told so rather than merged.
+			_ = s.DeleteBroker(ctx, b.ID)
+		}
+	}
+}

@@ -309,6 +309,9 @@ func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e 
 func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
 	b, in := env.b, env.in
 	st := b.Status
+	if wait, due := c.pollDue(b.ID); !due {
+		return wait, nil
+	}
 	if d := env.plan.Spec.MaximumPollingDuration; d != nil && st.OperationStartTime != nil &&
 		c.now().Sub(*st.OperationStartTime) > time.Duration(*d)*time.Second {
 		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the plan's maximum polling duration (%ds).", *d))
@@ -321,14 +324,14 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
-		return c.pollDelay(b.Status.OperationStartTime, 0), nil
+		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, 0)), nil
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return 0, c.unbound(ctx, b)
 	case res.Gone, res.State == osb.StateInProgress:
-		return c.pollDelay(b.Status.OperationStartTime, res.RetryAfter), nil
+		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return 0, c.unbound(ctx, b)
 	case res.State == osb.StateSucceeded:

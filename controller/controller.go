@@ -63,6 +63,11 @@ type Controller struct {
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
+	// nextPoll is, per object, when its asynchronous operation may be
+	// polled again: status writes wake an object up early, and a poll must
+	// still wait for Retry-After. Kept in memory only: a restarted engine
+	// polls once sooner, which the spec allows.
+	nextPoll sync.Map
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
@@ -311,6 +316,23 @@ func (c *Controller) client(ctx context.Context, brokerName string) (*catalog.Br
 	c.clients[b.ID] = cachedClient{version: b.Generation, client: cl}
 	c.mu.Unlock()
 	return b, cl, nil
+}
+
+// pollDue reports whether the object may be polled now; if not, how long
+// until it may.
+func (c *Controller) pollDue(id string) (time.Duration, bool) {
+	if t, ok := c.nextPoll.Load(id); ok {
+		if wait := t.(time.Time).Sub(c.now()); wait > 0 {
+			return wait, false
+		}
+	}
+	return 0, true
+}
+
+// polled records when the object may be polled next and returns the delay.
+func (c *Controller) polled(id string, delay time.Duration) time.Duration {
+	c.nextPoll.Store(id, c.now().Add(delay))
+	return delay
 }
 
 func ready(conds []catalog.Condition) bool {

@@ -362,3 +362,77 @@ func TestBindingRotation(t *testing.T) {
 		t.Errorf("rotating a binding of a plan without binding_rotatable: %v", err)
 	}
 }
+
+// TestPollingLimits: Retry-After spaces the polls; an operation that runs
+// past the plan's maximum_polling_duration counts as failed (and the
+// provision is orphan-mitigated).
+func TestPollingLimits(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake(osbtest.WithAsync(), osbtest.WithPolls(100000), osbtest.WithRetryAfter(700*time.Millisecond))
+	services := fake.Catalog()
+	for i := range services[0].Plans {
+		services[0].Plans[i].MaximumPollingDuration = 2
+	}
+	fake.SetCatalog(services)
+	b, _ := e.store.GetBroker(context.Background(), "fake")
+	if _, err := e.store.Relist(context.Background(), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	in := e.createInstance("slow", osbtest.DefaultService, osbtest.PlanAsync, nil)
+	e.waitInstance(in.ID, "orphan-mitigated", func(in *catalog.Instance) bool {
+		return condition(in.Status.Conditions, catalog.ConditionOrphanMitigation).Reason != ""
+	})
+	var polls []time.Time
+	for _, r := range fake.Requests() {
+		if r.Verb == osbtest.VerbLastOperation {
+			polls = append(polls, r.Time)
+		}
+	}
+	if len(polls) < 2 || len(polls) > 4 {
+		t.Fatalf("%d polls in a 2 s window with Retry-After 0.7 s", len(polls))
+	}
+	for i := 1; i < len(polls); i++ {
+		if gap := polls[i].Sub(polls[i-1]); gap < 600*time.Millisecond {
+			t.Errorf("polls %v apart despite Retry-After 0.7s", gap)
+		}
+	}
+	if fake.Count(osbtest.VerbDeprovision) == 0 {
+		t.Error("the provision that outlived its maximum polling duration was not orphan-mitigated")
+	}
+}
+
+// TestDeprovisionRetried: a deprovision the broker refuses with 500 is
+// retried until it succeeds; the instance is never forgotten.
+func TestDeprovisionRetried(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake()
+	ctx := context.Background()
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	fake.Fail(osbtest.VerbDeprovision, osbtest.Failure{Status: 500, Description: "try later", Times: 3})
+	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+	events, err := e.store.Events(ctx, in.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := 0
+	for _, ev := range events {
+		if ev.Reason == "DeprovisionCallFailed" {
+			failures++
+		}
+	}
+	if failures != 3 {
+		t.Errorf("%d failed deprovisions in the history, want 3", failures)
+	}
+	if n := fake.Count(osbtest.VerbDeprovision); n != 4 {
+		t.Errorf("%d deprovision calls, want 3 failures and a success", n)
+	}
+	if len(fake.Instances()) != 0 {
+		t.Errorf("left at the broker: %v", fake.Instances())
+	}
+}

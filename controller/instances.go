@@ -563,6 +563,9 @@ func (c *Controller) pollDelay(started *time.Time, retryAfter time.Duration) tim
 func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.Duration, error) {
 	in := env.in
 	st := in.Status
+	if wait, due := c.pollDue(in.ID); !due {
+		return wait, nil
+	}
 	planID := env.plan.Spec.ExternalID
 	if st.CurrentOperation == catalog.OperationUpdate && st.ExternalProperties != nil {
 		// While a plan change runs, the platform polls with the old plan.
@@ -580,7 +583,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
 		c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "error", err)
-		return c.pollDelay(in.Status.OperationStartTime, 0), nil
+		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, 0)), nil
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
 	switch {
@@ -588,7 +591,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		return 0, c.deprovisioned(ctx, in)
 	case res.Gone:
 		// 410 while creating or updating is not a valid answer: keep polling.
-		return c.pollDelay(in.Status.OperationStartTime, res.RetryAfter), nil
+		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateInProgress:
 		if res.Description != "" {
 			now := c.now().UTC()
@@ -601,7 +604,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 				return 0, err
 			}
 		}
-		return c.pollDelay(in.Status.OperationStartTime, res.RetryAfter), nil
+		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateSucceeded:
 		if st.CurrentOperation == catalog.OperationDeprovision {
 			return 0, c.deprovisioned(ctx, in)
