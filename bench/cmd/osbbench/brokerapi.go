@@ -14,7 +14,7 @@ import (
 
 // errNotMeasured answers every OSB call of the peer broker except the
 // catalogue, which is all this program measures on it.
-var errNotMeasured = errors.New("not implemented: the benchmark measures only the catalogue")
+var errNotMeasured = errors.New("this peer serves only the catalogue: the benchmark measures nothing else on it")
 
 // catalogBroker is a brokerapi ServiceBroker that serves a fixed catalogue.
 type catalogBroker struct {
