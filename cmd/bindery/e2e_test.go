@@ -416,18 +416,42 @@ func TestUpKeepsState(t *testing.T) {
 	dataDir := filepath.Join(base, "data")
 	run := func() (*proc, map[string]string, string) {
 		p := start(t, nil, "up", "--data-dir", dataDir,
-			"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0")
+			"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
+			"--apiserver-listen", "127.0.0.1:0")
 		base := serving(t, p, "serving the OSB API")
+		// The banner comes once every server is up.
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(p.stdout.String(), "Press Ctrl-C") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no banner:\n%s\n%s", p.stdout.String(), p.stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		return p, printed(p.stdout.String()), base
 	}
 	p, shown, base := run()
 	if shown["broker password"] == "" || shown["broker username"] == "" {
 		t.Fatalf("up did not print the broker credentials:\n%s", p.stdout.String())
 	}
-	for _, f := range []string{"encryption.key", "credentials.json", "pg/data/PG_VERSION"} {
+	for _, f := range []string{"encryption.key", "credentials.json", "pg/data/PG_VERSION", "kubeconfig"} {
 		if _, err := os.Stat(filepath.Join(dataDir, f)); err != nil {
 			t.Errorf("data directory lacks %s: %v", f, err)
 		}
+	}
+	// The kubeconfig up writes reaches the Kubernetes API with an admin
+	// identity; the built-in broker's class is there.
+	kubectl, _ := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command(kubectl, "--kubeconfig", filepath.Join(dataDir, "kubeconfig"),
+			"get", "clusterserviceclasses", "-o", "custom-columns=NAME:.spec.externalName", "--no-headers").CombinedOutput()
+		if err == nil && strings.TrimSpace(string(out)) == "postgresql" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl with up's kubeconfig: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	c := osb{t: t, base: base, user: shown["broker username"], pass: shown["broker password"]}
 	c.must(201, "PUT", "/v2/service_instances/up-1", provisionBody())

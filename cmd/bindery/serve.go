@@ -8,6 +8,7 @@ import (
 
 // components are the servers `bindery serve NAME` runs, one per package.
 var components = map[string]func(ctx context.Context, e env, args []string) error{
+	"apiserver":  runServeAPIServer,
 	"broker":     runServeBroker,
 	"catalog":    runServeCatalog,
 	"controller": runServeController,

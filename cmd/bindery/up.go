@@ -13,8 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/internal/serve"
@@ -45,6 +47,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 	bo.addFlags(fs, "broker-listen", "127.0.0.1:8081")
 	co.addFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	ko.addFlags(fs, "controller-listen", "127.0.0.1:8082")
+	apiListen := fs.String("apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
 	dataDir := fs.String("data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -131,6 +134,20 @@ func runUp(ctx context.Context, e env, args []string) error {
 	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
 	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
 	g.Go(func() error { return runController(gctx, log, store, &ko, controllerL) })
+	klog.SetSlogLogger(log.With("component", "apiserver"))
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	apiReady := make(chan string, 1)
+	g.Go(func() error {
+		return apiserver.Run(gctx, &apiserver.Options{
+			Listen: *apiListen, DataDir: filepath.Join(dir, "apiserver"), Kubeconfig: kubeconfig,
+		}, store, log.With("component", "apiserver"), func(c *apiserver.Config) { apiReady <- c.Server })
+	})
+	var apiURL string
+	select {
+	case apiURL = <-apiReady:
+	case <-gctx.Done():
+		return g.Wait()
+	}
 	g.Go(func() error {
 		// The built-in broker is the catalog's first broker; a failure to
 		// reach it shows in its status and is retried by the relister.
@@ -145,6 +162,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 	w := e.stdout
 	fmt.Fprintln(w, "Bindery is up.")
 	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogL.Addr())
+	fmt.Fprintf(w, "  Kubernetes API:  %s (kubectl --kubeconfig %s get serviceinstances -A)\n", apiURL, kubeconfig)
 	fmt.Fprintf(w, "  admin token:     %s\n", creds.AdminToken)
 	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerL.Addr())
 	fmt.Fprintf(w, "  broker username: %s\n", bo.username)

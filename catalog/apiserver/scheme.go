@@ -1,0 +1,30 @@
+package apiserver
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
+)
+
+// newScheme builds the scheme the server decodes and encodes with:
+// servicecatalog.k8s.io/v1beta1, the same types as its internal version,
+// and the unversioned meta types every API server serves.
+func newScheme() (*runtime.Scheme, serializer.CodecFactory) {
+	scheme := runtime.NewScheme()
+	must(v1beta1.AddToScheme(scheme))
+	must(v1beta1.AddToSchemeAsInternal(scheme))
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	scheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
+		&metav1.APIGroup{}, &metav1.APIResourceList{})
+	return scheme, serializer.NewCodecFactory(scheme)
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err) // a programming error in the scheme's registration
+	}
+}

@@ -1,0 +1,312 @@
+// Package apiserver serves servicecatalog.k8s.io/v1beta1 with
+// k8s.io/apiserver over the catalog's tables: a custom REST storage per
+// resource that reads and writes through catalog.Store (no second copy of
+// the data), and watch fed by the catalog's change feed, resourceVersion
+// being the catalog revision.
+//
+// It runs standalone: it authenticates clients by certificates from a CA it
+// keeps in its data directory, treats every authenticated client as an
+// administrator, does not require namespaces to exist, and writes a
+// kubeconfig that reaches it as AdminUser.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/openapi"
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
+)
+
+var scheme, codecs = newScheme()
+
+// Options are the settings of the server.
+type Options struct {
+	// Listen is HOST:PORT to serve HTTPS on (":8443" by default).
+	Listen string
+	// Listener, when set, is used instead of listening on Listen (tests
+	// pass one on a free loopback port).
+	Listener net.Listener
+	// DataDir keeps the CA, the serving and admin certificates.
+	DataDir string
+	// Kubeconfig is where the admin kubeconfig is written; by default
+	// DataDir/kubeconfig.
+	Kubeconfig string
+	// Hosts are extra DNS names and IP addresses for the serving
+	// certificate, besides localhost, the loopback addresses and the host.
+	Hosts []string
+	// BookmarkInterval is how often a watch that allows bookmarks gets one.
+	BookmarkInterval time.Duration
+}
+
+// Complete fills in defaults.
+func (o *Options) Complete() error {
+	if o.Listen == "" {
+		o.Listen = ":8443"
+	}
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(".bindery", "apiserver")
+	}
+	if o.Kubeconfig == "" {
+		o.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig")
+	}
+	if o.BookmarkInterval == 0 {
+		o.BookmarkInterval = time.Minute
+	}
+	return nil
+}
+
+// Validate reports every problem of the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Listener == nil {
+		if _, port, err := net.SplitHostPort(o.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("--listen %q: %w", o.Listen, err))
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			errs = append(errs, fmt.Errorf("--listen %q: bad port", o.Listen))
+		}
+	}
+	if o.BookmarkInterval < 0 {
+		errs = append(errs, errors.New("bookmark interval: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is a server ready to be built: its PKI made, its listener open.
+type Config struct {
+	opts    Options
+	generic *genericapiserver.Config
+	store   *catalog.Store
+	log     *slog.Logger
+	// Server is the URL clients reach the server at, as the kubeconfig says.
+	Server string
+}
+
+// Config makes the PKI, opens the listener and writes the kubeconfig.
+func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := o.Listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", o.Listen); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", o.Listen, err)
+		}
+	}
+	addr := l.Addr().(*net.TCPAddr)
+	hosts, ips := []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+		ips = append(ips, addr.IP)
+	}
+	for _, h := range o.Hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			hosts = append(hosts, h)
+		}
+	}
+	p, err := loadPKI(o.DataDir, hosts, ips)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	host := "127.0.0.1"
+	if !addr.IP.IsUnspecified() {
+		host = addr.IP.String()
+	}
+	server := "https://" + net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	if err := p.writeKubeconfig(o.Kubeconfig, server); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("write the kubeconfig: %w", err)
+	}
+
+	cfg := genericapiserver.NewConfig(codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	serving := genericoptions.NewSecureServingOptions()
+	serving.Listener = l
+	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: p.path(servingCertFile), KeyFile: p.path(servingKeyFile)}
+	if err := serving.WithLoopback().ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("secure serving: %w", err)
+	}
+	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	cfg.SecureServing.ClientCA = ca
+	cfg.Authentication.Authenticator = union.New(
+		x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion),
+		anonymousHealth{},
+	)
+	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	// No admission plugins: in particular no NamespaceLifecycle, so
+	// namespaces need not exist.
+	cfg.AdmissionControl = admission.NewChainHandler()
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "Bindery"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "Bindery"
+	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	cfg.HealthzChecks = append(cfg.HealthzChecks, dbCheck{store})
+	cfg.ReadyzChecks = append(cfg.ReadyzChecks, dbCheck{store})
+	return &Config{opts: *o, generic: cfg, store: store, log: log, Server: server}, nil
+}
+
+// anonymousHealth lets probes read /healthz, /livez and /readyz without a
+// certificate.
+type anonymousHealth struct{}
+
+func (anonymousHealth) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	switch p := r.URL.Path; {
+	case p == "/healthz" || p == "/livez" || p == "/readyz" ||
+		len(p) > 8 && (p[:9] == "/healthz/" || p[:7] == "/livez/" || p[:8] == "/readyz/"):
+		return &authenticator.Response{User: &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}}, true, nil
+	}
+	return nil, false, nil
+}
+
+// dbCheck is the database's part of /healthz and /readyz.
+type dbCheck struct{ store *catalog.Store }
+
+func (dbCheck) Name() string { return "database" }
+
+func (c dbCheck) Check(r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	return c.store.Pool().Ping(ctx)
+}
+
+// Server is the built server.
+type Server struct {
+	generic *genericapiserver.GenericAPIServer
+	hub     *hub
+	log     *slog.Logger
+	// bg lives as long as the server: background work of requests (a new
+	// broker's relist) runs under it.
+	bg     context.Context
+	stopBg context.CancelFunc
+}
+
+// New builds the server and installs servicecatalog.k8s.io/v1beta1.
+func (c *Config) New() (*Server, error) {
+	gs, err := c.generic.Complete(nil).New("bindery-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("build the API server: %w", err)
+	}
+	bg, stop := context.WithCancel(context.Background())
+	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, bg: bg, stopBg: stop}
+	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
+	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
+	if err := gs.InstallAPIGroup(&info); err != nil {
+		stop()
+		return nil, fmt.Errorf("install %s: %w", v1beta1.SchemeGroupVersion, err)
+	}
+	return s, nil
+}
+
+// storages builds the REST storage of every resource.
+func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map[string]rest.Storage {
+	base := func(kind, plural, singular string, namespaced bool, newFn, newListFn func() runtime.Object, table tableConvertor, short ...string) *storage {
+		return &storage{
+			kind: kind, resource: v1beta1.Resource(plural), singular: singular, shortNames: short, namespaced: namespaced,
+			newFn: newFn, newListFn: newListFn, table: table, store: store, hub: s.hub, bookmarkEvery: bookmarkEvery,
+		}
+	}
+	instances := base(catalog.KindInstance, "serviceinstances", "serviceinstance", true,
+		func() runtime.Object { return &v1beta1.ServiceInstance{} }, func() runtime.Object { return &v1beta1.ServiceInstanceList{} }, instanceTable)
+	bindings := base(catalog.KindBinding, "servicebindings", "servicebinding", true,
+		func() runtime.Object { return &v1beta1.ServiceBinding{} }, func() runtime.Object { return &v1beta1.ServiceBindingList{} }, bindingTable)
+	brokers := base(catalog.KindBroker, "clusterservicebrokers", "clusterservicebroker", false,
+		func() runtime.Object { return &v1beta1.ClusterServiceBroker{} }, func() runtime.Object { return &v1beta1.ClusterServiceBrokerList{} }, brokerTable)
+	classes := base(catalog.KindServiceClass, "clusterserviceclasses", "clusterserviceclass", false,
+		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
+	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
+		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
+	relist := func(id string) {
+		go func() {
+			ctx, cancel := context.WithTimeout(s.bg, time.Minute)
+			defer cancel()
+			if _, err := store.Relist(ctx, id); err != nil {
+				s.log.WarnContext(ctx, "fetch the catalog of a new broker", "broker", id, "err", err)
+			}
+		}()
+	}
+	return map[string]rest.Storage{
+		"serviceinstances":        &instanceStorage{storage: instances, strategy: newStrategy(scheme, true, false)},
+		"serviceinstances/status": &statusStorage{storage: instances, strategy: newStrategy(scheme, true, true)},
+		"servicebindings":         &bindingStorage{storage: bindings, strategy: newStrategy(scheme, true, false)},
+		"servicebindings/status":  &statusStorage{storage: bindings, strategy: newStrategy(scheme, true, true)},
+		"clusterservicebrokers":   &brokerStorage{storage: brokers, strategy: newStrategy(scheme, false, false), relist: relist},
+		"clusterserviceclasses":   classes,
+		"clusterserviceplans":     plans,
+	}
+}
+
+// Run serves until ctx ends, following the change feed for watchers.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.stopBg()
+	hubCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.hub.run(hubCtx)
+	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Run builds the server from options and serves until ctx ends: the one
+// call `bindery serve apiserver` and `bindery up` make. ready, when not
+// nil, is called with the config once the kubeconfig is written.
+func Run(ctx context.Context, o *Options, store *catalog.Store, log *slog.Logger, ready func(*Config)) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	cfg, err := o.Config(store, log)
+	if err != nil {
+		return err
+	}
+	srv, err := cfg.New()
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(cfg)
+	}
+	log.InfoContext(ctx, "serving the Kubernetes API", "url", cfg.Server, "kubeconfig", o.Kubeconfig)
+	return srv.Run(ctx)
+}

@@ -1,0 +1,172 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apiserver"
+	"github.com/bindery-dev/bindery/catalog/client/clientset/versioned"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+func TestMain(m *testing.M) {
+	// k8s.io/apiserver logs through klog; the tests' own logs are enough.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	pgtest.Main(m)
+}
+
+// bundle is what a test gets: the catalog, the server's kubeconfig and a
+// typed client that reaches the server with it.
+type bundle struct {
+	t          testing.TB
+	store      *catalog.Store
+	client     versioned.Interface
+	kubeconfig string
+	dir        string
+	broker     *catalog.Broker
+}
+
+// setup starts the API server on a fresh database with a fake broker
+// registered (its class fake-service with plans sync, async, …).
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := catalog.NewStore(pool, keys, nil)
+	fake := osbtest.New(t)
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	b.Name = "fake"
+	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = store.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &apiserver.Options{Listener: l, DataDir: filepath.Join(dir, "apiserver"), BookmarkInterval: 100 * time.Millisecond}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	go func() {
+		done <- apiserver.Run(runCtx, opts, store, log, func(*apiserver.Config) { close(ready) })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("server: %v", err)
+	}
+	kubeconfig := filepath.Join(opts.DataDir, "kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ready once discovery answers.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := client.Discovery().ServerResourcesForGroupVersion("servicecatalog.k8s.io/v1beta1")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &bundle{t: t, store: store, client: client, kubeconfig: kubeconfig, dir: dir, broker: b}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// kubectl runs bin/kubectl against the server, with stdin (may be nil).
+func (b *bundle) kubectl(stdin []byte, args ...string) (string, error) {
+	b.t.Helper()
+	bin := os.Getenv("BINDERY_KUBE_BIN")
+	if bin == "" {
+		bin = filepath.Join("..", "..", "bin")
+	}
+	kubectl, err := filepath.Abs(filepath.Join(bin, "kubectl"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(kubectl); err != nil {
+		b.t.Skipf("no kubectl: %v (run `make bin/kube-apiserver`)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", b.kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+b.dir, "KUBECACHEDIR="+filepath.Join(b.dir, "kubectl-cache"))
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+func (b *bundle) mustKubectl(stdin []byte, args ...string) string {
+	b.t.Helper()
+	out, err := b.kubectl(stdin, args...)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return out
+}

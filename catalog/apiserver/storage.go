@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
+)
+
+// storage is the read side of one resource over the catalog: get, list and
+// watch, and table output. The kinds that can be written embed it.
+type storage struct {
+	kind          string // the catalog's kind
+	resource      schema.GroupResource
+	singular      string
+	shortNames    []string
+	namespaced    bool
+	newFn         func() runtime.Object
+	newListFn     func() runtime.Object
+	table         tableConvertor
+	store         *catalog.Store
+	hub           *hub
+	bookmarkEvery time.Duration
+}
+
+var (
+	_ rest.Getter               = (*storage)(nil)
+	_ rest.Lister               = (*storage)(nil)
+	_ rest.Watcher              = (*storage)(nil)
+	_ rest.Scoper               = (*storage)(nil)
+	_ rest.SingularNameProvider = (*storage)(nil)
+	_ rest.ShortNamesProvider   = (*storage)(nil)
+)
+
+// New returns an empty object of the resource.
+func (st *storage) New() runtime.Object { return st.newFn() }
+
+// NewList returns an empty list of the resource.
+func (st *storage) NewList() runtime.Object { return st.newListFn() }
+
+// Destroy has nothing to release: the store and hub belong to the server.
+func (st *storage) Destroy() {}
+
+// NamespaceScoped says whether the resource lives in namespaces.
+func (st *storage) NamespaceScoped() bool { return st.namespaced }
+
+// GetSingularName is the resource's singular name (kubectl explain uses it).
+func (st *storage) GetSingularName() string { return st.singular }
+
+// ShortNames are kubectl's abbreviations of the resource.
+func (st *storage) ShortNames() []string { return st.shortNames }
+
+// ConvertToTable gives kubectl its columns.
+func (st *storage) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return st.table.convert(ctx, obj, opts)
+}
+
+func (st *storage) groupKind() schema.GroupKind {
+	kinds, _, _ := scheme.ObjectKinds(st.newFn())
+	if len(kinds) == 0 {
+		return schema.GroupKind{Group: v1beta1.GroupName}
+	}
+	return kinds[0].GroupKind()
+}
+
+func (st *storage) namespace(ctx context.Context) string {
+	if !st.namespaced {
+		return ""
+	}
+	return genericapirequest.NamespaceValue(ctx)
+}
+
+func (st *storage) apiError(err error, name string, creating bool) error {
+	return apiError(err, st.resource, st.groupKind(), name, creating)
+}
+
+// Get reads one object.
+func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	raw, err := st.store.GetRaw(ctx, st.kind, st.namespace(ctx), name)
+	if err != nil {
+		return nil, st.apiError(err, name, false)
+	}
+	obj, err := fromRaw(st.kind, raw)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
+// predicate is a list's or watch's selection.
+type predicate struct {
+	namespace string
+	label     labels.Selector
+	field     fields.Selector
+}
+
+func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
+	p := predicate{namespace: ns, label: labels.Everything(), field: fields.Everything()}
+	if opts != nil && opts.LabelSelector != nil {
+		p.label = opts.LabelSelector
+	}
+	if opts != nil && opts.FieldSelector != nil {
+		p.field = opts.FieldSelector
+	}
+	if p.namespace == "" {
+		if ns, ok := p.field.RequiresExactMatch("metadata.namespace"); ok {
+			p.namespace = ns
+		}
+	}
+	return p
+}
+
+func (p predicate) matches(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	if p.namespace != "" && m.GetNamespace() != p.namespace {
+		return false
+	}
+	if !p.label.Empty() && !p.label.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	return p.field.Empty() || p.field.Matches(v1beta1.SelectableFields(obj))
+}
+
+// List reads a page of objects, filtered by label and field selectors. The
+// selectors are applied to the page the catalog returns, so a page may hold
+// fewer than limit objects while continue says there are more (as
+// kube-apiserver's own storage does).
+func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	pred := newPredicate(st.namespace(ctx), opts)
+	var items []*catalog.RawObject
+	var rev int64
+	var cont string
+	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
+		(!st.namespaced || pred.namespace != "") {
+		// kubectl wait and delete ask for one object by name.
+		var err error
+		if rev, err = st.store.Revision(ctx); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
+		switch {
+		case err == nil:
+			items = []*catalog.RawObject{raw}
+		case !apierrors.IsNotFound(st.apiError(err, name, false)):
+			return nil, st.apiError(err, name, false)
+		}
+	} else {
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: int(opts.Limit)}
+		l, err := st.store.ListRaw(ctx, st.kind, lo)
+		if err != nil {
+			if _, ok := catalog.AsValidation(err); ok {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			return nil, apierrors.NewInternalError(err)
+		}
+		items, rev, cont = l.Items, l.ResourceVersion, l.Continue
+	}
+	objs := make([]runtime.Object, 0, len(items))
+	for _, r := range items {
+		obj, err := fromRaw(st.kind, r)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if pred.matches(obj) {
+			objs = append(objs, obj)
+		}
+	}
+	list := st.newListFn()
+	if err := meta.SetList(list, objs); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	lm.SetContinue(cont)
+	return list, nil
+}
+
+// Watch follows the change feed from the requested resourceVersion: from
+// "" or "0" it first sends the current objects as ADDED.
+func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
+	rv := ""
+	if opts != nil {
+		rv = opts.ResourceVersion
+		req.bookmarks = opts.AllowWatchBookmarks
+		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+			req.initial, req.initialMark = true, true
+		}
+	}
+	switch rv {
+	case "", "0":
+		req.initial = true
+	default:
+		from, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil || from < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+		}
+		req.from = from
+	}
+	return st.startWatch(ctx, req), nil
+}
+
+// resourceVersion reads an object's resourceVersion: 0 when it has none.
+func resourceVersion(obj runtime.Object) (int64, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, err
+	}
+	rv := m.GetResourceVersion()
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+	}
+	return n, nil
+}
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/bindery-dev/bindery/catalog/apiserver"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// apiserverOptions are the flags of the aggregated API server.
+type apiserverOptions struct {
+	listen        string
+	dataDir       string
+	kubeconfig    string
+	hosts         string
+	encryptionKey string
+	bookmarks     time.Duration
+}
+
+func (o *apiserverOptions) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.listen, "listen", ":8443", "HOST:PORT to serve servicecatalog.k8s.io/v1beta1 on (HTTPS)")
+	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(".bindery", "apiserver"), "directory keeping the server's CA, certificates and kubeconfig")
+	fs.StringVar(&o.kubeconfig, "write-kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
+	fs.StringVar(&o.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate")
+	fs.DurationVar(&o.bookmarks, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
+	if fs.Lookup("encryption-key") == nil {
+		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
+	}
+}
+
+// options turns the flags into the server's Options.
+func (o *apiserverOptions) options() *apiserver.Options {
+	opts := &apiserver.Options{Listen: o.listen, DataDir: o.dataDir, Kubeconfig: o.kubeconfig, BookmarkInterval: o.bookmarks}
+	for _, h := range strings.Split(o.hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			opts.Hosts = append(opts.Hosts, h)
+		}
+	}
+	return opts
+}
+
+func (o *apiserverOptions) validate() []error {
+	var errs []error
+	if _, err := keyring.Parse(o.encryptionKey); err != nil {
+		errs = append(errs, err)
+	}
+	if o.bookmarks <= 0 {
+		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
+	}
+	if err := o.options().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// runServeAPIServer is `bindery serve apiserver`: servicecatalog.k8s.io
+// over the catalog's tables, standalone, with the admin kubeconfig it
+// writes printed on stdout.
+func runServeAPIServer(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "serve apiserver")
+	var db dbOptions
+	var o apiserverOptions
+	db.addFlags(fs)
+	o.addFlags(fs)
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(append(db.validate(), o.validate()...)...); err != nil {
+		return err
+	}
+	log, err := e.logger(*level)
+	if err != nil {
+		return err
+	}
+	// k8s.io/apiserver logs through klog: send it to the same handler.
+	klog.SetSlogLogger(log.With("component", "apiserver"))
+	pool, err := db.open(ctx, log, migrations.Catalog)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store, err := newCatalogStore(pool, o.encryptionKey, log)
+	if err != nil {
+		return err
+	}
+	opts := o.options()
+	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
+		fmt.Fprintf(e.stdout, "Kubernetes API: %s\nkubeconfig: %s\n", c.Server, opts.Kubeconfig)
+	})
+}
