@@ -3,7 +3,11 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -86,12 +90,41 @@ func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (Lis
 // the object after the change, or before it for Deleted. The document's
 // resourceVersion is the object's before a deletion; Revision is the
 // change's.
+//
+// The feed's documents are the typed objects' JSON, which leaves out
+// Meta.Extra (the Kubernetes metadata the catalog has no column for:
+// ownerReferences, managedFields, generateName, …). ChangesSince fills it
+// in from the object's row while the row exists (Current): that is the
+// object's newest Extra, not necessarily the one it had at Revision when
+// the Kubernetes API changed Extra again since (a later change of the
+// feed then carries the newer value anyway). Once the row is gone
+// (Current false, a Deleted change or one before it), Extra is empty: the
+// reader fills it in from what it saw last (catalog/apiserver keeps the
+// last Extra of each object it has seen).
 type FeedChange struct {
 	Revision int64
 	Kind     string
 	Type     string
 	Object   *RawObject
+	// Current says that the object's row exists, and Object.Extra is read
+	// from it.
+	Current bool
 }
+
+// extraJoin reads, for each change c, the Extra of its object's row and
+// whether the row exists.
+var extraJoin = func() string {
+	kinds := make([]string, 0, len(tables))
+	for k := range tables {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, `SELECT metadata->'extra' AS extra, true AS found FROM `+tables[k]+` WHERE c.kind = '`+k+`' AND id = c.object_id`)
+	}
+	return ` LEFT JOIN LATERAL (` + strings.Join(parts, ` UNION ALL `) + `) x ON true`
+}()
 
 // ChangesSince reads the change feed after a revision, oldest first, for
 // the given kinds (all when none), at most limit entries (all when 0).
@@ -99,16 +132,17 @@ type FeedChange struct {
 // the last revision read is completed.
 func (s *Store) ChangesSince(ctx context.Context, after int64, kinds []string, limit int) ([]FeedChange, error) {
 	f := &filter{}
-	f.add("revision > ?", after)
+	f.add("c.revision > ?", after)
 	if len(kinds) > 0 {
-		f.add("kind = ANY(?)", kinds)
+		f.add("c.kind = ANY(?)", kinds)
 	}
-	sql := `SELECT revision, kind, type, object FROM catalog.changes WHERE ` + f.where() + ` ORDER BY revision, object_id`
+	const cols = `SELECT c.revision, c.kind, c.type, c.object, x.extra, coalesce(x.found, false) FROM catalog.changes c`
+	sql := cols + extraJoin + ` WHERE ` + f.where() + ` ORDER BY c.revision, c.object_id`
 	if limit > 0 {
 		// Finish the last revision: a watcher resumes after a whole revision.
-		sql = `WITH page AS (SELECT revision FROM catalog.changes WHERE ` + f.where() + ` ORDER BY revision, object_id LIMIT ` + fmt.Sprint(limit) + `)
-			SELECT revision, kind, type, object FROM catalog.changes WHERE ` + f.where() + ` AND revision <= (SELECT max(revision) FROM page)
-			ORDER BY revision, object_id`
+		sql = `WITH page AS (SELECT c.revision FROM catalog.changes c WHERE ` + f.where() + ` ORDER BY c.revision, c.object_id LIMIT ` + fmt.Sprint(limit) + `)
+			` + cols + extraJoin + ` WHERE ` + f.where() + ` AND c.revision <= (SELECT max(revision) FROM page)
+			ORDER BY c.revision, c.object_id`
 	}
 	rows, err := s.pool.Query(ctx, sql, f.args...)
 	if err != nil {
@@ -118,8 +152,9 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, kinds []string, l
 	var out []FeedChange
 	for rows.Next() {
 		var c FeedChange
-		var doc []byte
-		if err := rows.Scan(&c.Revision, &c.Kind, &c.Type, &doc); err != nil {
+		var doc, extra []byte
+		var current bool
+		if err := rows.Scan(&c.Revision, &c.Kind, &c.Type, &doc, &extra, &current); err != nil {
 			return nil, fmt.Errorf("read changes after %d: %w", after, mapErr(err))
 		}
 		o := &RawObject{}
@@ -127,6 +162,10 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, kinds []string, l
 		// inline, then spec and status.
 		if err := json.Unmarshal(doc, o); err != nil {
 			return nil, fmt.Errorf("decode change %d of %s: %w", c.Revision, c.Kind, err)
+		}
+		c.Current = current
+		if len(extra) > 0 && string(extra) != "null" {
+			o.Extra = extra
 		}
 		c.Object = o
 		out = append(out, c)
@@ -276,4 +315,146 @@ func (s *Store) CheckInstance(ctx context.Context, in *Instance) error {
 		return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
 	}
 	return nil
+}
+
+// CheckBinding validates a new binding as CreateBinding does (name,
+// namespace, secret name, an instance that exists, is not being deleted
+// and has a bindable plan, parameters, a free name) without recording it,
+// for a dry run. The predecessor of a rotation is not checked.
+func (s *Store) CheckBinding(ctx context.Context, b *Binding) error {
+	if b.Namespace == "" {
+		b.Namespace = DefaultNamespace
+	}
+	var errs []FieldError
+	checkName("name", b.Name, &errs)
+	checkNamespace("namespace", b.Namespace, &errs)
+	if b.Spec.InstanceRef.Name == "" {
+		errs = append(errs, FieldError{"spec.instanceRef.name", "required"})
+	}
+	if b.Spec.SecretName == "" {
+		b.Spec.SecretName = b.Name
+	}
+	checkName("spec.secretName", b.Spec.SecretName, &errs)
+	if b.Spec.InstanceRef.Name != "" {
+		in, err := getBy[Instance](ctx, s.pool, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
+		case err != nil:
+			return err
+		case in.DeletionTimestamp != nil:
+			return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+		default:
+			plan, err := getBy[ServicePlan](ctx, s.pool, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
+			if err != nil {
+				return err
+			}
+			class, err := getBy[ServiceClass](ctx, s.pool, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
+			if err != nil {
+				return err
+			}
+			bindable := class.Spec.Bindable
+			if plan.Spec.Bindable != nil {
+				bindable = *plan.Spec.Bindable
+			}
+			if !bindable {
+				return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+			}
+			checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
+		}
+	}
+	if err := invalid(errs...); err != nil {
+		return err
+	}
+	var taken bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.bindings WHERE namespace = $1 AND name = $2)`,
+		b.Namespace, b.Name).Scan(&taken); err != nil {
+		return fmt.Errorf("check binding %s/%s: %w", b.Namespace, b.Name, mapErr(err))
+	}
+	if taken {
+		return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+	}
+	return nil
+}
+
+// CheckBroker validates a new broker as CreateBroker does (without
+// credentials: the Kubernetes API gives none) and that its name is free,
+// without recording it, for a dry run.
+func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
+	if err := validateBroker(b, nil); err != nil {
+		return err
+	}
+	var taken bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.brokers WHERE name = $1)`, b.Name).Scan(&taken); err != nil {
+		return fmt.Errorf("check broker %s: %w", b.Name, mapErr(err))
+	}
+	if taken {
+		return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+	}
+	return nil
+}
+
+// ChangesAt reads, for each of the objects of kind with these ids, the
+// newest change of the feed at or before revision at: what the object was
+// then (nothing when the change is Deleted, or when it is older than what
+// the feed keeps). The documents carry no Extra. A watch with a selector
+// uses it to tell whether an object matched when the watch began.
+func (s *Store) ChangesAt(ctx context.Context, kind string, ids []string, at int64) (map[string]FeedChange, error) {
+	out := map[string]FeedChange{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (object_id) object_id::text, revision, type, object FROM catalog.changes
+		WHERE kind = $1 AND revision <= $2 AND object_id = ANY($3::uuid[]) ORDER BY object_id, revision DESC`, kind, at, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read changes at %d: %w", at, mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var doc []byte
+		c := FeedChange{Kind: kind}
+		if err := rows.Scan(&id, &c.Revision, &c.Type, &doc); err != nil {
+			return nil, fmt.Errorf("read changes at %d: %w", at, mapErr(err))
+		}
+		if c.Type == Deleted {
+			continue
+		}
+		o := &RawObject{}
+		if err := json.Unmarshal(doc, o); err != nil {
+			return nil, fmt.Errorf("decode change %d of %s: %w", c.Revision, kind, err)
+		}
+		c.Object = o
+		out[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read changes at %d: %w", at, mapErr(err))
+	}
+	return out, nil
+}
+
+// PruneChangesKeeping prunes the change feed (PruneChanges) while keeping
+// every change younger than minAge and at least the newest minCount
+// changes. It returns the revision the feed is kept from (changes before
+// it are gone) and how many were removed.
+func (s *Store) PruneChangesKeeping(ctx context.Context, minAge time.Duration, minCount int) (int64, int64, error) {
+	if minCount < 1 {
+		minCount = 1
+	}
+	var before int64
+	// Revisions are granted at commit and created_at is the transaction's
+	// start: every change before the oldest young revision is old.
+	err := s.pool.QueryRow(ctx, `SELECT least(
+			coalesce((SELECT min(revision) FROM catalog.changes WHERE created_at >= now() - make_interval(secs => $1)),
+				(SELECT value + 1 FROM catalog.revision)),
+			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0))`,
+		minAge.Seconds(), minCount).Scan(&before)
+	if err != nil {
+		return 0, 0, fmt.Errorf("find where to prune the change feed: %w", mapErr(err))
+	}
+	if before <= 0 {
+		return 0, 0, nil
+	}
+	n, err := s.PruneChanges(ctx, before)
+	return before, n, err
 }

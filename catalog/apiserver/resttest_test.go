@@ -28,6 +28,14 @@ import (
 // broker registered, without serving them.
 func storagesForTest(t *testing.T) (map[string]rest.Storage, *catalog.Store) {
 	t.Helper()
+	storages, store, _, _ := storagesWithBroker(t)
+	return storages, store
+}
+
+// storagesWithBroker is storagesForTest that also gives the fake broker
+// and its catalog id.
+func storagesWithBroker(t *testing.T) (map[string]rest.Storage, *catalog.Store, *osbtest.Broker, string) {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.New(t))
 	if err != nil {
@@ -39,7 +47,8 @@ func storagesForTest(t *testing.T) (map[string]rest.Storage, *catalog.Store) {
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
 	store := catalog.NewStore(pool, keys, nil)
-	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: osbtest.New(t).URL()}}
+	fake := osbtest.New(t)
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
 	b.Name = "fake"
 	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
 		t.Fatal(err)
@@ -50,9 +59,10 @@ func storagesForTest(t *testing.T) (map[string]rest.Storage, *catalog.Store) {
 	bg, cancel := context.WithCancel(ctx)
 	s := &Server{hub: newHub(store, nil), bg: bg, stopBg: cancel}
 	s.hub.log = discardLogger()
+	s.log = discardLogger()
 	go s.hub.run(bg)
 	t.Cleanup(cancel)
-	return s.storages(store, time.Minute), store
+	return s.storages(store, time.Minute), store, fake, b.ID
 }
 
 func validInstance() *v1beta1.ServiceInstance {

@@ -61,7 +61,22 @@ type Options struct {
 	Hosts []string
 	// BookmarkInterval is how often a watch that allows bookmarks gets one.
 	BookmarkInterval time.Duration
+	// ChangeRetention and ChangesRetained are how much of the change feed
+	// (catalog.changes) the server keeps for watches that resume from a
+	// resourceVersion: every change younger than ChangeRetention, and at
+	// least the newest ChangesRetained changes (by default and at least 10
+	// minutes and 100,000). Older changes are pruned every PruneInterval
+	// (a minute by default); a watch from before them gets 410 Expired.
+	ChangeRetention time.Duration
+	ChangesRetained int
+	PruneInterval   time.Duration
 }
+
+// The least of the change feed the server keeps.
+const (
+	MinChangeRetention = 10 * time.Minute
+	MinChangesRetained = 100_000
+)
 
 // Complete fills in defaults.
 func (o *Options) Complete() error {
@@ -76,6 +91,15 @@ func (o *Options) Complete() error {
 	}
 	if o.BookmarkInterval == 0 {
 		o.BookmarkInterval = time.Minute
+	}
+	if o.ChangeRetention == 0 {
+		o.ChangeRetention = MinChangeRetention
+	}
+	if o.ChangesRetained == 0 {
+		o.ChangesRetained = MinChangesRetained
+	}
+	if o.PruneInterval == 0 {
+		o.PruneInterval = time.Minute
 	}
 	return nil
 }
@@ -92,6 +116,15 @@ func (o *Options) Validate() error {
 	}
 	if o.BookmarkInterval < 0 {
 		errs = append(errs, errors.New("bookmark interval: must be positive"))
+	}
+	if o.ChangeRetention < MinChangeRetention {
+		errs = append(errs, fmt.Errorf("change retention %s: must be at least %s", o.ChangeRetention, MinChangeRetention))
+	}
+	if o.ChangesRetained < MinChangesRetained {
+		errs = append(errs, fmt.Errorf("changes retained %d: must be at least %d", o.ChangesRetained, MinChangesRetained))
+	}
+	if o.PruneInterval <= 0 {
+		errs = append(errs, errors.New("prune interval: must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -210,6 +243,7 @@ type Server struct {
 	generic *genericapiserver.GenericAPIServer
 	hub     *hub
 	log     *slog.Logger
+	opts    Options
 	// bg lives as long as the server: background work of requests (a new
 	// broker's relist) runs under it.
 	bg     context.Context
@@ -223,7 +257,7 @@ func (c *Config) New() (*Server, error) {
 		return nil, fmt.Errorf("build the API server: %w", err)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, bg: bg, stopBg: stop}
+	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop}
 	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
 	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
 	if err := gs.InstallAPIGroup(&info); err != nil {
@@ -277,10 +311,47 @@ func (s *Server) Run(ctx context.Context) error {
 	hubCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go s.hub.run(hubCtx)
+	go s.pruneLoop(hubCtx)
 	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// pruneLoop prunes the change feed every PruneInterval, keeping what the
+// options say.
+func (s *Server) pruneLoop(ctx context.Context) {
+	if s.opts.PruneInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.opts.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.prune(ctx)
+		}
+	}
+}
+
+// prune removes the changes the options let go, and what the hub keeps of
+// objects deleted before them.
+func (s *Server) prune(ctx context.Context) {
+	before, n, err := s.hub.store.PruneChangesKeeping(ctx, s.opts.ChangeRetention, s.opts.ChangesRetained)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "prune the change feed", "err", err)
+		}
+		return
+	}
+	if before > 0 {
+		s.hub.forget(before)
+	}
+	if n > 0 {
+		s.log.DebugContext(ctx, "pruned the change feed", "changes", n, "before", before)
+	}
 }
 
 // Run builds the server from options and serves until ctx ends: the one

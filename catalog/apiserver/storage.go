@@ -139,6 +139,41 @@ func (p predicate) matches(obj runtime.Object) bool {
 	return p.field.Empty() || p.field.Matches(v1beta1.SelectableFields(obj))
 }
 
+func (p predicate) matchesAttrs(a *attrs) bool {
+	if p.namespace != "" && a.namespace != p.namespace {
+		return false
+	}
+	if !p.label.Empty() && !p.label.Matches(a.labels) {
+		return false
+	}
+	return p.field.Empty() || p.field.Matches(a.fields)
+}
+
+// selects says whether the predicate looks at what a change can change
+// (labels, fields), not only the namespace.
+func (p predicate) selects() bool { return !p.label.Empty() || !p.field.Empty() }
+
+// transition is the event a watch with this predicate sends for a change,
+// if any. As kube-apiserver's watch cache does, a MODIFIED object that
+// starts matching is ADDED, and one that stops matching is DELETED (with
+// its new state); when the state before the change is unknown (ev.prev
+// nil), the object is taken to have matched as it does now.
+func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
+	cur := p.matches(ev.obj)
+	if ev.typ != watch.Modified || ev.prev == nil || !p.selects() {
+		return ev.typ, cur
+	}
+	switch was := p.matchesAttrs(ev.prev); {
+	case cur && was:
+		return watch.Modified, true
+	case cur:
+		return watch.Added, true
+	case was:
+		return watch.Deleted, true
+	}
+	return "", false
+}
+
 // List reads a page of objects, filtered by label and field selectors. The
 // selectors are applied to the page the catalog returns, so a page may hold
 // fewer than limit objects while continue says there are more (as

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
 )
 
 // hub follows the catalog's change feed for the whole server: one LISTEN
@@ -37,6 +41,35 @@ type hub struct {
 	// the channels of the subscriptions that existed when it was sent.
 	last  atomic.Int64
 	ready chan struct{}
+
+	// kmu guards known and gone, which only catchUp (and seed) write.
+	kmu sync.Mutex
+	// known is the last state the hub saw of each object, by id: a
+	// change's prev, and the Extra of a change whose row is gone.
+	known map[string]*attrs
+	// gone is the last state of deleted objects, by id, until the feed
+	// before their deletion is pruned (forget): the Extra of a watch's
+	// backlog changes whose row is gone.
+	gone map[string]*attrs
+}
+
+// attrs is what a selector looks at of an object, with its Extra (which
+// the change feed's documents leave out: catalog.FeedChange).
+type attrs struct {
+	namespace string
+	labels    labels.Set
+	fields    fields.Set
+	extra     json.RawMessage
+	// rev is, in hub.gone, the revision of the deletion.
+	rev int64
+}
+
+func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &attrs{extra: extra}
+	}
+	return &attrs{namespace: m.GetNamespace(), labels: labels.Set(m.GetLabels()), fields: v1beta1.SelectableFields(obj), extra: extra}
 }
 
 // hubEvent is one change, converted. obj is shared by every watcher: they
@@ -45,6 +78,10 @@ type hubEvent struct {
 	rev int64
 	typ watch.EventType
 	obj runtime.Object
+	// prev is the object before the change, when the hub knows it: a
+	// watch with a selector turns a MODIFIED into ADDED or DELETED when
+	// the object starts or stops matching.
+	prev *attrs
 }
 
 // subscription is a watcher's queue of changes of one kind. The hub closes
@@ -59,7 +96,8 @@ type subscription struct {
 const subscriptionBuffer = 4096
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
-	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{})}
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}),
+		known: map[string]*attrs{}, gone: map[string]*attrs{}}
 }
 
 func (h *hub) subscribe(kind string) *subscription {
@@ -84,6 +122,9 @@ func (h *hub) run(ctx context.Context) {
 	for {
 		rev, err := h.store.Revision(ctx)
 		if err == nil {
+			err = h.seed(ctx)
+		}
+		if err == nil {
 			h.last.Store(rev)
 			close(h.ready)
 			break
@@ -103,6 +144,70 @@ func (h *hub) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// seed reads the state of every object, so that the first change of each
+// has its prev and Extra. The lists are at least as new as the revision
+// the hub starts after: a change between the two may get a prev newer than
+// itself, which only matters to a selector's transitions, at start.
+func (h *hub) seed(ctx context.Context) error {
+	known := map[string]*attrs{}
+	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding} {
+		for cont := ""; ; {
+			l, err := h.store.ListRaw(ctx, kind, catalog.ListOptions{Continue: cont, Limit: 5000})
+			if err != nil {
+				return err
+			}
+			for _, r := range l.Items {
+				obj, err := fromRaw(kind, r)
+				if err != nil {
+					return err
+				}
+				known[r.ID] = attrsOf(obj, r.Extra)
+			}
+			if cont = l.Continue; cont == "" {
+				break
+			}
+		}
+	}
+	h.kmu.Lock()
+	h.known = known
+	h.kmu.Unlock()
+	return nil
+}
+
+// lastExtra is the Extra the hub last saw of an object, deleted or not.
+func (h *hub) lastExtra(id string) json.RawMessage {
+	h.kmu.Lock()
+	defer h.kmu.Unlock()
+	if a := h.known[id]; a != nil {
+		return a.extra
+	}
+	if a := h.gone[id]; a != nil {
+		return a.extra
+	}
+	return nil
+}
+
+// forget drops what the hub keeps of objects deleted before revision
+// before, once the feed before it is pruned.
+func (h *hub) forget(before int64) {
+	h.kmu.Lock()
+	defer h.kmu.Unlock()
+	for id, a := range h.gone {
+		if a.rev < before {
+			delete(h.gone, id)
+		}
+	}
+}
+
+// toEvent converts a change, its Extra filled in from what the hub last
+// saw when the object's row is gone.
+func (h *hub) toEvent(c catalog.FeedChange) (hubEvent, error) {
+	if !c.Current && len(c.Object.Extra) == 0 {
+		c.Object.Extra = h.lastExtra(c.Object.ID)
+	}
+	return toEvent(c)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -155,11 +260,22 @@ func (h *hub) catchUp(ctx context.Context) error {
 			return nil
 		}
 		for _, c := range changes {
-			ev, err := toEvent(c)
+			ev, err := h.toEvent(c)
 			if err != nil {
 				h.log.ErrorContext(ctx, "convert a change", "kind", c.Kind, "revision", c.Revision, "err", err)
 				continue
 			}
+			a := attrsOf(ev.obj, c.Object.Extra)
+			h.kmu.Lock()
+			ev.prev = h.known[c.Object.ID]
+			if ev.typ == watch.Deleted {
+				delete(h.known, c.Object.ID)
+				a.rev = c.Revision
+				h.gone[c.Object.ID] = a
+			} else {
+				h.known[c.Object.ID] = a
+			}
+			h.kmu.Unlock()
 			h.deliver(c.Kind, ev)
 		}
 		h.last.Store(changes[len(changes)-1].Revision)
@@ -294,14 +410,22 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			fail(apierrors.NewInternalError(err))
 			return
 		}
+		prevs, err := st.statesAt(ctx, req, changes)
+		if err != nil {
+			fail(apierrors.NewInternalError(err))
+			return
+		}
 		for _, c := range changes {
-			ev, err := toEvent(c)
+			ev, err := st.hub.toEvent(c)
 			if err != nil {
 				fail(apierrors.NewInternalError(err))
 				return
 			}
 			last = ev.rev
-			if req.pred.matches(ev.obj) && !send(watch.Event{Type: ev.typ, Object: ev.obj}) {
+			id := c.Object.ID
+			ev.prev = prevs[id]
+			prevs[id] = attrsOf(ev.obj, nil)
+			if typ, ok := req.pred.transition(ev); ok && !send(watch.Event{Type: typ, Object: ev.obj}) {
 				return
 			}
 		}
@@ -312,10 +436,11 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			return true // in the list or backlog already
 		}
 		last = ev.rev
-		if !req.pred.matches(ev.obj) {
+		typ, ok := req.pred.transition(ev)
+		if !ok {
 			return true
 		}
-		return send(watch.Event{Type: ev.typ, Object: ev.obj.DeepCopyObject()})
+		return send(watch.Event{Type: typ, Object: ev.obj.DeepCopyObject()})
 	}
 	var tick <-chan time.Time
 	if req.bookmarks {
@@ -353,6 +478,38 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			return
 		}
 	}
+}
+
+// statesAt reads what the objects a backlog modifies were at the revision
+// the watch starts from, for a watch with a selector (the others need no
+// prev): nil for what the feed no longer knows.
+func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []catalog.FeedChange) (map[string]*attrs, error) {
+	prevs := map[string]*attrs{}
+	if !req.pred.selects() {
+		return prevs, nil
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, c := range changes {
+		if !seen[c.Object.ID] {
+			seen[c.Object.ID] = true
+			if c.Type == catalog.Modified {
+				ids = append(ids, c.Object.ID)
+			}
+		}
+	}
+	at, err := st.store.ChangesAt(ctx, st.kind, ids, req.from)
+	if err != nil {
+		return nil, err
+	}
+	for id, c := range at {
+		obj, err := fromRaw(st.kind, c.Object)
+		if err != nil {
+			return nil, err
+		}
+		prevs[id] = attrsOf(obj, nil)
+	}
+	return prevs, nil
 }
 
 // bookmark is an empty object of the kind carrying only a resourceVersion.

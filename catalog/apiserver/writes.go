@@ -9,8 +9,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -205,9 +207,10 @@ type instanceStorage struct {
 }
 
 var (
-	_ rest.Creater         = (*instanceStorage)(nil)
-	_ rest.Updater         = (*instanceStorage)(nil)
-	_ rest.GracefulDeleter = (*instanceStorage)(nil)
+	_ rest.Creater           = (*instanceStorage)(nil)
+	_ rest.Updater           = (*instanceStorage)(nil)
+	_ rest.GracefulDeleter   = (*instanceStorage)(nil)
+	_ rest.CollectionDeleter = (*instanceStorage)(nil)
 )
 
 // Create records a new instance through catalog.CreateInstance.
@@ -282,6 +285,16 @@ func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidat
 	})
 }
 
+// DeleteCollection marks every instance the selectors match for deletion,
+// each as Delete does.
+func (s *instanceStorage) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions,
+	listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	return s.deleteCollection(ctx, listOptions, func(ctx context.Context, name string) (runtime.Object, error) {
+		obj, _, err := s.Delete(ctx, name, deleteValidation, opts)
+		return obj, err
+	})
+}
+
 // bindingStorage is servicebindings: creation through the catalog, metadata
 // updates (the spec is immutable), and deletion that the engine completes.
 type bindingStorage struct {
@@ -290,9 +303,10 @@ type bindingStorage struct {
 }
 
 var (
-	_ rest.Creater         = (*bindingStorage)(nil)
-	_ rest.Updater         = (*bindingStorage)(nil)
-	_ rest.GracefulDeleter = (*bindingStorage)(nil)
+	_ rest.Creater           = (*bindingStorage)(nil)
+	_ rest.Updater           = (*bindingStorage)(nil)
+	_ rest.GracefulDeleter   = (*bindingStorage)(nil)
+	_ rest.CollectionDeleter = (*bindingStorage)(nil)
 )
 
 // Create records a new binding through catalog.CreateBinding.
@@ -307,7 +321,13 @@ func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createV
 			return nil, err
 		}
 		return typed(catalog.KindBinding, out.Meta, out.Spec, out.Status)
-	}, nil)
+	}, func(ctx context.Context, m catalog.Meta) error {
+		b := &catalog.Binding{Meta: m}
+		if err := convertJSON(&obj.(*v1beta1.ServiceBinding).Spec, &b.Spec); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return s.store.CheckBinding(ctx, b)
+	})
 }
 
 // Update changes a binding's metadata.
@@ -342,6 +362,16 @@ func (s *bindingStorage) Delete(ctx context.Context, name string, deleteValidati
 		}
 		out, err := typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
 		return out, false, err
+	})
+}
+
+// DeleteCollection marks every binding the selectors match for deletion,
+// each as Delete does.
+func (s *bindingStorage) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions,
+	listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	return s.deleteCollection(ctx, listOptions, func(ctx context.Context, name string) (runtime.Object, error) {
+		obj, _, err := s.Delete(ctx, name, deleteValidation, opts)
+		return obj, err
 	})
 }
 
@@ -414,7 +444,13 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 		}
 		s.relist(b.ID)
 		return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
-	}, nil)
+	}, func(ctx context.Context, m catalog.Meta) error {
+		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
+		if err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return s.store.CheckBroker(ctx, &catalog.Broker{Meta: m, Spec: spec})
+	})
 }
 
 // Update changes a broker's metadata and spec (catalog.UpdateBroker, which
@@ -453,12 +489,17 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 
 // Delete deregisters the broker with its classes and plans, at once.
 func (s *brokerStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	return s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, obj runtime.Object, id string) (runtime.Object, bool, error) {
+	obj, deleted, err := s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, obj runtime.Object, id string) (runtime.Object, bool, error) {
 		if err := s.store.DeleteBroker(ctx, id); err != nil {
 			return nil, false, err
 		}
 		return obj, true, nil
 	})
+	// A dry run says what the delete would do: remove it at once.
+	if err == nil && opts != nil && isDryRun(opts.DryRun) {
+		deleted = true
+	}
+	return obj, deleted, err
 }
 
 // createOptions carries an update's dry run and field manager over to the
@@ -468,4 +509,53 @@ func createOptions(opts *metav1.UpdateOptions) *metav1.CreateOptions {
 		return &metav1.CreateOptions{}
 	}
 	return &metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
+}
+
+// deleteCollection is DeleteCollection for a kind whose storage deletes
+// one object with del: it lists what the selectors match (in the request's
+// namespace, or all of them) and deletes each object through del, the
+// same path as a single delete, so the engine completes each deletion as
+// usual. An object gone meanwhile is skipped; the first other error ends
+// it. It returns the objects as the deletes left them.
+func (st *storage) deleteCollection(ctx context.Context, listOptions *metainternalversion.ListOptions,
+	del func(ctx context.Context, name string) (runtime.Object, error)) (runtime.Object, error) {
+	if listOptions == nil {
+		listOptions = &metainternalversion.ListOptions{}
+	} else {
+		listOptions = listOptions.DeepCopy()
+	}
+	// The whole selection: paging is the server's business here.
+	listOptions.Limit, listOptions.Continue, listOptions.ResourceVersion = 0, "", ""
+	listed, err := st.List(ctx, listOptions)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(listed)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		ictx := ctx
+		if st.namespaced {
+			ictx = genericapirequest.WithNamespace(ctx, m.GetNamespace())
+		}
+		obj, err := del(ictx, m.GetName())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	list := st.newListFn()
+	if err := meta.SetList(list, out); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return list, nil
 }
