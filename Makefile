@@ -35,6 +35,7 @@ $(BIN)/staticcheck:
 bench: deps kube build
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./catalog/rest/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./catalog/apiserver/
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
