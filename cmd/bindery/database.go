@@ -63,3 +63,30 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 	}
 	return pool, nil
 }
+
+// startServer parses a server command's flags — the database's, the
+// component's (addFlags) and --log-level — checks them all together (the
+// database's and check's problems in one error), and opens the database
+// with the given schemas migrated.
+func startServer(ctx context.Context, e env, name string, args []string, addFlags func(*flag.FlagSet), check func(*dbOptions) []error, schemas ...string) (*slog.Logger, *pgxpool.Pool, error) {
+	fs := newFlagSet(e, name)
+	var db dbOptions
+	db.addFlags(fs)
+	addFlags(fs)
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, nil, err
+	}
+	if err := errors.Join(append(db.validate(), check(&db)...)...); err != nil {
+		return nil, nil, err
+	}
+	log, err := e.logger(*level)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := db.open(ctx, log, schemas...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, pool, nil
+}

@@ -66,29 +66,15 @@ func (o *apiserverOptions) validate() []error {
 // over the catalog's tables, standalone, with the admin kubeconfig it
 // writes printed on stdout.
 func runServeAPIServer(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve apiserver")
-	var db dbOptions
 	var o apiserverOptions
-	db.addFlags(fs)
-	o.addFlags(fs)
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := errors.Join(append(db.validate(), o.validate()...)...); err != nil {
-		return err
-	}
-	log, err := e.logger(*level)
-	if err != nil {
-		return err
-	}
-	// k8s.io/apiserver logs through klog: send it to the same handler.
-	klog.SetSlogLogger(log.With("component", "apiserver"))
-	pool, err := db.open(ctx, log, migrations.Catalog)
+	log, pool, err := startServer(ctx, e, "serve apiserver", args, o.addFlags,
+		func(*dbOptions) []error { return o.validate() }, migrations.Catalog)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	// k8s.io/apiserver logs through klog: send it to the same handler.
+	klog.SetSlogLogger(log.With("component", "apiserver"))
 	store, err := newCatalogStore(pool, o.encryptionKey, log)
 	if err != nil {
 		return err

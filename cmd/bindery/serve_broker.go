@@ -69,23 +69,10 @@ func (o *brokerOptions) complete(db *dbOptions) error {
 }
 
 func runServeBroker(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve broker")
-	var db dbOptions
 	var o brokerOptions
-	db.addFlags(fs)
-	o.addFlags(fs, "listen", ":8081")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := errors.Join(append(db.validate(), o.complete(&db))...); err != nil {
-		return err
-	}
-	log, err := e.logger(*level)
-	if err != nil {
-		return err
-	}
-	pool, err := db.open(ctx, log, migrations.Broker)
+	log, pool, err := startServer(ctx, e, "serve broker", args,
+		func(fs *flag.FlagSet) { o.addFlags(fs, "listen", ":8081") },
+		func(db *dbOptions) []error { return []error{o.complete(db)} }, migrations.Broker)
 	if err != nil {
 		return err
 	}

@@ -46,23 +46,10 @@ func (o *catalogOptions) complete() error {
 }
 
 func runServeCatalog(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve catalog")
-	var db dbOptions
 	var o catalogOptions
-	db.addFlags(fs)
-	o.addFlags(fs, "listen", ":8080")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := errors.Join(append(db.validate(), o.complete())...); err != nil {
-		return err
-	}
-	log, err := e.logger(*level)
-	if err != nil {
-		return err
-	}
-	pool, err := db.open(ctx, log, migrations.Catalog)
+	log, pool, err := startServer(ctx, e, "serve catalog", args,
+		func(fs *flag.FlagSet) { o.addFlags(fs, "listen", ":8080") },
+		func(*dbOptions) []error { return []error{o.complete()} }, migrations.Catalog)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 )
@@ -46,6 +47,17 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string
 	}
 }
 
+func (o *controllerOptions) validate() []error {
+	var errs []error
+	if _, err := keyring.Parse(o.encryptionKey); err != nil {
+		errs = append(errs, err)
+	}
+	if o.workers <= 0 {
+		errs = append(errs, errors.New("--controller-workers: must be positive"))
+	}
+	return errs
+}
+
 // kubeClient is the configured cluster, or nil: --kubeconfig or
 // KUBECONFIG, else in-cluster when running in a Pod; never an implicit
 // ~/.kube/config.
@@ -69,23 +81,10 @@ func (o *controllerOptions) kubeClient() (kubernetes.Interface, error) {
 }
 
 func runServeController(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve controller")
-	var db dbOptions
 	var o controllerOptions
-	db.addFlags(fs)
-	o.addFlags(fs, "listen", ":8082")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := errors.Join(db.validate()...); err != nil {
-		return err
-	}
-	log, err := e.logger(*level)
-	if err != nil {
-		return err
-	}
-	pool, err := db.open(ctx, log, migrations.Catalog)
+	log, pool, err := startServer(ctx, e, "serve controller", args,
+		func(fs *flag.FlagSet) { o.addFlags(fs, "listen", ":8082") },
+		func(*dbOptions) []error { return o.validate() }, migrations.Catalog)
 	if err != nil {
 		return err
 	}
