@@ -15,6 +15,30 @@ import (
 // feed and per-object claims. Users own spec, the engine owns status; the
 // two are written separately, so neither overwrites the other.
 
+// ReasonWaitingForFinalizers: the engine has deprovisioned (or unbound) an
+// object being deleted, and finalizers that are not Bindery's keep it.
+const ReasonWaitingForFinalizers = "WaitingForFinalizers"
+
+// Released reports whether the engine is done with an object being
+// deleted, so only its other finalizers keep it.
+func Released(obj any) bool {
+	switch o := obj.(type) {
+	case *Instance:
+		return o.DeletionTimestamp != nil && o.Status.DeprovisionStatus == DeprovisionSucceeded && !o.Status.AsyncOpInProgress &&
+			FindConditionReason(o.Status.Conditions, ConditionReady) == ReasonWaitingForFinalizers
+	case *Binding:
+		return o.DeletionTimestamp != nil && o.Status.UnbindStatus == UnbindSucceeded && !o.Status.AsyncOpInProgress &&
+			FindConditionReason(o.Status.Conditions, ConditionReady) == ReasonWaitingForFinalizers
+	}
+	return false
+}
+
+// FindConditionReason is the reason of the condition of the given type, or "".
+func FindConditionReason(conds []Condition, typ string) string {
+	c, _ := FindCondition(conds, typ)
+	return c.Reason
+}
+
 // EventRecord is an entry of history the engine records with a status write.
 type EventRecord struct {
 	Type, Reason, Message, Operation string
@@ -69,6 +93,21 @@ func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventReco
 		}
 		if err := addEvent(ctx, w, KindInstance, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
 			return err
+		}
+		if len(in.Finalizers) > 0 {
+			// Other finalizers (a user's, another controller's) keep the
+			// object until they are removed: the engine's part is done.
+			if in.Status.DeprovisionStatus == DeprovisionSucceeded {
+				return nil
+			}
+			in.Status.DeprovisionStatus = DeprovisionSucceeded
+			SetCondition(&in.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: ReasonWaitingForFinalizers,
+				Message: "Deprovisioned; waiting for finalizers " + fmt.Sprint(in.Finalizers) + "."}, s.now().UTC())
+			if _, err := w.Exec(ctx, `UPDATE catalog.instances SET status = $2 WHERE id = $1`, id, mustJSON(in.Status)); err != nil {
+				return mapErr(err)
+			}
+			w.changed(Modified, in)
+			return nil
 		}
 		if _, err := w.Exec(ctx, `DELETE FROM catalog.instances WHERE id = $1`, id); err != nil {
 			return mapErr(err)
@@ -138,6 +177,19 @@ func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecor
 		}
 		if err := addEvent(ctx, w, KindBinding, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
 			return err
+		}
+		if len(b.Finalizers) > 0 {
+			if b.Status.UnbindStatus == UnbindSucceeded {
+				return nil
+			}
+			b.Status.UnbindStatus = UnbindSucceeded
+			SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: ReasonWaitingForFinalizers,
+				Message: "Unbound; waiting for finalizers " + fmt.Sprint(b.Finalizers) + "."}, s.now().UTC())
+			if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET status = $2 WHERE id = $1`, id, mustJSON(b.Status)); err != nil {
+				return mapErr(err)
+			}
+			w.changed(Modified, b)
+			return nil
 		}
 		if _, err := w.Exec(ctx, `DELETE FROM catalog.bindings WHERE id = $1`, id); err != nil {
 			return mapErr(err)

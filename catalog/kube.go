@@ -252,6 +252,15 @@ func updateMeta[T any, P interface {
 		if string(before) == string(after) {
 			return nil
 		}
+		if len(m.Finalizers) == 0 && Released(any(obj)) {
+			// The last other finalizer is gone and the engine had finished:
+			// the object goes, as Kubernetes deletes it then.
+			if _, err := w.Exec(ctx, `DELETE FROM `+tables[obj.kind()]+` WHERE id = $1`, id); err != nil {
+				return mapErr(err)
+			}
+			w.changed(Deleted, obj)
+			return nil
+		}
 		if _, err := w.Exec(ctx, `UPDATE `+tables[obj.kind()]+` SET metadata = $2 WHERE id = $1`, id, after); err != nil {
 			return mapErr(err)
 		}

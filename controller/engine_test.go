@@ -441,3 +441,35 @@ func TestDeprovisionRetried(t *testing.T) {
 		t.Errorf("left at the broker: %v", fake.Instances())
 	}
 }
+
+// TestOtherFinalizers: an instance with a finalizer that is not Bindery's
+// is deprovisioned on deletion but kept until that finalizer goes.
+func TestOtherFinalizers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake()
+	ctx := context.Background()
+	in := e.createInstance("kept", osbtest.DefaultService, osbtest.PlanSync, nil, func(in *catalog.Instance) {
+		in.Finalizers = []string{"example.com/backup"}
+	})
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitInstance(in.ID, "waiting for its finalizer", func(in *catalog.Instance) bool {
+		return catalog.Released(in)
+	})
+	if fake.Count(osbtest.VerbDeprovision) != 1 {
+		t.Errorf("%d deprovision calls", fake.Count(osbtest.VerbDeprovision))
+	}
+	if _, err := e.store.UpdateInstanceMeta(ctx, in.ID, 0, func(m *catalog.Meta) error {
+		m.Finalizers = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+	if fake.Count(osbtest.VerbDeprovision) != 1 {
+		t.Errorf("deprovisioned again: %d calls", fake.Count(osbtest.VerbDeprovision))
+	}
+}

@@ -120,6 +120,26 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 	default:
 		return nil, fmt.Errorf("convert %s: unknown kind", kind)
 	}
+	if finalizer && len(r.Status) > 0 {
+		// Bindery's finalizer is shown until the engine is done with an
+		// object being deleted; other finalizers may keep it after that.
+		var typed any = &catalog.Instance{}
+		if kind == catalog.KindBinding {
+			typed = &catalog.Binding{}
+		}
+		switch t := typed.(type) {
+		case *catalog.Instance:
+			t.Meta = r.Meta
+			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
+				finalizer = false
+			}
+		case *catalog.Binding:
+			t.Meta = r.Meta
+			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
+				finalizer = false
+			}
+		}
+	}
 	var err error
 	if *om, err = objectMeta(&r.Meta, finalizer); err != nil {
 		return nil, err
