@@ -9,9 +9,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// CreateBinding records a new binding of an instance in the same
-// namespace: the desired state the engine then binds.
-func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
+// validateNewBinding defaults and checks a new binding — name, namespace,
+// secret name, an instance that exists, is not being deleted and has a
+// bindable plan, the predecessor of a rotation, parameters — and returns
+// its instance. Field problems are returned all at once.
+func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (*Instance, error) {
 	if b.Namespace == "" {
 		b.Namespace = DefaultNamespace
 	}
@@ -25,56 +27,61 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 		b.Spec.SecretName = b.Name
 	}
 	checkName("spec.secretName", b.Spec.SecretName, &errs)
+	if b.Spec.InstanceRef.Name == "" {
+		return nil, invalid(errs...)
+	}
+	in, err := getBy[Instance](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
+		return nil, invalid(errs...)
+	case err != nil:
+		return nil, err
+	case in.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+	}
+	plan, err := getBy[ServicePlan](ctx, q, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
+	if err != nil {
+		return nil, err
+	}
+	class, err := getBy[ServiceClass](ctx, q, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
+	if err != nil {
+		return nil, err
+	}
+	bindable := class.Spec.Bindable
+	if plan.Spec.Bindable != nil {
+		bindable = *plan.Spec.Bindable
+	}
+	if !bindable {
+		return nil, fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+	}
+	if ref := b.Spec.PredecessorBindingRef; ref != nil {
+		if !plan.Spec.BindingRotatable {
+			return nil, fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
+		}
+		pred, err := getBy[Binding](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
+		switch {
+		case errors.Is(err, ErrNotFound) || (err == nil && pred.Spec.InstanceRef.Name != in.Name):
+			errs = append(errs, FieldError{"spec.predecessorBindingRef.name", fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)})
+		case err != nil:
+			return nil, err
+		case pred.DeletionTimestamp != nil:
+			return nil, fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
+		case len(b.Spec.Parameters) == 0:
+			// A rotation keeps the predecessor's parameters unless it is given new ones.
+			b.Spec.Parameters = pred.Spec.Parameters
+		}
+	}
+	checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
+	return in, invalid(errs...)
+}
+
+// CreateBinding records a new binding of an instance in the same
+// namespace: the desired state the engine then binds.
+func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
 	_, err := s.write(ctx, func(w *txn) error {
-		var in *Instance
-		if b.Spec.InstanceRef.Name != "" {
-			var err error
-			in, err = getBy[Instance](ctx, w, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
-			case err != nil:
-				return err
-			case in.DeletionTimestamp != nil:
-				return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
-			}
-		}
-		if in != nil {
-			plan, err := getBy[ServicePlan](ctx, w, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
-			if err != nil {
-				return err
-			}
-			class, err := getBy[ServiceClass](ctx, w, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
-			if err != nil {
-				return err
-			}
-			bindable := class.Spec.Bindable
-			if plan.Spec.Bindable != nil {
-				bindable = *plan.Spec.Bindable
-			}
-			if !bindable {
-				return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
-			}
-			if ref := b.Spec.PredecessorBindingRef; ref != nil {
-				if !plan.Spec.BindingRotatable {
-					return fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
-				}
-				pred, err := getBy[Binding](ctx, w, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
-				switch {
-				case errors.Is(err, ErrNotFound) || (err == nil && pred.Spec.InstanceRef.Name != in.Name):
-					errs = append(errs, FieldError{"spec.predecessorBindingRef.name", fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)})
-				case err != nil:
-					return err
-				case pred.DeletionTimestamp != nil:
-					return fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
-				case len(b.Spec.Parameters) == 0:
-					// A rotation keeps the predecessor's parameters unless it is given new ones.
-					b.Spec.Parameters = pred.Spec.Parameters
-				}
-			}
-			checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
-		}
-		if err := invalid(errs...); err != nil {
+		in, err := s.validateNewBinding(ctx, w, b)
+		if err != nil {
 			return err
 		}
 		if b.ID == "" {

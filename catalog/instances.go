@@ -144,22 +144,30 @@ func cutPath(msg string) (string, string, bool) {
 	return "", msg, false
 }
 
-// CreateInstance records a new instance: the desired state the engine then
-// provisions. The plan must exist and be offered, the parameters must match
-// its schema, and the name must be free in the namespace.
-func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, error) {
+// validateNewInstance defaults and checks a new instance — name,
+// namespace, plan (which must be offered), parameters — and fills in the
+// references its plan resolves to. It returns every problem at once.
+func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance) (*ServicePlan, error) {
 	if in.Namespace == "" {
 		in.Namespace = DefaultNamespace
 	}
 	var errs []FieldError
 	checkName("name", in.Name, &errs)
 	checkNamespace("namespace", in.Namespace, &errs)
+	_, plan := s.resolvePlan(ctx, q, &in.Spec, "spec", &errs)
+	if plan != nil {
+		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
+	}
+	return plan, invalid(errs...)
+}
+
+// CreateInstance records a new instance: the desired state the engine then
+// provisions. The plan must exist and be offered, the parameters must match
+// its schema, and the name must be free in the namespace.
+func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, error) {
 	_, err := s.write(ctx, func(w *txn) error {
-		_, plan := s.resolvePlan(ctx, w, &in.Spec, "spec", &errs)
-		if plan != nil {
-			checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
-		}
-		if err := invalid(errs...); err != nil {
+		plan, err := s.validateNewInstance(ctx, w, in)
+		if err != nil {
 			return err
 		}
 		if in.ID == "" {

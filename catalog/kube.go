@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -302,86 +301,31 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 // namespace, plan, parameters, a free name) without recording it, for a
 // dry run. It fills in the references the plan resolves to.
 func (s *Store) CheckInstance(ctx context.Context, in *Instance) error {
-	if in.Namespace == "" {
-		in.Namespace = DefaultNamespace
-	}
-	var errs []FieldError
-	checkName("name", in.Name, &errs)
-	checkNamespace("namespace", in.Namespace, &errs)
-	_, plan := s.resolvePlan(ctx, s.pool, &in.Spec, "spec", &errs)
-	if plan != nil {
-		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
-	}
-	if err := invalid(errs...); err != nil {
+	if _, err := s.validateNewInstance(ctx, s.pool, in); err != nil {
 		return err
 	}
-	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.instances WHERE namespace = $1 AND name = $2)`,
-		in.Namespace, in.Name).Scan(&taken); err != nil {
-		return fmt.Errorf("check instance %s/%s: %w", in.Namespace, in.Name, mapErr(err))
-	}
-	if taken {
-		return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
-	}
-	return nil
+	return s.nameFree(ctx, KindInstance, in.Namespace, in.Name)
 }
 
-// CheckBinding validates a new binding as CreateBinding does (name,
-// namespace, secret name, an instance that exists, is not being deleted
-// and has a bindable plan, parameters, a free name) without recording it,
-// for a dry run. The predecessor of a rotation is not checked.
+// CheckBinding validates a new binding as CreateBinding does, without
+// recording it, for a dry run.
 func (s *Store) CheckBinding(ctx context.Context, b *Binding) error {
-	if b.Namespace == "" {
-		b.Namespace = DefaultNamespace
-	}
-	var errs []FieldError
-	checkName("name", b.Name, &errs)
-	checkNamespace("namespace", b.Namespace, &errs)
-	if b.Spec.InstanceRef.Name == "" {
-		errs = append(errs, FieldError{"spec.instanceRef.name", "required"})
-	}
-	if b.Spec.SecretName == "" {
-		b.Spec.SecretName = b.Name
-	}
-	checkName("spec.secretName", b.Spec.SecretName, &errs)
-	if b.Spec.InstanceRef.Name != "" {
-		in, err := getBy[Instance](ctx, s.pool, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
-		case err != nil:
-			return err
-		case in.DeletionTimestamp != nil:
-			return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
-		default:
-			plan, err := getBy[ServicePlan](ctx, s.pool, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
-			if err != nil {
-				return err
-			}
-			class, err := getBy[ServiceClass](ctx, s.pool, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
-			if err != nil {
-				return err
-			}
-			bindable := class.Spec.Bindable
-			if plan.Spec.Bindable != nil {
-				bindable = *plan.Spec.Bindable
-			}
-			if !bindable {
-				return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
-			}
-			checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
-		}
-	}
-	if err := invalid(errs...); err != nil {
+	if _, err := s.validateNewBinding(ctx, s.pool, b); err != nil {
 		return err
 	}
+	return s.nameFree(ctx, KindBinding, b.Namespace, b.Name)
+}
+
+// nameFree returns ErrConflict when an object of kind has the name in the
+// namespace.
+func (s *Store) nameFree(ctx context.Context, kind, namespace, name string) error {
 	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.bindings WHERE namespace = $1 AND name = $2)`,
-		b.Namespace, b.Name).Scan(&taken); err != nil {
-		return fmt.Errorf("check binding %s/%s: %w", b.Namespace, b.Name, mapErr(err))
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+tables[kind]+` WHERE namespace = $1 AND name = $2)`,
+		namespace, name).Scan(&taken); err != nil {
+		return fmt.Errorf("check %s %s/%s: %w", kind, namespace, name, mapErr(err))
 	}
 	if taken {
-		return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+		return fmt.Errorf("%w: a %s named %q exists in namespace %q", ErrConflict, kind, name, namespace)
 	}
 	return nil
 }
