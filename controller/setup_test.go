@@ -6,22 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bindery-dev/bindery/broker"
-	"github.com/bindery-dev/bindery/broker/postgresql"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/brokertest"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/migrations"
-	"k8s.io/client-go/kubernetes"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -128,29 +127,7 @@ func (e *env) registerFake(opts ...osbtest.Option) *osbtest.Broker {
 // registerBindery runs Bindery's own broker and registers it.
 func (e *env) registerBindery() {
 	e.t.Helper()
-	ctx := context.Background()
-	drv, err := postgresql.New(ctx, pgtest.AdminURL(e.t), nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(drv.Close)
-	cat, _ := broker.DefaultCatalog()
-	b, err := broker.New(ctx, broker.Config{Pool: e.pool, Catalog: cat, Drivers: map[string]broker.Driver{"postgresql": drv},
-		Keys: e.keys, Auth: broker.Auth{Username: "osb", Password: "osb-pass"}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	srv := httptest.NewServer(b.Handler())
-	e.t.Cleanup(func() {
-		srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = b.Stop(sctx)
-	})
-	e.register("bindery", srv.URL, "osb", "osb-pass")
+	e.register("bindery", brokertest.Start(e.t, e.pool, e.keys, "osb", "osb-pass"), "osb", "osb-pass")
 }
 
 func (e *env) register(name, url, user, pass string) {

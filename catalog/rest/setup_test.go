@@ -14,16 +14,16 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bindery-dev/bindery/broker"
-	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/rest"
+	"github.com/bindery-dev/bindery/internal/brokertest"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/openapi/openapitest"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -86,31 +86,8 @@ func setup(t testing.TB) *bundle {
 		}
 	})
 	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: &http.Client{Transport: v}, logs: logs}
-	b.brokerURL = startBroker(t, pool, keys)
+	b.brokerURL = brokertest.Start(t, pool, keys, brokerUser, brokerPass)
 	return b
-}
-
-// startBroker runs Bindery's own broker, on the same database.
-func startBroker(t testing.TB, pool *pgxpool.Pool, keys *keyring.Keyring) string {
-	t.Helper()
-	ctx := context.Background()
-	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Close)
-	cat, err := broker.DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(ctx, broker.Config{Pool: pool, Catalog: cat, Drivers: map[string]broker.Driver{"postgresql": drv},
-		Keys: keys, Auth: broker.Auth{Username: brokerUser, Password: brokerPass}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(b.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 type lockedWriter struct {
