@@ -41,7 +41,7 @@ bench: deps kube build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
 	cd bench && $(GO) run ./cmd/osbbench
 
-## kube: etcd, kube-apiserver and kubectl v1.36.3 in ./bin for the Kubernetes tests
+## kube: etcd, kube-apiserver, kube-controller-manager and kubectl v1.36.3 in ./bin for the Kubernetes tests
 ## (built once from the Go module proxy; rebuilt only when tools/kube/go.mod or go.sum change)
 kube bin/kube-apiserver:
 	tools/kube/build.sh

@@ -2,10 +2,13 @@
 // kube-apiserver, built by tools/kube/build.sh into ./bin — for one test, on
 // free loopback ports, with static bearer tokens and RBAC.
 //
-// Nothing else of a cluster runs: no kube-controller-manager (so no default
-// ServiceAccounts, no garbage collection by ownerReference, and deleted
-// namespaces stay Terminating), no scheduler and no kubelet (Pods stay Pending).
-// Tests that need more must start it themselves; see DESIGN.md, "Kubernetes for tests".
+// Nothing else of a cluster runs unless a test asks for it. kube-controller-manager
+// runs only with WithControllerManager, and then only the controllers named
+// there (by default clusterrole-aggregation alone); without the others there
+// are no default ServiceAccounts, no garbage collection by ownerReference, and
+// deleted namespaces stay Terminating. No scheduler and no kubelet run, so
+// Pods stay Pending. Tests that need more must start it themselves; see
+// DESIGN.md, "Kubernetes for tests".
 package kubetest
 
 import (
@@ -44,7 +47,8 @@ const (
 )
 
 // EnvBin names the environment variable that overrides the directory holding
-// etcd, kube-apiserver and kubectl (default: bin/ at the repository root).
+// etcd, kube-apiserver, kubectl and kube-controller-manager (default: bin/ at
+// the repository root).
 const EnvBin = "BINDERY_KUBE_BIN"
 
 const (
@@ -67,9 +71,14 @@ type User struct {
 type Option func(*options)
 
 type options struct {
-	users []User
-	flags []string
+	users             []User
+	flags             []string
+	controllerManager bool
+	controllers       []string
 }
+
+// defaultControllers are what WithControllerManager runs when given no names.
+var defaultControllers = []string{"clusterrole-aggregation"}
 
 // WithUser adds a user with its own bearer token and the given groups, on top
 // of Admin, Alice and Bob. The token file is read once at start-up, so every
@@ -85,6 +94,22 @@ func WithAPIServerFlags(flags ...string) Option {
 	return func(o *options) { o.flags = append(o.flags, flags...) }
 }
 
+// WithControllerManager also starts kube-controller-manager, once
+// kube-apiserver is ready, running only the named controllers: the values of
+// its --controllers flag, such as "clusterrole-aggregation", "namespace" or
+// "garbage-collector". With no names it runs clusterrole-aggregation alone,
+// which merges ClusterRoles labelled
+// rbac.authorization.k8s.io/aggregate-to-{admin,edit,view}: "true" into the
+// built-in admin, edit and view roles. Start returns once the controllers are
+// set up; they may still be filling their caches, so a test polls for their
+// effect.
+func WithControllerManager(controllers ...string) Option {
+	return func(o *options) {
+		o.controllerManager = true
+		o.controllers = append(o.controllers, controllers...)
+	}
+}
+
 // Cluster is a running etcd and kube-apiserver. Its processes stop, and its
 // data is removed, when the test that started it ends.
 type Cluster struct {
@@ -94,8 +119,13 @@ type Cluster struct {
 	CAData []byte
 	// CAFile is the path of a file holding CAData.
 	CAFile string
-	// StartupTime is how long the control plane took to become ready.
+	// StartupTime is how long the control plane took to become ready,
+	// kube-controller-manager included when it runs.
 	StartupTime time.Duration
+
+	// controllerManagerTime is how long kube-controller-manager took to set
+	// up its controllers once kube-apiserver was ready (0 when it does not run).
+	controllerManagerTime time.Duration
 
 	bin         string
 	dir         string
@@ -137,7 +167,12 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
-	t.Logf("kubetest: control plane at %s ready in %s", c.URL, c.StartupTime.Round(time.Millisecond))
+	if c.controllerManagerTime > 0 {
+		t.Logf("kubetest: control plane at %s ready in %s, of which kube-controller-manager %s",
+			c.URL, c.StartupTime.Round(time.Millisecond), c.controllerManagerTime.Round(time.Millisecond))
+	} else {
+		t.Logf("kubetest: control plane at %s ready in %s", c.URL, c.StartupTime.Round(time.Millisecond))
+	}
 	return c
 }
 
@@ -227,7 +262,7 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	bin, err := binDir()
+	bin, err := binDir(o.controllerManager)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +280,7 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 		c.users[u.Name] = u
 	}
 
-	ports, err := freePorts(3)
+	ports, err := freePorts(4) // etcd client and peer, kube-apiserver, kube-controller-manager
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +347,81 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 	if err := c.waitReady(ctx); err != nil {
 		return c, err
 	}
+	if o.controllerManager {
+		controllers := o.controllers
+		if len(controllers) == 0 {
+			controllers = defaultControllers
+		}
+		if err := c.startControllerManager(ctx, ports[3], pki, controllers); err != nil {
+			return c, err
+		}
+	}
 	c.StartupTime = time.Since(began)
 	return c, nil
+}
+
+// startControllerManager starts kube-controller-manager with controllers,
+// serving on port, and waits until it has set them up.
+func (c *Cluster) startControllerManager(ctx context.Context, port int, pki files, controllers []string) error {
+	began := time.Now()
+	url := "https://127.0.0.1:" + strconv.Itoa(port)
+	if _, err := c.spawn("kube-controller-manager",
+		// Admin's kubeconfig: as a member of system:masters, every controller a
+		// test names can do its work. A real cluster gives each controller its
+		// own ServiceAccount (--use-service-account-credentials), which needs
+		// the serviceaccount-token controller running first; tests here check
+		// Bindery's RBAC, not the controllers'.
+		"--kubeconfig="+c.kubeconfigs[Admin],
+		"--controllers="+strings.Join(controllers, ","),
+		// One instance per cluster: nothing to elect, and no Lease to wait for.
+		"--leader-elect=false",
+		// Served only so that Start can read /healthz, which needs no
+		// credentials (--authorization-always-allow-paths): without
+		// --authentication-kubeconfig it warns that it authenticates nobody,
+		// and that is all it needs. The API server's certificate names
+		// 127.0.0.1 too, so the cluster's CA verifies it.
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--tls-cert-file="+pki.serving.cert,
+		"--tls-private-key-file="+pki.serving.key,
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	client := c.httpClient()
+	defer client.CloseIdleConnections()
+	healthz := url + "/healthz?verbose"
+	err := c.poll(ctx, healthz, func(ctx context.Context) string {
+		status, body, err := get(ctx, client, healthz, "")
+		if answer := notOK(status, body, err); answer != "" {
+			return answer
+		}
+		// /healthz answers 200 from the start, with only a "ping" check; the
+		// controller manager adds one check per controller once it has built
+		// them all, just before it starts them.
+		if !listsControllers(body) {
+			return "no controller checks yet: " + strings.TrimSpace(body)
+		}
+		return ""
+	})
+	if err != nil {
+		return err
+	}
+	c.controllerManagerTime = time.Since(began)
+	return nil
+}
+
+// listsControllers reports whether a verbose /healthz answer lists a passed
+// check other than the default "ping".
+func listsControllers(body string) bool {
+	for line := range strings.Lines(body) {
+		if name, ok := strings.CutPrefix(line, "[+]"); ok && !strings.HasPrefix(name, "ping ") {
+			return true
+		}
+	}
+	return false
 }
 
 // waitReady polls /readyz as Admin until it answers 200, then waits for the
@@ -321,65 +429,92 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 func (c *Cluster) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(c.CAData)
-	client := &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-		Timeout:   5 * time.Second,
-	}
+	client := c.httpClient()
 	defer client.CloseIdleConnections()
-	var last string
 	for _, path := range []string{"/readyz", "/api/v1/namespaces/default"} {
-		for {
-			last = c.probe(ctx, client, path)
-			if last == "" {
-				break
-			}
-			for _, p := range c.procs {
-				select {
-				case <-p.done:
-					err := fmt.Errorf("%s exited while waiting for %s: %w (log: %s)", p.name, path, p.err, p.logPath)
-					if log, _ := os.ReadFile(p.logPath); bytes.Contains(log, []byte("address already in use")) {
-						err = fmt.Errorf("%w: %w", errPortTaken, err)
-					}
-					return err
-				default:
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("wait for %s%s: %w; last answer: %s", c.URL, path, ctx.Err(), last)
-			case <-time.After(50 * time.Millisecond):
-			}
+		url := c.URL + path
+		if err := c.poll(ctx, url, func(ctx context.Context) string {
+			return notOK(get(ctx, client, url, c.tokens[Admin]))
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// probe returns "" when GET path answers 200, and otherwise what it got.
-func (c *Cluster) probe(ctx context.Context, client *http.Client, path string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
-	if err != nil {
-		return err.Error()
+// poll calls check every 50 ms until it returns "", which means that target
+// is ready, or ctx ends, or one of the cluster's processes exits. Otherwise
+// check returns what it got, for the error.
+func (c *Cluster) poll(ctx context.Context, target string, check func(context.Context) string) error {
+	for {
+		last := check(ctx)
+		if last == "" {
+			return nil
+		}
+		for _, p := range c.procs {
+			select {
+			case <-p.done:
+				err := fmt.Errorf("%s exited while waiting for %s: %w (log: %s)", p.name, target, p.err, p.logPath)
+				if log, _ := os.ReadFile(p.logPath); bytes.Contains(log, []byte("address already in use")) {
+					err = fmt.Errorf("%w: %w", errPortTaken, err)
+				}
+				return err
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w; last answer: %s", target, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	req.Header.Set("Authorization", "Bearer "+c.tokens[Admin])
+}
+
+// httpClient returns a client that trusts the cluster's CA.
+func (c *Cluster) httpClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.CAData)
+	return &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		Timeout:   5 * time.Second,
+	}
+}
+
+// get does GET url, with token as the bearer token unless it is empty, and
+// returns the status code and body.
+func get(ctx context.Context, client *http.Client, url, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err.Error()
+		return 0, "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return ""
-	}
 	var body bytes.Buffer
-	_, _ = body.ReadFrom(resp.Body)
-	return resp.Status + ": " + strings.TrimSpace(body.String())
+	_, err = body.ReadFrom(resp.Body)
+	return resp.StatusCode, body.String(), err
+}
+
+// notOK returns "" for a 200 answer, and otherwise what was got instead.
+func notOK(status int, body string, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case status != http.StatusOK:
+		return strconv.Itoa(status) + " " + http.StatusText(status) + ": " + strings.TrimSpace(body)
+	}
+	return ""
 }
 
 // stop ends the processes in the reverse order of their start, so that
-// kube-apiserver shuts down while etcd still answers: each gets SIGTERM, then
-// SIGKILL if it has not exited after a grace period. It returns every
-// unexpected error.
+// kube-controller-manager shuts down while kube-apiserver still answers, and
+// kube-apiserver while etcd does: each gets SIGTERM, then SIGKILL if it has
+// not exited after a grace period. It returns every unexpected error.
 func (c *Cluster) stop() error {
 	var errs []error
 	for _, p := range slices.Backward(c.procs) {
@@ -411,8 +546,9 @@ func (c *Cluster) logTails(t testing.TB) {
 }
 
 // binDir finds the directory holding the control plane's binaries and checks
-// that they are all there.
-func binDir() (string, error) {
+// that those the cluster will run are there: kube-controller-manager only
+// when controllerManager is set.
+func binDir(controllerManager bool) (string, error) {
 	dir := os.Getenv(EnvBin)
 	if dir == "" {
 		root, err := repoRoot()
@@ -421,7 +557,11 @@ func binDir() (string, error) {
 		}
 		dir = filepath.Join(root, "bin")
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	names := []string{"etcd", "kube-apiserver", "kubectl"}
+	if controllerManager {
+		names = append(names, "kube-controller-manager")
+	}
+	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%s is missing from %s: %s", name, dir, buildHint)
 		}

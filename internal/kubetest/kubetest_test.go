@@ -2,12 +2,17 @@ package kubetest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -45,7 +50,7 @@ func TestCluster(t *testing.T) {
 		}
 		grantSecretReader(t, admin, ns, rbacv1.Subject{Kind: rbacv1.UserKind, Name: Alice})
 		// RBAC reads bindings from an informer: allow it a moment to see the new one.
-		waitFor(t, func() error {
+		waitFor(t, 10*time.Second, func() error {
 			_, err := alice.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 			return err
 		})
@@ -57,7 +62,7 @@ func TestCluster(t *testing.T) {
 	t.Run("groups", func(t *testing.T) {
 		grantSecretReader(t, admin, ns, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "auditors"})
 		carol := clientFor(t, c, "carol")
-		waitFor(t, func() error {
+		waitFor(t, 10*time.Second, func() error {
 			_, err := carol.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 			return err
 		})
@@ -93,11 +98,125 @@ func TestCluster(t *testing.T) {
 	})
 }
 
+// TestControllerManager checks that the clusterrole-aggregation controller
+// runs: a ClusterRole labelled aggregate-to-view ends up in the built-in
+// "view" role, and so in the rights of a user bound to "view".
+func TestControllerManager(t *testing.T) {
+	t.Parallel()
+	c := Start(t, WithControllerManager())
+	ctx := t.Context()
+	admin := c.Client(t)
+	const ns = "kubetest"
+
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-view", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: Alice}},
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create role binding: %v", err)
+	}
+
+	// kubectl auth can-i resolves "widgets.example.com" through discovery;
+	// for a resource the server does not serve it warns and checks resource
+	// "widgets.example.com" in the core group instead, which no rule grants.
+	if _, err := c.KubectlAs(t, Admin, []byte(widgetCRD), "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.example.com"); err != nil {
+		t.Fatal(err)
+	}
+
+	rule := rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get", "list"}}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   "widgets-view",
+			Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"},
+		},
+		Rules: []rbacv1.PolicyRule{rule},
+	}
+	created := time.Now()
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create cluster role: %v", err)
+	}
+	waitFor(t, 30*time.Second, func() error {
+		view, err := admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(view.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
+			return fmt.Errorf("view has %d rules, none of them %v", len(view.Rules), rule)
+		}
+		return nil
+	})
+	t.Logf("kube-controller-manager set up its controllers %s after kube-apiserver was ready; the new rule was in view %s after the ClusterRole was created",
+		c.controllerManagerTime.Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
+
+	canI := func(user, verb string) (string, error) {
+		out, err := c.KubectlAs(t, user, nil, "auth", "can-i", verb, "widgets.example.com", "-n", ns)
+		return strings.TrimSpace(out), err
+	}
+	// The authorizer reads roles from an informer: allow it a moment to see
+	// the aggregated rule.
+	waitFor(t, 10*time.Second, func() error {
+		if out, err := canI(Alice, "list"); out != "yes" {
+			return fmt.Errorf("alice: can-i list widgets = %q, %v; want yes", out, err)
+		}
+		return nil
+	})
+	if _, err := c.KubectlAs(t, Alice, nil, "get", "widgets.example.com", "-n", ns); err != nil {
+		t.Errorf("alice: %v", err)
+	}
+	// `auth can-i` exits 1 when the answer is no.
+	for _, tc := range []struct{ user, verb string }{{Alice, "delete"}, {Bob, "list"}} {
+		if out, err := canI(tc.user, tc.verb); out != "no" || err == nil {
+			t.Errorf("%s: can-i %s widgets = %q, %v; want no", tc.user, tc.verb, out, err)
+		}
+	}
+}
+
+// widgetCRD serves widgets.example.com, the made-up resource of TestControllerManager.
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
 func TestMissingBinaries(t *testing.T) {
 	t.Setenv(EnvBin, t.TempDir())
 	_, err := start(context.Background(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "make bin/kube-apiserver") {
 		t.Fatalf("start without binaries: err = %v, want one naming make bin/kube-apiserver", err)
+	}
+}
+
+// TestControllerManagerBinary checks that kube-controller-manager is required
+// only by clusters that run it.
+func TestControllerManagerBinary(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvBin, dir)
+	if _, err := binDir(false); err != nil {
+		t.Errorf("without the controller manager: %v", err)
+	}
+	_, err := binDir(true)
+	if err == nil || !strings.Contains(err.Error(), "kube-controller-manager is missing") || !strings.Contains(err.Error(), "make bin/kube-apiserver") {
+		t.Errorf("with the controller manager: err = %v, want one naming kube-controller-manager and make bin/kube-apiserver", err)
 	}
 }
 
@@ -112,25 +231,36 @@ func TestUnknownUserPanics(t *testing.T) {
 }
 
 // BenchmarkStart measures start-up to ready, and the stop that follows,
-// reported apart as ready-s and stop-s.
+// reported apart as ready-s and stop-s, without and with
+// kube-controller-manager.
 func BenchmarkStart(b *testing.B) {
-	var ready, stop time.Duration
-	for b.Loop() {
-		c, err := start(b.Context(), b.TempDir())
-		if c != nil {
-			ready += c.StartupTime
-			began := time.Now()
-			if err := c.stop(); err != nil {
-				b.Error(err)
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"apiserver", nil},
+		{"controller-manager", []Option{WithControllerManager()}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var ready, stop time.Duration
+			for b.Loop() {
+				c, err := start(b.Context(), b.TempDir(), bc.opts...)
+				if c != nil {
+					ready += c.StartupTime
+					began := time.Now()
+					if err := c.stop(); err != nil {
+						b.Error(err)
+					}
+					stop += time.Since(began)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
-			stop += time.Since(began)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+			b.ReportMetric(ready.Seconds()/float64(b.N), "ready-s")
+			b.ReportMetric(stop.Seconds()/float64(b.N), "stop-s")
+		})
 	}
-	b.ReportMetric(ready.Seconds()/float64(b.N), "ready-s")
-	b.ReportMetric(stop.Seconds()/float64(b.N), "stop-s")
 }
 
 func clientFor(t *testing.T, c *Cluster, user string) kubernetes.Interface {
@@ -162,16 +292,17 @@ func grantSecretReader(t *testing.T, admin kubernetes.Interface, ns string, subj
 	}
 }
 
-func waitFor(t *testing.T, f func() error) {
+// waitFor calls f until it succeeds, and fails t if it still fails after timeout.
+func waitFor(t *testing.T, timeout time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(timeout)
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("still failing after 10s: %v", err)
+			t.Fatalf("still failing after %s: %v", timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane that Bindery's tests run against —
-# kube-apiserver, etcd and kubectl — from the Go module proxy into ./bin
-# (or $BINDERY_KUBE_BIN). A binary is rebuilt only when it is missing or older
-# than tools/kube/go.mod or go.sum, so a second run does nothing.
+# kube-apiserver, kube-controller-manager, etcd and kubectl — from the Go
+# module proxy into ./bin (or $BINDERY_KUBE_BIN). A binary is rebuilt only when
+# it is missing or older than tools/kube/go.mod or go.sum, so a second run does
+# nothing.
 # The first build takes several minutes on 2 cores; later ones use the Go build cache.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ export GOFLAGS="-mod=mod -buildvcs=false"
 # name=package for every binary this script owns.
 targets=(
 	"kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver"
+	"kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
 	"kubectl=k8s.io/kubernetes/cmd/kubectl"
 	"etcd=go.etcd.io/etcd/server/v3"
 )
@@ -32,7 +34,7 @@ for t in "${targets[@]}"; do
 	if stale "${t%%=*}"; then todo+=("$t"); fi
 done
 if ((${#todo[@]} == 0)); then
-	echo "kube: kube-apiserver, kubectl and etcd in $bin are up to date"
+	echo "kube: kube-apiserver, kube-controller-manager, kubectl and etcd in $bin are up to date"
 	exit 0
 fi
 
