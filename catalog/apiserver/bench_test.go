@@ -16,9 +16,9 @@ import (
 	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
 )
 
-// createInstances writes n instances through catalog.Store, 16 at a time,
-// spread over 10 namespaces.
-func createInstances(tb testing.TB, store *catalog.Store, n int) {
+// createInstances writes n instances of class and plan through
+// catalog.Store, 16 at a time, spread over 10 namespaces.
+func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan string) {
 	tb.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -27,7 +27,7 @@ func createInstances(tb testing.TB, store *catalog.Store, n int) {
 	for range 16 {
 		wg.Go(func() {
 			for i := range next {
-				in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+				in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: class, ClusterServicePlanExternalName: plan}}
 				in.Name, in.Namespace = fmt.Sprintf("instance-%05d", i), fmt.Sprintf("team-%d", i%10)
 				in.Labels = map[string]string{"app": "bench"}
 				if _, err := store.CreateInstance(ctx, in); err != nil {
@@ -56,7 +56,7 @@ func createInstances(tb testing.TB, store *catalog.Store, n int) {
 // (table output) over 10,000 instances, and the typed client's full list.
 func BenchmarkKubectlGetInstances10k(b *testing.B) {
 	bb := setup(b)
-	createInstances(b, bb.store, 10000)
+	createInstances(b, bb.store, 10000, "fake-service", "sync")
 	ctx := context.Background()
 	var client time.Duration
 	b.ResetTimer()

@@ -4,10 +4,18 @@
 // the data), and watch fed by the catalog's change feed, resourceVersion
 // being the catalog revision.
 //
-// It runs standalone: it authenticates clients by certificates from a CA it
-// keeps in its data directory, treats every authenticated client as an
-// administrator, does not require namespaces to exist, and writes a
-// kubeconfig that reaches it as AdminUser.
+// It runs in one of two modes. Standalone (no cluster configured), it
+// authenticates clients by certificates from a CA it keeps in its data
+// directory, treats every authenticated client as an administrator, does
+// not require namespaces to exist, and writes a kubeconfig that reaches it
+// as AdminUser. Behind kube-apiserver's aggregation layer (a kubeconfig, or
+// the in-cluster configuration), it delegates as every extension API server
+// does: authentication to the cluster's TokenReview and to the front proxy's
+// request headers (trusted through the client CA kube-apiserver publishes
+// in kube-system/extension-apiserver-authentication), authorization to
+// SubjectAccessReview (so RBAC decides), and it runs the cluster's generic
+// admission chain: NamespaceLifecycle (the namespace must exist and not be
+// terminating) and the admission webhooks and policies.
 package apiserver
 
 import (
@@ -36,6 +44,10 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/openapi"
@@ -59,6 +71,17 @@ type Options struct {
 	// Hosts are extra DNS names and IP addresses for the serving
 	// certificate, besides localhost, the loopback addresses and the host.
 	Hosts []string
+	// TLSCertFile and TLSKeyFile, when set, are the serving certificate
+	// and key (for example from cert-manager) instead of the one the server
+	// issues from its own CA. They are reloaded when they change.
+	TLSCertFile, TLSKeyFile string
+	// ClusterKubeconfig is the kubeconfig of the cluster whose
+	// kube-apiserver aggregates this server; with InCluster, the Pod's
+	// in-cluster configuration is used instead. Either one turns on the
+	// delegated mode the package comment describes; with neither the
+	// server runs standalone.
+	ClusterKubeconfig string
+	InCluster         bool
 	// BookmarkInterval is how often a watch that allows bookmarks gets one.
 	BookmarkInterval time.Duration
 	// ChangeRetention and ChangesRetained are how much of the change feed
@@ -126,8 +149,15 @@ func (o *Options) Validate() error {
 	if o.PruneInterval <= 0 {
 		errs = append(errs, errors.New("prune interval: must be positive"))
 	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file: give both or neither"))
+	}
 	return errors.Join(errs...)
 }
+
+// Delegated says whether the server runs behind kube-apiserver, delegating
+// authentication and authorization to it.
+func (o *Options) Delegated() bool { return o.ClusterKubeconfig != "" || o.InCluster }
 
 // Config is a server ready to be built: its PKI made, its listener open.
 type Config struct {
@@ -135,11 +165,19 @@ type Config struct {
 	generic *genericapiserver.Config
 	store   *catalog.Store
 	log     *slog.Logger
+	// informers watch the cluster for admission, in delegated mode.
+	informers informers.SharedInformerFactory
 	// Server is the URL clients reach the server at, as the kubeconfig says.
 	Server string
+	// CAData is the PEM bundle that verifies the serving certificate the
+	// server issued itself (an APIService's caBundle); nil when the
+	// certificate comes from TLSCertFile.
+	CAData []byte
 }
 
-// Config makes the PKI, opens the listener and writes the kubeconfig.
+// Config makes the PKI, opens the listener and, standalone, writes the
+// kubeconfig; delegated, it reads the cluster's authentication
+// configuration.
 func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -166,43 +204,55 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 			hosts = append(hosts, h)
 		}
 	}
-	p, err := loadPKI(o.DataDir, hosts, ips)
-	if err != nil {
-		l.Close()
-		return nil, err
+	// Delegated with a certificate given, the server needs no PKI of its
+	// own (and its data directory may be read-only).
+	var p *pki
+	if !o.Delegated() || o.TLSCertFile == "" {
+		var err error
+		if p, err = loadPKI(o.DataDir, hosts, ips); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	host := "127.0.0.1"
 	if !addr.IP.IsUnspecified() {
 		host = addr.IP.String()
 	}
 	server := "https://" + net.JoinHostPort(host, strconv.Itoa(addr.Port))
-	if err := p.writeKubeconfig(o.Kubeconfig, server); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("write the kubeconfig: %w", err)
+	if !o.Delegated() {
+		if err := p.writeKubeconfig(o.Kubeconfig, server); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("write the kubeconfig: %w", err)
+		}
 	}
 
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = l
-	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: p.path(servingCertFile), KeyFile: p.path(servingKeyFile)}
+	if o.TLSCertFile != "" {
+		serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile}
+	} else {
+		serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: p.path(servingCertFile), KeyFile: p.path(servingKeyFile)}
+	}
 	if err := serving.WithLoopback().ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
-	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM)
-	if err != nil {
-		return nil, fmt.Errorf("client CA: %w", err)
+	c := &Config{opts: *o, generic: cfg, store: store, log: log, Server: server}
+	if o.TLSCertFile == "" {
+		c.CAData = p.caPEM
 	}
-	cfg.SecureServing.ClientCA = ca
-	cfg.Authentication.Authenticator = union.New(
-		x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion),
-		anonymousHealth{},
-	)
-	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
-	// No admission plugins: in particular no NamespaceLifecycle, so
-	// namespaces need not exist.
-	cfg.AdmissionControl = admission.NewChainHandler()
+	var err error
+	if o.Delegated() {
+		err = c.delegate()
+	} else {
+		err = c.standalone(p)
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
 	namer := openapinamer.NewDefinitionNamer(scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIConfig.Info.Title = "Bindery"
@@ -211,7 +261,67 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(addr.Port))
 	cfg.HealthzChecks = append(cfg.HealthzChecks, dbCheck{store})
 	cfg.ReadyzChecks = append(cfg.ReadyzChecks, dbCheck{store})
-	return &Config{opts: *o, generic: cfg, store: store, log: log, Server: server}, nil
+	return c, nil
+}
+
+// standalone trusts client certificates from the server's own CA, and
+// lets every authenticated client do everything.
+func (c *Config) standalone(p *pki) error {
+	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	c.generic.SecureServing.ClientCA = ca
+	c.generic.Authentication.Authenticator = union.New(
+		x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion),
+		anonymousHealth{},
+	)
+	c.generic.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	// No admission plugins: in particular no NamespaceLifecycle, so
+	// namespaces need not exist.
+	c.generic.AdmissionControl = admission.NewChainHandler()
+	return nil
+}
+
+// delegate hands authentication, authorization and admission to the
+// cluster, with k8s.io/apiserver's own options for aggregated servers.
+func (c *Config) delegate() error {
+	kubeconfig := c.opts.ClusterKubeconfig
+	authn := genericoptions.NewDelegatingAuthenticationOptions()
+	authn.RemoteKubeConfigFile = kubeconfig
+	// The requestheader configuration (the front proxy's CA, allowed
+	// names and headers) must be readable: without it the aggregator's
+	// requests would be anonymous.
+	authn.TolerateInClusterLookupFailure = false
+	if err := authn.ApplyTo(&c.generic.Authentication, c.generic.SecureServing, nil); err != nil {
+		return fmt.Errorf("delegated authentication: %w", err)
+	}
+	authz := genericoptions.NewDelegatingAuthorizationOptions()
+	authz.RemoteKubeConfigFile = kubeconfig
+	if err := authz.ApplyTo(&c.generic.Authorization); err != nil {
+		return fmt.Errorf("delegated authorization: %w", err)
+	}
+	core := genericoptions.NewCoreAPIOptions()
+	core.CoreAPIKubeconfigPath = kubeconfig
+	rc := &genericapiserver.RecommendedConfig{Config: *c.generic}
+	if err := core.ApplyTo(rc); err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	*c.generic = rc.Config
+	c.informers = rc.SharedInformerFactory
+	kube, err := kubernetes.NewForConfig(rc.ClientConfig)
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc.ClientConfig)
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	adm := genericoptions.NewAdmissionOptions()
+	if err := adm.ApplyTo(c.generic, c.informers, kube, dyn, utilfeature.DefaultFeatureGate, c.generic.EffectiveVersion); err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	return nil
 }
 
 // anonymousHealth lets probes read /healthz, /livez and /readyz without a
@@ -252,7 +362,7 @@ type Server struct {
 
 // New builds the server and installs servicecatalog.k8s.io/v1beta1.
 func (c *Config) New() (*Server, error) {
-	gs, err := c.generic.Complete(nil).New("bindery-apiserver", genericapiserver.NewEmptyDelegate())
+	gs, err := c.generic.Complete(c.informers).New("bindery-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("build the API server: %w", err)
 	}
@@ -378,6 +488,10 @@ func Run(ctx context.Context, o *Options, store *catalog.Store, log *slog.Logger
 	if ready != nil {
 		ready(cfg)
 	}
-	log.InfoContext(ctx, "serving the Kubernetes API", "url", cfg.Server, "kubeconfig", o.Kubeconfig)
+	if o.Delegated() {
+		log.InfoContext(ctx, "serving the Kubernetes API behind the cluster's aggregation layer", "url", cfg.Server)
+	} else {
+		log.InfoContext(ctx, "serving the Kubernetes API", "url", cfg.Server, "kubeconfig", o.Kubeconfig)
+	}
 	return srv.Run(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,6 +22,9 @@ type apiserverOptions struct {
 	listen        string
 	dataDir       string
 	kubeconfig    string
+	cluster       string
+	tlsCert       string
+	tlsKey        string
 	hosts         string
 	encryptionKey string
 	bookmarks     time.Duration
@@ -30,7 +34,10 @@ func (o *apiserverOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.listen, "listen", ":8443", "HOST:PORT to serve servicecatalog.k8s.io/v1beta1 on (HTTPS)")
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(".bindery", "apiserver"), "directory keeping the server's CA, certificates and kubeconfig")
 	fs.StringVar(&o.kubeconfig, "write-kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
-	fs.StringVar(&o.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate")
+	fs.StringVar(&o.cluster, "kubeconfig", "", "kubeconfig of the cluster whose kube-apiserver aggregates this server (also KUBECONFIG; in a Pod the in-cluster configuration is used): authentication, authorization and admission are delegated to it; none: standalone")
+	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate (PEM); default: one issued by the server's own CA in --data-dir")
+	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
+	fs.StringVar(&o.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
 	fs.DurationVar(&o.bookmarks, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
 	if fs.Lookup("encryption-key") == nil {
 		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
@@ -39,7 +46,11 @@ func (o *apiserverOptions) addFlags(fs *flag.FlagSet) {
 
 // options turns the flags into the server's Options.
 func (o *apiserverOptions) options() *apiserver.Options {
-	opts := &apiserver.Options{Listen: o.listen, DataDir: o.dataDir, Kubeconfig: o.kubeconfig, BookmarkInterval: o.bookmarks}
+	opts := &apiserver.Options{
+		Listen: o.listen, DataDir: o.dataDir, Kubeconfig: o.kubeconfig, BookmarkInterval: o.bookmarks,
+		TLSCertFile: o.tlsCert, TLSKeyFile: o.tlsKey,
+		ClusterKubeconfig: o.cluster, InCluster: o.cluster == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "",
+	}
 	for _, h := range strings.Split(o.hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			opts.Hosts = append(opts.Hosts, h)
@@ -63,8 +74,9 @@ func (o *apiserverOptions) validate() []error {
 }
 
 // runServeAPIServer is `bindery serve apiserver`: servicecatalog.k8s.io
-// over the catalog's tables, standalone, with the admin kubeconfig it
-// writes printed on stdout.
+// over the catalog's tables, behind the cluster's aggregation layer when
+// one is configured, else standalone with the admin kubeconfig it writes
+// printed on stdout.
 func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	var o apiserverOptions
 	log, pool, err := startServer(ctx, e, "serve apiserver", args, o.addFlags,
@@ -81,6 +93,10 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	}
 	opts := o.options()
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
+		if opts.Delegated() {
+			fmt.Fprintf(e.stdout, "Kubernetes API: %s (behind the cluster's aggregation layer)\n", c.Server)
+			return
+		}
 		fmt.Fprintf(e.stdout, "Kubernetes API: %s\nkubeconfig: %s\n", c.Server, opts.Kubeconfig)
 	})
 }

@@ -238,10 +238,17 @@ func (c *Cluster) KubectlAs(t testing.TB, user string, stdin []byte, args ...str
 	return c.kubectl(t.Context(), user, stdin, args...)
 }
 
-func (c *Cluster) kubectl(ctx context.Context, user string, stdin []byte, args ...string) (string, error) {
+// KubectlCommand returns bin/kubectl as user with args, not started, for
+// what runs until stopped (kubectl get -w). It is killed when ctx ends.
+func (c *Cluster) KubectlCommand(ctx context.Context, user string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "kubectl"), append([]string{"--kubeconfig", c.KubeconfigFor(user)}, args...)...)
 	// Keep kubectl's caches and plugins away from the developer's home.
 	cmd.Env = append(os.Environ(), "HOME="+c.dir, "KUBECACHEDIR="+filepath.Join(c.dir, "kubectl-cache"))
+	return cmd
+}
+
+func (c *Cluster) kubectl(ctx context.Context, user string, stdin []byte, args ...string) (string, error) {
+	cmd := c.KubectlCommand(ctx, user, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

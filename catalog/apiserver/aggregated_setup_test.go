@@ -1,0 +1,256 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apiserver"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/brokertest"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/netnstest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// Users of the aggregated tests, besides kubetest's Admin, Alice (no
+// rights) and Bob: Carol edits and Victor views the team namespace.
+const (
+	carol  = "carol"
+	victor = "victor"
+	team   = "team-a"
+)
+
+// The names deploy/bindery gives the server's objects.
+const (
+	systemNamespace = "bindery-system"
+	serviceName     = "bindery-apiserver"
+	apiServiceName  = "v1beta1.servicecatalog.k8s.io"
+)
+
+// aggregated is Bindery's API server behind a real kube-apiserver's
+// aggregation layer: the server runs in this process, but its listening
+// socket lives in a network namespace the test made, at an address
+// kube-apiserver accepts as an endpoint; an EndpointSlice points the
+// Service of deploy/bindery at it. The server and the engine act as the
+// ServiceAccounts deploy/bindery's RBAC gives them.
+type aggregated struct {
+	t       testing.TB
+	cluster *kubetest.Cluster
+	kube    kubernetes.Interface
+	pool    *pgxpool.Pool
+	store   *catalog.Store
+	// available is how long the APIService took to become Available once
+	// it pointed at the server.
+	available time.Duration
+}
+
+// aggregate starts it all: cluster (with the clusterrole-aggregation
+// controller, so deploy/bindery's roles reach admin/edit/view), database,
+// Bindery's own broker registered as "bindery", the API server, the
+// APIService, and the engine when engine is true.
+func aggregate(t testing.TB, engine bool) *aggregated {
+	t.Helper()
+	ctx := context.Background()
+	cluster := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithUser(carol), kubetest.WithUser(victor))
+	a := &aggregated{t: t, cluster: cluster, kube: cluster.Client(t)}
+
+	// deploy/bindery as an operator applies it, all but the APIService,
+	// which comes once the server answers. Its Deployments stay unrolled
+	// (no controller manager runs them, no kubelet would run their Pods):
+	// the server and the engine run in this process instead, as its
+	// ServiceAccounts.
+	for _, f := range []string{"namespace.yaml", "rbac.yaml", "aggregated-roles.yaml", "apiserver.yaml", "controller.yaml", "service.yaml"} {
+		a.kubectl(kubetest.Admin, nil, "apply", "-f", deployFile(f))
+	}
+	a.kubectl(kubetest.Admin, nil, "create", "namespace", team)
+	a.kubectl(kubetest.Admin, nil, "create", "rolebinding", "carol-edit", "-n", team, "--clusterrole=edit", "--user="+carol)
+	a.kubectl(kubetest.Admin, nil, "create", "rolebinding", "victor-view", "-n", team, "--clusterrole=view", "--user="+victor)
+
+	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 20
+	if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.pool.Close)
+	for _, s := range migrations.Schemas() {
+		if err := migrations.Up(ctx, a.pool, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a.store = catalog.NewStore(a.pool, keys, log)
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokertest.Start(t, a.pool, keys, "osb", "osb-pass")}}
+	b.Name = "bindery"
+	if b, err = a.store.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "osb", Password: "osb-pass"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := netnstest.New(t)
+	l, err := ns.Listen("tcp", netip.AddrPortFrom(ns.IP, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := int32(l.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())
+	opts := &apiserver.Options{
+		Listener: l, DataDir: filepath.Join(t.TempDir(), "apiserver"),
+		ClusterKubeconfig: a.serviceAccountKubeconfig("bindery-apiserver"),
+		// The aggregator checks the certificate against the Service's name.
+		Hosts: []string{serviceName + "." + systemNamespace + ".svc"},
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	ready := make(chan *apiserver.Config, 1)
+	go func() {
+		done <- apiserver.Run(runCtx, opts, a.store, log, func(c *apiserver.Config) { ready <- c })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	var srv *apiserver.Config
+	select {
+	case srv = <-ready:
+	case err := <-done:
+		t.Fatalf("server: %v", err)
+	}
+
+	// The Service has a selector, for the Deployment's Pods; with no
+	// kubelet there are none, and no endpoint controller runs, so the
+	// test writes the EndpointSlice that controller would.
+	svc, err := a.kube.CoreV1().Services(systemNamespace).Get(ctx, serviceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	portName := svc.Spec.Ports[0].Name
+	up, proto := true, svc.Spec.Ports[0].Protocol
+	_, err = a.kube.DiscoveryV1().EndpointSlices(systemNamespace).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: serviceName + "-test", Labels: map[string]string{
+			discoveryv1.LabelServiceName: serviceName,
+			discoveryv1.LabelManagedBy:   "bindery-tests",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ns.IP.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &up}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The APIService of deploy/bindery, with the caBundle cert-manager
+	// would inject: here the server's own CA.
+	apiService, err := os.ReadFile(deployFile("apiservice.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCA := strings.Replace(string(apiService), "\nspec:\n", "\nspec:\n  caBundle: "+base64.StdEncoding.EncodeToString(srv.CAData)+"\n", 1)
+	began := time.Now()
+	a.kubectl(kubetest.Admin, []byte(withCA), "apply", "-f", "-")
+	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Available", "apiservice/"+apiServiceName, "--timeout=60s")
+	a.available = time.Since(began)
+	t.Logf("APIService Available %s after it was applied", a.available.Round(time.Millisecond))
+
+	if engine {
+		a.startEngine(log)
+	}
+	return a
+}
+
+// startEngine runs the engine as the bindery-controller ServiceAccount.
+func (a *aggregated) startEngine(log *slog.Logger) {
+	a.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.serviceAccountKubeconfig("bindery-controller"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	e, err := controller.New(controller.Config{Store: a.store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	a.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				a.t.Errorf("engine: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			a.t.Error("engine did not stop")
+		}
+	})
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that reaches the cluster as
+// the ServiceAccount name of bindery-system, with a token from the
+// TokenRequest API, as a Pod of the Deployment would.
+func (a *aggregated) serviceAccountKubeconfig(name string) string {
+	a.t.Helper()
+	token := strings.TrimSpace(a.kubectl(kubetest.Admin, nil, "create", "token", name, "-n", systemNamespace, "--duration=2h"))
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: a.cluster.URL, CertificateAuthorityData: a.cluster.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: name}
+	cfg.CurrentContext = "cluster"
+	path := filepath.Join(a.t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		a.t.Fatal(err)
+	}
+	return path
+}
+
+// deployFile is the path of a file of deploy/bindery/base.
+func deployFile(name string) string {
+	return filepath.Join("..", "..", "deploy", "bindery", "base", name)
+}
+
+// kubectl runs kubectl as user against the cluster and fails the test on
+// an error.
+func (a *aggregated) kubectl(user string, stdin []byte, args ...string) string {
+	a.t.Helper()
+	out, err := a.cluster.KubectlAs(a.t, user, stdin, args...)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return out
+}

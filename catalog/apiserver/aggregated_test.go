@@ -1,0 +1,195 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+)
+
+const aggregatedInstance = `apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceInstance
+metadata:
+  name: db
+  namespace: team-a
+spec:
+  clusterServiceClassExternalName: postgresql
+  clusterServicePlanExternalName: small
+---
+apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceBinding
+metadata:
+  name: db-app
+  namespace: team-a
+spec:
+  instanceRef:
+    name: db
+  secretName: db-credentials
+`
+
+// TestAggregated drives servicecatalog.k8s.io through a real
+// kube-apiserver's aggregation layer with kubectl, as the cluster's users
+// would: discovery and explain, RBAC through the roles deploy/bindery
+// aggregates into admin/edit/view, a ServiceInstance and ServiceBinding
+// applied by a user with edit rights ending (through the engine and
+// Bindery's own broker) as a Ready instance and a Secret in the namespace,
+// the transitions seen by `kubectl get -w`, and kubectl delete
+// deprovisioning the database.
+func TestAggregated(t *testing.T) {
+	a := aggregate(t, true)
+	ctx := t.Context()
+
+	out := a.kubectl(carol, nil, "api-resources", "--api-group=servicecatalog.k8s.io", "--no-headers")
+	for _, kind := range []string{"ClusterServiceBroker", "ClusterServiceClass", "ClusterServicePlan", "ServiceInstance", "ServiceBinding"} {
+		if !strings.Contains(out, kind) {
+			t.Errorf("kubectl api-resources lacks %s:\n%s", kind, out)
+		}
+	}
+	// kube-apiserver fetches the group's OpenAPI document in the
+	// background once the APIService is there; explain waits for it.
+	began := time.Now()
+	for {
+		out, err := a.cluster.KubectlAs(t, carol, nil, "explain", "serviceinstance.spec.clusterServicePlanExternalName")
+		if err == nil {
+			if !strings.Contains(out, "FIELD: clusterServicePlanExternalName") {
+				t.Errorf("kubectl explain:\n%s", out)
+			}
+			break
+		}
+		if time.Since(began) > time.Minute {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("kubectl explain answered %s after the APIService was Available", time.Since(began).Round(time.Millisecond))
+
+	// Alice has no rights here: 403 from Bindery's server, whose
+	// SubjectAccessReview the cluster's RBAC answers.
+	if _, err := a.cluster.KubectlAs(t, kubetest.Alice, nil, "get", "serviceinstances", "-n", team); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("alice listing instances: %v, want Forbidden", err)
+	}
+	// Everyone authenticated may browse the marketplace.
+	if out := a.kubectl(kubetest.Alice, nil, "get", "clusterserviceclasses", "-o", "name"); !strings.Contains(out, "clusterserviceclass") {
+		t.Errorf("alice listing classes: %q", out)
+	}
+	// Victor views: he may list, not create.
+	a.kubectl(victor, nil, "get", "serviceinstances", "-n", team)
+	if _, err := a.cluster.KubectlAs(t, victor, []byte(aggregatedInstance), "create", "-f", "-"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("victor creating an instance: %v, want Forbidden", err)
+	}
+	// Admission: the namespace must exist.
+	if _, err := a.cluster.KubectlAs(t, kubetest.Admin, []byte(strings.ReplaceAll(aggregatedInstance, "namespace: team-a", "namespace: nowhere")), "create", "-f", "-"); err == nil || !strings.Contains(err.Error(), `namespaces "nowhere" not found`) {
+		t.Errorf("instance in a missing namespace: %v", err)
+	}
+
+	// Carol watches, then applies the instance and its binding.
+	watch := a.cluster.KubectlCommand(ctx, carol, "get", "serviceinstances", "-n", team, "-w", "--no-headers")
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			mu.Lock()
+			lines = append(lines, s.Text())
+			mu.Unlock()
+		}
+	}()
+	began = time.Now()
+	a.kubectl(carol, []byte(aggregatedInstance), "apply", "-f", "-")
+	a.kubectl(carol, nil, "wait", "-n", team, "--for=condition=Ready", "serviceinstance/db", "servicebinding/db-app", "--timeout=60s")
+	t.Logf("instance and binding Ready %s after kubectl apply", time.Since(began).Round(time.Millisecond))
+
+	// The broker got the requesting user, through the front proxy's
+	// headers, as the originating identity.
+	var in struct {
+		Spec struct {
+			UserInfo struct{ Username string } `json:"userInfo"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(a.kubectl(carol, nil, "get", "serviceinstance", "db", "-n", team, "-o", "json")), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Spec.UserInfo.Username != carol {
+		t.Errorf("instance's userInfo.username %q, want %q", in.Spec.UserInfo.Username, carol)
+	}
+
+	secret, err := a.kube.CoreV1().Secrets(team).Get(ctx, "db-credentials", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the binding's Secret: %v", err)
+	}
+	dbName := string(secret.Data["database"])
+	if dbName == "" || len(secret.Data["password"]) == 0 {
+		t.Fatalf("the Secret lacks database or password: keys %v", slices.Collect(maps.Keys(secret.Data)))
+	}
+	if !databaseExists(t, dbName) {
+		t.Fatalf("database %q of the instance does not exist", dbName)
+	}
+
+	began = time.Now()
+	a.kubectl(carol, nil, "delete", "-n", team, "servicebinding/db-app", "serviceinstance/db", "--timeout=60s")
+	t.Logf("kubectl delete returned after %s", time.Since(began).Round(time.Millisecond))
+	if databaseExists(t, dbName) {
+		t.Errorf("database %q still exists after kubectl delete", dbName)
+	}
+	if _, err := a.kube.CoreV1().Secrets(team).Get(ctx, "db-credentials", metav1.GetOptions{}); err == nil {
+		t.Error("the binding's Secret outlived the binding")
+	}
+
+	if err := watch.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-watched
+	_ = watch.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	// Columns: NAME CLASS PLAN STATUS AGE. The watch must have seen the
+	// instance being provisioned, Ready, and being deleted.
+	var states []string
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) >= 4 && f[0] == "db" {
+			if len(states) == 0 || states[len(states)-1] != f[3] {
+				states = append(states, f[3])
+			}
+		}
+	}
+	t.Logf("kubectl get -w: %s", strings.Join(states, " → "))
+	if !slices.Contains(states, "Ready") || !slices.Contains(states, "Deleting") || states[0] == "Ready" {
+		t.Errorf("kubectl get -w showed %v, want a state before Ready, Ready, then Deleting:\n%s", states, strings.Join(lines, "\n"))
+	}
+}
+
+// databaseExists says whether the test's PostgreSQL server has a database
+// named name.
+func databaseExists(t *testing.T, name string) bool {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var ok bool
+	if err := conn.QueryRow(t.Context(), "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
