@@ -73,6 +73,30 @@ func validateBroker(b *Broker, auth *BrokerAuth) error {
 			}
 		}
 	}
+	if ref := s.AuthInfo.secretRef(); ref != nil && auth == nil {
+		// Credentials in a Kubernetes Secret (the Kubernetes API's
+		// authInfo): nothing to seal, the reference is kept.
+		path := "spec.authInfo.basic.secretRef"
+		if s.AuthInfo.Basic == nil {
+			path = "spec.authInfo.bearer.secretRef"
+		}
+		if s.AuthInfo.Basic != nil && s.AuthInfo.Bearer != nil {
+			errs = append(errs, FieldError{"spec.authInfo", "give basic or bearer, not both"})
+		}
+		if ref.Name == "" {
+			errs = append(errs, FieldError{path + ".name", "required"})
+		}
+		if ref.Namespace == "" {
+			errs = append(errs, FieldError{path + ".namespace", "required: a cluster-scoped broker names the Secret's namespace"})
+		}
+		s.AuthInfo = &BrokerAuthInfo{Basic: s.AuthInfo.Basic, Bearer: s.AuthInfo.Bearer}
+		if s.AuthInfo.Basic != nil {
+			s.AuthInfo.Basic = &BasicAuthInfo{SecretRef: ref}
+		} else {
+			s.AuthInfo.Bearer = &BearerAuthInfo{SecretRef: ref}
+		}
+		return invalid(errs...)
+	}
 	s.AuthInfo = nil
 	if auth != nil {
 		switch {
@@ -95,6 +119,23 @@ func validateBroker(b *Broker, auth *BrokerAuth) error {
 	}
 	return invalid(errs...)
 }
+
+// secretRef is the Secret holding the credentials, if they are in one.
+func (a *BrokerAuthInfo) secretRef() *ObjectRef {
+	switch {
+	case a == nil:
+		return nil
+	case a.Basic != nil && a.Basic.SecretRef != nil:
+		return a.Basic.SecretRef
+	case a.Bearer != nil && a.Bearer.SecretRef != nil:
+		return a.Bearer.SecretRef
+	}
+	return nil
+}
+
+// SecretRef is the Kubernetes Secret holding the broker's credentials, or
+// nil when they are sealed in the catalog (or there are none).
+func (s *BrokerSpec) SecretRef() *ObjectRef { return s.AuthInfo.secretRef() }
 
 func validPEM(s string) bool {
 	rest := []byte(s)
@@ -227,14 +268,16 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 		if err != nil {
 			return err
 		}
-		keepAuth := auth == nil
+		// No new credentials: the sealed ones stay, unless the spec names
+		// a Secret, or named one (then the spec alone says what is used).
+		keepAuth := auth == nil && b.Spec.SecretRef() == nil && before.SecretRef() == nil
 		if err := validateBroker(b, auth); err != nil {
 			return err
 		}
 		if keepAuth {
 			b.Spec.AuthInfo = before.AuthInfo
 		}
-		relist := !reflect.DeepEqual(before, b.Spec) || !keepAuth
+		relist := !reflect.DeepEqual(before, b.Spec) || auth != nil
 		if relist {
 			b.Generation++
 		}

@@ -30,11 +30,27 @@ const NotifyChannel = "bindery_catalog"
 
 // Store is the catalog's domain layer over PostgreSQL.
 type Store struct {
-	pool *pgxpool.Pool
-	keys *keyring.Keyring
-	log  *slog.Logger
-	now  func() time.Time
+	pool    *pgxpool.Pool
+	keys    *keyring.Keyring
+	log     *slog.Logger
+	now     func() time.Time
+	secrets SecretReader
 }
+
+// SecretReader reads a Kubernetes Secret's data: the credentials of
+// brokers registered through the Kubernetes API with authInfo.secretRef.
+type SecretReader interface {
+	SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error)
+}
+
+// ReadSecretsWith lets the store read brokers' credentials from Secrets
+// (the engine does, with its cluster). Without it such brokers are left to
+// stores that can: this store's relister does not claim them. Call it
+// before the store is used.
+func (s *Store) ReadSecretsWith(r SecretReader) { s.secrets = r }
+
+// ReadsSecrets says whether ReadSecretsWith was given a reader.
+func (s *Store) ReadsSecrets() bool { return s.secrets != nil }
 
 // NewStore returns a Store. keys seal broker credentials and binding
 // credentials.

@@ -27,7 +27,13 @@ const (
 
 // BrokerClient returns an OSB client for a broker, with its credentials.
 func (s *Store) BrokerClient(ctx context.Context, b *Broker) (*osb.Client, error) {
-	auth, err := s.BrokerAuth(ctx, b.ID)
+	var auth *BrokerAuth
+	var err error
+	if ref := b.Spec.SecretRef(); ref != nil {
+		auth, err = s.secretAuth(ctx, b.Spec.AuthInfo, ref)
+	} else {
+		auth, err = s.BrokerAuth(ctx, b.ID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +45,40 @@ func (s *Store) BrokerClient(ctx context.Context, b *Broker) (*osb.Client, error
 		cfg.Token = auth.Bearer.Token
 	}
 	return osb.New(cfg)
+}
+
+// secretAuth reads credentials from the Secret a broker's authInfo names:
+// keys username and password for basic auth, token for a bearer token.
+func (s *Store) secretAuth(ctx context.Context, info *BrokerAuthInfo, ref *ObjectRef) (*BrokerAuth, error) {
+	if s.secrets == nil {
+		return nil, fmt.Errorf("credentials in Secret %s/%s: this process has no cluster to read them from", ref.Namespace, ref.Name)
+	}
+	data, err := s.secrets.SecretData(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("credentials in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	need := func(key string) (string, error) {
+		if v := data[key]; len(v) > 0 {
+			return string(v), nil
+		}
+		return "", fmt.Errorf("credentials in Secret %s/%s: no key %q", ref.Namespace, ref.Name, key)
+	}
+	if info.Basic != nil {
+		user, err := need("username")
+		if err != nil {
+			return nil, err
+		}
+		pass, err := need("password")
+		if err != nil {
+			return nil, err
+		}
+		return &BrokerAuth{Basic: &BasicAuth{Username: user, Password: pass}}, nil
+	}
+	token, err := need("token")
+	if err != nil {
+		return nil, err
+	}
+	return &BrokerAuth{Bearer: &BearerAuth{Token: token}}, nil
 }
 
 // Relist fetches a broker's catalogue and stores its classes and plans in
@@ -399,15 +439,17 @@ func (s *Store) RunRelister(ctx context.Context, every time.Duration) {
 	}
 }
 
-// claimRelist takes one due broker for this process for two minutes.
+// claimRelist takes one due broker for this process for two minutes;
+// brokers whose credentials are in Secrets only when the store reads them.
 func (s *Store) claimRelist(ctx context.Context) (string, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, `UPDATE catalog.brokers SET relist_claimed_until = now() + interval '2 minutes'
 		WHERE id = (SELECT id FROM catalog.brokers
 			WHERE deletion_timestamp IS NULL AND next_relist_at <= now()
 			  AND (relist_claimed_until IS NULL OR relist_claimed_until < now())
+			  AND ($1 OR (spec #> '{authInfo,basic,secretRef}' IS NULL AND spec #> '{authInfo,bearer,secretRef}' IS NULL))
 			ORDER BY next_relist_at LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
-		RETURNING id`).Scan(&id)
+		RETURNING id`, s.secrets != nil).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

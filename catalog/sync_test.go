@@ -272,3 +272,76 @@ func TestTLSBroker(t *testing.T) {
 		}
 	}
 }
+
+// secrets is a SecretReader over a map of namespace/name to data.
+type secrets map[string]map[string][]byte
+
+func (s secrets) SecretData(_ context.Context, namespace, name string) (map[string][]byte, error) {
+	d, ok := s[namespace+"/"+name]
+	if !ok {
+		return nil, errors.New(`secrets "` + name + `" not found`)
+	}
+	return d, nil
+}
+
+// TestBrokerCredentialsFromSecret registers a broker whose credentials are
+// in a Kubernetes Secret (the Kubernetes API's authInfo.secretRef): a store
+// that cannot read Secrets neither claims its relist nor reaches it; one
+// that can presents the Secret's username and password.
+func TestBrokerCredentialsFromSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+
+	bad := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL(), AuthInfo: &catalog.BrokerAuthInfo{
+		Basic: &catalog.BasicAuthInfo{SecretRef: &catalog.ObjectRef{Name: "creds"}}}}}
+	bad.Name = "no-namespace"
+	if _, err := s.CreateBroker(ctx, bad, nil); err == nil || !strings.Contains(err.Error(), "spec.authInfo.basic.secretRef.namespace") {
+		t.Errorf("a secretRef without namespace: %v", err)
+	}
+
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL(), RelistDuration: "1h", AuthInfo: &catalog.BrokerAuthInfo{
+		Basic: &catalog.BasicAuthInfo{Username: "ignored", SecretRef: &catalog.ObjectRef{Name: "creds", Namespace: "brokers"}}}}}
+	b.Name = "from-secret"
+	b, err := s.CreateBroker(ctx, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := b.Spec.SecretRef(); ref == nil || ref.Name != "creds" || b.Spec.AuthInfo.Basic.Username != "" {
+		t.Fatalf("stored authInfo: %+v", b.Spec.AuthInfo)
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	go s.RunRelister(rctx, 20*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if n := fake.Count(osbtest.VerbCatalog); n != 0 {
+		t.Errorf("a store without Secrets fetched the broker %d times", n)
+	}
+	if _, err := s.Relist(ctx, b.ID); err == nil || !strings.Contains(err.Error(), "no cluster") {
+		t.Errorf("relist without Secrets: %v", err)
+	}
+
+	s.ReadSecretsWith(secrets{"brokers/creds": {"username": []byte("u")}})
+	if _, err := s.Relist(ctx, b.ID); err == nil || !strings.Contains(err.Error(), `no key "password"`) {
+		t.Errorf("relist with a Secret lacking the password: %v", err)
+	}
+	s.ReadSecretsWith(secrets{"brokers/creds": {"username": []byte("u"), "password": []byte("p")}})
+	got, err := s.Relist(ctx, b.ID)
+	if err != nil || ready(got).Status != catalog.ConditionTrue {
+		t.Fatalf("relist with the Secret: %v, %+v", err, ready(got))
+	}
+
+	// Dropping the reference drops the credentials: none are sealed.
+	got, err = s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+		b.Spec.AuthInfo = nil
+		return nil, nil
+	})
+	if err != nil || got.Spec.AuthInfo != nil {
+		t.Fatalf("update without authInfo: %v, %+v", err, got.Spec.AuthInfo)
+	}
+	if auth, err := s.BrokerAuth(ctx, b.ID); err != nil || auth != nil {
+		t.Errorf("sealed credentials after dropping the Secret: %+v, %v", auth, err)
+	}
+}

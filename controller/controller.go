@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
@@ -46,6 +47,11 @@ type Config struct {
 	Resync time.Duration
 	// BrokerTimeout bounds each broker request (default 60 s).
 	BrokerTimeout time.Duration
+	// RelistCheck, when positive, runs the catalog's relister in the
+	// engine, looking that often for brokers whose catalogue is due to be
+	// fetched: with a cluster, the engine is the one process that can read
+	// brokers' credentials from Secrets.
+	RelistCheck time.Duration
 }
 
 // Controller is the engine.
@@ -57,6 +63,7 @@ type Controller struct {
 	workers   int
 	resync    time.Duration
 	timeout   time.Duration
+	relist    time.Duration
 	queue     workqueue.TypedRateLimitingInterface[string]
 	metrics   *metrics
 	claims    *catalog.Claimer
@@ -75,6 +82,8 @@ type Controller struct {
 type cachedClient struct {
 	version int64
 	client  *osb.Client
+	// expires, when set, is when the client's credentials are read again.
+	expires time.Time
 }
 
 // New returns an engine; Run starts it.
@@ -100,6 +109,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "bindery"
 	}
+	if cfg.Kube != nil {
+		// Brokers registered through the Kubernetes API keep their
+		// credentials in Secrets.
+		cfg.Store.ReadSecretsWith(kubeSecrets{cfg.Kube})
+	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
@@ -112,6 +126,7 @@ func New(cfg Config) (*Controller, error) {
 		workers:   cfg.Workers,
 		resync:    cfg.Resync,
 		timeout:   cfg.BrokerTimeout,
+		relist:    cfg.RelistCheck,
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "bindery"}),
 		metrics:   newMetrics(cfg.Registry),
 		clients:   map[string]cachedClient{},
@@ -155,8 +170,14 @@ func (c *Controller) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	relistCtx, stopRelist := context.WithCancel(ctx)
+	defer stopRelist()
+	if c.relist > 0 {
+		wg.Go(func() { c.store.RunRelister(relistCtx, c.relist) })
+	}
 	c.log.Info("engine started", "workers", c.workers, "cluster", c.kube != nil)
 	err = c.watch(ctx, rev)
+	stopRelist()
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -296,7 +317,23 @@ func result(err error) string {
 	return "ok"
 }
 
-// client returns the OSB client of a broker, cached per broker version.
+// secretCredentialsTTL is how long the engine uses credentials read from a
+// broker's Secret before reading it again.
+const secretCredentialsTTL = 30 * time.Second
+
+// kubeSecrets reads Secrets from the cluster for the catalog.
+type kubeSecrets struct{ kube kubernetes.Interface }
+
+func (k kubeSecrets) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	s, err := k.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return s.Data, nil
+}
+
+// client returns the OSB client of a broker, cached per broker version
+// (and for a while only, when its credentials are in a Secret).
 func (c *Controller) client(ctx context.Context, brokerName string) (*catalog.Broker, *osb.Client, error) {
 	b, err := c.store.GetBroker(ctx, brokerName)
 	if err != nil {
@@ -305,15 +342,20 @@ func (c *Controller) client(ctx context.Context, brokerName string) (*catalog.Br
 	c.mu.Lock()
 	cached, ok := c.clients[b.ID]
 	c.mu.Unlock()
-	if ok && cached.version == b.Generation {
+	if ok && cached.version == b.Generation && (cached.expires.IsZero() || c.now().Before(cached.expires)) {
 		return b, cached.client, nil
 	}
 	cl, err := c.store.BrokerClient(ctx, b)
 	if err != nil {
 		return nil, nil, err
 	}
+	cached = cachedClient{version: b.Generation, client: cl}
+	if b.Spec.SecretRef() != nil {
+		// The Secret can change without the broker: read it again soon.
+		cached.expires = c.now().Add(secretCredentialsTTL)
+	}
 	c.mu.Lock()
-	c.clients[b.ID] = cachedClient{version: b.Generation, client: cl}
+	c.clients[b.ID] = cached
 	c.mu.Unlock()
 	return b, cl, nil
 }

@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -103,13 +104,16 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a.store = catalog.NewStore(a.pool, keys, log)
-	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokertest.Start(t, a.pool, keys, "osb", "osb-pass")}}
-	b.Name = "bindery"
-	if b, err = a.store.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "osb", Password: "osb-pass"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.store.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
+	brokerURL := brokertest.Start(t, a.pool, keys, "osb", "osb-pass")
+	if !engine {
+		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokerURL}}
+		b.Name = "bindery"
+		if b, err = a.store.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "osb", Password: "osb-pass"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.store.Relist(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	ns := netnstest.New(t)
@@ -185,9 +189,28 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 
 	if engine {
 		a.startEngine(log)
+		// An administrator registers the broker with kubectl, its
+		// credentials in a Secret that only the engine reads.
+		a.kubectl(kubetest.Admin, nil, "create", "secret", "generic", "bindery-broker", "-n", systemNamespace,
+			"--from-literal=username=osb", "--from-literal=password=osb-pass")
+		a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, brokerURL)), "apply", "-f", "-")
+		a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Ready", "clusterservicebroker/bindery", "--timeout=30s")
 	}
 	return a
 }
+
+const brokerWithSecret = `apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ClusterServiceBroker
+metadata:
+  name: bindery
+spec:
+  url: %s
+  authInfo:
+    basic:
+      secretRef:
+        name: bindery-broker
+        namespace: bindery-system
+`
 
 // startEngine runs the engine as the bindery-controller ServiceAccount.
 func (a *aggregated) startEngine(log *slog.Logger) {
@@ -201,7 +224,8 @@ func (a *aggregated) startEngine(log *slog.Logger) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	e, err := controller.New(controller.Config{Store: a.store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4})
+	e, err := controller.New(controller.Config{Store: a.store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4,
+		RelistCheck: 100 * time.Millisecond})
 	if err != nil {
 		a.t.Fatal(err)
 	}

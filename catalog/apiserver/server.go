@@ -395,7 +395,13 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
 	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
 		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
-	relist := func(id string) {
+	relist := func(b *catalog.Broker) {
+		if b.Spec.SecretRef() != nil && !store.ReadsSecrets() {
+			// Its credentials are in a Secret this server does not
+			// read: the engine's relister, which does, fetches it.
+			return
+		}
+		id := b.ID
 		go func() {
 			ctx, cancel := context.WithTimeout(s.bg, time.Minute)
 			defer cancel()

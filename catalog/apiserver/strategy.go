@@ -59,17 +59,29 @@ func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 // rest when it records the object.
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	if o, ok := obj.(*v1beta1.ClusterServiceBroker); ok {
-		return validateBrokerAuth(&o.Spec)
+		return validateBrokerAuth(&o.Spec, nil)
 	}
 	return nil
 }
 
-// validateBrokerAuth refuses credentials from Secrets, which the catalog
-// cannot read yet.
-func validateBrokerAuth(spec *v1beta1.ClusterServiceBrokerSpec) field.ErrorList {
-	if spec.AuthInfo != nil {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec", "authInfo"),
-			"credentials from Secrets (secretRef) are not supported yet: register brokers that need credentials through the catalog's REST API")}
+// validateBrokerAuth checks that credentials given through this API are in
+// a Secret: the catalog reads them there when it talks to the broker (the
+// engine, which has the cluster). An authInfo left as it was (a broker
+// registered through the REST API, its password sealed in the catalog) is
+// fine.
+func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec) field.ErrorList {
+	a := spec.AuthInfo
+	if a == nil || old != nil && apiequality.Semantic.DeepEqual(a, old.AuthInfo) {
+		return nil
+	}
+	p := field.NewPath("spec", "authInfo")
+	switch {
+	case a.Basic != nil && a.Bearer != nil:
+		return field.ErrorList{field.Invalid(p, "basic and bearer", "give basic or bearer, not both")}
+	case a.Basic != nil && a.Basic.SecretRef == nil:
+		return field.ErrorList{field.Required(p.Child("basic", "secretRef"), "the Secret with the keys username and password")}
+	case a.Bearer != nil && a.Bearer.SecretRef == nil:
+		return field.ErrorList{field.Required(p.Child("bearer", "secretRef"), "the Secret with the key token")}
 	}
 	return nil
 }
@@ -144,7 +156,7 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
 		}
 	case *v1beta1.ClusterServiceBroker:
-		return validateBrokerAuth(&o.Spec)
+		return validateBrokerAuth(&o.Spec, &old.(*v1beta1.ClusterServiceBroker).Spec)
 	}
 	return nil
 }

@@ -422,7 +422,7 @@ type brokerStorage struct {
 	strategy *strategy
 	// relist fetches a new broker's catalog in the background, so that
 	// the create answers at once.
-	relist func(id string)
+	relist func(*catalog.Broker)
 }
 
 var (
@@ -442,7 +442,7 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 		if err != nil {
 			return nil, err
 		}
-		s.relist(b.ID)
+		s.relist(b)
 		return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
 	}, func(ctx context.Context, m catalog.Meta) error {
 		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
@@ -476,7 +476,11 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 			}
 			b, err := s.store.UpdateBroker(ctx, id, expect, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
 				setMeta(&b.Meta, m)
-				spec.AuthInfo = b.Spec.AuthInfo
+				if spec.SecretRef() == nil && b.Spec.SecretRef() == nil {
+					// Credentials sealed in the catalog (registered through
+					// the REST API) are not this API's to change.
+					spec.AuthInfo = b.Spec.AuthInfo
+				}
 				b.Spec = spec
 				return nil, nil
 			})

@@ -33,6 +33,7 @@ type controllerOptions struct {
 	workers       int
 	resync        time.Duration
 	brokerTimeout time.Duration
+	relistCheck   time.Duration
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string) {
@@ -45,6 +46,12 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string
 	if fs.Lookup("encryption-key") == nil {
 		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
 	}
+	// In `bindery up` the catalog's relister runs; on its own the engine
+	// runs one too (several replicas share the work through claims), the
+	// only one that can read brokers' credentials from Secrets.
+	if fs.Lookup("relist-check-interval") == nil {
+		fs.DurationVar(&o.relistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due; 0: never")
+	}
 }
 
 func (o *controllerOptions) validate() []error {
@@ -54,6 +61,9 @@ func (o *controllerOptions) validate() []error {
 	}
 	if o.workers <= 0 {
 		errs = append(errs, errors.New("--controller-workers: must be positive"))
+	}
+	if o.relistCheck < 0 {
+		errs = append(errs, errors.New("--relist-check-interval: must not be negative"))
 	}
 	return errs
 }
@@ -111,7 +121,7 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := controller.New(controller.Config{
 		Store: store, Kube: kube, ClusterID: o.clusterID, Logger: log, Registry: reg,
-		Workers: o.workers, Resync: o.resync, BrokerTimeout: o.brokerTimeout,
+		Workers: o.workers, Resync: o.resync, BrokerTimeout: o.brokerTimeout, RelistCheck: o.relistCheck,
 	})
 	if err != nil {
 		return err
