@@ -67,7 +67,10 @@ func (o *apiserverOptions) validate() []error {
 	if o.bookmarks <= 0 {
 		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
 	}
-	if err := o.options().Validate(); err != nil {
+	opts := o.options()
+	if err := opts.Complete(); err != nil {
+		errs = append(errs, err)
+	} else if err := opts.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errs

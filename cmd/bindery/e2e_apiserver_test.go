@@ -1,0 +1,137 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+)
+
+// TestServeAPIServerDelegated runs `bindery serve apiserver` with a
+// cluster's kubeconfig (KUBECONFIG): it delegates authentication and
+// authorization to that kube-apiserver, so a token the cluster knows gets
+// what RBAC gives it, an unknown token 401, no token or a forged front-proxy
+// header (without the front proxy's client certificate) 403; probes need
+// no credentials; and no admin kubeconfig is written.
+func TestServeAPIServerDelegated(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	dataDir := t.TempDir()
+	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(), "KUBECONFIG=" + cluster.Kubeconfig()},
+		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+
+	base := servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
+	deadline := time.Now().Add(60 * time.Second)
+	if !strings.Contains(p.stdout.String(), "behind the cluster's aggregation layer") {
+		t.Errorf("stdout: %q", p.stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "kubeconfig")); err == nil {
+		t.Error("an admin kubeconfig was written in delegated mode")
+	}
+
+	// The server issued its certificate from its own CA.
+	caPEM, err := os.ReadFile(filepath.Join(dataDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	status := func(path string, header ...string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for status("/readyz") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const classes = "/apis/servicecatalog.k8s.io/v1beta1/clusterserviceclasses"
+	for _, tc := range []struct {
+		who    string
+		header []string
+		want   int
+	}{
+		{"admin (system:masters)", []string{"Authorization", "Bearer " + cluster.Token(kubetest.Admin)}, http.StatusOK},
+		{"alice (no rights)", []string{"Authorization", "Bearer " + cluster.Token(kubetest.Alice)}, http.StatusForbidden},
+		{"an unknown token", []string{"Authorization", "Bearer not-a-token"}, http.StatusUnauthorized},
+		{"nobody", nil, http.StatusForbidden},
+		{"a forged front-proxy header", []string{"X-Remote-User", kubetest.Admin, "X-Remote-Group", "system:masters"}, http.StatusForbidden},
+	} {
+		if got := status(classes, tc.header...); got != tc.want {
+			t.Errorf("%s listing classes: %d, want %d", tc.who, got, tc.want)
+		}
+	}
+	if err := p.interrupt(t); err != nil {
+		t.Errorf("serve apiserver after Ctrl-C: %v\n%s", err, p.stderr.String())
+	}
+}
+
+// TestServeAPIServerStandalone runs `bindery serve apiserver` with no
+// cluster: it writes an admin kubeconfig with which kubectl lists the
+// (empty) marketplace.
+func TestServeAPIServerStandalone(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate()},
+		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	servingURL(t, p, "serving the Kubernetes API")
+	kubeconfig := filepath.Join(dataDir, "kubeconfig")
+	if !strings.Contains(p.stdout.String(), "kubeconfig: "+kubeconfig) {
+		t.Errorf("stdout: %q", p.stdout.String())
+	}
+	kubectl, _ := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl"))
+	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "clusterserviceclasses").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "No resources found") {
+		t.Errorf("kubectl get clusterserviceclasses: %v\n%s", err, out)
+	}
+	if err := p.interrupt(t); err != nil {
+		t.Errorf("serve apiserver after Ctrl-C: %v\n%s", err, p.stderr.String())
+	}
+}
+
+// servingURL waits until the process logs msg with the url it serves at,
+// and returns that url.
+func servingURL(t *testing.T, p *proc, msg string) string {
+	t.Helper()
+	re := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `".* url=(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bindery never logged %q:\n%s", msg, p.stderr.String())
+		}
+	}
+}
