@@ -31,7 +31,7 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 
 	base := servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	if !strings.Contains(p.stdout.String(), "behind the cluster's aggregation layer") {
 		t.Errorf("stdout: %q", p.stdout.String())
 	}
@@ -86,6 +86,26 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		if got := status(classes, tc.header...); got != tc.want {
 			t.Errorf("%s listing classes: %d, want %d", tc.who, got, tc.want)
 		}
+	}
+	if err := p.interrupt(t); err != nil {
+		t.Errorf("serve apiserver after Ctrl-C: %v\n%s", err, p.stderr.String())
+	}
+
+	// Given a certificate, as in deploy/bindery, it writes nothing: its
+	// data directory is never made.
+	unused := filepath.Join(t.TempDir(), "unused")
+	p = start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(), "KUBECONFIG=" + cluster.Kubeconfig()},
+		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", unused,
+		"--tls-cert-file", filepath.Join(dataDir, "serving.crt"), "--tls-private-key-file", filepath.Join(dataDir, "serving.key"))
+	base = servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
+	for status("/readyz") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(unused); err == nil {
+		t.Error("the data directory was made though a certificate was given")
 	}
 	if err := p.interrupt(t); err != nil {
 		t.Errorf("serve apiserver after Ctrl-C: %v\n%s", err, p.stderr.String())
