@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -121,36 +122,14 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := int32(l.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())
+	port := int32(l.Addr().(*net.TCPAddr).Port)
 	opts := &apiserver.Options{
 		Listener: l, DataDir: filepath.Join(t.TempDir(), "apiserver"),
 		ClusterKubeconfig: a.serviceAccountKubeconfig("bindery-apiserver"),
 		// The aggregator checks the certificate against the Service's name.
 		Hosts: []string{serviceName + "." + systemNamespace + ".svc"},
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	ready := make(chan *apiserver.Config, 1)
-	go func() {
-		done <- apiserver.Run(runCtx, opts, a.store, log, func(c *apiserver.Config) { ready <- c })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	var srv *apiserver.Config
-	select {
-	case srv = <-ready:
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	}
+	srv := runServer(t, opts, a.store, log)
 
 	// The Service has a selector, for the Deployment's Pods; with no
 	// kubelet there are none, and no endpoint controller runs, so the

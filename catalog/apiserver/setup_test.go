@@ -79,29 +79,8 @@ func setup(t testing.TB) *bundle {
 		t.Fatal(err)
 	}
 	opts := &apiserver.Options{Listener: l, DataDir: filepath.Join(dir, "apiserver"), BookmarkInterval: 100 * time.Millisecond}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	ready := make(chan struct{})
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() {
-		done <- apiserver.Run(runCtx, opts, store, log, func(*apiserver.Config) { close(ready) })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	}
+	runServer(t, opts, store, log)
 	kubeconfig := filepath.Join(opts.DataDir, "kubeconfig")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -124,6 +103,36 @@ func setup(t testing.TB) *bundle {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return &bundle{t: t, store: store, client: client, kubeconfig: kubeconfig, dir: dir, broker: b}
+}
+
+// runServer runs the API server until t ends and returns its config once
+// it serves.
+func runServer(t testing.TB, opts *apiserver.Options, store *catalog.Store, log *slog.Logger) *apiserver.Config {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan *apiserver.Config, 1)
+	go func() {
+		done <- apiserver.Run(ctx, opts, store, log, func(c *apiserver.Config) { ready <- c })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	select {
+	case c := <-ready:
+		return c
+	case err := <-done:
+		t.Fatalf("server: %v", err)
+		return nil
+	}
 }
 
 type testWriter struct{ t testing.TB }
