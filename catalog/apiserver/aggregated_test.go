@@ -119,8 +119,9 @@ func TestAggregated(t *testing.T) {
 	a.kubectl(carol, nil, "wait", "-n", team, "--for=condition=Ready", "serviceinstance/db", "servicebinding/db-app", "--timeout=60s")
 	t.Logf("instance and binding Ready %s after kubectl apply", time.Since(began).Round(time.Millisecond))
 
-	// The broker got the requesting user, through the front proxy's
-	// headers, as the originating identity.
+	// The requesting user, known through the front proxy's headers, is
+	// recorded on the instance and reached the broker as the originating
+	// identity.
 	var in struct {
 		Spec struct {
 			UserInfo struct{ Username string } `json:"userInfo"`
@@ -131,6 +132,14 @@ func TestAggregated(t *testing.T) {
 	}
 	if in.Spec.UserInfo.Username != carol {
 		t.Errorf("instance's userInfo.username %q, want %q", in.Spec.UserInfo.Username, carol)
+	}
+	var platform, username string
+	if err := a.pool.QueryRow(ctx, `SELECT originating_platform, originating_identity->>'username' FROM broker.operations
+		WHERE kind = 'provision'`).Scan(&platform, &username); err != nil {
+		t.Fatalf("the broker's provision: %v", err)
+	}
+	if platform != "kubernetes" || username != carol {
+		t.Errorf("the broker saw originating identity %s %q, want kubernetes %q", platform, username, carol)
 	}
 
 	secret, err := a.kube.CoreV1().Secrets(team).Get(ctx, "db-credentials", metav1.GetOptions{})
