@@ -4,6 +4,8 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -371,9 +373,23 @@ func (b *Broker) lastOperation(c echo.Context, instanceID, bindingID, deleteKind
 		}
 	}
 	if op.State == stateInProgress {
-		c.Response().Header().Set("Retry-After", "1")
+		if after := retryAfter(time.Since(op.CreatedAt)); after != "" {
+			c.Response().Header().Set("Retry-After", after)
+		}
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// retryAfter is the Retry-After of a last_operation answer for an
+// operation running for age. The header counts whole seconds, and most
+// operations here finish within one: a young operation gets none, so the
+// platform polls at its own pace; an older one asks for a quarter of its
+// age, up to 30 s.
+func retryAfter(age time.Duration) string {
+	if age < 4*time.Second {
+		return ""
+	}
+	return strconv.Itoa(int(min(age/4, 30*time.Second) / time.Second))
 }
 
 // planOf finds a plan of a service, or answers 400.

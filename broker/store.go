@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -133,6 +134,7 @@ type operation struct {
 	Identity         json.RawMessage
 	RequestIdentity  string
 	RiverJobID       int64
+	CreatedAt        time.Time
 }
 
 func jsonb(v any) ([]byte, error) {
@@ -323,13 +325,13 @@ func deleteBinding(ctx context.Context, q querier, id string) error {
 
 const operationColumns = `id, instance_id, coalesce(binding_id, ''), kind, state, async, coalesce(description, ''),
 	request, instance_usable, update_repeatable, coalesce(originating_platform, ''), originating_identity,
-	coalesce(request_identity, ''), coalesce(river_job_id, 0)`
+	coalesce(request_identity, ''), coalesce(river_job_id, 0), created_at`
 
 func scanOperation(row pgx.Row) (*operation, error) {
 	var op operation
 	var req, identity []byte
 	if err := row.Scan(&op.ID, &op.InstanceID, &op.BindingID, &op.Kind, &op.State, &op.Async, &op.Description,
-		&req, &op.InstanceUsable, &op.UpdateRepeatable, &op.Platform, &identity, &op.RequestIdentity, &op.RiverJobID); err != nil {
+		&req, &op.InstanceUsable, &op.UpdateRepeatable, &op.Platform, &identity, &op.RequestIdentity, &op.RiverJobID, &op.CreatedAt); err != nil {
 		return nil, mapErr(err)
 	}
 	if err := json.Unmarshal(req, &op.Request); err != nil {
