@@ -64,13 +64,14 @@ type aggregated struct {
 }
 
 // aggregate starts it all: cluster (with the clusterrole-aggregation
-// controller, so deploy/bindery's roles reach admin/edit/view), database,
+// controller, so deploy/bindery's roles reach admin/edit/view, and the
+// namespace controller, which empties deleted namespaces), database,
 // Bindery's own broker registered as "bindery", the API server, the
 // APIService, and the engine when engine is true.
 func aggregate(t testing.TB, engine bool) *aggregated {
 	t.Helper()
 	ctx := context.Background()
-	cluster := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithUser(carol), kubetest.WithUser(victor))
+	cluster := kubetest.Start(t, kubetest.WithControllerManager("clusterrole-aggregation", "namespace"), kubetest.WithUser(carol), kubetest.WithUser(victor))
 	a := &aggregated{t: t, cluster: cluster, kube: cluster.Client(t)}
 
 	// deploy/bindery as an operator applies it, all but the APIService,

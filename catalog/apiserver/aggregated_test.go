@@ -164,6 +164,23 @@ func TestAggregated(t *testing.T) {
 		t.Error("the binding's Secret outlived the binding")
 	}
 
+	// Deleting a namespace deletes its instances through this API (the
+	// namespace controller's discovery and deletecollection); the engine
+	// deprovisions them before the namespace goes.
+	a.kubectl(kubetest.Admin, nil, "create", "namespace", "team-b")
+	a.kubectl(kubetest.Admin, []byte(strings.ReplaceAll(aggregatedInstance, "namespace: team-a", "namespace: team-b")), "apply", "-f", "-")
+	a.kubectl(kubetest.Admin, nil, "wait", "-n", "team-b", "--for=condition=Ready", "serviceinstance/db", "servicebinding/db-app", "--timeout=60s")
+	began = time.Now()
+	if _, err := a.cluster.Kubectl(t, "delete", "namespace", "team-b", "--timeout=30s"); err != nil {
+		ns, _ := a.cluster.Kubectl(t, "get", "namespace", "team-b", "-o", "yaml")
+		objs, _ := a.cluster.Kubectl(t, "get", "serviceinstances,servicebindings,secrets", "-n", "team-b", "-o", "yaml")
+		t.Fatalf("%v\n%s\n%s", err, ns, objs)
+	}
+	t.Logf("namespace with an instance and a binding deleted in %s", time.Since(began).Round(time.Millisecond))
+	if out := a.kubectl(kubetest.Admin, nil, "get", "serviceinstances,servicebindings", "-A", "-o", "name"); strings.Contains(out, "/db") {
+		t.Errorf("objects outlived their namespace:\n%s", out)
+	}
+
 	if err := watch.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

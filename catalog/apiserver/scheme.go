@@ -28,3 +28,20 @@ func must(err error) {
 		panic(err) // a programming error in the scheme's registration
 	}
 }
+
+// withoutProtobuf offers every media type of the codecs but protobuf: the
+// v1beta1 types have no protobuf marshalling, so clients that prefer it
+// (the namespace controller, the garbage collector, anything built on
+// client-go's metadata client) must be answered in JSON, their fallback,
+// rather than fail to encode.
+type withoutProtobuf struct{ runtime.NegotiatedSerializer }
+
+func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
+}

@@ -227,6 +227,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	}
 
 	cfg := genericapiserver.NewConfig(codecs)
+	cfg.Serializer = withoutProtobuf{codecs}
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = l
@@ -369,6 +370,7 @@ func (c *Config) New() (*Server, error) {
 	bg, stop := context.WithCancel(context.Background())
 	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop}
 	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
+	info.NegotiatedSerializer = withoutProtobuf{codecs}
 	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
 	if err := gs.InstallAPIGroup(&info); err != nil {
 		stop()
