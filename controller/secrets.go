@@ -226,7 +226,14 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going, and the binding with it: nothing
+			// to write or retry. Its deletion wakes the binding up.
+			c.log.Debug("not writing a Secret into a terminating namespace", "binding", b.Namespace+"/"+b.Name)
+			return nil
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Secret %s/%s: %w", b.Namespace, want.Name, err)
 		}
 		return nil
