@@ -10,18 +10,25 @@
 // unlike the RFC 1918 blocks; 100.64.0.0/10 is taken by carrier-grade NAT and
 // Tailscale, and kube-apiserver refuses link-local 169.254.0.0/16 as it does
 // loopback. A /30 that any route on the host already overlaps is never used.
+//
+// A test process that dies without running its cleanups (a timeout panic,
+// SIGKILL) leaves its namespaces, veths and routes behind. The first New in
+// each process removes those of processes that have ended.
 package netnstest
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -50,12 +57,19 @@ type Namespace struct {
 	linked   bool // hostVeth is ours to delete
 }
 
+// sweepOnce makes the first New of a process look for leftovers: they only
+// pile up when a process dies, and the next test process cleans them up.
+var sweepOnce sync.Once
+
 // New creates a network namespace joined to the host by a veth pair, with an
 // address on each end, and removes both when t ends. It skips t unless the
-// process runs as root.
+// process runs as root. The first New of a process also removes what dead
+// test processes left behind, and says so through t.Logf.
 func New(t testing.TB) *Namespace {
 	t.Helper()
-	n, err := create(ipCommand(t), randomSlot)
+	ip := ipCommand(t)
+	sweepOnce.Do(func() { sweep(ip, t.Logf) })
+	n, err := create(ip, os.Getpid(), randomSlot)
 	if err != nil {
 		t.Fatalf("netnstest: %v", err)
 	}
@@ -129,10 +143,11 @@ func (n *Namespace) do(f func() error) error {
 
 func (n *Namespace) path() string { return "/run/netns/" + n.Name }
 
-// create makes a namespace in the first free slot that next picks. Two
-// processes that pick the same slot at once cannot both have it: the kernel
-// refuses the second veth of the same name, and that one tries another slot.
-func create(ip string, next func() int) (*Namespace, error) {
+// create makes a namespace for process pid, normally this one, in the first
+// free slot that next picks. Two processes that pick the same slot at once
+// cannot both have it: the kernel refuses the second veth of the same name,
+// and that one tries another slot.
+func create(ip string, pid int, next func() int) (*Namespace, error) {
 	var err error
 	for range attempts {
 		slot := next()
@@ -147,7 +162,7 @@ func create(ip string, next func() int) (*Namespace, error) {
 			continue
 		}
 		n := &Namespace{
-			Name:     fmt.Sprintf("bindery-%d-%04x", os.Getpid(), slot),
+			Name:     nsName(pid, slot),
 			HostIP:   subnet.Addr().Next(),
 			IP:       subnet.Addr().Next().Next(),
 			ip:       ip,
@@ -230,6 +245,96 @@ func (n *Namespace) remove(logf func(format string, args ...any)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweep removes the namespaces that processes which have ended left in
+// /run/netns, with their veth pairs, and reports each removal to logf. It
+// touches only names that nsName makes, and only those of a pid that /proc
+// does not show: a live process's namespaces are never removed. When the
+// kernel has given a dead test's pid to another process, which is unlikely
+// and harmless, its leftovers stay until that process ends too: telling a
+// test binary apart from any other process would be guesswork, and leaving
+// something behind is better than removing what a live test uses. It assumes
+// every process that names namespaces in /run/netns shares this process's
+// PID namespace, as on a host or in one container. Sweeping is best effort:
+// a failure is logged, not a reason to fail the test.
+func sweep(ip string, logf func(format string, args ...any)) {
+	// A /proc from another PID namespace would make every pid look dead.
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		logf("netnstest: /proc does not show this process's pid, so namespaces of dead processes are left alone")
+		return
+	}
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logf("netnstest: look for namespaces of dead processes: %v", err)
+		}
+		return
+	}
+	for _, e := range entries {
+		pid, slot, ok := parseName(e.Name())
+		if !ok {
+			continue
+		}
+		// Any error but "not there" could hide a live process.
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		n := &Namespace{Name: e.Name(), ip: ip, hostVeth: vethName(slot)}
+		if err := n.removeLeftover(logf, pid); err != nil {
+			logf("netnstest: remove what process %d left: %v", pid, err)
+		}
+	}
+}
+
+// removeLeftover removes namespace n, which process pid left, and its veth
+// pair. The pair is deleted from its end in the namespace, which takes the
+// host's end with it; deleting the host's end by name could hit another
+// process's veth, as the name is only the slot's lock: pid may have died
+// after adding the namespace but before winning the veth. What another
+// sweep removed first is passed over in silence.
+func (n *Namespace) removeLeftover(logf func(format string, args ...any), pid int) error {
+	var errs []error
+	switch err := n.run("-n", n.Name, "link", "delete", nsVeth); {
+	case err == nil:
+		logf("netnstest: removed veth %s of network namespace %s, left by process %d, which has ended", n.hostVeth, n.Name, pid)
+	case !strings.Contains(err.Error(), "Cannot find device") && !strings.Contains(err.Error(), "No such file"):
+		errs = append(errs, err) // the namespace goes all the same: it may be no namespace at all
+	}
+	switch err := n.run("netns", "delete", n.Name); {
+	case err == nil:
+		logf("netnstest: removed network namespace %s, left by process %d, which has ended", n.Name, pid)
+	case !strings.Contains(err.Error(), "No such file"):
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// nsName names the namespace that process pid creates in slot.
+func nsName(pid, slot int) string { return fmt.Sprintf("bindery-%d-%04x", pid, slot) }
+
+// parseName returns the pid and slot that nsName made name from, and false
+// for a name that nsName does not make.
+func parseName(name string) (pid, slot int, ok bool) {
+	rest, ok := strings.CutPrefix(name, "bindery-")
+	if !ok {
+		return 0, 0, false
+	}
+	p, s, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	sl, err := strconv.ParseUint(s, 16, 16)
+	if err != nil || sl >= slots {
+		return 0, 0, false
+	}
+	slot = int(sl)
+	// Only the exact spelling: no sign, leading zero or upper case hex.
+	return pid, slot, nsName(pid, slot) == name
 }
 
 // run runs the ip command with args, reporting its output on failure.

@@ -3,12 +3,15 @@ package netnstest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -87,7 +90,7 @@ func TestParallel(t *testing.T) {
 	errs := make([]error, len(created))
 	var wg sync.WaitGroup
 	for i := range created {
-		wg.Go(func() { created[i], errs[i] = create(ip, randomSlot) })
+		wg.Go(func() { created[i], errs[i] = create(ip, os.Getpid(), randomSlot) })
 	}
 	wg.Wait()
 	for i, ns := range created {
@@ -152,7 +155,7 @@ func TestTakenSlot(t *testing.T) {
 				taken = randomSlot()
 			}
 			picks := []int{taken, taken}
-			ns, err := create(ip, func() int {
+			ns, err := create(ip, os.Getpid(), func() int {
 				if len(picks) == 0 {
 					return randomSlot()
 				}
@@ -230,11 +233,120 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// TestSweep leaves namespaces behind as a test process that was killed
+// would, and checks that sweep removes them with their veth pairs, and
+// nothing else: not a live process's namespace, not a veth whose slot a live
+// process holds, not a name that New does not make.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	ip := ipCommand(t)
+	live, err := create(ip, os.Getpid(), randomSlot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := live.remove(t.Logf); err != nil {
+			t.Error(err)
+		}
+	})
+	_, liveSlot, _ := parseName(live.Name)
+
+	// The owner lives until its namespaces are complete, so that the sweep
+	// of another test process starting meanwhile cannot take them half made.
+	owner := exec.Command("sleep", "3600")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dead := owner.Process.Pid
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	leftover, err := create(ip, dead, randomSlot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner died after `ip netns add`, before the veth, whose slot a
+	// live process holds.
+	noVeth := &Namespace{Name: nsName(dead, liveSlot), ip: ip, hostVeth: live.hostVeth}
+	if err := noVeth.run("netns", "add", noVeth.Name); err != nil {
+		t.Fatal(err)
+	}
+	other := &Namespace{Name: nsName(dead, liveSlot) + "-x", ip: ip}
+	if err := other.run("netns", "add", other.Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Namespace{leftover, noVeth} {
+		t.Cleanup(func() {
+			if err := n.removeLeftover(t.Logf, dead); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if err := other.run("netns", "delete", other.Name); err != nil {
+			t.Error(err)
+		}
+	})
+	owner.Process.Kill()
+	owner.Wait()
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", dead)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("process %d still shows in /proc after it ended: %v", dead, err)
+	}
+
+	sweep(ip, t.Logf)
+
+	for _, tt := range []struct {
+		what    string
+		present bool
+		want    bool
+	}{
+		{"namespace " + leftover.Name, exists(leftover.path()), false},
+		{"veth " + leftover.hostVeth, linkExists(leftover.hostVeth), false},
+		{"namespace " + noVeth.Name, exists(noVeth.path()), false},
+		{"namespace " + other.Name + ", not a name of New's", exists(other.path()), true},
+		{"namespace " + live.Name + " of this process", exists(live.path()), true},
+		{"veth " + live.hostVeth + " of this process", linkExists(live.hostVeth), true},
+	} {
+		if tt.present != tt.want {
+			t.Errorf("after sweep, %s present = %t, want %t", tt.what, tt.present, tt.want)
+		}
+	}
+}
+
+// TestParseName checks that sweep takes only the names that nsName makes.
+func TestParseName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		pid, slot int
+		ok        bool
+	}{
+		{"bindery-4242-00af", 4242, 0xaf, true},
+		{"bindery-1-7fff", 1, 0x7fff, true},
+		{"bindery-4242-8000", 0, 0, false}, // beyond the pool
+		{"bindery-4242-00AF", 0, 0, false},
+		{"bindery-4242-0af", 0, 0, false},
+		{"bindery-4242-000af", 0, 0, false},
+		{"bindery-04242-00af", 0, 0, false},
+		{"bindery-+4242-00af", 0, 0, false},
+		{"bindery-0-00af", 0, 0, false},
+		{"bindery--1-00af", 0, 0, false},
+		{"bindery-4242-00af-x", 0, 0, false},
+		{"bindery-00af", 0, 0, false}, // a host veth's name
+		{"bindery-4242", 0, 0, false},
+		{"other-4242-00af", 0, 0, false},
+	}
+	for _, tt := range tests {
+		pid, slot, ok := parseName(tt.name)
+		if ok != tt.ok || ok && (pid != tt.pid || slot != tt.slot) {
+			t.Errorf("parseName(%q) = %d, %#x, %t, want %d, %#x, %t", tt.name, pid, slot, ok, tt.pid, tt.slot, tt.ok)
+		}
+	}
+}
+
 // BenchmarkCreateRemove measures setting up and tearing down one namespace.
 func BenchmarkCreateRemove(b *testing.B) {
 	ip := ipCommand(b)
 	for b.Loop() {
-		ns, err := create(ip, randomSlot)
+		ns, err := create(ip, os.Getpid(), randomSlot)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -242,6 +354,16 @@ func BenchmarkCreateRemove(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
 }
 
 func subnet(ns *Namespace) netip.Prefix { return netip.PrefixFrom(ns.IP, subnetBits).Masked() }
