@@ -76,9 +76,10 @@ func validateBroker(b *Broker, auth *BrokerAuth) error {
 	if ref := s.AuthInfo.secretRef(); ref != nil && auth == nil {
 		// Credentials in a Kubernetes Secret (the Kubernetes API's
 		// authInfo): nothing to seal, the reference is kept.
-		path := "spec.authInfo.basic.secretRef"
-		if s.AuthInfo.Basic == nil {
-			path = "spec.authInfo.bearer.secretRef"
+		basic := s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref
+		path := "spec.authInfo.bearer.secretRef"
+		if basic {
+			path = "spec.authInfo.basic.secretRef"
 		}
 		if s.AuthInfo.Basic != nil && s.AuthInfo.Bearer != nil {
 			errs = append(errs, FieldError{"spec.authInfo", "give basic or bearer, not both"})
@@ -89,11 +90,10 @@ func validateBroker(b *Broker, auth *BrokerAuth) error {
 		if ref.Namespace == "" {
 			errs = append(errs, FieldError{path + ".namespace", "required: a cluster-scoped broker names the Secret's namespace"})
 		}
-		s.AuthInfo = &BrokerAuthInfo{Basic: s.AuthInfo.Basic, Bearer: s.AuthInfo.Bearer}
-		if s.AuthInfo.Basic != nil {
-			s.AuthInfo.Basic = &BasicAuthInfo{SecretRef: ref}
+		if basic {
+			s.AuthInfo = &BrokerAuthInfo{Basic: &BasicAuthInfo{SecretRef: ref}}
 		} else {
-			s.AuthInfo.Bearer = &BearerAuthInfo{SecretRef: ref}
+			s.AuthInfo = &BrokerAuthInfo{Bearer: &BearerAuthInfo{SecretRef: ref}}
 		}
 		return invalid(errs...)
 	}

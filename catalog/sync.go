@@ -92,6 +92,12 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ref := b.Spec.SecretRef(); ref != nil && s.secrets == nil {
+		// Left to the engine, which reads the Secret: a failure recorded
+		// here would only blame this process and delay the engine's fetch.
+		return nil, fmt.Errorf("%w: broker %s keeps its credentials in Secret %s/%s, which only the engine reads; it fetches the catalogue when due",
+			ErrUnprocessable, b.Name, ref.Namespace, ref.Name)
+	}
 	fetchCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	client, err := s.BrokerClient(fetchCtx, b)

@@ -273,22 +273,12 @@ func TestTLSBroker(t *testing.T) {
 	}
 }
 
-// secrets is a SecretReader over a map of namespace/name to data.
-type secrets map[string]map[string][]byte
-
-func (s secrets) SecretData(_ context.Context, namespace, name string) (map[string][]byte, error) {
-	d, ok := s[namespace+"/"+name]
-	if !ok {
-		return nil, errors.New(`secrets "` + name + `" not found`)
-	}
-	return d, nil
-}
-
-// TestBrokerCredentialsFromSecret registers a broker whose credentials are
-// in a Kubernetes Secret (the Kubernetes API's authInfo.secretRef): a store
-// that cannot read Secrets neither claims its relist nor reaches it; one
-// that can presents the Secret's username and password.
-func TestBrokerCredentialsFromSecret(t *testing.T) {
+// TestBrokerCredentialsInSecret registers a broker whose credentials are
+// in a Kubernetes Secret (the Kubernetes API's authInfo.secretRef) in a
+// store that cannot read Secrets: it neither claims the broker's relist nor
+// fetches it on demand, and leaves its status alone for the engine, which
+// reads the Secret (catalog/apiserver TestAggregated, with a real cluster).
+func TestBrokerCredentialsInSecret(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -299,6 +289,13 @@ func TestBrokerCredentialsFromSecret(t *testing.T) {
 	bad.Name = "no-namespace"
 	if _, err := s.CreateBroker(ctx, bad, nil); err == nil || !strings.Contains(err.Error(), "spec.authInfo.basic.secretRef.namespace") {
 		t.Errorf("a secretRef without namespace: %v", err)
+	}
+	both := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL(), AuthInfo: &catalog.BrokerAuthInfo{
+		Basic:  &catalog.BasicAuthInfo{Username: "u"},
+		Bearer: &catalog.BearerAuthInfo{SecretRef: &catalog.ObjectRef{Name: "creds", Namespace: "brokers"}}}}}
+	both.Name = "both"
+	if _, err := s.CreateBroker(ctx, both, nil); err == nil || !strings.Contains(err.Error(), "spec.authInfo: give basic or bearer") {
+		t.Errorf("basic and bearer: %v", err)
 	}
 
 	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL(), RelistDuration: "1h", AuthInfo: &catalog.BrokerAuthInfo{
@@ -311,26 +308,42 @@ func TestBrokerCredentialsFromSecret(t *testing.T) {
 	if ref := b.Spec.SecretRef(); ref == nil || ref.Name != "creds" || b.Spec.AuthInfo.Basic.Username != "" {
 		t.Fatalf("stored authInfo: %+v", b.Spec.AuthInfo)
 	}
+	if auth, err := s.BrokerAuth(ctx, b.ID); err != nil || auth != nil {
+		t.Errorf("sealed credentials of a broker whose are in a Secret: %+v, %v", auth, err)
+	}
 
+	// The broker is due at once; a plain one registered beside it is
+	// fetched, this one not.
+	plain := register(t, s, "plain", fake.URL(), "1h")
 	rctx, cancel := context.WithCancel(ctx)
 	go s.RunRelister(rctx, 20*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
-	cancel()
-	if n := fake.Count(osbtest.VerbCatalog); n != 0 {
-		t.Errorf("a store without Secrets fetched the broker %d times", n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := s.GetBroker(ctx, plain.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready(got).Status == catalog.ConditionTrue {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plain broker was never fetched: %+v", ready(got))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := s.Relist(ctx, b.ID); err == nil || !strings.Contains(err.Error(), "no cluster") {
+	cancel()
+	if n := fake.Count(osbtest.VerbCatalog); n != 1 {
+		t.Errorf("the fake broker's catalogue was fetched %d times, want once (for the plain broker)", n)
+	}
+	if _, err := s.Relist(ctx, b.ID); !errors.Is(err, catalog.ErrUnprocessable) || !strings.Contains(err.Error(), "only the engine reads") {
 		t.Errorf("relist without Secrets: %v", err)
 	}
-
-	s.ReadSecretsWith(secrets{"brokers/creds": {"username": []byte("u")}})
-	if _, err := s.Relist(ctx, b.ID); err == nil || !strings.Contains(err.Error(), `no key "password"`) {
-		t.Errorf("relist with a Secret lacking the password: %v", err)
+	got, err := s.GetBroker(ctx, b.Name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.ReadSecretsWith(secrets{"brokers/creds": {"username": []byte("u"), "password": []byte("p")}})
-	got, err := s.Relist(ctx, b.ID)
-	if err != nil || ready(got).Status != catalog.ConditionTrue {
-		t.Fatalf("relist with the Secret: %v, %+v", err, ready(got))
+	if len(got.Status.Conditions) != 0 {
+		t.Errorf("the broker's status changed: %+v", got.Status.Conditions)
 	}
 
 	// Dropping the reference drops the credentials: none are sealed.
@@ -340,8 +353,5 @@ func TestBrokerCredentialsFromSecret(t *testing.T) {
 	})
 	if err != nil || got.Spec.AuthInfo != nil {
 		t.Fatalf("update without authInfo: %v, %+v", err, got.Spec.AuthInfo)
-	}
-	if auth, err := s.BrokerAuth(ctx, b.ID); err != nil || auth != nil {
-		t.Errorf("sealed credentials after dropping the Secret: %+v, %v", auth, err)
 	}
 }

@@ -55,7 +55,10 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
 		// Bound: make sure the Secret is still as it should be.
-		return 0, c.ensureSecret(ctx, env, nil)
+		if err := c.ensureSecret(ctx, env, nil); !errors.Is(err, errNamespaceTerminating) {
+			return 0, err
+		}
+		return 0, nil
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
 		return 0, nil
 	}
@@ -173,7 +176,11 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		return err
 	}
 	env.b = b
-	if err := c.ensureSecret(ctx, env, creds); err != nil {
+	if err := c.ensureSecret(ctx, env, creds); errors.Is(err, errNamespaceTerminating) {
+		// Bound at the broker, credentials stored, but no Secret: not
+		// Ready. The namespace's deletion unbinds it.
+		return nil
+	} else if err != nil {
 		return err
 	}
 	_, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {

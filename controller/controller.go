@@ -31,6 +31,9 @@ import (
 
 // Config is what the engine needs.
 type Config struct {
+	// Store is the catalog. With a cluster (Kube), give it that cluster's
+	// Secrets first (Store.ReadSecretsWith(KubeSecrets{Kube})), for brokers
+	// whose credentials are in Secrets.
 	Store *catalog.Store
 	// Kube is the cluster bindings are written to as Secrets; nil means no
 	// cluster: a binding is Ready once its credentials are stored.
@@ -108,11 +111,6 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "bindery"
-	}
-	if cfg.Kube != nil {
-		// Brokers registered through the Kubernetes API keep their
-		// credentials in Secrets.
-		cfg.Store.ReadSecretsWith(kubeSecrets{cfg.Kube})
 	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
@@ -321,11 +319,14 @@ func result(err error) string {
 // broker's Secret before reading it again.
 const secretCredentialsTTL = 30 * time.Second
 
-// kubeSecrets reads Secrets from the cluster for the catalog.
-type kubeSecrets struct{ kube kubernetes.Interface }
+// KubeSecrets reads Secrets from a cluster for the catalog
+// (catalog.Store.ReadSecretsWith): the credentials of brokers registered
+// through the Kubernetes API.
+type KubeSecrets struct{ Kube kubernetes.Interface }
 
-func (k kubeSecrets) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
-	s, err := k.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+// SecretData returns the Secret's data.
+func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	s, err := k.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

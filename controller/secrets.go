@@ -198,6 +198,11 @@ func ownedBy(s *corev1.Secret, b *catalog.Binding) bool {
 	return false
 }
 
+// errNamespaceTerminating says the binding's namespace is being deleted,
+// so its Secret cannot be written: the binding goes with the namespace,
+// and its deletion wakes it up. Nothing to retry or to mark Ready.
+var errNamespaceTerminating = errors.New("the namespace is terminating")
+
 // ensureSecret writes (or repairs) the binding's Secret. creds nil means
 // read them from the catalog. Without a cluster there is nothing to do.
 func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds map[string]any) error {
@@ -228,10 +233,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	case apierrors.IsNotFound(err):
 		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// The namespace is going, and the binding with it: nothing
-			// to write or retry. Its deletion wakes the binding up.
-			c.log.Debug("not writing a Secret into a terminating namespace", "binding", b.Namespace+"/"+b.Name)
-			return nil
+			return errNamespaceTerminating
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Secret %s/%s: %w", b.Namespace, want.Name, err)

@@ -135,12 +135,10 @@ func BenchmarkAggregatedGet10k(b *testing.B) {
 	get("serviceinstances.servicecatalog.k8s.io")
 	get("serviceinstances.bench.bindery.dev")
 	var bindery, crds []time.Duration
-	b.ResetTimer()
-	for range b.N {
+	for b.Loop() {
 		bindery = append(bindery, get("serviceinstances.servicecatalog.k8s.io"))
 		crds = append(crds, get("serviceinstances.bench.bindery.dev"))
 	}
-	b.StopTimer()
 	mb, mc := median(bindery), median(crds)
 	b.ReportMetric(float64(mb.Milliseconds()), "bindery-ms")
 	b.ReportMetric(float64(mc.Milliseconds()), "crd-ms")

@@ -58,6 +58,7 @@ type aggregated struct {
 	kube    kubernetes.Interface
 	pool    *pgxpool.Pool
 	store   *catalog.Store
+	keys    *keyring.Keyring
 	// available is how long the APIService took to become Available once
 	// it pointed at the server.
 	available time.Duration
@@ -71,6 +72,7 @@ type aggregated struct {
 func aggregate(t testing.TB, engine bool) *aggregated {
 	t.Helper()
 	ctx := context.Background()
+	ns := netnstest.New(t) // first: it skips the test without root
 	cluster := kubetest.Start(t, kubetest.WithControllerManager("clusterrole-aggregation", "namespace"), kubetest.WithUser(carol), kubetest.WithUser(victor))
 	a := &aggregated{t: t, cluster: cluster, kube: cluster.Client(t)}
 
@@ -105,7 +107,10 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The API server's store, which cannot read Secrets (its role has
+	// none); the engine gets its own, which can, as in deploy/bindery.
 	a.store = catalog.NewStore(a.pool, keys, log)
+	a.keys = keys
 	brokerURL := brokertest.Start(t, a.pool, keys, "osb", "osb-pass")
 	if !engine {
 		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokerURL}}
@@ -118,7 +123,6 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 		}
 	}
 
-	ns := netnstest.New(t)
 	l, err := ns.Listen("tcp", netip.AddrPortFrom(ns.IP, 0).String())
 	if err != nil {
 		t.Fatal(err)
@@ -169,14 +173,34 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 
 	if engine {
 		a.startEngine(log)
-		// An administrator registers the broker with kubectl, its
-		// credentials in a Secret that only the engine reads.
-		a.kubectl(kubetest.Admin, nil, "create", "secret", "generic", "bindery-broker", "-n", systemNamespace,
-			"--from-literal=username=osb", "--from-literal=password=osb-pass")
-		a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, brokerURL)), "apply", "-f", "-")
-		a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Ready", "clusterservicebroker/bindery", "--timeout=30s")
+		a.registerBroker(brokerURL)
 	}
 	return a
+}
+
+// registerBroker registers Bindery's broker with kubectl, as an
+// administrator would, its credentials in a Secret that only the engine
+// reads. The first Secret named lacks the password: the broker's status
+// says so; pointing the broker at a complete Secret fetches its catalogue.
+func (a *aggregated) registerBroker(url string) {
+	a.t.Helper()
+	a.kubectl(kubetest.Admin, nil, "create", "secret", "generic", "broker-incomplete", "-n", systemNamespace, "--from-literal=username=osb")
+	a.kubectl(kubetest.Admin, nil, "create", "secret", "generic", "broker", "-n", systemNamespace,
+		"--from-literal=username=osb", "--from-literal=password=osb-pass")
+	a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, url, "broker-incomplete")), "apply", "-f", "-")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		msg := a.kubectl(kubetest.Admin, nil, "get", "clusterservicebroker", "bindery", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+		if strings.Contains(msg, `no key "password"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("the broker's status never said the Secret lacks the password: %q", msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, url, "broker")), "apply", "-f", "-")
+	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Ready", "clusterservicebroker/bindery", "--timeout=30s")
 }
 
 const brokerWithSecret = `apiVersion: servicecatalog.k8s.io/v1beta1
@@ -188,7 +212,7 @@ spec:
   authInfo:
     basic:
       secretRef:
-        name: bindery-broker
+        name: %s
         namespace: bindery-system
 `
 
@@ -204,7 +228,9 @@ func (a *aggregated) startEngine(log *slog.Logger) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	e, err := controller.New(controller.Config{Store: a.store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4,
+	store := catalog.NewStore(a.pool, a.keys, log)
+	store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
+	e, err := controller.New(controller.Config{Store: store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4,
 		RelistCheck: 100 * time.Millisecond})
 	if err != nil {
 		a.t.Fatal(err)

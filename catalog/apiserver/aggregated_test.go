@@ -74,8 +74,10 @@ func TestAggregated(t *testing.T) {
 	}
 	t.Logf("kubectl explain answered %s after the APIService was Available", time.Since(began).Round(time.Millisecond))
 
-	// Alice has no rights here: 403 from Bindery's server, whose
-	// SubjectAccessReview the cluster's RBAC answers.
+	// Alice has no rights here: 403. kube-apiserver authorizes a request
+	// before it proxies it, so this checks deploy/bindery's roles; Bindery's
+	// own SubjectAccessReviews are checked by cmd/bindery
+	// TestServeAPIServerDelegated, which calls the server directly.
 	if _, err := a.cluster.KubectlAs(t, kubetest.Alice, nil, "get", "serviceinstances", "-n", team); err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("alice listing instances: %v, want Forbidden", err)
 	}
@@ -93,7 +95,10 @@ func TestAggregated(t *testing.T) {
 		t.Errorf("instance in a missing namespace: %v", err)
 	}
 
-	// Carol watches, then applies the instance and its binding.
+	// Carol watches, then applies the instance and its binding. The watch
+	// is known to be established once it has listed an instance that
+	// exists before it starts.
+	a.kubectl(carol, []byte(strings.Replace(aggregatedInstance[:strings.Index(aggregatedInstance, "---")], "name: db", "name: sentinel", 1)), "apply", "-f", "-")
 	watch := a.cluster.KubectlCommand(ctx, carol, "get", "serviceinstances", "-n", team, "-w", "--no-headers")
 	stdout, err := watch.StdoutPipe()
 	if err != nil {
@@ -114,6 +119,16 @@ func TestAggregated(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	for listed := false; !listed; {
+		mu.Lock()
+		listed = slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "sentinel ") })
+		mu.Unlock()
+		select {
+		case <-watched:
+			t.Fatal("kubectl get -w ended before listing the sentinel")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	began = time.Now()
 	a.kubectl(carol, []byte(aggregatedInstance), "apply", "-f", "-")
 	a.kubectl(carol, nil, "wait", "-n", team, "--for=condition=Ready", "serviceinstance/db", "servicebinding/db-app", "--timeout=60s")

@@ -27,12 +27,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -45,8 +49,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -152,6 +156,9 @@ func (o *Options) Validate() error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file: give both or neither"))
 	}
+	if o.TLSCertFile != "" && !o.Delegated() {
+		errs = append(errs, errors.New("--tls-cert-file: only behind a cluster (--kubeconfig); standalone, the server serves a certificate of its own CA, which the kubeconfig it writes trusts"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -161,12 +168,12 @@ func (o *Options) Delegated() bool { return o.ClusterKubeconfig != "" || o.InClu
 
 // Config is a server ready to be built: its PKI made, its listener open.
 type Config struct {
-	opts    Options
-	generic *genericapiserver.Config
+	opts Options
+	// generic holds, delegated, the cluster's client and informers (for
+	// admission) too.
+	generic *genericapiserver.RecommendedConfig
 	store   *catalog.Store
 	log     *slog.Logger
-	// informers watch the cluster for admission, in delegated mode.
-	informers informers.SharedInformerFactory
 	// Server is the URL clients reach the server at, as the kubeconfig says.
 	Server string
 	// CAData is the PEM bundle that verifies the serving certificate the
@@ -226,11 +233,15 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		}
 	}
 
-	cfg := genericapiserver.NewConfig(codecs)
+	rc := genericapiserver.NewRecommendedConfig(codecs)
+	cfg := &rc.Config
 	cfg.Serializer = withoutProtobuf{codecs}
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = l
+	// The aggregator multiplexes every client's requests, watches
+	// included, over few connections (as RecommendedOptions has it).
+	serving.HTTP2MaxStreamsPerConnection = 1000
 	if o.TLSCertFile != "" {
 		serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile}
 	} else {
@@ -240,7 +251,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		l.Close()
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
-	c := &Config{opts: *o, generic: cfg, store: store, log: log, Server: server}
+	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server}
 	if o.TLSCertFile == "" {
 		c.CAData = p.caPEM
 	}
@@ -290,10 +301,6 @@ func (c *Config) delegate() error {
 	kubeconfig := c.opts.ClusterKubeconfig
 	authn := genericoptions.NewDelegatingAuthenticationOptions()
 	authn.RemoteKubeConfigFile = kubeconfig
-	// The requestheader configuration (the front proxy's CA, allowed
-	// names and headers) must be readable: without it the aggregator's
-	// requests would be anonymous.
-	authn.TolerateInClusterLookupFailure = false
 	if err := authn.ApplyTo(&c.generic.Authentication, c.generic.SecureServing, nil); err != nil {
 		return fmt.Errorf("delegated authentication: %w", err)
 	}
@@ -304,25 +311,54 @@ func (c *Config) delegate() error {
 	}
 	core := genericoptions.NewCoreAPIOptions()
 	core.CoreAPIKubeconfigPath = kubeconfig
-	rc := &genericapiserver.RecommendedConfig{Config: *c.generic}
-	if err := core.ApplyTo(rc); err != nil {
+	if err := core.ApplyTo(c.generic); err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
-	*c.generic = rc.Config
-	c.informers = rc.SharedInformerFactory
-	kube, err := kubernetes.NewForConfig(rc.ClientConfig)
+	kube, err := kubernetes.NewForConfig(c.generic.ClientConfig)
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(rc.ClientConfig)
+	dyn, err := dynamic.NewForConfig(c.generic.ClientConfig)
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
 	adm := genericoptions.NewAdmissionOptions()
-	if err := adm.ApplyTo(c.generic, c.informers, kube, dyn, utilfeature.DefaultFeatureGate, c.generic.EffectiveVersion); err != nil {
+	if adm.DisablePlugins, err = missingPolicyAPIs(kube.Discovery()); err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	for _, p := range adm.DisablePlugins {
+		c.log.Warn("the cluster does not serve the API of an admission plugin: it is off", "plugin", p)
+	}
+	if err := adm.ApplyTo(&c.generic.Config, c.generic.SharedInformerFactory, kube, dyn, utilfeature.DefaultFeatureGate, c.generic.EffectiveVersion); err != nil {
 		return fmt.Errorf("admission: %w", err)
 	}
 	return nil
+}
+
+// missingPolicyAPIs names the admission policy plugins whose API
+// (admissionregistration.k8s.io/v1) the cluster does not serve: their
+// informers would never sync, and the server never be ready. Mutating
+// admission policies are v1 from Kubernetes 1.36.
+func missingPolicyAPIs(d discovery.DiscoveryInterface) ([]string, error) {
+	list, err := d.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		return nil, fmt.Errorf("discover admissionregistration.k8s.io/v1: %w", err)
+	}
+	served := map[string]bool{}
+	for _, r := range list.APIResources {
+		served[r.Name] = true
+	}
+	var off []string
+	for resource, plugin := range map[string]string{
+		"validatingadmissionpolicies": validatingadmissionpolicy.PluginName,
+		"mutatingadmissionpolicies":   mutatingadmissionpolicy.PluginName,
+	} {
+		if !served[resource] {
+			off = append(off, plugin)
+		}
+	}
+	slices.Sort(off)
+	return off, nil
 }
 
 // anonymousHealth lets probes read /healthz, /livez and /readyz without a
@@ -356,14 +392,15 @@ type Server struct {
 	log     *slog.Logger
 	opts    Options
 	// bg lives as long as the server: background work of requests (a new
-	// broker's relist) runs under it.
-	bg     context.Context
-	stopBg context.CancelFunc
+	// broker's relist) runs under it, counted by relists.
+	bg      context.Context
+	stopBg  context.CancelFunc
+	relists sync.WaitGroup
 }
 
 // New builds the server and installs servicecatalog.k8s.io/v1beta1.
 func (c *Config) New() (*Server, error) {
-	gs, err := c.generic.Complete(c.informers).New("bindery-apiserver", genericapiserver.NewEmptyDelegate())
+	gs, err := c.generic.Complete().New("bindery-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("build the API server: %w", err)
 	}
@@ -397,6 +434,9 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
 	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
 		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
+	brokerStrategy := newStrategy(scheme, false, false)
+	// Standalone, no process can read brokers' credentials from Secrets.
+	brokerStrategy.secretRefs = s.opts.Delegated()
 	relist := func(b *catalog.Broker) {
 		if b.Spec.SecretRef() != nil && !store.ReadsSecrets() {
 			// Its credentials are in a Secret this server does not
@@ -404,20 +444,20 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 			return
 		}
 		id := b.ID
-		go func() {
+		s.relists.Go(func() {
 			ctx, cancel := context.WithTimeout(s.bg, time.Minute)
 			defer cancel()
 			if _, err := store.Relist(ctx, id); err != nil {
 				s.log.WarnContext(ctx, "fetch the catalog of a new broker", "broker", id, "err", err)
 			}
-		}()
+		})
 	}
 	return map[string]rest.Storage{
 		"serviceinstances":        &instanceStorage{storage: instances, strategy: newStrategy(scheme, true, false)},
 		"serviceinstances/status": &statusStorage{storage: instances, strategy: newStrategy(scheme, true, true)},
 		"servicebindings":         &bindingStorage{storage: bindings, strategy: newStrategy(scheme, true, false)},
 		"servicebindings/status":  &statusStorage{storage: bindings, strategy: newStrategy(scheme, true, true)},
-		"clusterservicebrokers":   &brokerStorage{storage: brokers, strategy: newStrategy(scheme, false, false), relist: relist},
+		"clusterservicebrokers":   &brokerStorage{storage: brokers, strategy: brokerStrategy, relist: relist},
 		"clusterserviceclasses":   classes,
 		"clusterserviceplans":     plans,
 	}
@@ -425,6 +465,7 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 
 // Run serves until ctx ends, following the change feed for watchers.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.relists.Wait()
 	defer s.stopBg()
 	hubCtx, stop := context.WithCancel(ctx)
 	defer stop()

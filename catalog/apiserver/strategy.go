@@ -31,6 +31,9 @@ type strategy struct {
 	namespaced bool
 	// status is true for the status subresource: only status changes.
 	status bool
+	// secretRefs allows brokers' credentials in Secrets: there is a
+	// cluster (and an engine reading them from it).
+	secretRefs bool
 }
 
 func newStrategy(typer runtime.ObjectTyper, namespaced, status bool) *strategy {
@@ -59,23 +62,25 @@ func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 // rest when it records the object.
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	if o, ok := obj.(*v1beta1.ClusterServiceBroker); ok {
-		return validateBrokerAuth(&o.Spec, nil)
+		return validateBrokerAuth(&o.Spec, nil, s.secretRefs)
 	}
 	return nil
 }
 
 // validateBrokerAuth checks that credentials given through this API are in
-// a Secret: the catalog reads them there when it talks to the broker (the
-// engine, which has the cluster). An authInfo left as it was (a broker
-// registered through the REST API, its password sealed in the catalog) is
-// fine.
-func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec) field.ErrorList {
+// a Secret, and that there is a cluster to hold it (secretRefs): the
+// catalog reads them there when it talks to the broker (the engine, which
+// has the cluster). An authInfo left as it was (a broker registered through
+// the REST API, its password sealed in the catalog) is fine.
+func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec, secretRefs bool) field.ErrorList {
 	a := spec.AuthInfo
 	if a == nil || old != nil && apiequality.Semantic.DeepEqual(a, old.AuthInfo) {
 		return nil
 	}
 	p := field.NewPath("spec", "authInfo")
 	switch {
+	case !secretRefs:
+		return field.ErrorList{field.Forbidden(p, "this API server runs standalone, without a cluster to read Secrets from: register brokers that need credentials through the catalog's REST API")}
 	case a.Basic != nil && a.Bearer != nil:
 		return field.ErrorList{field.Invalid(p, "basic and bearer", "give basic or bearer, not both")}
 	case a.Basic != nil && a.Basic.SecretRef == nil:
@@ -156,7 +161,7 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
 		}
 	case *v1beta1.ClusterServiceBroker:
-		return validateBrokerAuth(&o.Spec, &old.(*v1beta1.ClusterServiceBroker).Spec)
+		return validateBrokerAuth(&o.Spec, &old.(*v1beta1.ClusterServiceBroker).Spec, s.secretRefs)
 	}
 	return nil
 }

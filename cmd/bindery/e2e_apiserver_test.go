@@ -98,6 +98,7 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", unused,
 		"--tls-cert-file", filepath.Join(dataDir, "serving.crt"), "--tls-private-key-file", filepath.Join(dataDir, "serving.key"))
 	base = servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
+	deadline = time.Now().Add(90 * time.Second)
 	for status("/readyz") != http.StatusOK {
 		if time.Now().After(deadline) {
 			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())

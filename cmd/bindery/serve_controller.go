@@ -117,6 +117,11 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	if err != nil {
 		return err
 	}
+	if kube != nil {
+		// Before anything uses the store: brokers registered through the
+		// Kubernetes API keep their credentials in Secrets.
+		store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := controller.New(controller.Config{
