@@ -190,7 +190,11 @@ func (s *Store) Credentials(ctx context.Context, bindingID string) (map[string]a
 	if sealed == nil {
 		return nil, ErrNoCredentials
 	}
-	raw, err := s.keys.Open(sealed, []byte("binding:"+bindingID))
+	keys, err := s.keyring()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := keys.Open(sealed, []byte("binding:"+bindingID))
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of binding %s: %w", bindingID, err)
 	}
@@ -207,7 +211,11 @@ func (s *Store) SetCredentials(ctx context.Context, bindingID string, creds map[
 	if err != nil {
 		return err
 	}
-	sealed := s.keys.Seal(raw, []byte("binding:"+bindingID))
+	keys, err := s.keyring()
+	if err != nil {
+		return err
+	}
+	sealed := keys.Seal(raw, []byte("binding:"+bindingID))
 	_, err = s.pool.Exec(ctx, `INSERT INTO catalog.binding_credentials (binding_id, sealed) VALUES ($1, $2)
 		ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, bindingID, sealed)
 	return mapErr(err)

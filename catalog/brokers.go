@@ -176,7 +176,11 @@ func (s *Store) sealAuth(id string, auth *BrokerAuth) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.keys.Seal(raw, []byte("broker:"+id)), nil
+	keys, err := s.keyring()
+	if err != nil {
+		return nil, err
+	}
+	return keys.Seal(raw, []byte("broker:"+id)), nil
 }
 
 // BrokerAuth returns the credentials Bindery presents to a broker.
@@ -188,7 +192,11 @@ func (s *Store) BrokerAuth(ctx context.Context, id string) (*BrokerAuth, error) 
 	if sealed == nil {
 		return nil, nil
 	}
-	raw, err := s.keys.Open(sealed, []byte("broker:"+id))
+	keys, err := s.keyring()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := keys.Open(sealed, []byte("broker:"+id))
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of broker %s: %w", id, err)
 	}

@@ -123,8 +123,11 @@ func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventReco
 func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Binding) error, creds map[string]any, events ...EventRecord) (*Binding, error) {
 	var sealed []byte
 	if creds != nil {
-		raw := mustJSON(creds)
-		sealed = s.keys.Seal(raw, []byte("binding:"+id))
+		keys, err := s.keyring()
+		if err != nil {
+			return nil, err
+		}
+		sealed = keys.Seal(mustJSON(creds), []byte("binding:"+id))
 	}
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {

@@ -53,12 +53,24 @@ func (s *Store) ReadSecretsWith(r SecretReader) { s.secrets = r }
 func (s *Store) ReadsSecrets() bool { return s.secrets != nil }
 
 // NewStore returns a Store. keys seal broker credentials and binding
-// credentials.
+// credentials; a store without them (the Kubernetes API server's, which
+// reads and writes no secret) refuses to.
 func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Store{pool: pool, keys: keys, log: log, now: time.Now}
+}
+
+// ErrNoKeys means a store without encryption keys was asked to seal or
+// open credentials.
+var ErrNoKeys = errors.New("this process has no encryption keys: it cannot seal or open credentials")
+
+func (s *Store) keyring() (*keyring.Keyring, error) {
+	if s.keys == nil {
+		return nil, ErrNoKeys
+	}
+	return s.keys, nil
 }
 
 // Pool is the store's connection pool, for components that listen to the

@@ -107,18 +107,20 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// The API server's store, which cannot read Secrets (its role has
-	// none); the engine gets its own, which can, as in deploy/bindery.
-	a.store = catalog.NewStore(a.pool, keys, log)
+	// The API server's store, as deploy/bindery runs it: no encryption
+	// keys, no Secrets (its role has none). The engine gets its own store,
+	// with both.
+	a.store = catalog.NewStore(a.pool, nil, log)
 	a.keys = keys
 	brokerURL := brokertest.Start(t, a.pool, keys, "osb", "osb-pass")
 	if !engine {
 		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokerURL}}
 		b.Name = "bindery"
-		if b, err = a.store.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "osb", Password: "osb-pass"}}); err != nil {
+		keyed := catalog.NewStore(a.pool, keys, log)
+		if b, err = keyed.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "osb", Password: "osb-pass"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.store.Relist(ctx, b.ID); err != nil {
+		if _, err := keyed.Relist(ctx, b.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

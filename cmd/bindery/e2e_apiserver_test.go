@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -22,12 +21,13 @@ import (
 // authorization to that kube-apiserver, so a token the cluster knows gets
 // what RBAC gives it, an unknown token 401, no token or a forged front-proxy
 // header (without the front proxy's client certificate) 403; probes need
-// no credentials; and no admin kubeconfig is written.
+// no credentials; and no admin kubeconfig is written. It runs without
+// encryption keys: it reads and writes no secret.
 func TestServeAPIServerDelegated(t *testing.T) {
 	t.Parallel()
 	cluster := kubetest.Start(t)
 	dataDir := t.TempDir()
-	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(), "KUBECONFIG=" + cluster.Kubeconfig()},
+	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t), "KUBECONFIG=" + cluster.Kubeconfig()},
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 
 	base := servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
@@ -94,7 +94,7 @@ func TestServeAPIServerDelegated(t *testing.T) {
 	// Given a certificate, as in deploy/bindery, it writes nothing: its
 	// data directory is never made.
 	unused := filepath.Join(t.TempDir(), "unused")
-	p = start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(), "KUBECONFIG=" + cluster.Kubeconfig()},
+	p = start(t, []string{"DATABASE_URL=" + pgtest.New(t), "KUBECONFIG=" + cluster.Kubeconfig()},
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", unused,
 		"--tls-cert-file", filepath.Join(dataDir, "serving.crt"), "--tls-private-key-file", filepath.Join(dataDir, "serving.key"))
 	base = servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
@@ -119,7 +119,7 @@ func TestServeAPIServerDelegated(t *testing.T) {
 func TestServeAPIServerStandalone(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t), "BINDERY_ENCRYPTION_KEY=" + keyring.Generate()},
+	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t)},
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 	servingURL(t, p, "serving the Kubernetes API")
 	kubeconfig := filepath.Join(dataDir, "kubeconfig")

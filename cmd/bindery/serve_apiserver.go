@@ -12,22 +12,21 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/apiserver"
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
 // apiserverOptions are the flags of the aggregated API server.
 type apiserverOptions struct {
-	listen        string
-	dataDir       string
-	kubeconfig    string
-	cluster       string
-	tlsCert       string
-	tlsKey        string
-	hosts         string
-	encryptionKey string
-	bookmarks     time.Duration
+	listen     string
+	dataDir    string
+	kubeconfig string
+	cluster    string
+	tlsCert    string
+	tlsKey     string
+	hosts      string
+	bookmarks  time.Duration
 }
 
 func (o *apiserverOptions) addFlags(fs *flag.FlagSet) {
@@ -39,9 +38,6 @@ func (o *apiserverOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&o.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
 	fs.DurationVar(&o.bookmarks, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
-	if fs.Lookup("encryption-key") == nil {
-		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
-	}
 }
 
 // options turns the flags into the server's Options.
@@ -61,9 +57,6 @@ func (o *apiserverOptions) options() *apiserver.Options {
 
 func (o *apiserverOptions) validate() []error {
 	var errs []error
-	if _, err := keyring.Parse(o.encryptionKey); err != nil {
-		errs = append(errs, err)
-	}
 	if o.bookmarks <= 0 {
 		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
 	}
@@ -90,10 +83,8 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	defer pool.Close()
 	// k8s.io/apiserver logs through klog: send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "apiserver"))
-	store, err := newCatalogStore(pool, o.encryptionKey, log)
-	if err != nil {
-		return err
-	}
+	// No encryption keys: the API server reads and writes no secret.
+	store := catalog.NewStore(pool, nil, log.With("component", "catalog"))
 	opts := o.options()
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
 		if opts.Delegated() {
