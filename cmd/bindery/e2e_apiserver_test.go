@@ -156,3 +156,30 @@ func servingURL(t *testing.T, p *proc, msg string) string {
 		}
 	}
 }
+
+// TestServeAPIServerConfigErrors: settings that cannot work are refused at
+// start, with the flag named.
+func TestServeAPIServerConfigErrors(t *testing.T) {
+	t.Parallel()
+	db := "DATABASE_URL=postgres://x@127.0.0.1:1/x"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		says string
+	}{
+		{"several kubeconfigs", []string{db, "KUBECONFIG=/a" + string(os.PathListSeparator) + "/b"}, nil, "name one file"},
+		{"certificate standalone", []string{db}, []string{"--tls-cert-file", "c.crt", "--tls-private-key-file", "c.key"}, "only behind a cluster"},
+		{"certificate without key", []string{db, "KUBECONFIG=/a"}, []string{"--tls-cert-file", "c.crt"}, "give both or neither"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, tc.env, append([]string{"serve", "apiserver", "--listen", "127.0.0.1:0"}, tc.args...)...)
+			if err := p.wait(t); err == nil {
+				t.Fatal("started with settings that cannot work")
+			}
+			if !strings.Contains(p.stderr.String(), tc.says) {
+				t.Errorf("error does not mention %q:\n%s", tc.says, p.stderr.String())
+			}
+		})
+	}
+}

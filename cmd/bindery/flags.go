@@ -43,6 +43,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
+	if f := fs.Lookup("kubeconfig"); f != nil && strings.ContainsRune(f.Value.String(), os.PathListSeparator) {
+		// KUBECONFIG may list several files for kubectl to merge; the
+		// servers read exactly one cluster's.
+		errs = append(errs, fmt.Errorf("--kubeconfig (or KUBECONFIG) %q: name one file", f.Value.String()))
+	}
 	return errors.Join(errs...)
 }
 
