@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,43 +81,20 @@ func BenchmarkAggregatedGet10k(b *testing.B) {
 	}
 	crd := dyn.Resource(schema.GroupVersionResource{Group: "bench.bindery.dev", Version: "v1beta1", Resource: "serviceinstances"})
 	began := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				in := list.Items[i]
-				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in)
-				if err != nil {
-					errs <- err
-					return
-				}
-				obj := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "bench.bindery.dev/v1beta1", "kind": "ServiceInstance",
-					"metadata": map[string]any{"name": in.Name, "namespace": in.Namespace, "labels": in.Labels},
-					"spec":     u["spec"], "status": u["status"],
-				}}
-				if _, err := crd.Namespace(in.Namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					return
-				}
-			}
-		})
-	}
-	for i := range list.Items {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
+	inParallel(b, len(list.Items), func(i int) error {
+		in := list.Items[i]
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in)
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "bench.bindery.dev/v1beta1", "kind": "ServiceInstance",
+			"metadata": map[string]any{"name": in.Name, "namespace": in.Namespace, "labels": in.Labels},
+			"spec":     u["spec"], "status": u["status"],
+		}}
+		_, err = crd.Namespace(in.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
 	b.Logf("10,000 CRD objects created in %s", time.Since(began).Round(time.Millisecond))
 
 	get := func(resource string) time.Duration {

@@ -21,16 +21,26 @@ import (
 func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan string) {
 	tb.Helper()
 	ctx := context.Background()
+	inParallel(tb, n, func(i int) error {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: class, ClusterServicePlanExternalName: plan}}
+		in.Name, in.Namespace = fmt.Sprintf("instance-%05d", i), fmt.Sprintf("team-%d", i%10)
+		in.Labels = map[string]string{"app": "bench"}
+		_, err := store.CreateInstance(ctx, in)
+		return err
+	})
+}
+
+// inParallel calls f for 0..n-1 from 16 goroutines and fails tb with the
+// first error, after which no new call starts.
+func inParallel(tb testing.TB, n int, f func(i int) error) {
+	tb.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, 1)
 	next := make(chan int)
 	for range 16 {
 		wg.Go(func() {
 			for i := range next {
-				in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: class, ClusterServicePlanExternalName: plan}}
-				in.Name, in.Namespace = fmt.Sprintf("instance-%05d", i), fmt.Sprintf("team-%d", i%10)
-				in.Labels = map[string]string{"app": "bench"}
-				if _, err := store.CreateInstance(ctx, in); err != nil {
+				if err := f(i); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -40,8 +50,14 @@ func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan str
 			}
 		})
 	}
+feed:
 	for i := range n {
-		next <- i
+		select {
+		case next <- i:
+		case err := <-errs:
+			errs <- err
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
