@@ -176,8 +176,10 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 
 // List reads a page of objects, filtered by label and field selectors. The
 // selectors are applied to the page the catalog returns, so a page may hold
-// fewer than limit objects while continue says there are more (as
-// kube-apiserver's own storage does).
+// fewer than limit objects while continue says there are more.
+// kube-apiserver's own storage reads on until the page is full; clients
+// must accept short pages either way (the API conventions allow them), and
+// client-go's pager and kubectl do.
 func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
