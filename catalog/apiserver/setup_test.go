@@ -50,19 +50,8 @@ type bundle struct {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.Parse(keyring.Generate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := catalog.NewStore(pool, keys, nil)
+	store := newStore(t)
+	var err error
 	fake := osbtest.New(t)
 	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
 	b.Name = "fake"
@@ -133,6 +122,25 @@ func runServer(t testing.TB, opts *apiserver.Options, store *catalog.Store, log 
 		t.Fatalf("server: %v", err)
 		return nil
 	}
+}
+
+// newStore gives a test the catalog on a database of its own.
+func newStore(t testing.TB) *catalog.Store {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return catalog.NewStore(pool, keys, nil)
 }
 
 type testWriter struct{ t testing.TB }
