@@ -35,7 +35,19 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	secrets SecretReader
+	publish func([]ObjectEvent)
 }
+
+// ObjectEvent is an entry of an object's history with the object's name.
+type ObjectEvent struct {
+	Event
+	Name, Namespace string
+}
+
+// PublishEventsTo has the store hand every history entry it records, once
+// committed, to publish (the engine makes them Kubernetes Events). publish
+// must not block. Call it before the store is used.
+func (s *Store) PublishEventsTo(publish func([]ObjectEvent)) { s.publish = publish }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of
 // brokers registered through the Kubernetes API with authInfo.secretRef.
@@ -134,6 +146,7 @@ type change struct {
 type txn struct {
 	pgx.Tx
 	changes []change
+	events  []Event
 }
 
 func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
@@ -159,7 +172,26 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit: %w", mapErr(err))
 	}
+	if s.publish != nil && len(w.events) > 0 {
+		s.publish(w.objectEvents())
+	}
 	return rev, nil
+}
+
+// objectEvents are the events w recorded, with the names of their objects
+// (an event's object is among the ones the transaction changed; one that
+// is not is left out).
+func (w *txn) objectEvents() []ObjectEvent {
+	out := make([]ObjectEvent, 0, len(w.events))
+	for _, e := range w.events {
+		for _, c := range w.changes {
+			if m := c.obj.meta(); m.ID == e.ObjectID && c.obj.kind() == e.Kind {
+				out = append(out, ObjectEvent{Event: e, Name: m.Name, Namespace: m.Namespace})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // record appends w's changes to the feed. The revision row is locked here,

@@ -470,7 +470,11 @@ func addEvent(ctx context.Context, w *txn, kind, objectID, typ, reason, message,
 	}
 	_, err := w.Exec(ctx, `INSERT INTO catalog.events (kind, object_id, type, reason, message, operation) VALUES ($1, $2, $3, $4, $5, $6)`,
 		kind, objectID, typ, reason, message, op)
-	return mapErr(err)
+	if err != nil {
+		return mapErr(err)
+	}
+	w.events = append(w.events, Event{Kind: kind, ObjectID: objectID, Type: typ, Reason: reason, Message: message, Operation: operation, Time: time.Now()})
+	return nil
 }
 
 // Events lists an object's history, oldest first.

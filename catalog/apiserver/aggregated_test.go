@@ -157,6 +157,11 @@ func TestAggregated(t *testing.T) {
 		t.Errorf("the broker saw originating identity %s %q, want kubernetes %q", platform, username, carol)
 	}
 
+	// What the engine did is in the instance's Events.
+	if out := a.kubectl(carol, nil, "describe", "serviceinstance", "db", "-n", team); !strings.Contains(out, "ProvisionedSuccessfully") {
+		t.Errorf("kubectl describe shows no provision:\n%s", out)
+	}
+
 	secret, err := a.kube.CoreV1().Secrets(team).Get(ctx, "db-credentials", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the binding's Secret: %v", err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
@@ -99,6 +100,9 @@ func runServeController(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	// client-go (its informers, the Events recorder) logs through klog:
+	// send it to the same handler.
+	klog.SetSlogLogger(log.With("component", "controller"))
 	store, err := newCatalogStore(pool, o.encryptionKey, log)
 	if err != nil {
 		return err
@@ -119,8 +123,14 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	}
 	if kube != nil {
 		// Before anything uses the store: brokers registered through the
-		// Kubernetes API keep their credentials in Secrets.
+		// Kubernetes API keep their credentials in Secrets, and what the
+		// engine does goes to the cluster as Events too.
 		store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
+		events := controller.NewEvents(kube)
+		if err := events.Start(ctx); err != nil {
+			return err
+		}
+		store.PublishEventsTo(events.Publish)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

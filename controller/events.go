@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
+)
+
+// Events makes the entries the catalog records in objects' histories
+// Kubernetes Events (events.k8s.io/v1) regarding the servicecatalog.k8s.io
+// objects, so that `kubectl describe` and `kubectl events` show what the
+// engine did. Give Publish to the engine's store
+// (catalog.Store.PublishEventsTo) before it is used.
+type Events struct {
+	broadcaster events.EventBroadcaster
+	recorder    events.EventRecorder
+}
+
+// NewEvents returns Events that write to kube's events.k8s.io API once
+// Start runs.
+func NewEvents(kube kubernetes.Interface) *Events {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	return &Events{broadcaster: b, recorder: b.NewRecorder(runtime.NewScheme(), "bindery.dev/controller")}
+}
+
+// Start sends Events until ctx ends.
+func (e *Events) Start(ctx context.Context) error {
+	if err := e.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("start recording Kubernetes Events: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		e.broadcaster.Shutdown()
+	}()
+	return nil
+}
+
+// Publish queues an Event per history entry; it never blocks (the
+// broadcaster drops Events when its queue is full, as client-go's
+// recorders do).
+func (e *Events) Publish(evs []catalog.ObjectEvent) {
+	for _, ev := range evs {
+		ref := &corev1.ObjectReference{
+			APIVersion: v1beta1.SchemeGroupVersion.String(),
+			Kind:       ev.Kind,
+			Name:       ev.Name,
+			Namespace:  ev.Namespace,
+			UID:        types.UID(ev.ObjectID),
+		}
+		action := ev.Operation
+		if action == "" {
+			action = ev.Reason
+		}
+		e.recorder.Eventf(ref, nil, ev.Type, ev.Reason, action, "%s", ev.Message)
+	}
+}
