@@ -355,3 +355,22 @@ func TestBrokerCredentialsInSecret(t *testing.T) {
 		t.Fatalf("update without authInfo: %v, %+v", err, got.Spec.AuthInfo)
 	}
 }
+
+// TestPublishEvents: once committed, history entries go to the publisher
+// with their object's name.
+func TestPublishEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	var got []catalog.ObjectEvent
+	s.PublishEventsTo(func(evs []catalog.ObjectEvent) { got = append(got, evs...) })
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "published", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Reason != catalog.ReasonFetchedCatalog || got[0].Name != "published" ||
+		got[0].Kind != catalog.KindBroker || got[0].ObjectID != b.ID {
+		t.Fatalf("published: %+v", got)
+	}
+}
