@@ -74,6 +74,12 @@ func TestKubectl(t *testing.T) {
 	if in.Spec.UserInfo == nil || in.Spec.UserInfo.Username != "bindery-admin" {
 		t.Errorf("userInfo: %+v", in.Spec.UserInfo)
 	}
+	// Standalone there are no Kubernetes Events (no core API): describe
+	// still describes.
+	out = b.mustKubectl(nil, "describe", "serviceinstance", "db", "-n", "team")
+	if !strings.Contains(out, "Cluster Service Plan External Name:  sync") {
+		t.Errorf("describe serviceinstance:\n%s", out)
+	}
 	out = b.mustKubectl(nil, "explain", "serviceinstance.spec")
 	if !strings.Contains(out, "clusterServicePlanExternalName") {
 		t.Errorf("explain serviceinstance.spec:\n%s", out)
