@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,56 @@ func TestDeleteCollection(t *testing.T) {
 	for _, bd := range l.Items {
 		if (bd.DeletionTimestamp != nil) != (bd.Name == "x") {
 			t.Errorf("binding %s: deletionTimestamp %v", bd.Name, bd.DeletionTimestamp)
+		}
+	}
+}
+
+// TestFilteredPages: a list with a label selector and a limit fills its
+// pages (every page but the last holds limit objects) and, following
+// continue, returns every match once.
+func TestFilteredPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc := b.client.ServicecatalogV1beta1()
+	want := map[string]bool{}
+	for i := range 30 {
+		in := newInstance("team", fmt.Sprintf("db-%02d", i))
+		in.Labels = map[string]string{"tier": "other"}
+		if i%3 == 0 {
+			in.Labels["tier"] = "gold"
+			want[in.Name] = true
+		}
+		if _, err := sc.ServiceInstances("team").Create(ctx, in, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	var sizes []int
+	opts := metav1.ListOptions{LabelSelector: "tier=gold", Limit: 4}
+	for {
+		l, err := sc.ServiceInstances("").List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(l.Items))
+		for _, in := range l.Items {
+			if got[in.Name] || !want[in.Name] {
+				t.Errorf("%s listed twice or not matching", in.Name)
+			}
+			got[in.Name] = true
+		}
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	if len(got) != len(want) {
+		t.Errorf("listed %d of the %d matches", len(got), len(want))
+	}
+	for i, n := range sizes[:len(sizes)-1] {
+		if n != 4 {
+			t.Errorf("page %d holds %d objects, want 4 (pages %v)", i, n, sizes)
 		}
 	}
 }

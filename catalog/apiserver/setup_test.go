@@ -75,6 +75,8 @@ func setup(t testing.TB) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// client-go's default 5 requests a second would measure its limiter.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	client, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -174,18 +174,19 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 	return "", false
 }
 
-// List reads a page of objects, filtered by label and field selectors. The
-// selectors are applied to the page the catalog returns, so a page may hold
-// fewer than limit objects while continue says there are more.
-// kube-apiserver's own storage reads on until the page is full; clients
-// must accept short pages either way (the API conventions allow them), and
-// client-go's pager and kubectl do.
+// List reads a page of objects, filtered by label and field selectors.
+// The selectors are applied to what the catalog returns; with a limit, List
+// reads on (at most fillReads times) while the page is short and the catalog
+// has more, as kube-apiserver's own storage does. A page can still come
+// back short with a continue token when the selector matches few objects
+// (the API conventions allow it; client-go's pager and kubectl follow
+// continue). The page's resourceVersion is that of its first read.
 func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
 	pred := newPredicate(st.namespace(ctx), opts)
-	var items []*catalog.RawObject
+	objs := []runtime.Object{}
 	var rev int64
 	var cont string
 	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
@@ -198,29 +199,37 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
 		switch {
 		case err == nil:
-			items = []*catalog.RawObject{raw}
+			if objs, err = st.appendMatching(objs, []*catalog.RawObject{raw}, pred); err != nil {
+				return nil, err
+			}
 		case !apierrors.IsNotFound(st.apiError(err, name, false)):
 			return nil, st.apiError(err, name, false)
 		}
 	} else {
-		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: int(opts.Limit)}
-		l, err := st.store.ListRaw(ctx, st.kind, lo)
-		if err != nil {
-			if _, ok := catalog.AsValidation(err); ok {
-				return nil, apierrors.NewBadRequest(err.Error())
+		limit := int(opts.Limit)
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit}
+		filtered := !pred.label.Empty() || !pred.field.Empty()
+		for read := 1; ; read++ {
+			l, err := st.store.ListRaw(ctx, st.kind, lo)
+			if err != nil {
+				if _, ok := catalog.AsValidation(err); ok {
+					return nil, apierrors.NewBadRequest(err.Error())
+				}
+				return nil, apierrors.NewInternalError(err)
 			}
-			return nil, apierrors.NewInternalError(err)
-		}
-		items, rev, cont = l.Items, l.ResourceVersion, l.Continue
-	}
-	objs := make([]runtime.Object, 0, len(items))
-	for _, r := range items {
-		obj, err := fromRaw(st.kind, r)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		if pred.matches(obj) {
-			objs = append(objs, obj)
+			if read == 1 {
+				rev = l.ResourceVersion
+			}
+			if objs, err = st.appendMatching(objs, l.Items, pred); err != nil {
+				return nil, err
+			}
+			cont = l.Continue
+			if !filtered || limit == 0 || cont == "" || len(objs) >= limit || read == fillReads {
+				break
+			}
+			// The next read asks for what the page lacks, so the page never
+			// overflows and its continue token stays exact.
+			lo.Continue, lo.Limit = cont, limit-len(objs)
 		}
 	}
 	list := st.newListFn()
@@ -234,6 +243,23 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
 	lm.SetContinue(cont)
 	return list, nil
+}
+
+// fillReads bounds the catalog reads of one filtered page.
+const fillReads = 8
+
+// appendMatching converts raw objects and appends those pred matches.
+func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObject, pred predicate) ([]runtime.Object, error) {
+	for _, r := range items {
+		obj, err := fromRaw(st.kind, r)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if pred.matches(obj) {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
 }
 
 // Watch follows the change feed from the requested resourceVersion: from
