@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +60,23 @@ func (e *Events) Publish(evs []catalog.ObjectEvent) {
 		if action == "" {
 			action = ev.Reason
 		}
-		e.recorder.Eventf(ref, nil, ev.Type, ev.Reason, action, "%s", ev.Message)
+		e.recorder.Eventf(ref, nil, ev.Type, ev.Reason, action, "%s", truncate(ev.Message, noteLimit))
 	}
+}
+
+// noteLimit is the most bytes kube-apiserver accepts in an Event's note; a
+// broker's error message can be longer (the catalog keeps it whole).
+const noteLimit = 1024
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
