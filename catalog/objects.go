@@ -86,6 +86,9 @@ func getBy[T any, P interface {
 	if err := scanInto(row, obj); err != nil {
 		return nil, err
 	}
+	if w, ok := q.(*txn); ok {
+		w.read(obj)
+	}
 	return obj, nil
 }
 

@@ -147,9 +147,20 @@ type txn struct {
 	pgx.Tx
 	changes []change
 	events  []Event
+	// names of the objects the transaction read, by kind and id: an event
+	// may be about an object it did not change.
+	names map[[2]string][2]string
 }
 
 func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
+
+func (w *txn) read(obj object) {
+	if w.names == nil {
+		w.names = map[[2]string][2]string{}
+	}
+	m := obj.meta()
+	w.names[[2]string{obj.kind(), m.ID}] = [2]string{m.Name, m.Namespace}
+}
 
 // write runs fn in a transaction and, if fn changed objects, gives them the
 // next revision and records them in the change feed before committing.
@@ -178,17 +189,17 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 	return rev, nil
 }
 
-// objectEvents are the events w recorded, with the names of their objects
-// (an event's object is among the ones the transaction changed; one that
-// is not is left out).
+// objectEvents are the events w recorded, with the names of their objects,
+// which the transaction changed or read (an event about neither is left
+// out: none is recorded so).
 func (w *txn) objectEvents() []ObjectEvent {
+	for _, c := range w.changes {
+		w.read(c.obj)
+	}
 	out := make([]ObjectEvent, 0, len(w.events))
 	for _, e := range w.events {
-		for _, c := range w.changes {
-			if m := c.obj.meta(); m.ID == e.ObjectID && c.obj.kind() == e.Kind {
-				out = append(out, ObjectEvent{Event: e, Name: m.Name, Namespace: m.Namespace})
-				break
-			}
+		if n, ok := w.names[[2]string{e.Kind, e.ObjectID}]; ok {
+			out = append(out, ObjectEvent{Event: e, Name: n[0], Namespace: n[1]})
 		}
 	}
 	return out

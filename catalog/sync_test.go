@@ -373,4 +373,23 @@ func TestPublishEvents(t *testing.T) {
 		got[0].Kind != catalog.KindBroker || got[0].ObjectID != b.ID {
 		t.Fatalf("published: %+v", got)
 	}
+
+	// An entry about an object whose status stays as it was (a failure
+	// repeated) is published too.
+	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+	in.Name, in.Namespace = "db", "team"
+	in, err := s.CreateInstance(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for range 2 {
+		if _, err := s.UpdateInstanceStatus(ctx, in.ID, func(*catalog.Instance) error { return nil },
+			catalog.EventRecord{Type: "Warning", Reason: "ProvisionCallFailed", Message: "the broker answered 500"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[1].Name != "db" || got[1].Namespace != "team" || got[1].Reason != "ProvisionCallFailed" {
+		t.Errorf("published for an unchanged instance: %+v", got)
+	}
 }

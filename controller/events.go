@@ -44,9 +44,11 @@ func (e *Events) Start(ctx context.Context) error {
 	return nil
 }
 
-// Publish queues an Event per history entry; it never blocks (the
-// broadcaster drops Events when its queue is full, as client-go's
-// recorders do).
+// Publish hands an Event per history entry to client-go's broadcaster and
+// returns at once: the broadcaster sends them in the background (retrying
+// while kube-apiserver is away, folding repeats of an entry into one Event
+// with a count) until Start's context ends; what is still queued then is
+// lost.
 func (e *Events) Publish(evs []catalog.ObjectEvent) {
 	for _, ev := range evs {
 		ref := &corev1.ObjectReference{

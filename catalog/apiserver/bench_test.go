@@ -50,21 +50,25 @@ func inParallel(tb testing.TB, n int, f func(i int) error) {
 			}
 		})
 	}
+	var failed error
 feed:
 	for i := range n {
 		select {
 		case next <- i:
-		case err := <-errs:
-			errs <- err
+		case failed = <-errs:
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
-	select {
-	case err := <-errs:
-		tb.Fatal(err)
-	default:
+	if failed == nil {
+		select {
+		case failed = <-errs:
+		default:
+		}
+	}
+	if failed != nil {
+		tb.Fatal(failed)
 	}
 }
 

@@ -111,27 +111,35 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runController(ctx, log, store, &o, l)
-}
-
-// runController runs the engine, with its health and metrics on l.
-func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, o *controllerOptions, l net.Listener) error {
-	log = log.With("component", "controller")
-	kube, err := o.kubeClient()
+	kube, err := withCluster(ctx, store, &o)
 	if err != nil {
 		return err
 	}
-	if kube != nil {
-		// Before anything uses the store: brokers registered through the
-		// Kubernetes API keep their credentials in Secrets, and what the
-		// engine does goes to the cluster as Events too.
-		store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
-		events := controller.NewEvents(kube)
-		if err := events.Start(ctx); err != nil {
-			return err
-		}
-		store.PublishEventsTo(events.Publish)
+	return runController(ctx, log, store, kube, &o, l)
+}
+
+// withCluster returns the engine's cluster, if one is configured, and
+// connects the store to it: brokers registered through the Kubernetes API
+// keep their credentials in its Secrets, and the store's history goes to
+// it as Events too. Call it before anything uses the store.
+func withCluster(ctx context.Context, store *catalog.Store, o *controllerOptions) (kubernetes.Interface, error) {
+	kube, err := o.kubeClient()
+	if err != nil || kube == nil {
+		return nil, err
 	}
+	store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
+	events := controller.NewEvents(kube)
+	if err := events.Start(ctx); err != nil {
+		return nil, err
+	}
+	store.PublishEventsTo(events.Publish)
+	return kube, nil
+}
+
+// runController runs the engine, with its health and metrics on l; kube is
+// the cluster from withCluster, or nil.
+func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, kube kubernetes.Interface, o *controllerOptions, l net.Listener) error {
+	log = log.With("component", "controller")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := controller.New(controller.Config{

@@ -131,9 +131,16 @@ func runUp(ctx context.Context, e env, args []string) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	kube, err := withCluster(gctx, store, &ko)
+	if err != nil {
+		brokerL.Close()
+		catalogL.Close()
+		controllerL.Close()
+		return err
+	}
 	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
 	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
-	g.Go(func() error { return runController(gctx, log, store, &ko, controllerL) })
+	g.Go(func() error { return runController(gctx, log, store, kube, &ko, controllerL) })
 	klog.SetSlogLogger(log.With("component", "apiserver"))
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	apiReady := make(chan string, 1)
