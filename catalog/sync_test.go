@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -22,11 +20,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func newStore(t *testing.T) *catalog.Store {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t)
 	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
 		t.Fatal(err)
 	}

@@ -67,16 +67,7 @@ func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 		f(&o)
 	}
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t)
 	for _, s := range migrations.Schemas() {
 		if err := migrations.Up(ctx, pool, s); err != nil {
 			t.Fatal(err)

@@ -94,15 +94,7 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 	a.kubectl(kubetest.Admin, nil, "create", "rolebinding", "carol-edit", "-n", team, "--clusterrole=edit", "--user="+carol)
 	a.kubectl(kubetest.Admin, nil, "create", "rolebinding", "victor-view", "-n", team, "--clusterrole=view", "--user="+victor)
 
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 20
-	if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.pool.Close)
+	a.pool = pgtest.Pool(t)
 	for _, s := range migrations.Schemas() {
 		if err := migrations.Up(ctx, a.pool, s); err != nil {
 			t.Fatal(err)

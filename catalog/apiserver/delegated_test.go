@@ -26,7 +26,7 @@ func TestDelegatedOlderCluster(t *testing.T) {
 		"--runtime-config=admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false",
 		// kube-apiserver's own plugin would wait for the API for ever too.
 		"--disable-admission-plugins=ServiceAccount,MutatingAdmissionPolicy"))
-	store := newStore(t)
+	store := apiserver.NewTestStore(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -32,31 +31,46 @@ func storagesForTest(t *testing.T) (map[string]rest.Storage, *catalog.Store) {
 	return storages, store
 }
 
+// NewTestStore gives a test the catalog on a database of its own. The
+// package's external tests use it too.
+func NewTestStore(t testing.TB) *catalog.Store {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return catalog.NewStore(pool, keys, nil)
+}
+
+// RegisterFakeBroker registers an internal/osbtest broker as "fake" and
+// fetches its catalogue (class fake-service, plans sync, async, …).
+func RegisterFakeBroker(t testing.TB, store *catalog.Store) (*osbtest.Broker, *catalog.Broker) {
+	t.Helper()
+	ctx := context.Background()
+	fake := osbtest.New(t)
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	b.Name = "fake"
+	b, err := store.CreateBroker(ctx, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = store.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	return fake, b
+}
+
 // storagesWithBroker is storagesForTest that also gives the fake broker
 // and its catalog id.
 func storagesWithBroker(t *testing.T) (map[string]rest.Storage, *catalog.Store, *osbtest.Broker, string) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	store := catalog.NewStore(pool, keys, nil)
-	fake := osbtest.New(t)
-	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
-	b.Name = "fake"
-	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
-	bg, cancel := context.WithCancel(ctx)
+	store := NewTestStore(t)
+	fake, b := RegisterFakeBroker(t, store)
+	bg, cancel := context.WithCancel(context.Background())
 	s := &Server{hub: newHub(store, nil), bg: bg, stopBg: cancel}
 	s.hub.log = discardLogger()
 	s.log = discardLogger()

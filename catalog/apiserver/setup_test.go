@@ -14,17 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/catalog/client/clientset/versioned"
-	"github.com/bindery-dev/bindery/internal/keyring"
-	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/migrations"
 )
 
 func TestMain(m *testing.M) {
@@ -49,18 +45,8 @@ type bundle struct {
 // registered (its class fake-service with plans sync, async, …).
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	store := newStore(t)
-	var err error
-	fake := osbtest.New(t)
-	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
-	b.Name = "fake"
-	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = store.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	store := apiserver.NewTestStore(t)
+	_, b := apiserver.RegisterFakeBroker(t, store)
 
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -124,25 +110,6 @@ func runServer(t testing.TB, opts *apiserver.Options, store *catalog.Store, log 
 		t.Fatalf("server: %v", err)
 		return nil
 	}
-}
-
-// newStore gives a test the catalog on a database of its own.
-func newStore(t testing.TB) *catalog.Store {
-	t.Helper()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.Parse(keyring.Generate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return catalog.NewStore(pool, keys, nil)
 }
 
 type testWriter struct{ t testing.TB }

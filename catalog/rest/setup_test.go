@@ -50,11 +50,7 @@ type bundle struct {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t)
 	for _, s := range migrations.Schemas() {
 		if err := migrations.Up(ctx, pool, s); err != nil {
 			t.Fatal(err)

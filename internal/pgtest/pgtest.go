@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/internal/pgserver"
 )
@@ -99,4 +100,23 @@ func WithDatabase(t testing.TB, u, name string) string {
 	}
 	parsed.Path = "/" + name
 	return parsed.String()
+}
+
+// Pool opens a connection pool on a new database for this test (New),
+// closed when the test ends. It allows 20 connections: pgx's default (the
+// CPUs, 4 at least) is too few for tests that run servers and an engine on
+// one pool.
+func Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(New(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
