@@ -26,6 +26,7 @@ import (
 	"github.com/bindery-dev/bindery/broker/postgresql"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -105,7 +106,7 @@ type bundle struct {
 	dbURL   string
 	keys    string
 	broker  *broker.Broker
-	logs    *bytes.Buffer
+	logs    *syncbuf.Buffer
 	stopped bool
 }
 
@@ -137,8 +138,8 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	if err := migrations.Up(ctx, pool, migrations.Broker); err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &syncbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log)
 	if err != nil {
 		t.Fatal(err)
@@ -184,17 +185,6 @@ func (b *bundle) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = b.broker.Stop(ctx)
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 type response struct {

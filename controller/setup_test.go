@@ -1,17 +1,14 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -20,6 +17,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -30,7 +28,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	keys   *keyring.Keyring
 	store  *catalog.Store
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	stop   func()
 	opts   engineOptions
 	broker string
@@ -40,23 +38,6 @@ type engineOptions struct {
 	timeout time.Duration
 	kube    kubernetes.Interface
 	workers int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // setup gives a test a catalog on its own database and a running engine.
@@ -74,7 +55,7 @@ func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 		}
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{t: t, pool: pool, keys: keys, store: catalog.NewStore(pool, keys, log), logs: logs, opts: o}
 	e.start()

@@ -1,7 +1,6 @@
 package postgresql_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/broker/postgresql"
 	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -30,13 +30,13 @@ type bundle struct {
 	ctx    context.Context
 	admin  string // superuser URL of the target cluster
 	driver *postgresql.Driver
-	logs   *syncBuffer // everything the driver logged
+	logs   *syncbuf.Buffer // everything the driver logged
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := t.Context()
-	b := &bundle{ctx: ctx, admin: pgtest.AdminURL(t), logs: &syncBuffer{}}
+	b := &bundle{ctx: ctx, admin: pgtest.AdminURL(t), logs: &syncbuf.Buffer{}}
 	log := slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := postgresql.New(ctx, b.admin, log)
 	if err != nil {
@@ -691,22 +691,4 @@ func redact(creds map[string]any) map[string]any {
 	delete(out, "uri")
 	delete(out, "jdbcUrl")
 	return out
-}
-
-// syncBuffer is a bytes.Buffer that parallel goroutines may log to.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

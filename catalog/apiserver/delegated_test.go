@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
 
 // TestDelegatedOlderCluster runs the server against a kube-apiserver that
@@ -31,7 +31,7 @@ func TestDelegatedOlderCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv := runServer(t, &apiserver.Options{Listener: l, DataDir: filepath.Join(t.TempDir(), "apiserver"), ClusterKubeconfig: cluster.Kubeconfig()}, store, log)
 
@@ -56,22 +56,4 @@ func TestDelegatedOlderCluster(t *testing.T) {
 	if !strings.Contains(logs.String(), "plugin=MutatingAdmissionPolicy") || strings.Contains(logs.String(), "plugin=ValidatingAdmissionPolicy") {
 		t.Errorf("warnings:\n%s", logs.String())
 	}
-}
-
-// lockedBuffer is a log destination safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

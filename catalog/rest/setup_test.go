@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -22,6 +21,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/openapi/openapitest"
 )
@@ -42,7 +42,7 @@ type bundle struct {
 	client *http.Client
 	// brokerURL is a real Bindery broker over HTTP, on its own database.
 	brokerURL string
-	logs      *bytes.Buffer
+	logs      *syncbuf.Buffer
 }
 
 // setup starts the catalog's REST API on a fresh database, with a real
@@ -60,8 +60,8 @@ func setup(t testing.TB) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	logs := &syncbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
 	api := rest.New(store, store.NewTokenCache(time.Second), log)
 	e := serve.NewEcho(prometheus.NewRegistry())
@@ -84,20 +84,6 @@ func setup(t testing.TB) *bundle {
 	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: &http.Client{Transport: v}, logs: logs}
 	b.brokerURL = brokertest.Start(t, pool, keys, brokerUser, brokerPass)
 	return b
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu chan struct{}
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	if l.mu == nil {
-		l.mu = make(chan struct{}, 1)
-	}
-	l.mu <- struct{}{}
-	defer func() { <-l.mu }()
-	return l.w.Write(p)
 }
 
 type response struct {
