@@ -1,14 +1,10 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/catalog/client/clientset/versioned"
+	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
 
@@ -122,30 +119,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 // kubectl runs bin/kubectl against the server, with stdin (may be nil).
 func (b *bundle) kubectl(stdin []byte, args ...string) (string, error) {
 	b.t.Helper()
-	bin := os.Getenv("BINDERY_KUBE_BIN")
-	if bin == "" {
-		bin = filepath.Join("..", "..", "bin")
-	}
-	kubectl, err := filepath.Abs(filepath.Join(bin, "kubectl"))
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(kubectl); err != nil {
-		b.t.Skipf("no kubectl: %v (run `make bin/kube-apiserver`)", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", b.kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+b.dir, "KUBECACHEDIR="+filepath.Join(b.dir, "kubectl-cache"))
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return kubetest.Kubectl(ctx, b.dir, b.kubeconfig, stdin, args...)
 }
 
 func (b *bundle) mustKubectl(stdin []byte, args ...string) string {

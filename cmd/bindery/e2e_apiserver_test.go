@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -126,9 +125,8 @@ func TestServeAPIServerStandalone(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), "kubeconfig: "+kubeconfig) {
 		t.Errorf("stdout: %q", p.stdout.String())
 	}
-	kubectl, _ := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl"))
-	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "clusterserviceclasses").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "No resources found") {
+	out, err := kubetest.Kubectl(t.Context(), t.TempDir(), kubeconfig, nil, "get", "clusterserviceclasses", "-o", "name")
+	if err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("kubectl get clusterserviceclasses: %v\n%s", err, out)
 	}
 	if err := p.interrupt(t); err != nil {

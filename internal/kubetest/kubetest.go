@@ -241,14 +241,33 @@ func (c *Cluster) KubectlAs(t testing.TB, user string, stdin []byte, args ...str
 // KubectlCommand returns bin/kubectl as user with args, not started, for
 // what runs until stopped (kubectl get -w). It is killed when ctx ends.
 func (c *Cluster) KubectlCommand(ctx context.Context, user string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "kubectl"), append([]string{"--kubeconfig", c.KubeconfigFor(user)}, args...)...)
+	return kubectlCommand(ctx, c.bin, c.dir, c.KubeconfigFor(user), args...)
+}
+
+func kubectlCommand(ctx context.Context, bin, home, kubeconfig string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	// Keep kubectl's caches and plugins away from the developer's home.
-	cmd.Env = append(os.Environ(), "HOME="+c.dir, "KUBECACHEDIR="+filepath.Join(c.dir, "kubectl-cache"))
+	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECACHEDIR="+filepath.Join(home, "kubectl-cache"))
 	return cmd
 }
 
 func (c *Cluster) kubectl(ctx context.Context, user string, stdin []byte, args ...string) (string, error) {
-	cmd := c.KubectlCommand(ctx, user, args...)
+	return runKubectl(c.KubectlCommand(ctx, user, args...), stdin, args)
+}
+
+// Kubectl runs bin/kubectl against another server than a Cluster (Bindery's
+// standalone API server) with kubeconfig and args, stdin (which may be
+// nil) as its input and its caches under home. It returns kubectl's
+// standard output; the error includes its standard error.
+func Kubectl(ctx context.Context, home, kubeconfig string, stdin []byte, args ...string) (string, error) {
+	bin, err := binDir(false)
+	if err != nil {
+		return "", err
+	}
+	return runKubectl(kubectlCommand(ctx, bin, home, kubeconfig, args...), stdin, args)
+}
+
+func runKubectl(cmd *exec.Cmd, stdin []byte, args []string) (string, error) {
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
