@@ -147,14 +147,19 @@ type txn struct {
 	pgx.Tx
 	changes []change
 	events  []Event
-	// names of the objects the transaction read, by kind and id: an event
-	// may be about an object it did not change.
-	names map[[2]string][2]string
+	// names of the objects the transaction read, by kind and id, kept
+	// when the store publishes events: an event may be about an object it
+	// did not change.
+	publishing bool
+	names      map[[2]string][2]string
 }
 
 func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
 
 func (w *txn) read(obj object) {
+	if !w.publishing {
+		return
+	}
 	if w.names == nil {
 		w.names = map[[2]string][2]string{}
 	}
@@ -170,7 +175,7 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
-	w := &txn{Tx: tx}
+	w := &txn{Tx: tx, publishing: s.publish != nil}
 	if err := fn(w); err != nil {
 		return 0, err
 	}
