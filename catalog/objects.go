@@ -154,6 +154,28 @@ func (f *filter) where() string {
 	return strings.Join(f.conds, " AND ")
 }
 
+// pageRows queries one page of kind ordered by order (columns,
+// comma-separated), after the continue cursor's position, and one row more
+// than the limit, which says whether another page follows.
+func pageRows(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), opts ListOptions) (pgx.Rows, error) {
+	if opts.Continue != "" {
+		c, err := decodeCursor(opts.Continue)
+		if err != nil {
+			return nil, err
+		}
+		after(f, c)
+	}
+	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
+	if opts.Limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
+	}
+	rows, err := q.Query(ctx, sql, f.args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return rows, nil
+}
+
 // list reads a page of kind ordered by order (columns, comma-separated),
 // after the cursor's position.
 func list[T any, P interface {
@@ -161,21 +183,9 @@ func list[T any, P interface {
 	object
 }](ctx context.Context, q querier, f *filter, order string, after func(*filter, cursor), next func(P) cursor, opts ListOptions) (List[P], error) {
 	var out List[P]
-	if opts.Continue != "" {
-		c, err := decodeCursor(opts.Continue)
-		if err != nil {
-			return out, err
-		}
-		after(f, c)
-	}
-	kind := P(new(T)).kind()
-	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
-	if opts.Limit > 0 {
-		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
-	}
-	rows, err := q.Query(ctx, sql, f.args...)
+	rows, err := pageRows(ctx, q, P(new(T)).kind(), f, order, after, opts)
 	if err != nil {
-		return out, mapErr(err)
+		return out, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -237,20 +247,9 @@ func (o *RawObject) AppendJSON(buf []byte) ([]byte, error) {
 // listRaw is list for RawObjects of a kind.
 func listRaw(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), next func(*RawObject, int, string) cursor, opts ListOptions) (List[*RawObject], error) {
 	var out List[*RawObject]
-	if opts.Continue != "" {
-		c, err := decodeCursor(opts.Continue)
-		if err != nil {
-			return out, err
-		}
-		after(f, c)
-	}
-	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
-	if opts.Limit > 0 {
-		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
-	}
-	rows, err := q.Query(ctx, sql, f.args...)
+	rows, err := pageRows(ctx, q, kind, f, order, after, opts)
 	if err != nil {
-		return out, mapErr(err)
+		return out, err
 	}
 	defer rows.Close()
 	var lastPos int
