@@ -215,10 +215,17 @@ var (
 
 // Create records a new instance through catalog.CreateInstance.
 func (s *instanceStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+	instance := func(m catalog.Meta) (*catalog.Instance, error) {
 		in := &catalog.Instance{Meta: m}
 		if err := convertJSON(&obj.(*v1beta1.ServiceInstance).Spec, &in.Spec); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return in, nil
+	}
+	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+		in, err := instance(m)
+		if err != nil {
+			return nil, err
 		}
 		out, err := s.store.CreateInstance(ctx, in)
 		if err != nil {
@@ -226,9 +233,9 @@ func (s *instanceStorage) Create(ctx context.Context, obj runtime.Object, create
 		}
 		return typed(catalog.KindInstance, out.Meta, out.Spec, out.Status)
 	}, func(ctx context.Context, m catalog.Meta) error {
-		in := &catalog.Instance{Meta: m}
-		if err := convertJSON(&obj.(*v1beta1.ServiceInstance).Spec, &in.Spec); err != nil {
-			return apierrors.NewBadRequest(err.Error())
+		in, err := instance(m)
+		if err != nil {
+			return err
 		}
 		return s.store.CheckInstance(ctx, in)
 	})
@@ -238,12 +245,7 @@ func (s *instanceStorage) Create(ctx context.Context, obj runtime.Object, create
 // plan changes and parameters) or only its metadata.
 func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	var create func(context.Context, runtime.Object) (runtime.Object, error)
-	if forceAllowCreate {
-		create = func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
-			return s.Create(ctx, obj, createValidation, createOptions(opts))
-		}
-	}
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, oldObj, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			o, old := obj.(*v1beta1.ServiceInstance), oldObj.(*v1beta1.ServiceInstance)
@@ -311,10 +313,17 @@ var (
 
 // Create records a new binding through catalog.CreateBinding.
 func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+	binding := func(m catalog.Meta) (*catalog.Binding, error) {
 		b := &catalog.Binding{Meta: m}
 		if err := convertJSON(&obj.(*v1beta1.ServiceBinding).Spec, &b.Spec); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return b, nil
+	}
+	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+		b, err := binding(m)
+		if err != nil {
+			return nil, err
 		}
 		out, err := s.store.CreateBinding(ctx, b)
 		if err != nil {
@@ -322,9 +331,9 @@ func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createV
 		}
 		return typed(catalog.KindBinding, out.Meta, out.Spec, out.Status)
 	}, func(ctx context.Context, m catalog.Meta) error {
-		b := &catalog.Binding{Meta: m}
-		if err := convertJSON(&obj.(*v1beta1.ServiceBinding).Spec, &b.Spec); err != nil {
-			return apierrors.NewBadRequest(err.Error())
+		b, err := binding(m)
+		if err != nil {
+			return err
 		}
 		return s.store.CheckBinding(ctx, b)
 	})
@@ -333,12 +342,7 @@ func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createV
 // Update changes a binding's metadata.
 func (s *bindingStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	var create func(context.Context, runtime.Object) (runtime.Object, error)
-	if forceAllowCreate {
-		create = func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
-			return s.Create(ctx, obj, createValidation, createOptions(opts))
-		}
-	}
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			m, err := catalogMeta(&obj.(*v1beta1.ServiceBinding).ObjectMeta)
@@ -457,12 +461,7 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 // relists when the spec changes).
 func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	var create func(context.Context, runtime.Object) (runtime.Object, error)
-	if forceAllowCreate {
-		create = func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
-			return s.Create(ctx, obj, createValidation, createOptions(opts))
-		}
-	}
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			o := obj.(*v1beta1.ClusterServiceBroker)
@@ -508,6 +507,17 @@ func (s *brokerStorage) Delete(ctx context.Context, name string, deleteValidatio
 
 // createOptions carries an update's dry run and field manager over to the
 // create a server-side apply of a new object becomes.
+// createOnUpdate is how an update creates the object it did not find: by
+// c's Create, when the resource allows create on update; nil otherwise.
+func createOnUpdate(c rest.Creater, allowed bool, createValidation rest.ValidateObjectFunc, opts *metav1.UpdateOptions) func(context.Context, runtime.Object) (runtime.Object, error) {
+	if !allowed {
+		return nil
+	}
+	return func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+		return c.Create(ctx, obj, createValidation, createOptions(opts))
+	}
+}
+
 func createOptions(opts *metav1.UpdateOptions) *metav1.CreateOptions {
 	if opts == nil {
 		return &metav1.CreateOptions{}
