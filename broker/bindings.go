@@ -248,20 +248,10 @@ func (b *Broker) unbind(c echo.Context) error {
 		op = b.newOperation(c, kindUnbind, instanceID, bindingID, async, opRequest{})
 		return b.enqueue(ctx, tx, op)
 	})
-	switch {
-	case err != nil:
-		return err
-	case gone:
-		return c.JSON(http.StatusGone, map[string]any{})
-	case replay != nil:
-		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
-	case async:
-		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
-	}
-	if _, err := b.runSync(ctx, op); err != nil {
+	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{})
+	return b.deleteAnswer(c, op, replay, gone, async)
 }
 
 // bindingLastOperation handles GET .../service_bindings/:binding_id/last_operation

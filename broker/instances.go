@@ -270,9 +270,18 @@ func (b *Broker) deprovision(c echo.Context) error {
 		op = b.newOperation(c, kindDeprovision, id, "", async, opRequest{})
 		return b.enqueue(ctx, tx, op)
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	return b.deleteAnswer(c, op, replay, gone, async)
+}
+
+// deleteAnswer answers a deprovision or an unbind once its transaction has
+// run: 410 when there was nothing to delete, 202 for an operation under way
+// (the one a repeated request finds, or the new asynchronous one), and
+// otherwise the outcome of running op now.
+func (b *Broker) deleteAnswer(c echo.Context, op, replay *operation, gone, async bool) error {
+	switch {
 	case gone:
 		return c.JSON(http.StatusGone, map[string]any{})
 	case replay != nil:
@@ -280,7 +289,7 @@ func (b *Broker) deprovision(c echo.Context) error {
 	case async:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
 	}
-	if _, err := b.runSync(ctx, op); err != nil {
+	if _, err := b.runSync(c.Request().Context(), op); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{})
