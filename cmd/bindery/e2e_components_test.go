@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,31 +23,15 @@ type api struct {
 
 func (a api) do(method, path string, body any) (int, map[string]any) {
 	a.t.Helper()
-	var rdr io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rdr = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, a.base+"/api/v1"+path, rdr)
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
+	return doJSON(a.t, method, a.base+"/api/v1"+path, body, func(req *http.Request) {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		req.Header.Set("Content-Type", "application/json")
+	})
 }
 
 func (a api) must(status int, method, path string, body any) map[string]any {
 	a.t.Helper()
-	got, out := a.do(method, path, body)
-	if got != status {
-		a.t.Fatalf("%s %s: %d %v, want %d", method, path, got, out, status)
-	}
-	return out
+	return mustStatus(a.t, status, method, path, body, a.do)
 }
 
 // waitReady polls an object until its Ready condition is True.

@@ -151,17 +151,31 @@ type osb struct {
 
 func (c osb) do(method, path string, body any) (int, map[string]any) {
 	c.t.Helper()
+	return doJSON(c.t, method, c.base+path, body, func(req *http.Request) {
+		req.SetBasicAuth(c.user, c.pass)
+		req.Header.Set("X-Broker-API-Version", "2.17")
+	})
+}
+
+func (c osb) must(status int, method, path string, body any) map[string]any {
+	c.t.Helper()
+	return mustStatus(c.t, status, method, path, body, c.do)
+}
+
+// doJSON sends body (nil for none) as JSON to url, with the headers
+// prepare sets, and decodes the JSON answer.
+func doJSON(t *testing.T, method, url string, body any, prepare func(*http.Request)) (int, map[string]any) {
+	t.Helper()
 	var rdr io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
 		rdr = bytes.NewReader(raw)
 	}
-	req, _ := http.NewRequest(method, c.base+path, rdr)
-	req.SetBasicAuth(c.user, c.pass)
-	req.Header.Set("X-Broker-API-Version", "2.17")
+	req, _ := http.NewRequest(method, url, rdr)
+	prepare(req)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer res.Body.Close()
 	var out map[string]any
@@ -169,11 +183,12 @@ func (c osb) do(method, path string, body any) (int, map[string]any) {
 	return res.StatusCode, out
 }
 
-func (c osb) must(status int, method, path string, body any) map[string]any {
-	c.t.Helper()
-	got, out := c.do(method, path, body)
+// mustStatus is do, failing t unless the answer has status.
+func mustStatus(t *testing.T, status int, method, path string, body any, do func(string, string, any) (int, map[string]any)) map[string]any {
+	t.Helper()
+	got, out := do(method, path, body)
 	if got != status {
-		c.t.Fatalf("%s %s: %d %v, want %d", method, path, got, out, status)
+		t.Fatalf("%s %s: %d %v, want %d", method, path, got, out, status)
 	}
 	return out
 }
