@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/broker/postgresql"
@@ -100,8 +98,7 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, o *bro
 		return fmt.Errorf("postgresql driver: %w", err)
 	}
 	defer pg.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serve.NewRegistry()
 	b, err := broker.New(ctx, broker.Config{
 		Pool:             pool,
 		Catalog:          catalog,

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/rest"
@@ -76,8 +74,7 @@ func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger) (*catalog
 // runCatalog serves the REST API on l and relists brokers until ctx ends.
 func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *catalogOptions, l net.Listener) error {
 	log = log.With("component", "catalog")
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serve.NewRegistry()
 	api := rest.New(store, store.NewTokenCache(10*time.Second), log)
 	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler

@@ -10,8 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -140,8 +138,7 @@ func withCluster(ctx context.Context, store *catalog.Store, o *controllerOptions
 // the cluster from withCluster, or nil.
 func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, kube kubernetes.Interface, o *controllerOptions, l net.Listener) error {
 	log = log.With("component", "controller")
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serve.NewRegistry()
 	engine, err := controller.New(controller.Config{
 		Store: store, Kube: kube, ClusterID: o.clusterID, Logger: log, Registry: reg,
 		Workers: o.workers, Resync: o.resync, BrokerTimeout: o.brokerTimeout, RelistCheck: o.relistCheck,

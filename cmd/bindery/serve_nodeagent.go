@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/bindery-dev/bindery/internal/serve"
@@ -74,8 +72,7 @@ func runServeNodeagent(ctx context.Context, e env, args []string) error {
 // until ctx ends or a plugin cannot start.
 func runNodeagent(ctx context.Context, log *slog.Logger, cfg *nodeagent.Config, o *nodeagentOptions, l net.Listener) error {
 	log = log.With("component", "nodeagent")
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serve.NewRegistry()
 	m, err := deviceplugin.NewManager(cfg.DevicePlugins, deviceplugin.Options{
 		Dir:        o.devicePluginDir,
 		HostRoot:   o.hostRoot,

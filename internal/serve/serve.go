@@ -14,11 +14,20 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Check is a readiness check, such as a database ping.
 type Check func(ctx context.Context) error
+
+// NewRegistry returns a Prometheus registry with the Go runtime's and the
+// process's collectors, which every server's /metrics includes.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
 
 // NewEcho returns an echo instance with the probes and metrics mounted.
 // ready checks are run on every /readyz request.
