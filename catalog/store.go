@@ -61,9 +61,6 @@ type SecretReader interface {
 // before the store is used.
 func (s *Store) ReadSecretsWith(r SecretReader) { s.secrets = r }
 
-// ReadsSecrets says whether ReadSecretsWith was given a reader.
-func (s *Store) ReadsSecrets() bool { return s.secrets != nil }
-
 // NewStore returns a Store. keys seal broker credentials and binding
 // credentials; a store without them (the Kubernetes API server's, which
 // reads and writes no secret) refuses to.

@@ -411,7 +411,7 @@ func TestRESTConformanceBroker(t *testing.T) {
 		// A new broker's catalog is fetched in the background, which
 		// changes the broker (its status) between resttest's steps, and
 		// resttest expects what it wrote to stay as it was: no relist.
-		brokers.relist = func(*catalog.Broker) {}
+		brokers.relist = func(string) {}
 		url = fake.URL()
 	}
 	valid := func() *v1beta1.ClusterServiceBroker {

@@ -437,17 +437,13 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 	brokerStrategy := newStrategy(scheme, false, false)
 	// Standalone, no process can read brokers' credentials from Secrets.
 	brokerStrategy.secretRefs = s.opts.Delegated()
-	relist := func(b *catalog.Broker) {
-		if b.Spec.SecretRef() != nil && !store.ReadsSecrets() {
-			// Its credentials are in a Secret this server does not
-			// read: the engine's relister, which does, fetches it.
-			return
-		}
-		id := b.ID
+	relist := func(id string) {
 		s.relists.Go(func() {
 			ctx, cancel := context.WithTimeout(s.bg, time.Minute)
 			defer cancel()
-			if _, err := store.Relist(ctx, id); err != nil {
+			// Unprocessable: its credentials are in a Secret this server
+			// does not read; the engine's relister, which does, fetches it.
+			if _, err := store.Relist(ctx, id); err != nil && !errors.Is(err, catalog.ErrUnprocessable) {
 				s.log.WarnContext(ctx, "fetch the catalog of a new broker", "broker", id, "err", err)
 			}
 		})

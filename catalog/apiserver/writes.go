@@ -426,7 +426,7 @@ type brokerStorage struct {
 	strategy *strategy
 	// relist fetches a new broker's catalog in the background, so that
 	// the create answers at once.
-	relist func(*catalog.Broker)
+	relist func(id string)
 }
 
 var (
@@ -446,7 +446,7 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 		if err != nil {
 			return nil, err
 		}
-		s.relist(b)
+		s.relist(b.ID)
 		return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
 	}, func(ctx context.Context, m catalog.Meta) error {
 		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
