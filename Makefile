@@ -33,10 +33,10 @@ $(BIN)/staticcheck:
 
 ## bench: the performance figures (see README: Benchmarks)
 bench: deps kube build
-	$(GO) test -run '^$$' -bench . -benchtime 1000x ./catalog/rest/
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./restapi/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/
-	$(GO) test -run '^$$' -bench 'KubectlGet|Watch' -benchtime 1x ./catalog/apiserver/
-	$(GO) test -run '^$$' -bench Aggregated -benchtime 5x ./catalog/apiserver/
+	$(GO) test -run '^$$' -bench 'KubectlGet|Watch' -benchtime 1x ./apiserver/
+	$(GO) test -run '^$$' -bench Aggregated -benchtime 5x ./apiserver/
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/

@@ -6,6 +6,6 @@
 // the change feed: each transaction takes the next revision as its last
 // step (so revisions follow commit order), stamps it as the resourceVersion
 // of every object it wrote, records the objects in catalog.changes and
-// notifies listeners on commit. The REST API (catalog/rest), the engine
+// notifies listeners on commit. The REST API (restapi), the engine
 // (controller/) and the Kubernetes API read and write through Store only.
 package catalog

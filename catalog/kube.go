@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The Kubernetes API's side of the store (catalog/apiserver): objects read
+// The Kubernetes API's side of the store (apiserver): objects read
 // with spec and status as stored, lists at one revision, the change feed
 // with each object's document, and the metadata-only and status writes
 // that the API's update and status subresource need, with optimistic
@@ -98,7 +98,7 @@ func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (Lis
 // the Kubernetes API changed Extra again since (a later change of the
 // feed then carries the newer value anyway). Once the row is gone
 // (Current false, a Deleted change or one before it), Extra is empty: the
-// reader fills it in from what it saw last (catalog/apiserver keeps the
+// reader fills it in from what it saw last (apiserver keeps the
 // last Extra of each object it has seen).
 type FeedChange struct {
 	Revision int64

@@ -271,7 +271,7 @@ func TestTLSBroker(t *testing.T) {
 // in a Kubernetes Secret (the Kubernetes API's authInfo.secretRef) in a
 // store that cannot read Secrets: it neither claims the broker's relist nor
 // fetches it on demand, and leaves its status alone for the engine, which
-// reads the Secret (catalog/apiserver TestAggregated, with a real cluster).
+// reads the Secret (apiserver TestAggregated, with a real cluster).
 func TestBrokerCredentialsInSecret(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

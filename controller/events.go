@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/catalog/apis/servicecatalog/v1beta1"
 )
 
 // Events makes the entries the catalog records in objects' histories

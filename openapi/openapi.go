@@ -30,7 +30,7 @@ import (
 var Spec []byte
 
 // maxBody is how much of a request body is validated; the server reads no
-// more than this either (catalog/rest), so a longer body fails there.
+// more than this either (restapi), so a longer body fails there.
 const maxBody = 4 << 20
 
 var load = sync.OnceValues(func() (*openapi3.T, error) {
@@ -74,7 +74,7 @@ func ValidationOptions() *openapi3filter.Options {
 	}
 }
 
-// errorBody is the API's error body (catalog/rest APIError).
+// errorBody is the API's error body (restapi APIError).
 type errorBody struct {
 	Code    string       `json:"error"`
 	Message string       `json:"message"`

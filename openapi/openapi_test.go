@@ -17,8 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/catalog/rest"
 	"github.com/bindery-dev/bindery/openapi"
+	"github.com/bindery-dev/bindery/restapi"
 )
 
 func TestLoad(t *testing.T) {
@@ -50,7 +50,7 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestRoutes checks that the document and catalog/rest have the same
+// TestRoutes checks that the document and restapi have the same
 // operations, in both directions, and that each path and method reaches the
 // handler the document's operationId names.
 func TestRoutes(t *testing.T) {
@@ -62,8 +62,8 @@ func TestRoutes(t *testing.T) {
 	base := doc.Servers[0].URL
 
 	e := echo.New()
-	rest.New(nil, nil, nil).Register(e) // handlers are registered, not called
-	served := map[string]string{}       // "METHOD /path" → handler
+	restapi.New(nil, nil, nil).Register(e) // handlers are registered, not called
+	served := map[string]string{}          // "METHOD /path" → handler
 	for _, r := range e.Routes() {
 		if !strings.HasPrefix(r.Path, base+"/") {
 			t.Errorf("route %s %s is outside %s", r.Method, r.Path, base)
@@ -139,7 +139,7 @@ func TestSchemasMirrorTypes(t *testing.T) {
 		{"ServicePlanList", catalog.List[*catalog.ServicePlan]{}},
 		{"InstanceList", catalog.List[*catalog.Instance]{}},
 		{"BindingList", catalog.List[*catalog.Binding]{}},
-		{"Error", rest.APIError{}},
+		{"Error", restapi.APIError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/migrations"
 )
 

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/catalog/rest"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
+	"github.com/bindery-dev/bindery/restapi"
 )
 
 // catalogOptions are the flags of the catalog server.
@@ -75,7 +75,7 @@ func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger) (*catalog
 func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *catalogOptions, l net.Listener) error {
 	log = log.With("component", "catalog")
 	reg := serve.NewRegistry()
-	api := rest.New(store, store.NewTokenCache(10*time.Second), log)
+	api := restapi.New(store, store.NewTokenCache(10*time.Second), log)
 	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
+	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/catalog/apiserver"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/internal/serve"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Generates the code of the servicecatalog.k8s.io/v1beta1 API from the types in
-# catalog/apis/servicecatalog/v1beta1:
+# apis/servicecatalog/v1beta1:
 #
 #   v1beta1/zz_generated.deepcopy.go      deepcopy-gen
 #   v1beta1/zz_generated.defaults.go      defaulter-gen   (SetDefaults_* in defaults.go)
 #   v1beta1/zz_generated.model_name.go    openapi-gen     (OpenAPI names, +k8s:openapi-model-package)
 #   openapi/zz_generated.openapi.go       openapi-gen     (with meta/v1, runtime, version, resource)
-#   catalog/client/...                    client-gen, lister-gen, informer-gen
+#   client/...                    client-gen, lister-gen, informer-gen
 #
 # The generators are built from tools/codegen/go.mod (k8s.io/code-generator
 # v0.37.2, as kube_codegen.sh of that release would install them) into
@@ -21,10 +21,10 @@ gobin=${BINDERY_CODEGEN_BIN:-$root/bin/codegen}
 header=$here/boilerplate.go.txt
 
 module=github.com/bindery-dev/bindery
-apis=catalog/apis/servicecatalog
+apis=apis/servicecatalog
 types_pkg=$module/$apis/v1beta1
 openapi_dir=$apis/openapi
-client_dir=catalog/client
+client_dir=client
 
 # go install of the "tool" lines of tools/codegen/go.mod; a no-op when built.
 mkdir -p "$gobin"
@@ -89,7 +89,7 @@ for g in client-gen lister-gen informer-gen; do remove_generated "$client_dir" "
 "$gobin/client-gen" -v "$v" --go-header-file "$header" \
 	--output-dir "$client_dir/clientset" --output-pkg "$module/$client_dir/clientset" \
 	--clientset-name versioned \
-	--input-base "$root/catalog/apis" --input servicecatalog/v1beta1
+	--input-base "$root/apis" --input servicecatalog/v1beta1
 "$gobin/lister-gen" -v "$v" --go-header-file "$header" \
 	--output-dir "$client_dir/listers" --output-pkg "$module/$client_dir/listers" \
 	"$types_pkg"

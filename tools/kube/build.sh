@@ -21,6 +21,8 @@ export GOFLAGS="-mod=mod -buildvcs=false"
 targets=(
 	"kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver"
 	"kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
+	"kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler"
+	"kubelet=k8s.io/kubernetes/cmd/kubelet"
 	"kubectl=k8s.io/kubernetes/cmd/kubectl"
 	"etcd=go.etcd.io/etcd/server/v3"
 )
@@ -34,7 +36,7 @@ for t in "${targets[@]}"; do
 	if stale "${t%%=*}"; then todo+=("$t"); fi
 done
 if ((${#todo[@]} == 0)); then
-	echo "kube: kube-apiserver, kube-controller-manager, kubectl and etcd in $bin are up to date"
+	echo "kube: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl and etcd in $bin are up to date"
 	exit 0
 fi
 

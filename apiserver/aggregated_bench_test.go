@@ -1,0 +1,155 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/bindery-dev/bindery/client/clientset/versioned"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+)
+
+// benchCRD is a CustomResourceDefinition of the same shape as
+// ServiceInstance (spec and status kept whole, the same columns), stored by
+// the same kube-apiserver in etcd: what Bindery's API is measured against.
+const benchCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: serviceinstances.bench.bindery.dev
+spec:
+  group: bench.bindery.dev
+  scope: Namespaced
+  names: {plural: serviceinstances, singular: serviceinstance, kind: ServiceInstance, listKind: ServiceInstanceList}
+  versions:
+    - name: v1beta1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+      additionalPrinterColumns:
+        - {name: Class, type: string, jsonPath: .spec.clusterServiceClassExternalName}
+        - {name: Plan, type: string, jsonPath: .spec.clusterServicePlanExternalName}
+        - {name: Status, type: string, jsonPath: ".status.conditions[?(@.type==\"Ready\")].reason"}
+        - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+`
+
+// BenchmarkAggregatedGet10k times `kubectl get -A` over 10,000
+// ServiceInstances through kube-apiserver's aggregation layer, and over
+// 10,000 objects of a CRD of the same shape in the same kube-apiserver,
+// alternating; and discovery of servicecatalog.k8s.io through the
+// aggregator. Reported: the median of each kubectl run, their ratio, and
+// discovery's p50/p99.
+func BenchmarkAggregatedGet10k(b *testing.B) {
+	a := aggregate(b, false)
+	ctx := context.Background()
+	for i := range 10 {
+		a.kubectl(kubetest.Admin, nil, "create", "namespace", fmt.Sprintf("team-%d", i))
+	}
+	createInstances(b, a.store, 10000, "postgresql", "small")
+
+	// The CRD's objects copy Bindery's: same metadata sizes, spec and status.
+	a.kubectl(kubetest.Admin, []byte(benchCRD), "apply", "-f", "-")
+	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Established", "crd/serviceinstances.bench.bindery.dev", "--timeout=30s")
+	cfg := a.cluster.Config()
+	sc, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := sc.ServicecatalogV1beta1().ServiceInstances("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 10000 {
+		b.Fatalf("list through the aggregator: %d items, %v", len(list.Items), err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	crd := dyn.Resource(schema.GroupVersionResource{Group: "bench.bindery.dev", Version: "v1beta1", Resource: "serviceinstances"})
+	began := time.Now()
+	inParallel(b, len(list.Items), func(i int) error {
+		in := list.Items[i]
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in)
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "bench.bindery.dev/v1beta1", "kind": "ServiceInstance",
+			"metadata": map[string]any{"name": in.Name, "namespace": in.Namespace, "labels": in.Labels},
+			"spec":     u["spec"], "status": u["status"],
+		}}
+		_, err = crd.Namespace(in.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	b.Logf("10,000 CRD objects created in %s", time.Since(began).Round(time.Millisecond))
+
+	get := func(resource string) time.Duration {
+		start := time.Now()
+		out := a.kubectl(kubetest.Admin, nil, "get", resource, "-A")
+		d := time.Since(start)
+		if n := strings.Count(out, "\n"); n != 10001 {
+			b.Fatalf("kubectl get %s -A: %d lines", resource, n)
+		}
+		return d
+	}
+	// One of each first, so both caches (kubectl's discovery, the
+	// servers' connections) are warm.
+	get("serviceinstances.servicecatalog.k8s.io")
+	get("serviceinstances.bench.bindery.dev")
+	var bindery, crds []time.Duration
+	for b.Loop() {
+		bindery = append(bindery, get("serviceinstances.servicecatalog.k8s.io"))
+		crds = append(crds, get("serviceinstances.bench.bindery.dev"))
+	}
+	mb, mc := median(bindery), median(crds)
+	b.ReportMetric(float64(mb.Milliseconds()), "bindery-ms")
+	b.ReportMetric(float64(mc.Milliseconds()), "crd-ms")
+	b.ReportMetric(float64(mb)/float64(mc), "bindery/crd")
+
+	// Discovery of the group through the aggregator, as kubectl and
+	// controllers do it.
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: rt}
+	var disc []time.Duration
+	for range 200 {
+		start := time.Now()
+		resp, err := client.Get(cfg.Host + "/apis/servicecatalog.k8s.io/v1beta1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var l metav1.APIResourceList
+		err = json.NewDecoder(resp.Body).Decode(&l)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(l.APIResources) == 0 {
+			b.Fatalf("discovery: %s, %v", resp.Status, err)
+		}
+		disc = append(disc, time.Since(start))
+	}
+	slices.Sort(disc)
+	b.ReportMetric(float64(disc[len(disc)/2].Microseconds())/1000, "discovery-p50-ms")
+	b.ReportMetric(float64(disc[len(disc)*99/100].Microseconds())/1000, "discovery-p99-ms")
+	b.ReportMetric(float64(a.available.Milliseconds()), "apiservice-available-ms")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

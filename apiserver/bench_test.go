@@ -1,0 +1,173 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// createInstances writes n instances of class and plan through
+// catalog.Store, 16 at a time, spread over 10 namespaces.
+func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan string) {
+	tb.Helper()
+	ctx := context.Background()
+	inParallel(tb, n, func(i int) error {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: class, ClusterServicePlanExternalName: plan}}
+		in.Name, in.Namespace = fmt.Sprintf("instance-%05d", i), fmt.Sprintf("team-%d", i%10)
+		in.Labels = map[string]string{"app": "bench"}
+		_, err := store.CreateInstance(ctx, in)
+		return err
+	})
+}
+
+// inParallel calls f for 0..n-1 from 16 goroutines and fails tb with the
+// first error, after which no new call starts.
+func inParallel(tb testing.TB, n int, f func(i int) error) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+			}
+		})
+	}
+	var failed error
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case failed = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if failed == nil {
+		select {
+		case failed = <-errs:
+		default:
+		}
+	}
+	if failed != nil {
+		tb.Fatal(failed)
+	}
+}
+
+// BenchmarkKubectlGetInstances10k times `kubectl get serviceinstances -A`
+// (table output) over 10,000 instances, and the typed client's full list.
+func BenchmarkKubectlGetInstances10k(b *testing.B) {
+	bb := setup(b)
+	createInstances(b, bb.store, 10000, "fake-service", "sync")
+	ctx := context.Background()
+	var client time.Duration
+	b.ResetTimer()
+	for range b.N {
+		out := bb.mustKubectl(nil, "get", "serviceinstances", "-A")
+		if n := strings.Count(out, "\n"); n != 10001 {
+			b.Fatalf("%d lines", n)
+		}
+		start := time.Now()
+		l, err := bb.client.ServicecatalogV1beta1().ServiceInstances("").List(ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != 10000 {
+			b.Fatalf("list: %v", err)
+		}
+		client += time.Since(start)
+	}
+	b.ReportMetric(float64(client.Milliseconds())/float64(b.N), "client-list-ms/op")
+}
+
+// BenchmarkWatch100 opens 100 watches of serviceinstances and measures,
+// per event and watcher, the time from just before the write through
+// catalog.Store (so an upper bound of commit-to-event) to its arrival.
+func BenchmarkWatch100(b *testing.B) {
+	bb := setup(b)
+	ctx := context.Background()
+	const watchers = 100
+	c := bb.client.ServicecatalogV1beta1().ServiceInstances("")
+	list, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	arrived := map[string][]time.Time{}
+	var wg sync.WaitGroup
+	ws := make([]watch.Interface, watchers)
+	for i := range ws {
+		if ws[i], err = c.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion}); err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			for ev := range ws[i].ResultChan() {
+				if ev.Type != watch.Added {
+					continue
+				}
+				now := time.Now()
+				name := ev.Object.(*v1beta1.ServiceInstance).Name
+				mu.Lock()
+				arrived[name] = append(arrived[name], now)
+				mu.Unlock()
+			}
+		})
+	}
+	sent := map[string]time.Time{}
+	b.ResetTimer()
+	for i := range b.N {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+		in.Name, in.Namespace = fmt.Sprintf("w-%d", i), "team"
+		sent[in.Name] = time.Now()
+		if _, err := bb.store.CreateInstance(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // a steady stream, not one burst
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := 0
+		for _, a := range arrived {
+			n += len(a)
+		}
+		mu.Unlock()
+		if n == watchers*b.N {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d events arrived", n, watchers*b.N)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	for _, w := range ws {
+		w.Stop()
+	}
+	wg.Wait()
+	var lat []time.Duration
+	for name, at := range arrived {
+		for _, a := range at {
+			lat = append(lat, a.Sub(sent[name]))
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}

@@ -1,0 +1,206 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// Finalizer is on every ServiceInstance and ServiceBinding the API shows:
+// the engine's work between a delete (deletionTimestamp) and the removal of
+// the row. It is not stored; the API adds it on the way out and drops it on
+// the way in, so a client cannot remove it.
+const Finalizer = "servicecatalog.k8s.io/bindery"
+
+// Conversion between catalog objects and servicecatalog.k8s.io/v1beta1.
+// Spec and status are field-compatible JSON (v1beta1's roundtrip_test.go
+// proves it), so they go through JSON; metadata maps field by field, and
+// what the catalog has no column for (ownerReferences, managedFields,
+// generateName, deletionGracePeriodSeconds) is kept in Meta.Extra as an
+// ObjectMeta document holding only those fields.
+
+// objectMeta builds a Kubernetes ObjectMeta from a catalog Meta.
+func objectMeta(m *catalog.Meta, finalizer bool) (metav1.ObjectMeta, error) {
+	var om metav1.ObjectMeta
+	if len(m.Extra) > 0 {
+		if err := json.Unmarshal(m.Extra, &om); err != nil {
+			return om, fmt.Errorf("decode metadata of %s: %w", m.ID, err)
+		}
+	}
+	om.Name, om.Namespace, om.UID = m.Name, m.Namespace, types.UID(m.ID)
+	om.Labels, om.Annotations = m.Labels, m.Annotations
+	om.Finalizers = slices.Clone(m.Finalizers)
+	if finalizer && !slices.Contains(om.Finalizers, Finalizer) {
+		om.Finalizers = append(om.Finalizers, Finalizer)
+	}
+	om.Generation = m.Generation
+	om.ResourceVersion = strconv.FormatInt(m.ResourceVersion, 10)
+	// PostgreSQL keeps microseconds: an object just written must read the
+	// same as when read back.
+	om.CreationTimestamp = metav1.NewTime(m.CreationTimestamp.Truncate(time.Microsecond))
+	if m.DeletionTimestamp != nil {
+		t := metav1.NewTime(m.DeletionTimestamp.Truncate(time.Microsecond))
+		om.DeletionTimestamp = &t
+	}
+	return om, nil
+}
+
+// catalogMeta builds a catalog Meta from a Kubernetes ObjectMeta. The
+// catalog sets generation, resourceVersion and the timestamps itself.
+func catalogMeta(om *metav1.ObjectMeta) (catalog.Meta, error) {
+	m := catalog.Meta{
+		ID: string(om.UID), Name: om.Name, Namespace: om.Namespace,
+		Labels: om.Labels, Annotations: om.Annotations,
+		Finalizers: slices.DeleteFunc(slices.Clone(om.Finalizers), func(f string) bool { return f == Finalizer }),
+	}
+	if len(m.Finalizers) == 0 {
+		m.Finalizers = nil
+	}
+	extra := metav1.ObjectMeta{
+		GenerateName:               om.GenerateName,
+		DeletionGracePeriodSeconds: om.DeletionGracePeriodSeconds,
+		OwnerReferences:            om.OwnerReferences,
+		ManagedFields:              om.ManagedFields,
+	}
+	raw, err := json.Marshal(&extra)
+	if err != nil {
+		return m, fmt.Errorf("encode metadata of %s: %w", om.Name, err)
+	}
+	if string(raw) != `{"creationTimestamp":null}` && string(raw) != `{}` {
+		m.Extra = raw
+	}
+	return m, nil
+}
+
+// setMeta copies what a client may change of metadata into a catalog Meta.
+func setMeta(dst *catalog.Meta, src catalog.Meta) {
+	dst.Labels, dst.Annotations, dst.Finalizers, dst.Extra = src.Labels, src.Annotations, src.Finalizers, src.Extra
+}
+
+// fromRaw converts a catalog object of kind to its v1beta1 object.
+func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
+	var obj runtime.Object
+	var om *metav1.ObjectMeta
+	var spec, status any
+	finalizer := false
+	switch kind {
+	case catalog.KindInstance:
+		o := &v1beta1.ServiceInstance{}
+		obj, om, spec, status, finalizer = o, &o.ObjectMeta, &o.Spec, &o.Status, true
+	case catalog.KindBinding:
+		o := &v1beta1.ServiceBinding{}
+		obj, om, spec, status, finalizer = o, &o.ObjectMeta, &o.Spec, &o.Status, true
+	case catalog.KindServiceClass:
+		o := &v1beta1.ClusterServiceClass{}
+		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+	case catalog.KindServicePlan:
+		o := &v1beta1.ClusterServicePlan{}
+		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+	case catalog.KindBroker:
+		o := &v1beta1.ClusterServiceBroker{}
+		obj, om, status = o, &o.ObjectMeta, &o.Status
+		if len(r.Spec) > 0 {
+			var cs catalog.BrokerSpec
+			if err := json.Unmarshal(r.Spec, &cs); err != nil {
+				return nil, fmt.Errorf("decode spec of broker %s: %w", r.Name, err)
+			}
+			if err := brokerSpecTo(&cs, &o.Spec); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("convert %s: unknown kind", kind)
+	}
+	if finalizer && len(r.Status) > 0 {
+		// Bindery's finalizer is shown until the engine is done with an
+		// object being deleted; other finalizers may keep it after that.
+		var typed any = &catalog.Instance{}
+		if kind == catalog.KindBinding {
+			typed = &catalog.Binding{}
+		}
+		switch t := typed.(type) {
+		case *catalog.Instance:
+			t.Meta = r.Meta
+			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
+				finalizer = false
+			}
+		case *catalog.Binding:
+			t.Meta = r.Meta
+			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
+				finalizer = false
+			}
+		}
+	}
+	var err error
+	if *om, err = objectMeta(&r.Meta, finalizer); err != nil {
+		return nil, err
+	}
+	if spec != nil && len(r.Spec) > 0 {
+		if err := json.Unmarshal(r.Spec, spec); err != nil {
+			return nil, fmt.Errorf("decode spec of %s %s: %w", kind, r.Name, err)
+		}
+	}
+	if len(r.Status) > 0 {
+		if err := json.Unmarshal(r.Status, status); err != nil {
+			return nil, fmt.Errorf("decode status of %s %s: %w", kind, r.Name, err)
+		}
+	}
+	return obj, nil
+}
+
+// rawOf turns a typed catalog object's parts into a RawObject.
+func rawOf(m catalog.Meta, spec, status any) (*catalog.RawObject, error) {
+	s, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec of %s: %w", m.Name, err)
+	}
+	st, err := json.Marshal(status)
+	if err != nil {
+		return nil, fmt.Errorf("encode status of %s: %w", m.Name, err)
+	}
+	return &catalog.RawObject{Meta: m, Spec: s, Status: st}, nil
+}
+
+// convertJSON moves a value to another field-compatible type through JSON.
+func convertJSON(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, to)
+}
+
+// brokerSpecTo converts a broker spec to v1beta1; caBundle is the one field
+// whose JSON differs (PEM text in the catalog, base64 bytes in Kubernetes).
+func brokerSpecTo(cs *catalog.BrokerSpec, vs *v1beta1.ClusterServiceBrokerSpec) error {
+	c := *cs
+	c.CABundle = ""
+	if err := convertJSON(&c, vs); err != nil {
+		return fmt.Errorf("convert broker spec: %w", err)
+	}
+	if cs.CABundle != "" {
+		vs.CABundle = []byte(cs.CABundle)
+	}
+	return nil
+}
+
+// brokerSpecFrom converts a v1beta1 broker spec to the catalog's.
+func brokerSpecFrom(vs *v1beta1.ClusterServiceBrokerSpec) (catalog.BrokerSpec, error) {
+	v := *vs
+	v.CABundle = nil
+	var cs catalog.BrokerSpec
+	if err := convertJSON(&v, &cs); err != nil {
+		return cs, fmt.Errorf("convert broker spec: %w", err)
+	}
+	cs.CABundle = string(vs.CABundle)
+	return cs, nil
+}

@@ -1,0 +1,307 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// storage is the read side of one resource over the catalog: get, list and
+// watch, and table output. The kinds that can be written embed it.
+type storage struct {
+	kind          string // the catalog's kind
+	resource      schema.GroupResource
+	singular      string
+	shortNames    []string
+	namespaced    bool
+	newFn         func() runtime.Object
+	newListFn     func() runtime.Object
+	table         tableConvertor
+	store         *catalog.Store
+	hub           *hub
+	bookmarkEvery time.Duration
+}
+
+var (
+	_ rest.Getter               = (*storage)(nil)
+	_ rest.Lister               = (*storage)(nil)
+	_ rest.Watcher              = (*storage)(nil)
+	_ rest.Scoper               = (*storage)(nil)
+	_ rest.SingularNameProvider = (*storage)(nil)
+	_ rest.ShortNamesProvider   = (*storage)(nil)
+)
+
+// New returns an empty object of the resource.
+func (st *storage) New() runtime.Object { return st.newFn() }
+
+// NewList returns an empty list of the resource.
+func (st *storage) NewList() runtime.Object { return st.newListFn() }
+
+// Destroy has nothing to release: the store and hub belong to the server.
+func (st *storage) Destroy() {}
+
+// NamespaceScoped says whether the resource lives in namespaces.
+func (st *storage) NamespaceScoped() bool { return st.namespaced }
+
+// GetSingularName is the resource's singular name (kubectl explain uses it).
+func (st *storage) GetSingularName() string { return st.singular }
+
+// ShortNames are kubectl's abbreviations of the resource.
+func (st *storage) ShortNames() []string { return st.shortNames }
+
+// ConvertToTable gives kubectl its columns.
+func (st *storage) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return st.table.convert(ctx, obj, opts)
+}
+
+func (st *storage) groupKind() schema.GroupKind {
+	kinds, _, _ := scheme.ObjectKinds(st.newFn())
+	if len(kinds) == 0 {
+		return schema.GroupKind{Group: v1beta1.GroupName}
+	}
+	return kinds[0].GroupKind()
+}
+
+func (st *storage) namespace(ctx context.Context) string {
+	if !st.namespaced {
+		return ""
+	}
+	return genericapirequest.NamespaceValue(ctx)
+}
+
+func (st *storage) apiError(err error, name string, creating bool) error {
+	return apiError(err, st.resource, st.groupKind(), name, creating)
+}
+
+// Get reads one object.
+func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	raw, err := st.store.GetRaw(ctx, st.kind, st.namespace(ctx), name)
+	if err != nil {
+		return nil, st.apiError(err, name, false)
+	}
+	obj, err := fromRaw(st.kind, raw)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
+// predicate is a list's or watch's selection.
+type predicate struct {
+	namespace string
+	label     labels.Selector
+	field     fields.Selector
+}
+
+func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
+	p := predicate{namespace: ns, label: labels.Everything(), field: fields.Everything()}
+	if opts != nil && opts.LabelSelector != nil {
+		p.label = opts.LabelSelector
+	}
+	if opts != nil && opts.FieldSelector != nil {
+		p.field = opts.FieldSelector
+	}
+	if p.namespace == "" {
+		if ns, ok := p.field.RequiresExactMatch("metadata.namespace"); ok {
+			p.namespace = ns
+		}
+	}
+	return p
+}
+
+func (p predicate) matches(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	if p.namespace != "" && m.GetNamespace() != p.namespace {
+		return false
+	}
+	if !p.label.Empty() && !p.label.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	return p.field.Empty() || p.field.Matches(v1beta1.SelectableFields(obj))
+}
+
+func (p predicate) matchesAttrs(a *attrs) bool {
+	if p.namespace != "" && a.namespace != p.namespace {
+		return false
+	}
+	if !p.label.Empty() && !p.label.Matches(a.labels) {
+		return false
+	}
+	return p.field.Empty() || p.field.Matches(a.fields)
+}
+
+// selects says whether the predicate looks at what a change can change
+// (labels, fields), not only the namespace.
+func (p predicate) selects() bool { return !p.label.Empty() || !p.field.Empty() }
+
+// transition is the event a watch with this predicate sends for a change,
+// if any. As kube-apiserver's watch cache does, a MODIFIED object that
+// starts matching is ADDED, and one that stops matching is DELETED (with
+// its new state); when the state before the change is unknown (ev.prev
+// nil), the object is taken to have matched as it does now.
+func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
+	cur := p.matches(ev.obj)
+	if ev.typ != watch.Modified || ev.prev == nil || !p.selects() {
+		return ev.typ, cur
+	}
+	switch was := p.matchesAttrs(ev.prev); {
+	case cur && was:
+		return watch.Modified, true
+	case cur:
+		return watch.Added, true
+	case was:
+		return watch.Deleted, true
+	}
+	return "", false
+}
+
+// List reads a page of objects, filtered by label and field selectors.
+// The selectors are applied to what the catalog returns; with a limit, List
+// reads on (at most fillReads times) while the page is short and the catalog
+// has more, as kube-apiserver's own storage does. A page can still come
+// back short with a continue token when the selector matches few objects
+// (the API conventions allow it; client-go's pager and kubectl follow
+// continue). The page's resourceVersion is that of its first read.
+func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	pred := newPredicate(st.namespace(ctx), opts)
+	objs := []runtime.Object{}
+	var rev int64
+	var cont string
+	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
+		(!st.namespaced || pred.namespace != "") {
+		// kubectl wait and delete ask for one object by name.
+		var err error
+		if rev, err = st.store.Revision(ctx); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
+		switch {
+		case err == nil:
+			if objs, err = st.appendMatching(objs, []*catalog.RawObject{raw}, pred); err != nil {
+				return nil, err
+			}
+		case !apierrors.IsNotFound(st.apiError(err, name, false)):
+			return nil, st.apiError(err, name, false)
+		}
+	} else {
+		limit := int(opts.Limit)
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit}
+		filtered := !pred.label.Empty() || !pred.field.Empty()
+		for read := 1; ; read++ {
+			l, err := st.store.ListRaw(ctx, st.kind, lo)
+			if err != nil {
+				if _, ok := catalog.AsValidation(err); ok {
+					return nil, apierrors.NewBadRequest(err.Error())
+				}
+				return nil, apierrors.NewInternalError(err)
+			}
+			if read == 1 {
+				rev = l.ResourceVersion
+			}
+			if objs, err = st.appendMatching(objs, l.Items, pred); err != nil {
+				return nil, err
+			}
+			cont = l.Continue
+			if !filtered || limit == 0 || cont == "" || len(objs) >= limit || read == fillReads {
+				break
+			}
+			// The next read asks for what the page lacks, so the page never
+			// overflows and its continue token stays exact.
+			lo.Continue, lo.Limit = cont, limit-len(objs)
+		}
+	}
+	list := st.newListFn()
+	if err := meta.SetList(list, objs); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	lm.SetContinue(cont)
+	return list, nil
+}
+
+// fillReads bounds the catalog reads of one filtered page.
+const fillReads = 8
+
+// appendMatching converts raw objects and appends those pred matches.
+func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObject, pred predicate) ([]runtime.Object, error) {
+	for _, r := range items {
+		obj, err := fromRaw(st.kind, r)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if pred.matches(obj) {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
+}
+
+// Watch follows the change feed from the requested resourceVersion: from
+// "" or "0" it first sends the current objects as ADDED.
+func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
+	rv := ""
+	if opts != nil {
+		rv = opts.ResourceVersion
+		req.bookmarks = opts.AllowWatchBookmarks
+		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+			req.initial, req.initialMark = true, true
+		}
+	}
+	switch rv {
+	case "", "0":
+		req.initial = true
+	default:
+		from, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil || from < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+		}
+		req.from = from
+	}
+	return st.startWatch(ctx, req), nil
+}
+
+// resourceVersion reads an object's resourceVersion: 0 when it has none.
+func resourceVersion(obj runtime.Object) (int64, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, err
+	}
+	rv := m.GetResourceVersion()
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+	}
+	return n, nil
+}
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }

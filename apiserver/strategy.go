@@ -1,0 +1,245 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// strategy is the create, update and delete behaviour of one resource, in
+// k8s.io/apiserver's terms (rest.RESTCreateStrategy, RESTUpdateStrategy,
+// RESTDeleteStrategy), so that rest.BeforeCreate, BeforeUpdate and
+// BeforeDelete give uid, timestamps, generateName, metadata validation and
+// preconditions the behaviour of every Kubernetes API. The domain rules
+// (plan exists, parameters match the schema) are the catalog's.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	namespaced bool
+	// status is true for the status subresource: only status changes.
+	status bool
+	// secretRefs allows brokers' credentials in Secrets: there is a
+	// cluster (and an engine reading them from it).
+	secretRefs bool
+}
+
+func newStrategy(typer runtime.ObjectTyper, namespaced, status bool) *strategy {
+	return &strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, namespaced: namespaced, status: status}
+}
+
+// NamespaceScoped says whether the resource lives in namespaces.
+func (s *strategy) NamespaceScoped() bool { return s.namespaced }
+
+// PrepareForCreate clears status (the engine owns it) and records the
+// requesting user as the originating identity.
+func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	switch o := obj.(type) {
+	case *v1beta1.ServiceInstance:
+		o.Status = v1beta1.ServiceInstanceStatus{}
+		o.Spec.UserInfo = userInfo(ctx)
+	case *v1beta1.ServiceBinding:
+		o.Status = v1beta1.ServiceBindingStatus{}
+		o.Spec.UserInfo = userInfo(ctx)
+	case *v1beta1.ClusterServiceBroker:
+		o.Status = v1beta1.ClusterServiceBrokerStatus{}
+	}
+}
+
+// Validate checks what the catalog does not: the catalog validates the
+// rest when it records the object.
+func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	if o, ok := obj.(*v1beta1.ClusterServiceBroker); ok {
+		return validateBrokerAuth(&o.Spec, nil, s.secretRefs)
+	}
+	return nil
+}
+
+// validateBrokerAuth checks that credentials given through this API are in
+// a Secret, and that there is a cluster to hold it (secretRefs): the
+// catalog reads them there when it talks to the broker (the engine, which
+// has the cluster). An authInfo left as it was (a broker registered through
+// the REST API, its password sealed in the catalog) is fine.
+func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec, secretRefs bool) field.ErrorList {
+	a := spec.AuthInfo
+	if a == nil || old != nil && apiequality.Semantic.DeepEqual(a, old.AuthInfo) {
+		return nil
+	}
+	p := field.NewPath("spec", "authInfo")
+	switch {
+	case !secretRefs:
+		return field.ErrorList{field.Forbidden(p, "this API server runs standalone, without a cluster to read Secrets from: register brokers that need credentials through the catalog's REST API")}
+	case a.Basic != nil && a.Bearer != nil:
+		return field.ErrorList{field.Invalid(p, "basic and bearer", "give basic or bearer, not both")}
+	case a.Basic != nil && a.Basic.SecretRef == nil:
+		return field.ErrorList{field.Required(p.Child("basic", "secretRef"), "the Secret with the keys username and password")}
+	case a.Bearer != nil && a.Bearer.SecretRef == nil:
+		return field.ErrorList{field.Required(p.Child("bearer", "secretRef"), "the Secret with the key token")}
+	}
+	return nil
+}
+
+// WarningsOnCreate has nothing to warn about.
+func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// Canonicalize has nothing to normalise.
+func (s *strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: objects are created with POST.
+func (s *strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate lets an update without resourceVersion apply to
+// the newest state.
+func (s *strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// PrepareForUpdate keeps what the request may not change: status on the
+// main resource, everything but status on the status subresource. A spec
+// change of an instance records the requesting user.
+func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	if s.status {
+		prepareStatusUpdate(obj, old)
+		return
+	}
+	switch o := obj.(type) {
+	case *v1beta1.ServiceInstance:
+		prev := old.(*v1beta1.ServiceInstance)
+		o.Status = prev.Status
+		o.Spec.UserInfo = prev.Spec.UserInfo
+		if o.Spec.ExternalID == "" {
+			o.Spec.ExternalID = prev.Spec.ExternalID // a replace that leaves it out keeps it
+		}
+		if !apiequality.Semantic.DeepEqual(o.Spec, prev.Spec) {
+			o.Spec.UserInfo = userInfo(ctx)
+		}
+	case *v1beta1.ServiceBinding:
+		prev := old.(*v1beta1.ServiceBinding)
+		o.Status = prev.Status
+		o.Spec.UserInfo = prev.Spec.UserInfo
+	case *v1beta1.ClusterServiceBroker:
+		o.Status = old.(*v1beta1.ClusterServiceBroker).Status
+	}
+}
+
+func prepareStatusUpdate(obj, old runtime.Object) {
+	keep := func(om, prev *metav1.ObjectMeta) {
+		om.Labels, om.Annotations, om.Finalizers = prev.Labels, prev.Annotations, prev.Finalizers
+		om.OwnerReferences = prev.OwnerReferences
+	}
+	switch o := obj.(type) {
+	case *v1beta1.ServiceInstance:
+		prev := old.(*v1beta1.ServiceInstance)
+		o.Spec = prev.Spec
+		keep(&o.ObjectMeta, &prev.ObjectMeta)
+	case *v1beta1.ServiceBinding:
+		prev := old.(*v1beta1.ServiceBinding)
+		o.Spec = prev.Spec
+		keep(&o.ObjectMeta, &prev.ObjectMeta)
+	}
+}
+
+// ValidateUpdate checks the rules of an update the catalog does not: a
+// binding's spec cannot change.
+func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	if s.status {
+		return nil
+	}
+	switch o := obj.(type) {
+	case *v1beta1.ServiceBinding:
+		if !apiequality.Semantic.DeepEqual(o.Spec, old.(*v1beta1.ServiceBinding).Spec) {
+			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
+		}
+	case *v1beta1.ClusterServiceBroker:
+		return validateBrokerAuth(&o.Spec, &old.(*v1beta1.ClusterServiceBroker).Spec, s.secretRefs)
+	}
+	return nil
+}
+
+// WarningsOnUpdate has nothing to warn about.
+func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// userInfo is the requesting user, as brokers receive it in the
+// originating identity.
+func userInfo(ctx context.Context) *v1beta1.UserInfo {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	ui := &v1beta1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+	if extra := u.GetExtra(); len(extra) > 0 {
+		ui.Extra = make(map[string]v1beta1.ExtraValue, len(extra))
+		for k, v := range extra {
+			ui.Extra[k] = v
+		}
+	}
+	return ui
+}
+
+// apiError turns a catalog error into a Kubernetes Status error: field
+// errors become 422 Invalid with their paths, a taken name 409
+// AlreadyExists on create, a stale resourceVersion 409 Conflict.
+func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name string, creating bool) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	if v, ok := catalog.AsValidation(err); ok {
+		return apierrors.NewInvalid(gk, name, fieldErrors(v))
+	}
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, catalog.ErrConflict):
+		if creating && strings.Contains(err.Error(), "exists") {
+			return apierrors.NewAlreadyExists(gr, name)
+		}
+		return apierrors.NewConflict(gr, name, err)
+	case errors.Is(err, catalog.ErrUnprocessable):
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
+			Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name},
+			Message: fmt.Sprintf("%s %q is invalid: %v", gk.Kind, name, err),
+		}}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(err.Error(), 1)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// fieldErrors maps the catalog's field errors to Kubernetes field paths.
+func fieldErrors(v *catalog.ValidationError) field.ErrorList {
+	var out field.ErrorList
+	for _, fe := range v.Errors {
+		path := fe.Field
+		switch path {
+		case "name", "namespace":
+			path = "metadata." + path
+		}
+		if fe.Message == "required" {
+			out = append(out, field.Required(parsePath(path), ""))
+			continue
+		}
+		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: fe.Message})
+	}
+	return out
+}
+
+func parsePath(p string) *field.Path {
+	parts := strings.Split(p, ".")
+	return field.NewPath(parts[0], parts[1:]...)
+}

@@ -1,0 +1,183 @@
+package apiserver
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+)
+
+// tableConvertor gives kubectl get its columns: NAME, the resource's own,
+// then AGE.
+type tableConvertor struct {
+	columns []metav1.TableColumnDefinition
+	cells   func(obj runtime.Object) []any
+}
+
+func (t tableConvertor) convert(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{}
+	if o, ok := opts.(*metav1.TableOptions); !ok || !o.NoHeaders {
+		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Format: "name", Description: "The object's name."},
+		}, t.columns...)
+		table.ColumnDefinitions = append(table.ColumnDefinitions,
+			metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since the object was created."})
+	}
+	add := func(o runtime.Object) error {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		cells := append([]any{m.GetName()}, t.cells(o)...)
+		cells = append(cells, age(m.GetCreationTimestamp()))
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: o}})
+		return nil
+	}
+	if meta.IsListType(obj) {
+		if err := meta.EachListItem(obj, add); err != nil {
+			return nil, err
+		}
+		if l, err := meta.ListAccessor(obj); err == nil {
+			table.ResourceVersion, table.Continue = l.GetResourceVersion(), l.GetContinue()
+		}
+		return table, nil
+	}
+	if err := add(obj); err != nil {
+		return nil, err
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		table.ResourceVersion = m.GetResourceVersion()
+	}
+	return table, nil
+}
+
+func age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
+}
+
+func col(name, description string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: "string", Description: description}
+}
+
+// objectStatus is the one word kubectl shows for an object's state.
+func objectStatus(deleting bool, ready, failed *v1beta1.ConditionStatus, readyReason string) string {
+	switch {
+	case deleting:
+		return "Deleting"
+	case failed != nil && *failed == v1beta1.ConditionTrue:
+		return "Failed"
+	case ready != nil && *ready == v1beta1.ConditionTrue:
+		return "Ready"
+	case readyReason != "":
+		return readyReason
+	}
+	return "Pending"
+}
+
+var instanceTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{
+		col("Class", "The service class (its external name, as the broker calls it)."),
+		col("Plan", "The plan (its external name)."),
+		col("Status", "Ready, Failed, Deleting or why it is not ready yet."),
+	},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ServiceInstance)
+		class, plan := o.Spec.ClusterServiceClassExternalName, o.Spec.ClusterServicePlanExternalName
+		if class == "" {
+			class = o.Spec.ClusterServiceClassExternalID + o.Spec.ClusterServiceClassName
+		}
+		if plan == "" {
+			plan = o.Spec.ClusterServicePlanExternalID + o.Spec.ClusterServicePlanName
+		}
+		var ready, failed *v1beta1.ConditionStatus
+		reason := ""
+		for i := range o.Status.Conditions {
+			c := &o.Status.Conditions[i]
+			switch c.Type {
+			case v1beta1.ServiceInstanceConditionReady:
+				ready, reason = &c.Status, c.Reason
+			case v1beta1.ServiceInstanceConditionFailed:
+				failed = &c.Status
+			}
+		}
+		return []any{class, plan, objectStatus(o.DeletionTimestamp != nil, ready, failed, reason)}
+	},
+}
+
+var bindingTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{
+		col("Service-Instance", "The instance bound."),
+		col("Secret-Name", "The Secret that receives the credentials."),
+		col("Status", "Ready, Failed, Deleting or why it is not ready yet."),
+	},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ServiceBinding)
+		var ready, failed *v1beta1.ConditionStatus
+		reason := ""
+		for i := range o.Status.Conditions {
+			c := &o.Status.Conditions[i]
+			switch c.Type {
+			case v1beta1.ServiceBindingConditionReady:
+				ready, reason = &c.Status, c.Reason
+			case v1beta1.ServiceBindingConditionFailed:
+				failed = &c.Status
+			}
+		}
+		return []any{o.Spec.InstanceRef.Name, o.Spec.SecretName, objectStatus(o.DeletionTimestamp != nil, ready, failed, reason)}
+	},
+}
+
+var classTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{
+		col("External-Name", "The class's name at the broker."),
+		col("Broker", "The broker that offers it."),
+		{Name: "Description", Type: "string", Description: "What the service is.", Priority: 1},
+	},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ClusterServiceClass)
+		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
+	},
+}
+
+var planTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{
+		col("External-Name", "The plan's name at the broker."),
+		col("Broker", "The broker that offers it."),
+		col("Class", "The ClusterServiceClass of the plan."),
+		{Name: "Free", Type: "boolean", Description: "Whether the plan costs nothing.", Priority: 1},
+	},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ClusterServicePlan)
+		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
+	},
+}
+
+var brokerTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{
+		col("URL", "The broker's OSB API."),
+		col("Status", "Ready when the catalog was fetched, else why not."),
+	},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ClusterServiceBroker)
+		var ready, failed *v1beta1.ConditionStatus
+		reason := ""
+		for i := range o.Status.Conditions {
+			c := &o.Status.Conditions[i]
+			switch c.Type {
+			case v1beta1.ServiceBrokerConditionReady:
+				ready, reason = &c.Status, c.Reason
+			case v1beta1.ServiceBrokerConditionFailed:
+				failed = &c.Status
+			}
+		}
+		return []any{o.Spec.URL, objectStatus(o.DeletionTimestamp != nil, ready, failed, reason)}
+	},
+}

@@ -1,0 +1,530 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// hub follows the catalog's change feed for the whole server: one LISTEN
+// connection, one read of the feed per notification, each change converted
+// once and fanned out to every watcher of its kind.
+type hub struct {
+	store *catalog.Store
+	log   *slog.Logger
+	// poll is how long the hub waits for a notification before it reads the
+	// feed anyway (a notification lost with a broken connection).
+	poll time.Duration
+
+	mu   sync.Mutex
+	subs map[*subscription]struct{}
+	// last is the newest revision fanned out: every change up to it is in
+	// the channels of the subscriptions that existed when it was sent.
+	last  atomic.Int64
+	ready chan struct{}
+
+	// kmu guards known and gone, which only catchUp (and seed) write.
+	kmu sync.Mutex
+	// known is the last state the hub saw of each object, by id: a
+	// change's prev, and the Extra of a change whose row is gone.
+	known map[string]*attrs
+	// gone is the last state of deleted objects, by id, until the feed
+	// before their deletion is pruned (forget): the Extra of a watch's
+	// backlog changes whose row is gone.
+	gone map[string]*attrs
+}
+
+// attrs is what a selector looks at of an object, with its Extra (which
+// the change feed's documents leave out: catalog.FeedChange).
+type attrs struct {
+	namespace string
+	labels    labels.Set
+	fields    fields.Set
+	extra     json.RawMessage
+	// rev is, in hub.gone, the revision of the deletion.
+	rev int64
+}
+
+func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &attrs{extra: extra}
+	}
+	return &attrs{namespace: m.GetNamespace(), labels: labels.Set(m.GetLabels()), fields: v1beta1.SelectableFields(obj), extra: extra}
+}
+
+// hubEvent is one change, converted. obj is shared by every watcher: they
+// copy it before handing it on.
+type hubEvent struct {
+	rev int64
+	typ watch.EventType
+	obj runtime.Object
+	// prev is the object before the change, when the hub knows it: a
+	// watch with a selector turns a MODIFIED into ADDED or DELETED when
+	// the object starts or stops matching.
+	prev *attrs
+}
+
+// subscription is a watcher's queue of changes of one kind. The hub closes
+// ch when the watcher falls too far behind; the watcher then ends and its
+// client watches again from the last resourceVersion it saw.
+type subscription struct {
+	kind string
+	ch   chan hubEvent
+}
+
+// subscriptionBuffer is how many changes a watcher may lag behind.
+const subscriptionBuffer = 4096
+
+func newHub(store *catalog.Store, log *slog.Logger) *hub {
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}),
+		known: map[string]*attrs{}, gone: map[string]*attrs{}}
+}
+
+func (h *hub) subscribe(kind string) *subscription {
+	s := &subscription{kind: kind, ch: make(chan hubEvent, subscriptionBuffer)}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+func (h *hub) unsubscribe(s *subscription) {
+	h.mu.Lock()
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		close(s.ch)
+	}
+	h.mu.Unlock()
+}
+
+// run follows the feed until ctx ends, reconnecting after failures.
+func (h *hub) run(ctx context.Context) {
+	for {
+		rev, err := h.store.Revision(ctx)
+		if err == nil {
+			err = h.seed(ctx)
+		}
+		if err == nil {
+			h.last.Store(rev)
+			close(h.ready)
+			break
+		}
+		h.log.WarnContext(ctx, "read the catalog revision", "err", err)
+		if !sleep(ctx, time.Second) {
+			return
+		}
+	}
+	for {
+		err := h.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.WarnContext(ctx, "follow the change feed; reconnecting", "err", err)
+		if !sleep(ctx, time.Second) {
+			return
+		}
+	}
+}
+
+// seed reads the state of every object, so that the first change of each
+// has its prev and Extra. The lists are at least as new as the revision
+// the hub starts after: a change between the two may get a prev newer than
+// itself, which only matters to a selector's transitions, at start.
+func (h *hub) seed(ctx context.Context) error {
+	known := map[string]*attrs{}
+	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding} {
+		for cont := ""; ; {
+			l, err := h.store.ListRaw(ctx, kind, catalog.ListOptions{Continue: cont, Limit: 5000})
+			if err != nil {
+				return err
+			}
+			for _, r := range l.Items {
+				obj, err := fromRaw(kind, r)
+				if err != nil {
+					return err
+				}
+				known[r.ID] = attrsOf(obj, r.Extra)
+			}
+			if cont = l.Continue; cont == "" {
+				break
+			}
+		}
+	}
+	h.kmu.Lock()
+	h.known = known
+	h.kmu.Unlock()
+	return nil
+}
+
+// lastExtra is the Extra the hub last saw of an object, deleted or not.
+func (h *hub) lastExtra(id string) json.RawMessage {
+	h.kmu.Lock()
+	defer h.kmu.Unlock()
+	if a := h.known[id]; a != nil {
+		return a.extra
+	}
+	if a := h.gone[id]; a != nil {
+		return a.extra
+	}
+	return nil
+}
+
+// forget drops what the hub keeps of objects deleted before revision
+// before, once the feed before it is pruned.
+func (h *hub) forget(before int64) {
+	h.kmu.Lock()
+	defer h.kmu.Unlock()
+	for id, a := range h.gone {
+		if a.rev < before {
+			delete(h.gone, id)
+		}
+	}
+}
+
+// toEvent converts a change, its Extra filled in from what the hub last
+// saw when the object's row is gone.
+func (h *hub) toEvent(c catalog.FeedChange) (hubEvent, error) {
+	if !c.Current && len(c.Object.Extra) == 0 {
+		c.Object.Extra = h.lastExtra(c.Object.ID)
+	}
+	return toEvent(c)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// listen holds its own connection (not one of the pool's) for LISTEN.
+func (h *hub) listen(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, h.store.Pool().Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+catalog.NotifyChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	for {
+		if err := h.catchUp(ctx); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, h.poll)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil, errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+		default:
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+// catchUp reads the feed after the last revision and fans it out.
+func (h *hub) catchUp(ctx context.Context) error {
+	const page = 1000
+	for {
+		changes, err := h.store.ChangesSince(ctx, h.last.Load(), nil, page)
+		if err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			return nil
+		}
+		for _, c := range changes {
+			ev, err := h.toEvent(c)
+			if err != nil {
+				h.log.ErrorContext(ctx, "convert a change", "kind", c.Kind, "revision", c.Revision, "err", err)
+				continue
+			}
+			a := attrsOf(ev.obj, c.Object.Extra)
+			h.kmu.Lock()
+			ev.prev = h.known[c.Object.ID]
+			if ev.typ == watch.Deleted {
+				delete(h.known, c.Object.ID)
+				a.rev = c.Revision
+				h.gone[c.Object.ID] = a
+			} else {
+				h.known[c.Object.ID] = a
+			}
+			h.kmu.Unlock()
+			h.deliver(c.Kind, ev)
+		}
+		h.last.Store(changes[len(changes)-1].Revision)
+		if len(changes) < page {
+			return nil
+		}
+	}
+}
+
+func toEvent(c catalog.FeedChange) (hubEvent, error) {
+	obj, err := fromRaw(c.Kind, c.Object)
+	if err != nil {
+		return hubEvent{}, err
+	}
+	// A deleted object carries the revision of its deletion, as in
+	// Kubernetes.
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(c.Revision, 10))
+	}
+	return hubEvent{rev: c.Revision, typ: watch.EventType(c.Type), obj: obj}, nil
+}
+
+func (h *hub) deliver(kind string, ev hubEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if s.kind != kind {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			// Too far behind: end this watch rather than hold up the others.
+			delete(h.subs, s)
+			close(s.ch)
+		}
+	}
+}
+
+// watcher is one watch: optional initial events, then the feed's backlog
+// after the requested revision, then the hub's changes.
+type watcher struct {
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// ResultChan is the channel of events; it closes when the watch ends.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop ends the watch.
+func (w *watcher) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// watchRequest is what a watch asks for.
+type watchRequest struct {
+	pred        predicate
+	from        int64
+	initial     bool // send the current objects as ADDED first
+	initialMark bool // end the initial events with a bookmark (sendInitialEvents)
+	bookmarks   bool
+}
+
+func (st *storage) startWatch(ctx context.Context, req watchRequest) *watcher {
+	w := &watcher{result: make(chan watch.Event), stop: make(chan struct{})}
+	sub := st.hub.subscribe(st.kind)
+	go st.runWatch(ctx, w, sub, req)
+	return w
+}
+
+func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, req watchRequest) {
+	defer close(w.result)
+	defer st.hub.unsubscribe(sub)
+	send := func(ev watch.Event) bool {
+		select {
+		case w.result <- ev:
+			return true
+		case <-w.stop:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	fail := func(err error) {
+		send(watch.Event{Type: watch.Error, Object: statusOf(err)})
+	}
+	// The hub fans out only what comes after the revision it started at:
+	// the backlog must be read after that.
+	select {
+	case <-st.hub.ready:
+	case <-w.stop:
+		return
+	case <-ctx.Done():
+		return
+	}
+	last := req.from
+	if req.initial {
+		l, err := st.store.ListRaw(ctx, st.kind, catalog.ListOptions{Namespace: req.pred.namespace})
+		if err != nil {
+			fail(apierrors.NewInternalError(err))
+			return
+		}
+		for _, r := range l.Items {
+			obj, err := fromRaw(st.kind, r)
+			if err != nil {
+				fail(apierrors.NewInternalError(err))
+				return
+			}
+			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
+				return
+			}
+		}
+		last = l.ResourceVersion
+		if req.initialMark {
+			mark := st.bookmark(last)
+			mark.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+			if !send(watch.Event{Type: watch.Bookmark, Object: mark}) {
+				return
+			}
+		}
+	} else {
+		kept, err := st.store.ChangesKeptAfter(ctx)
+		if err != nil {
+			fail(apierrors.NewInternalError(err))
+			return
+		}
+		if req.from < kept {
+			fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
+			return
+		}
+		changes, err := st.store.ChangesSince(ctx, req.from, []string{st.kind}, 0)
+		if err != nil {
+			fail(apierrors.NewInternalError(err))
+			return
+		}
+		prevs, err := st.statesAt(ctx, req, changes)
+		if err != nil {
+			fail(apierrors.NewInternalError(err))
+			return
+		}
+		for _, c := range changes {
+			ev, err := st.hub.toEvent(c)
+			if err != nil {
+				fail(apierrors.NewInternalError(err))
+				return
+			}
+			last = ev.rev
+			id := c.Object.ID
+			ev.prev = prevs[id]
+			prevs[id] = attrsOf(ev.obj, nil)
+			if typ, ok := req.pred.transition(ev); ok && !send(watch.Event{Type: typ, Object: ev.obj}) {
+				return
+			}
+		}
+	}
+	// handle passes on a change from the hub; false ends the watch.
+	handle := func(ev hubEvent) bool {
+		if ev.rev <= last {
+			return true // in the list or backlog already
+		}
+		last = ev.rev
+		typ, ok := req.pred.transition(ev)
+		if !ok {
+			return true
+		}
+		return send(watch.Event{Type: typ, Object: ev.obj.DeepCopyObject()})
+	}
+	var tick <-chan time.Time
+	if req.bookmarks {
+		t := time.NewTicker(st.bookmarkEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-sub.ch:
+			if !ok || !handle(ev) {
+				return
+			}
+		case <-tick:
+			// Every change up to the hub's last revision is in sub.ch once
+			// last has been read: drain it, then the bookmark is true.
+			upTo := st.hub.last.Load()
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-sub.ch:
+					if !ok || !handle(ev) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+			last = max(last, upTo)
+			if !send(watch.Event{Type: watch.Bookmark, Object: st.bookmark(last)}) {
+				return
+			}
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// statesAt reads what the objects a backlog modifies were at the revision
+// the watch starts from, for a watch with a selector (the others need no
+// prev): nil for what the feed no longer knows.
+func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []catalog.FeedChange) (map[string]*attrs, error) {
+	prevs := map[string]*attrs{}
+	if !req.pred.selects() {
+		return prevs, nil
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, c := range changes {
+		if !seen[c.Object.ID] {
+			seen[c.Object.ID] = true
+			if c.Type == catalog.Modified {
+				ids = append(ids, c.Object.ID)
+			}
+		}
+	}
+	at, err := st.store.ChangesAt(ctx, st.kind, ids, req.from)
+	if err != nil {
+		return nil, err
+	}
+	for id, c := range at {
+		obj, err := fromRaw(st.kind, c.Object)
+		if err != nil {
+			return nil, err
+		}
+		prevs[id] = attrsOf(obj, nil)
+	}
+	return prevs, nil
+}
+
+// bookmark is an empty object of the kind carrying only a resourceVersion.
+func (st *storage) bookmark(rev int64) runtime.Object {
+	obj := st.newFn()
+	obj.(metav1.Object).SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj
+}
+
+func statusOf(err error) *metav1.Status {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		st := s.Status()
+		return &st
+	}
+	st := apierrors.NewInternalError(err).Status()
+	return &st
+}

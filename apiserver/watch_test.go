@@ -1,0 +1,165 @@
+package apiserver_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// expectNone fails if the watch sends anything but bookmarks within d.
+func expectNone(t *testing.T, w watch.Interface, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch ended")
+			}
+			if ev.Type != watch.Bookmark {
+				t.Fatalf("unexpected event %s %+v", ev.Type, ev.Object)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// TestWatchSelectorTransitions: a watch with a label or field selector gets
+// ADDED when an object starts matching and DELETED when it stops, live and
+// when replayed from a resourceVersion.
+func TestWatchSelectorTransitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ServiceInstances("team")
+	in, err := c.Create(ctx, newInstance("team", "db"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := in.ResourceVersion
+	live, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: from, LabelSelector: "tier=gold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Stop()
+	patch := func(labels string) *v1beta1.ServiceInstance {
+		t.Helper()
+		out, err := c.Patch(ctx, "db", types.MergePatchType, []byte(`{"metadata":{"labels":`+labels+`}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	patch(`{"tier":"gold"}`)
+	if ev := nextEvent(t, live); ev.Type != watch.Added || ev.Object.(*v1beta1.ServiceInstance).Labels["tier"] != "gold" {
+		t.Fatalf("starts matching: %s %+v", ev.Type, ev.Object)
+	}
+	patch(`{"tier":"gold","other":"x"}`)
+	if ev := nextEvent(t, live); ev.Type != watch.Modified {
+		t.Fatalf("still matching: %s", ev.Type)
+	}
+	patch(`{"tier":"silver"}`)
+	if ev := nextEvent(t, live); ev.Type != watch.Deleted || ev.Object.(*v1beta1.ServiceInstance).Labels["tier"] != "silver" {
+		t.Fatalf("stops matching: %s %+v", ev.Type, ev.Object)
+	}
+	patch(`{"tier":"bronze"}`)
+	expectNone(t, live, 300*time.Millisecond)
+
+	// The same from the feed's history.
+	replay, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: from, LabelSelector: "tier=gold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Stop()
+	for _, want := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
+		if ev := nextEvent(t, replay); ev.Type != want {
+			t.Fatalf("replay: %s, want %s", ev.Type, want)
+		}
+	}
+	expectNone(t, replay, 300*time.Millisecond)
+
+	// A field selector: kubectl wait and delete watch metadata.name.
+	byName, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: from, FieldSelector: "metadata.name=db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byName.Stop()
+	for range 4 {
+		if ev := nextEvent(t, byName); ev.Type != watch.Modified {
+			t.Fatalf("metadata.name=db: %s", ev.Type)
+		}
+	}
+}
+
+// TestWatchExtra: ownerReferences, managedFields and generateName (kept in
+// the catalog's Meta.Extra, which the change feed's documents leave out)
+// are in watch events, the DELETED one included, live and replayed.
+func TestWatchExtra(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ServiceInstances("team")
+	list, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Stop()
+	in := newInstance("team", "")
+	in.GenerateName = "db-"
+	in.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "0d5d3c4e-0000-4000-8000-000000000001"}}
+	in, err = c.Create(ctx, in, metav1.CreateOptions{FieldManager: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.ManagedFields) == 0 {
+		t.Fatalf("create: no managedFields")
+	}
+	check := func(what string, ev watch.Event, typ watch.EventType) {
+		t.Helper()
+		if ev.Type != typ {
+			t.Fatalf("%s: %s, want %s", what, ev.Type, typ)
+		}
+		got := ev.Object.(*v1beta1.ServiceInstance)
+		if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "owner" || got.GenerateName != "db-" ||
+			len(got.ManagedFields) == 0 || got.ManagedFields[0].Manager != "tester" {
+			t.Errorf("%s %s: metadata %+v", what, typ, got.ObjectMeta)
+		}
+	}
+	check("live", nextEvent(t, live), watch.Added)
+	if _, err := b.store.UpdateInstanceStatus(ctx, string(in.UID), func(in *catalog.Instance) error {
+		in.Status.DashboardURL = "https://example.com"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("live", nextEvent(t, live), watch.Modified)
+	if err := c.Delete(ctx, in.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("live", nextEvent(t, live), watch.Modified)
+	if err := b.store.FinalizeInstance(ctx, string(in.UID), catalog.EventRecord{Type: "Normal", Reason: "Deprovisioned"}); err != nil {
+		t.Fatal(err)
+	}
+	check("live", nextEvent(t, live), watch.Deleted)
+
+	replay, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Stop()
+	for _, typ := range []watch.EventType{watch.Added, watch.Modified, watch.Modified, watch.Deleted} {
+		check("replay", nextEvent(t, replay), typ)
+	}
+}

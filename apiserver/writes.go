@@ -1,0 +1,575 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// writeFunc stores an update: old is the object as read, obj as the
+// request left it; expect is the resourceVersion the write requires.
+type writeFunc func(ctx context.Context, old, obj runtime.Object, id string, expect int64) (runtime.Object, error)
+
+// maxUpdateAttempts bounds the retries of an update that names no
+// resourceVersion (a patch, say) when the object changes under it.
+const maxUpdateAttempts = 5
+
+// update reads the object, applies the request to it (a PUT's object or a
+// patch), runs rest.BeforeUpdate and admission, and writes it with the
+// resourceVersion check. An update without resourceVersion applies to the
+// newest state: a conflict then reads again.
+//
+// A server-side apply of a new object (forceAllowCreate) goes to create,
+// when the resource has one.
+func (st *storage) update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc,
+	strat *strategy, dryRun bool, write writeFunc, create func(ctx context.Context, obj runtime.Object) (runtime.Object, error)) (runtime.Object, bool, error) {
+	for attempt := 1; ; attempt++ {
+		old, err := st.Get(ctx, name, nil)
+		if apierrors.IsNotFound(err) && create != nil {
+			obj, err := objInfo.UpdatedObject(ctx, st.newFn())
+			if err != nil {
+				return nil, false, err
+			}
+			out, err := create(ctx, obj)
+			return out, err == nil, err
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		obj, err := objInfo.UpdatedObject(ctx, old)
+		if err != nil {
+			return nil, false, err
+		}
+		expect, err := resourceVersion(obj)
+		if err != nil {
+			return nil, false, err
+		}
+		oldRV, _ := resourceVersion(old)
+		om, oldMeta := objectMetaOf(obj), objectMetaOf(old)
+		// As the generic registry: a uid that is not the object's is a
+		// failed precondition; no resourceVersion means the newest.
+		if om.UID != "" && om.UID != oldMeta.UID {
+			return nil, false, apierrors.NewConflict(st.resource, name,
+				fmt.Errorf("precondition failed: uid in the object (%s) is not the stored object's (%s)", om.UID, oldMeta.UID))
+		}
+		unconditional := expect == 0
+		if unconditional {
+			expect = oldRV
+			om.ResourceVersion = oldMeta.ResourceVersion
+		} else if expect != oldRV {
+			return nil, false, apierrors.NewConflict(st.resource, name,
+				errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if err := rest.BeforeUpdate(strat, ctx, obj, old); err != nil {
+			return nil, false, err
+		}
+		if updateValidation != nil {
+			if err := updateValidation(ctx, obj.DeepCopyObject(), old); err != nil {
+				return nil, false, err
+			}
+		}
+		if dryRun {
+			return obj, false, nil
+		}
+		m, _ := meta.Accessor(old)
+		out, err := write(ctx, old, obj, string(m.GetUID()), expect)
+		if err != nil {
+			if unconditional && attempt < maxUpdateAttempts && errors.Is(err, catalog.ErrConflict) && strings.Contains(err.Error(), "changed since") {
+				continue
+			}
+			return nil, false, st.apiError(err, name, false)
+		}
+		return out, false, nil
+	}
+}
+
+// create runs rest.BeforeCreate and admission, then store; a dry run
+// runs check instead (the catalog's validation without the write), when
+// the resource has one.
+func (st *storage) create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, strat *strategy,
+	opts *metav1.CreateOptions, store func(ctx context.Context, m catalog.Meta) (runtime.Object, error),
+	check func(ctx context.Context, m catalog.Meta) error) (runtime.Object, error) {
+	// As the generic registry does: uid (the catalog's id) and
+	// creationTimestamp, then the name from generateName.
+	om, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rest.FillObjectMetaSystemFields(om)
+	if om.GetGenerateName() != "" && om.GetName() == "" {
+		om.SetName(strat.GenerateName(om.GetGenerateName()))
+	}
+	if err := rest.BeforeCreate(strat, ctx, obj); err != nil {
+		return nil, err
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	m, err := catalogMeta(objectMetaOf(obj))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if opts != nil && isDryRun(opts.DryRun) {
+		if check == nil {
+			return obj, nil
+		}
+		if err := check(ctx, m); err != nil {
+			return nil, st.apiError(err, om.GetName(), true)
+		}
+		return obj, nil
+	}
+	out, err := store(ctx, m)
+	if err != nil {
+		return nil, st.apiError(err, om.GetName(), true)
+	}
+	return out, nil
+}
+
+// remove runs rest.BeforeDelete (preconditions) and admission, then del.
+func (st *storage) remove(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, strat *strategy,
+	opts *metav1.DeleteOptions, del func(ctx context.Context, obj runtime.Object, id string) (runtime.Object, bool, error)) (runtime.Object, bool, error) {
+	obj, err := st.Get(ctx, name, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if _, _, err := rest.BeforeDelete(strat, ctx, obj, opts); err != nil {
+		return nil, false, err
+	}
+	if deleteValidation != nil {
+		if err := deleteValidation(ctx, obj); err != nil {
+			return nil, false, err
+		}
+	}
+	if isDryRun(opts.DryRun) {
+		return obj, false, nil
+	}
+	m, _ := meta.Accessor(obj)
+	out, deleted, err := del(ctx, obj, string(m.GetUID()))
+	if err != nil {
+		return nil, false, st.apiError(err, name, false)
+	}
+	return out, deleted, nil
+}
+
+func objectMetaOf(obj runtime.Object) *metav1.ObjectMeta {
+	switch o := obj.(type) {
+	case *v1beta1.ServiceInstance:
+		return &o.ObjectMeta
+	case *v1beta1.ServiceBinding:
+		return &o.ObjectMeta
+	case *v1beta1.ClusterServiceBroker:
+		return &o.ObjectMeta
+	case *v1beta1.ClusterServiceClass:
+		return &o.ObjectMeta
+	case *v1beta1.ClusterServicePlan:
+		return &o.ObjectMeta
+	}
+	return &metav1.ObjectMeta{}
+}
+
+// typed converts a typed catalog object to its v1beta1 object.
+func typed(kind string, m catalog.Meta, spec, status any) (runtime.Object, error) {
+	raw, err := rawOf(m, spec, status)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	obj, err := fromRaw(kind, raw)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
+// instanceStorage is serviceinstances: creation through the catalog's
+// validation, spec and metadata updates, and deletion that the engine
+// completes.
+type instanceStorage struct {
+	*storage
+	strategy *strategy
+}
+
+var (
+	_ rest.Creater           = (*instanceStorage)(nil)
+	_ rest.Updater           = (*instanceStorage)(nil)
+	_ rest.GracefulDeleter   = (*instanceStorage)(nil)
+	_ rest.CollectionDeleter = (*instanceStorage)(nil)
+)
+
+// Create records a new instance through catalog.CreateInstance.
+func (s *instanceStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	instance := func(m catalog.Meta) (*catalog.Instance, error) {
+		in := &catalog.Instance{Meta: m}
+		if err := convertJSON(&obj.(*v1beta1.ServiceInstance).Spec, &in.Spec); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return in, nil
+	}
+	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+		in, err := instance(m)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.store.CreateInstance(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return typed(catalog.KindInstance, out.Meta, out.Spec, out.Status)
+	}, func(ctx context.Context, m catalog.Meta) error {
+		in, err := instance(m)
+		if err != nil {
+			return err
+		}
+		return s.store.CheckInstance(ctx, in)
+	})
+}
+
+// Update changes an instance's spec (catalog.UpdateInstance, which checks
+// plan changes and parameters) or only its metadata.
+func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
+	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
+		func(ctx context.Context, oldObj, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+			o, old := obj.(*v1beta1.ServiceInstance), oldObj.(*v1beta1.ServiceInstance)
+			m, err := catalogMeta(&o.ObjectMeta)
+			if err != nil {
+				return nil, err
+			}
+			var in *catalog.Instance
+			if apiequality.Semantic.DeepEqual(o.Spec, old.Spec) {
+				in, err = s.store.UpdateInstanceMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
+			} else {
+				var spec catalog.InstanceSpec
+				if err := convertJSON(&o.Spec, &spec); err != nil {
+					return nil, err
+				}
+				in, err = s.store.UpdateInstance(ctx, id, expect, func(in *catalog.Instance) error {
+					setMeta(&in.Meta, m)
+					in.Spec = spec
+					return nil
+				})
+			}
+			if err != nil {
+				return nil, err
+			}
+			return typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
+		}, create)
+}
+
+// Delete marks the instance for deletion (catalog.DeleteInstance); the
+// engine deprovisions it and removes it, which watchers see as DELETED.
+func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	return s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, _ runtime.Object, id string) (runtime.Object, bool, error) {
+		in, err := s.store.DeleteInstance(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
+		return out, false, err
+	})
+}
+
+// DeleteCollection marks every instance the selectors match for deletion,
+// each as Delete does.
+func (s *instanceStorage) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions,
+	listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	return s.deleteCollection(ctx, listOptions, func(ctx context.Context, name string) (runtime.Object, error) {
+		obj, _, err := s.Delete(ctx, name, deleteValidation, opts)
+		return obj, err
+	})
+}
+
+// bindingStorage is servicebindings: creation through the catalog, metadata
+// updates (the spec is immutable), and deletion that the engine completes.
+type bindingStorage struct {
+	*storage
+	strategy *strategy
+}
+
+var (
+	_ rest.Creater           = (*bindingStorage)(nil)
+	_ rest.Updater           = (*bindingStorage)(nil)
+	_ rest.GracefulDeleter   = (*bindingStorage)(nil)
+	_ rest.CollectionDeleter = (*bindingStorage)(nil)
+)
+
+// Create records a new binding through catalog.CreateBinding.
+func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	binding := func(m catalog.Meta) (*catalog.Binding, error) {
+		b := &catalog.Binding{Meta: m}
+		if err := convertJSON(&obj.(*v1beta1.ServiceBinding).Spec, &b.Spec); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return b, nil
+	}
+	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+		b, err := binding(m)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.store.CreateBinding(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		return typed(catalog.KindBinding, out.Meta, out.Spec, out.Status)
+	}, func(ctx context.Context, m catalog.Meta) error {
+		b, err := binding(m)
+		if err != nil {
+			return err
+		}
+		return s.store.CheckBinding(ctx, b)
+	})
+}
+
+// Update changes a binding's metadata.
+func (s *bindingStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
+	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
+		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+			m, err := catalogMeta(&obj.(*v1beta1.ServiceBinding).ObjectMeta)
+			if err != nil {
+				return nil, err
+			}
+			b, err := s.store.UpdateBindingMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
+			if err != nil {
+				return nil, err
+			}
+			return typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
+		}, create)
+}
+
+// Delete marks the binding for deletion (catalog.DeleteBinding).
+func (s *bindingStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	return s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, _ runtime.Object, id string) (runtime.Object, bool, error) {
+		b, err := s.store.DeleteBinding(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
+		return out, false, err
+	})
+}
+
+// DeleteCollection marks every binding the selectors match for deletion,
+// each as Delete does.
+func (s *bindingStorage) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions,
+	listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	return s.deleteCollection(ctx, listOptions, func(ctx context.Context, name string) (runtime.Object, error) {
+		obj, _, err := s.Delete(ctx, name, deleteValidation, opts)
+		return obj, err
+	})
+}
+
+// statusStorage is the status subresource of instances and bindings.
+type statusStorage struct {
+	*storage
+	strategy *strategy
+}
+
+var _ rest.Updater = (*statusStorage)(nil)
+
+// Update replaces the status, and nothing else, with the resourceVersion
+// check.
+func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
+		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+			switch o := obj.(type) {
+			case *v1beta1.ServiceInstance:
+				var status catalog.InstanceStatus
+				if err := convertJSON(&o.Status, &status); err != nil {
+					return nil, err
+				}
+				in, err := s.store.UpdateInstanceStatusAt(ctx, id, expect, func(in *catalog.Instance) error { in.Status = status; return nil })
+				if err != nil {
+					return nil, err
+				}
+				return typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
+			case *v1beta1.ServiceBinding:
+				var status catalog.BindingStatus
+				if err := convertJSON(&o.Status, &status); err != nil {
+					return nil, err
+				}
+				b, err := s.store.UpdateBindingStatusAt(ctx, id, expect, func(b *catalog.Binding) error { b.Status = status; return nil })
+				if err != nil {
+					return nil, err
+				}
+				return typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
+			}
+			return nil, apierrors.NewBadRequest("no status subresource")
+		}, nil)
+}
+
+// brokerStorage is clusterservicebrokers: registration and deregistration
+// through the catalog, which fetches the broker's catalog.
+type brokerStorage struct {
+	*storage
+	strategy *strategy
+	// relist fetches a new broker's catalog in the background, so that
+	// the create answers at once.
+	relist func(id string)
+}
+
+var (
+	_ rest.Creater         = (*brokerStorage)(nil)
+	_ rest.Updater         = (*brokerStorage)(nil)
+	_ rest.GracefulDeleter = (*brokerStorage)(nil)
+)
+
+// Create registers a broker (catalog.CreateBroker) and fetches its catalog.
+func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
+		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		b, err := s.store.CreateBroker(ctx, &catalog.Broker{Meta: m, Spec: spec}, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.relist(b.ID)
+		return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
+	}, func(ctx context.Context, m catalog.Meta) error {
+		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
+		if err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return s.store.CheckBroker(ctx, &catalog.Broker{Meta: m, Spec: spec})
+	})
+}
+
+// Update changes a broker's metadata and spec (catalog.UpdateBroker, which
+// relists when the spec changes).
+func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
+	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
+		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+			o := obj.(*v1beta1.ClusterServiceBroker)
+			m, err := catalogMeta(&o.ObjectMeta)
+			if err != nil {
+				return nil, err
+			}
+			spec, err := brokerSpecFrom(&o.Spec)
+			if err != nil {
+				return nil, err
+			}
+			b, err := s.store.UpdateBroker(ctx, id, expect, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+				setMeta(&b.Meta, m)
+				if spec.SecretRef() == nil && b.Spec.SecretRef() == nil {
+					// Credentials sealed in the catalog (registered through
+					// the REST API) are not this API's to change.
+					spec.AuthInfo = b.Spec.AuthInfo
+				}
+				b.Spec = spec
+				return nil, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
+		}, create)
+}
+
+// Delete deregisters the broker with its classes and plans, at once.
+func (s *brokerStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	obj, deleted, err := s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, obj runtime.Object, id string) (runtime.Object, bool, error) {
+		if err := s.store.DeleteBroker(ctx, id); err != nil {
+			return nil, false, err
+		}
+		return obj, true, nil
+	})
+	// A dry run says what the delete would do: remove it at once.
+	if err == nil && opts != nil && isDryRun(opts.DryRun) {
+		deleted = true
+	}
+	return obj, deleted, err
+}
+
+// createOptions carries an update's dry run and field manager over to the
+// create a server-side apply of a new object becomes.
+// createOnUpdate is how an update creates the object it did not find: by
+// c's Create, when the resource allows create on update; nil otherwise.
+func createOnUpdate(c rest.Creater, allowed bool, createValidation rest.ValidateObjectFunc, opts *metav1.UpdateOptions) func(context.Context, runtime.Object) (runtime.Object, error) {
+	if !allowed {
+		return nil
+	}
+	return func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+		return c.Create(ctx, obj, createValidation, createOptions(opts))
+	}
+}
+
+func createOptions(opts *metav1.UpdateOptions) *metav1.CreateOptions {
+	if opts == nil {
+		return &metav1.CreateOptions{}
+	}
+	return &metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
+}
+
+// deleteCollection is DeleteCollection for a kind whose storage deletes
+// one object with del: it lists what the selectors match (in the request's
+// namespace, or all of them) and deletes each object through del, the
+// same path as a single delete, so the engine completes each deletion as
+// usual. An object gone meanwhile is skipped; the first other error ends
+// it. It returns the objects as the deletes left them.
+func (st *storage) deleteCollection(ctx context.Context, listOptions *metainternalversion.ListOptions,
+	del func(ctx context.Context, name string) (runtime.Object, error)) (runtime.Object, error) {
+	if listOptions == nil {
+		listOptions = &metainternalversion.ListOptions{}
+	} else {
+		listOptions = listOptions.DeepCopy()
+	}
+	// The whole selection: paging is the server's business here.
+	listOptions.Limit, listOptions.Continue, listOptions.ResourceVersion = 0, "", ""
+	listed, err := st.List(ctx, listOptions)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(listed)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		ictx := ctx
+		if st.namespaced {
+			ictx = genericapirequest.WithNamespace(ctx, m.GetNamespace())
+		}
+		obj, err := del(ictx, m.GetName())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	list := st.newListFn()
+	if err := meta.SetList(list, out); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return list, nil
+}

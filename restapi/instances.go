@@ -1,0 +1,168 @@
+package restapi
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// objectRequest is the body of POST /instances and POST /bindings.
+type objectRequest[S any] struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Spec        S                 `json:"spec"`
+}
+
+func (s *Server) createInstance(c echo.Context) error {
+	var req objectRequest[catalog.InstanceSpec]
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	in := &catalog.Instance{Spec: req.Spec}
+	// Who asks is the server's to say, not the request's.
+	in.Spec.UserInfo = nil
+	in.Name, in.Namespace, in.Labels, in.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
+	in, err := s.store.CreateInstance(ctx(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, in)
+}
+
+func (s *Server) listInstances(c echo.Context) error {
+	opts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	l, err := s.store.ListInstances(ctx(c), opts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (s *Server) getInstance(c echo.Context) error {
+	in, err := s.store.GetInstance(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, in)
+}
+
+// updateInstance applies a JSON merge patch (RFC 7386) to the instance's
+// labels, annotations and spec: parameters, plan, updateRequests.
+func (s *Server) updateInstance(c echo.Context) error {
+	patch, err := readPatch(c)
+	if err != nil {
+		return err
+	}
+	in, err := s.store.UpdateInstance(ctx(c), c.Param("id"), 0, func(in *catalog.Instance) error {
+		before := objectRequest[catalog.InstanceSpec]{Name: in.Name, Namespace: in.Namespace, Labels: in.Labels, Annotations: in.Annotations, Spec: in.Spec}
+		var after objectRequest[catalog.InstanceSpec]
+		if err := mergeInto(before, patch, &after); err != nil {
+			return err
+		}
+		after.Spec.UserInfo = in.Spec.UserInfo
+		in.Labels, in.Annotations, in.Spec = after.Labels, after.Annotations, after.Spec
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, in)
+}
+
+// deleteInstance marks the instance for deletion: 202, the engine
+// deprovisions it.
+func (s *Server) deleteInstance(c echo.Context) error {
+	in, err := s.store.DeleteInstance(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, in)
+}
+
+func (s *Server) instanceEvents(c echo.Context) error {
+	in, err := s.store.GetInstance(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return s.events(c, in.ID)
+}
+
+func (s *Server) createBinding(c echo.Context) error {
+	var req objectRequest[catalog.BindingSpec]
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	b := &catalog.Binding{Spec: req.Spec}
+	b.Spec.UserInfo = nil
+	b.Name, b.Namespace, b.Labels, b.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
+	b, err := s.store.CreateBinding(ctx(c), b)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, b)
+}
+
+func (s *Server) listBindings(c echo.Context) error {
+	opts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	l, err := s.store.ListBindings(ctx(c), opts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+func (s *Server) getBinding(c echo.Context) error {
+	b, err := s.store.GetBinding(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, b)
+}
+
+func (s *Server) deleteBinding(c echo.Context) error {
+	b, err := s.store.DeleteBinding(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, b)
+}
+
+// credentials returns the binding's decrypted credentials.
+func (s *Server) credentials(c echo.Context) error {
+	creds, err := s.store.Credentials(ctx(c), c.Param("id"))
+	if err == catalog.ErrNoCredentials {
+		return apiError(http.StatusConflict, "not_ready", "The binding has no credentials yet: wait until it is Ready.")
+	}
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, creds)
+}
+
+func (s *Server) bindingEvents(c echo.Context) error {
+	b, err := s.store.GetBinding(ctx(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return s.events(c, b.ID)
+}
+
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 4<<20))
+	if err != nil {
+		return nil, apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
+	}
+	return body, nil
+}

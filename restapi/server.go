@@ -1,0 +1,235 @@
+// Package restapi is the catalog's REST API under /api/v1 (described in
+// openapi/openapi.yaml): brokers, the marketplace of classes and plans,
+// instances, bindings, credentials and history. It calls the catalog's
+// domain layer for everything; no SQL lives here.
+package restapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/openapi"
+)
+
+// Server serves the REST API.
+type Server struct {
+	store  *catalog.Store
+	tokens *catalog.TokenCache
+	log    *slog.Logger
+}
+
+// New returns a REST API server over store.
+func New(store *catalog.Store, tokens *catalog.TokenCache, log *slog.Logger) *Server {
+	return &Server{store: store, tokens: tokens, log: log}
+}
+
+// Register mounts the API on e under /api/v1. Every request is checked
+// against openapi/openapi.yaml after its token and role, before its
+// handler.
+func (s *Server) Register(e *echo.Echo) {
+	g := e.Group("/api/v1")
+	router, err := openapi.NewRouter()
+	if err != nil {
+		panic(fmt.Sprintf("rest: the embedded OpenAPI document is invalid: %v", err))
+	}
+	validate := openapi.RequestValidator(router)
+	role := func(r string) echo.MiddlewareFunc {
+		check := s.require(r)
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(validate(next)) }
+	}
+	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
+
+	g.POST("/brokers", s.createBroker, admin)
+	g.GET("/brokers", s.listBrokers, viewer)
+	g.GET("/brokers/:id", s.getBroker, viewer)
+	g.PATCH("/brokers/:id", s.updateBroker, admin)
+	g.DELETE("/brokers/:id", s.deleteBroker, admin)
+	g.POST("/brokers/:id/relist", s.relistBroker, admin)
+	g.GET("/brokers/:id/events", s.brokerEvents, viewer)
+
+	g.GET("/serviceclasses", s.listClasses, viewer)
+	g.GET("/serviceclasses/:id", s.getClass, viewer)
+	g.GET("/serviceplans", s.listPlans, viewer)
+	g.GET("/serviceplans/:id", s.getPlan, viewer)
+	g.GET("/serviceplans/:id/schemas", s.planSchemas, viewer)
+
+	g.POST("/instances", s.createInstance, developer)
+	g.GET("/instances", s.listInstances, viewer)
+	g.GET("/instances/:id", s.getInstance, viewer)
+	g.PATCH("/instances/:id", s.updateInstance, developer)
+	g.DELETE("/instances/:id", s.deleteInstance, developer)
+	g.GET("/instances/:id/events", s.instanceEvents, viewer)
+
+	g.POST("/bindings", s.createBinding, developer)
+	g.GET("/bindings", s.listBindings, viewer)
+	g.GET("/bindings/:id", s.getBinding, viewer)
+	g.DELETE("/bindings/:id", s.deleteBinding, developer)
+	g.GET("/bindings/:id/credentials", s.credentials, developer)
+	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
+}
+
+// APIError is the body of every error: a code, a message and, for bad
+// input, the field (and every field when there are several).
+type APIError struct {
+	Status  int                  `json:"-"`
+	Code    string               `json:"error"`
+	Message string               `json:"message"`
+	Field   string               `json:"field,omitempty"`
+	Fields  []catalog.FieldError `json:"fields,omitempty"`
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+func apiError(status int, code, format string, args ...any) *APIError {
+	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorHandler writes every error of the API as an APIError; the details
+// of unexpected ones go to the log only.
+func (s *Server) ErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *APIError
+	var he *echo.HTTPError
+	switch v, ok := catalog.AsValidation(err); {
+	case errors.As(err, &ae):
+	case ok:
+		ae = &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error(), Field: v.Errors[0].Field, Fields: v.Errors}
+	case errors.Is(err, catalog.ErrNotFound):
+		ae = apiError(http.StatusNotFound, "not_found", "%s", notFoundMessage(c))
+	case errors.Is(err, catalog.ErrConflict):
+		ae = apiError(http.StatusConflict, "conflict", "%s", trimKind(err, catalog.ErrConflict))
+	case errors.Is(err, catalog.ErrUnprocessable):
+		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", trimKind(err, catalog.ErrUnprocessable))
+	case errors.As(err, &he):
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		}
+		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		ae = apiError(he.Code, code, "%s", msg)
+	default:
+		s.log.ErrorContext(c.Request().Context(), "request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
+		ae = apiError(http.StatusInternalServerError, "internal", "The request failed; the server's log has the details.")
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	_ = c.JSON(ae.Status, ae)
+}
+
+func trimKind(err, kind error) string {
+	return strings.TrimPrefix(err.Error(), kind.Error()+": ")
+}
+
+var kindNames = map[string]string{
+	"brokers": "broker", "serviceclasses": "service class", "serviceplans": "service plan",
+	"instances": "instance", "bindings": "binding",
+}
+
+func notFoundMessage(c echo.Context) string {
+	if id := c.Param("id"); id != "" {
+		kind := kindNames[strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]]
+		return fmt.Sprintf("%s %q does not exist", kind, id)
+	}
+	return "not found"
+}
+
+// require authenticates the bearer token and checks its role before
+// anything of the request body is read.
+func (s *Server) require(role string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Request().Header.Get("Authorization")
+			if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
+				return apiError(http.StatusUnauthorized, "unauthorized", "An API token is required: send Authorization: Bearer <token> (create one with `bindery token create --role viewer|developer|admin`).")
+			}
+			have, err := s.tokens.Role(c.Request().Context(), strings.TrimSpace(h[7:]))
+			if errors.Is(err, catalog.ErrBadToken) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_token"`)
+				return apiError(http.StatusUnauthorized, "unauthorized", "The API token is not valid.")
+			}
+			if err != nil {
+				return err
+			}
+			if !catalog.Allows(have, role) {
+				return apiError(http.StatusForbidden, "forbidden", "This needs the %s role; the token has the %s role.", role, have)
+			}
+			return next(c)
+		}
+	}
+}
+
+// decode reads a JSON body strictly: unknown fields are errors naming the
+// field, so typos do not pass silently.
+func decode(c echo.Context, v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 4<<20))
+	if err != nil {
+		return apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
+	}
+	return decodeBytes(body, v)
+}
+
+func decodeBytes(body []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: te.Field,
+				Message: fmt.Sprintf("%s: must be of type %s", te.Field, te.Type)}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: field, Message: field + ": unknown field"}
+		case errors.Is(err, io.EOF):
+			return apiError(http.StatusBadRequest, "invalid", "request body: a JSON object is required")
+		}
+		return apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
+	}
+	if dec.More() {
+		return apiError(http.StatusBadRequest, "invalid", "request body: more than one JSON value")
+	}
+	return nil
+}
+
+// listOptions reads limit, continue and namespace.
+func listOptions(c echo.Context) (catalog.ListOptions, error) {
+	opts := catalog.ListOptions{Namespace: c.QueryParam("namespace"), Continue: c.QueryParam("continue"), Limit: 500}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "limit", Message: "limit: must be a number from 1 to 1000"}
+		}
+		opts.Limit = n
+	}
+	return opts, nil
+}
+
+func boolParam(c echo.Context, name string) (*bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name, Message: name + ": must be true or false"}
+	}
+	return &b, nil
+}
+
+// ctx is the request's context.
+func ctx(c echo.Context) context.Context { return c.Request().Context() }
