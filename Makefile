@@ -42,10 +42,12 @@ bench: deps kube build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
 	cd bench && $(GO) run ./cmd/osbbench
 
-## kube: etcd, kube-apiserver, kube-controller-manager and kubectl v1.36.3 in ./bin for the Kubernetes tests
-## (built once from the Go module proxy; rebuilt only when tools/kube/go.mod or go.sum change)
+## kube: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl v1.36.3 in ./bin
+## for the Kubernetes tests (built once from the Go module proxy; rebuilt only when tools/kube/go.mod or
+## go.sum change), and Service Catalog's svcat v0.3.1 (tools/svcat)
 kube bin/kube-apiserver:
 	tools/kube/build.sh
+	tools/svcat/build.sh
 
 ## deps: PostgreSQL server binaries, needed by `run` (without DATABASE_URL) and the tests
 deps:
