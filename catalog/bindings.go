@@ -220,3 +220,30 @@ func (s *Store) SetCredentials(ctx context.Context, bindingID string, creds map[
 		ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, bindingID, sealed)
 	return mapErr(err)
 }
+
+// BindingsOf lists the bindings of an instance.
+func (s *Store) BindingsOf(ctx context.Context, instanceID string) ([]*Binding, error) {
+	f := &filter{}
+	f.add("instance_id = ?", instanceID)
+	l, err := list[Binding](ctx, s.pool, f, "namespace, name", nil, nil, ListOptions{})
+	return l.Items, err
+}
+
+// InstanceOf returns the instance a binding belongs to.
+func (s *Store) InstanceOf(ctx context.Context, b *Binding) (*Instance, error) {
+	return getBy[Instance](ctx, s.pool, `id = (SELECT instance_id FROM catalog.bindings WHERE id = $1)`, b.ID)
+}
+
+// UpdateBindingMeta is UpdateInstanceMeta for a binding.
+func (s *Store) UpdateBindingMeta(ctx context.Context, id string, expectRV int64, fn func(*Meta) error) (*Binding, error) {
+	return updateMeta[Binding](ctx, s, id, expectRV, fn)
+}
+
+// CheckBinding validates a new binding as CreateBinding does, without
+// recording it, for a dry run.
+func (s *Store) CheckBinding(ctx context.Context, b *Binding) error {
+	if _, err := s.validateNewBinding(ctx, s.pool, b); err != nil {
+		return err
+	}
+	return s.nameFree(ctx, KindBinding, b.Namespace, b.Name)
+}

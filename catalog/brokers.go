@@ -361,3 +361,20 @@ func mustJSON(v any) []byte {
 	}
 	return raw
 }
+
+// CheckBroker validates a new broker as CreateBroker does (without
+// credentials: the Kubernetes API gives none) and that its name is free,
+// without recording it, for a dry run.
+func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
+	if err := validateBroker(b, nil); err != nil {
+		return err
+	}
+	var taken bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.brokers WHERE name = $1)`, b.Name).Scan(&taken); err != nil {
+		return fmt.Errorf("check broker %s: %w", b.Name, mapErr(err))
+	}
+	if taken {
+		return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+	}
+	return nil
+}

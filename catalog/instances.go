@@ -362,3 +362,21 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error
 	})
 	return out, err
 }
+
+// UpdateInstanceMeta changes an instance's labels, annotations, finalizers
+// and Extra, and nothing else; it works while the instance is being
+// deleted. expectRV, when not 0, must be the instance's resourceVersion.
+// An update that changes nothing writes nothing.
+func (s *Store) UpdateInstanceMeta(ctx context.Context, id string, expectRV int64, fn func(*Meta) error) (*Instance, error) {
+	return updateMeta[Instance](ctx, s, id, expectRV, fn)
+}
+
+// CheckInstance validates a new instance as CreateInstance does (name,
+// namespace, plan, parameters, a free name) without recording it, for a
+// dry run. It fills in the references the plan resolves to.
+func (s *Store) CheckInstance(ctx context.Context, in *Instance) error {
+	if _, err := s.validateNewInstance(ctx, s.pool, in); err != nil {
+		return err
+	}
+	return s.nameFree(ctx, KindInstance, in.Namespace, in.Name)
+}

@@ -220,77 +220,68 @@ func getByIDOrName[T any, P interface {
 	return getBy[T, P](ctx, q, `name = $1`, idOrName)
 }
 
-// RawObject is an object read for listing: its metadata decoded, its spec
-// and status left as the database holds them (valid JSON, written by this
-// package), so a large list is not decoded and encoded again.
-type RawObject struct {
-	Meta
-	Spec   json.RawMessage
-	Status json.RawMessage
+func updateMeta[T any, P interface {
+	*T
+	object
+}](ctx context.Context, s *Store, id string, expectRV int64, fn func(*Meta) error) (P, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	var out P
+	_, err := s.write(ctx, func(w *txn) error {
+		obj, err := getBy[T, P](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		m := obj.meta()
+		if expectRV != 0 && m.ResourceVersion != expectRV {
+			return fmt.Errorf("%w: %s %s/%s changed since resourceVersion %d", ErrConflict, obj.kind(), m.Namespace, m.Name, expectRV)
+		}
+		before, err := encodeMeta(m)
+		if err != nil {
+			return err
+		}
+		name, ns := m.Name, m.Namespace
+		if err := fn(m); err != nil {
+			return err
+		}
+		m.Name, m.Namespace = name, ns
+		after, err := encodeMeta(m)
+		if err != nil {
+			return err
+		}
+		out = obj
+		if string(before) == string(after) {
+			return nil
+		}
+		if len(m.Finalizers) == 0 && Released(any(obj)) {
+			// The last other finalizer is gone and the engine had finished:
+			// the object goes, as Kubernetes deletes it then.
+			if _, err := w.Exec(ctx, `DELETE FROM `+tables[obj.kind()]+` WHERE id = $1`, id); err != nil {
+				return mapErr(err)
+			}
+			w.changed(Deleted, obj)
+			return nil
+		}
+		if _, err := w.Exec(ctx, `UPDATE `+tables[obj.kind()]+` SET metadata = $2 WHERE id = $1`, id, after); err != nil {
+			return mapErr(err)
+		}
+		w.changed(Modified, obj)
+		return nil
+	})
+	return out, err
 }
 
-// AppendJSON appends the object as JSON: the same document its typed form
-// gives, without re-encoding spec and status.
-func (o *RawObject) AppendJSON(buf []byte) ([]byte, error) {
-	meta, err := json.Marshal(&o.Meta)
-	if err != nil {
-		return nil, err
+// nameFree returns ErrConflict when an object of kind has the name in the
+// namespace.
+func (s *Store) nameFree(ctx context.Context, kind, namespace, name string) error {
+	var taken bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+tables[kind]+` WHERE namespace = $1 AND name = $2)`,
+		namespace, name).Scan(&taken); err != nil {
+		return fmt.Errorf("check %s %s/%s: %w", kind, namespace, name, mapErr(err))
 	}
-	buf = append(buf, meta[:len(meta)-1]...)
-	buf = append(buf, `,"spec":`...)
-	buf = append(buf, o.Spec...)
-	buf = append(buf, `,"status":`...)
-	buf = append(buf, o.Status...)
-	return append(buf, '}'), nil
-}
-
-// listRaw is list for RawObjects of a kind.
-func listRaw(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), next func(*RawObject, int, string) cursor, opts ListOptions) (List[*RawObject], error) {
-	var out List[*RawObject]
-	rows, err := pageRows(ctx, q, kind, f, order, after, opts)
-	if err != nil {
-		return out, err
+	if taken {
+		return fmt.Errorf("%w: a %s named %q exists in namespace %q", ErrConflict, kind, name, namespace)
 	}
-	defer rows.Close()
-	var lastPos int
-	var lastBroker string
-	for rows.Next() {
-		o := &RawObject{}
-		m := &o.Meta
-		// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
-		// where a json.RawMessage would be decoded (and so validated) again.
-		var metaRaw, spec, status []byte
-		var deleted *time.Time
-		dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
-			&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
-		if kind == KindServiceClass || kind == KindServicePlan {
-			dest = append(dest, &lastBroker, &lastPos)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return out, mapErr(err)
-		}
-		m.DeletionTimestamp = deleted
-		o.Spec, o.Status = spec, status
-		var md metaDoc
-		if err := json.Unmarshal(metaRaw, &md); err != nil {
-			return out, err
-		}
-		m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
-		out.Items = append(out.Items, o)
-		if opts.Limit > 0 && len(out.Items) == opts.Limit {
-			out.Continue = encodeCursor(next(o, lastPos, lastBroker))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return out, mapErr(err)
-	}
-	if opts.Limit > 0 && len(out.Items) > opts.Limit {
-		out.Items = out.Items[:opts.Limit]
-	} else {
-		out.Continue = ""
-	}
-	if out.Items == nil {
-		out.Items = []*RawObject{}
-	}
-	return out, nil
+	return nil
 }

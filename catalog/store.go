@@ -24,10 +24,6 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// NotifyChannel is the PostgreSQL channel on which every committed write
-// announces its revision.
-const NotifyChannel = "bindery_catalog"
-
 // Store is the catalog's domain layer over PostgreSQL.
 type Store struct {
 	pool    *pgxpool.Pool
@@ -36,12 +32,6 @@ type Store struct {
 	now     func() time.Time
 	secrets SecretReader
 	publish func([]ObjectEvent)
-}
-
-// ObjectEvent is an entry of an object's history with the object's name.
-type ObjectEvent struct {
-	Event
-	Name, Namespace string
 }
 
 // PublishEventsTo has the store hand every history entry it records, once
@@ -272,11 +262,4 @@ type metaDoc struct {
 
 func encodeMeta(m *Meta) ([]byte, error) {
 	return json.Marshal(metaDoc{Labels: m.Labels, Annotations: m.Annotations, Finalizers: m.Finalizers, Extra: m.Extra})
-}
-
-// Revision is the newest revision of the catalog.
-func (s *Store) Revision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT value FROM catalog.revision`).Scan(&rev)
-	return rev, mapErr(err)
 }

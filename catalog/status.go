@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The engine's side of the store: status writes, finalisation, the change
-// feed and per-object claims. Users own spec, the engine owns status; the
-// two are written separately, so neither overwrites the other.
+// Status: the engine's half of each object. Users own spec, the engine
+// owns status; the two are written separately, so neither overwrites the
+// other. Finalisation removes what the engine is done with.
 
 // ReasonWaitingForFinalizers: the engine has deprovisioned (or unbound) an
 // object being deleted, and finalizers that are not Bindery's keep it.
@@ -37,11 +35,6 @@ func Released(obj any) bool {
 func FindConditionReason(conds []Condition, typ string) string {
 	c, _ := FindCondition(conds, typ)
 	return c.Reason
-}
-
-// EventRecord is an entry of history the engine records with a status write.
-type EventRecord struct {
-	Type, Reason, Message, Operation string
 }
 
 // UpdateInstanceStatus lets fn change an instance's status (and only its
@@ -203,19 +196,6 @@ func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecor
 	return err
 }
 
-// BindingsOf lists the bindings of an instance.
-func (s *Store) BindingsOf(ctx context.Context, instanceID string) ([]*Binding, error) {
-	f := &filter{}
-	f.add("instance_id = ?", instanceID)
-	l, err := list[Binding](ctx, s.pool, f, "namespace, name", nil, nil, ListOptions{})
-	return l.Items, err
-}
-
-// InstanceOf returns the instance a binding belongs to.
-func (s *Store) InstanceOf(ctx context.Context, b *Binding) (*Instance, error) {
-	return getBy[Instance](ctx, s.pool, `id = (SELECT instance_id FROM catalog.bindings WHERE id = $1)`, b.ID)
-}
-
 // Unsettled lists the ids of instances and bindings the engine has work
 // for: not Ready for their generation, being deleted, or in the middle of
 // an operation. The engine reconciles them at start.
@@ -240,117 +220,30 @@ func (s *Store) Unsettled(ctx context.Context) (instances, bindings []string, er
 	return instances, bindings, err
 }
 
-// Change is an entry of the change feed.
-type Change struct {
-	Revision int64
-	Kind     string
-	ObjectID string
-	Type     string
-	// InstanceID is, for a binding, the id of its instance (if it exists).
-	InstanceID string
-}
-
-// Changes reads the feed after a revision, oldest first.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]Change, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.revision, c.kind, c.object_id, c.type, coalesce(i.id::text, '')
-		FROM catalog.changes c
-		LEFT JOIN catalog.instances i ON c.kind = 'ServiceBinding' AND i.namespace = c.namespace
-			AND i.name = c.object->'spec'->'instanceRef'->>'name'
-		WHERE c.revision > $1 ORDER BY c.revision, c.object_id LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, mapErr(err)
+// UpdateInstanceStatusAt is UpdateInstanceStatus for clients of the
+// status subresource: expectRV, when not 0, must be the instance's
+// resourceVersion.
+func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV int64, fn func(*Instance) error) (*Instance, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
-		var c Change
-		err := r.Scan(&c.Revision, &c.Kind, &c.ObjectID, &c.Type, &c.InstanceID)
-		return c, err
+	return s.UpdateInstanceStatus(ctx, id, func(in *Instance) error {
+		if expectRV != 0 && in.ResourceVersion != expectRV {
+			return fmt.Errorf("%w: instance %s/%s changed since resourceVersion %d", ErrConflict, in.Namespace, in.Name, expectRV)
+		}
+		return fn(in)
 	})
-	return out, mapErr(err)
 }
 
-// Claimer takes cluster-wide locks on objects, so that one engine replica
-// at a time works on an object. A claim holds a connection for as long as
-// it lasts, so claims have their own small pool: they can never take the
-// connections the work itself needs.
-type Claimer struct {
-	pool *pgxpool.Pool
-}
-
-// NewClaimer opens a pool of at most n connections for claims.
-func (s *Store) NewClaimer(ctx context.Context, n int) (*Claimer, error) {
-	cfg := s.pool.Config().Copy()
-	cfg.MaxConns, cfg.MinConns = int32(n), 0
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
+// UpdateBindingStatusAt is UpdateInstanceStatusAt for a binding.
+func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV int64, fn func(*Binding) error) (*Binding, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
 	}
-	return &Claimer{pool: pool}, nil
-}
-
-// Close closes the claims' pool; claims still held are released.
-func (c *Claimer) Close() { c.pool.Close() }
-
-// Claim takes the lock on key. ok is false when another process holds it;
-// release gives it back.
-func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
-	conn, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, false, mapErr(err)
-	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
-	}
-	return func() {
-		ctx := context.WithoutCancel(ctx)
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
-			// A connection whose unlock failed is closed, which releases the lock.
-			_ = conn.Conn().Close(ctx)
+	return s.UpdateBindingStatus(ctx, id, func(b *Binding) error {
+		if expectRV != 0 && b.ResourceVersion != expectRV {
+			return fmt.Errorf("%w: binding %s/%s changed since resourceVersion %d", ErrConflict, b.Namespace, b.Name, expectRV)
 		}
-		conn.Release()
-	}, true, nil
-}
-
-// Listen waits for notifications of committed revisions on a connection of
-// the claims' pool (one that the work never competes for). fn is called
-// after each wake-up (a notification, or every idle period); Listen returns
-// when ctx ends or the connection fails.
-func (c *Claimer) Listen(ctx context.Context, idle time.Duration, fn func(notified bool) error) error {
-	conn, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return err
-	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
-	if err := fn(true); err != nil {
-		return err
-	}
-	next := time.Now().Add(idle)
-	for {
-		wctx, cancel := context.WithDeadline(ctx, next)
-		_, err := conn.Conn().WaitForNotification(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			if err := fn(true); err != nil {
-				return err
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-			next = time.Now().Add(idle)
-			if err := fn(false); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
+		return fn(b)
+	}, nil)
 }

@@ -1,0 +1,155 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Objects as stored, for the Kubernetes API: spec and status left as the
+// database holds them, and lists read at one revision.
+
+// GetRaw reads one object of kind by namespace (namespaced kinds only) and
+// name, spec and status left as stored.
+func (s *Store) GetRaw(ctx context.Context, kind, namespace, name string) (*RawObject, error) {
+	if _, ok := tables[kind]; !ok {
+		return nil, fmt.Errorf("get %s: unknown kind", kind)
+	}
+	f := &filter{}
+	if kind == KindInstance || kind == KindBinding {
+		f.add("namespace = ?", namespace)
+	}
+	f.add("name = ?", name)
+	l, err := listRaw(ctx, s.pool, kind, f, "name", nil, nil, ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(l.Items) == 0 {
+		return nil, ErrNotFound
+	}
+	return l.Items[0], nil
+}
+
+// ListRaw lists objects of kind in the order of their own List method
+// (classes and plans removed from their broker's catalogue included), in a
+// read-only snapshot whose revision it returns as ResourceVersion: a watch
+// from that revision sees every change the list does not.
+func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (List[*RawObject], error) {
+	var out List[*RawObject]
+	f := &filter{}
+	var order string
+	var after func(*filter, cursor)
+	var next func(*RawObject, int, string) cursor
+	switch kind {
+	case KindInstance, KindBinding:
+		if opts.Namespace != "" {
+			f.add("namespace = ?", opts.Namespace)
+		}
+		order = "namespace, name"
+		after = func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) }
+		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} }
+	case KindBroker:
+		order = "name"
+		after = func(f *filter, c cursor) { f.add("name > ?", c.Name) }
+		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Name: o.Name} }
+	case KindServiceClass, KindServicePlan:
+		order = "broker_id, position"
+		after = func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) }
+		next = func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }
+	default:
+		return out, fmt.Errorf("list %s: unknown kind", kind)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return out, fmt.Errorf("begin: %w", mapErr(err))
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var rev int64
+	if err := tx.QueryRow(ctx, `SELECT value FROM catalog.revision`).Scan(&rev); err != nil {
+		return out, fmt.Errorf("read revision: %w", mapErr(err))
+	}
+	out, err = listRaw(ctx, tx, kind, f, order, after, next, opts)
+	if err != nil {
+		return out, fmt.Errorf("list %s: %w", kind, err)
+	}
+	out.ResourceVersion = rev
+	return out, nil
+}
+
+// RawObject is an object read for listing: its metadata decoded, its spec
+// and status left as the database holds them (valid JSON, written by this
+// package), so a large list is not decoded and encoded again.
+type RawObject struct {
+	Meta
+	Spec   json.RawMessage
+	Status json.RawMessage
+}
+
+// AppendJSON appends the object as JSON: the same document its typed form
+// gives, without re-encoding spec and status.
+func (o *RawObject) AppendJSON(buf []byte) ([]byte, error) {
+	meta, err := json.Marshal(&o.Meta)
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, meta[:len(meta)-1]...)
+	buf = append(buf, `,"spec":`...)
+	buf = append(buf, o.Spec...)
+	buf = append(buf, `,"status":`...)
+	buf = append(buf, o.Status...)
+	return append(buf, '}'), nil
+}
+
+// listRaw is list for RawObjects of a kind.
+func listRaw(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), next func(*RawObject, int, string) cursor, opts ListOptions) (List[*RawObject], error) {
+	var out List[*RawObject]
+	rows, err := pageRows(ctx, q, kind, f, order, after, opts)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	var lastPos int
+	var lastBroker string
+	for rows.Next() {
+		o := &RawObject{}
+		m := &o.Meta
+		// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
+		// where a json.RawMessage would be decoded (and so validated) again.
+		var metaRaw, spec, status []byte
+		var deleted *time.Time
+		dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
+			&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
+		if kind == KindServiceClass || kind == KindServicePlan {
+			dest = append(dest, &lastBroker, &lastPos)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return out, mapErr(err)
+		}
+		m.DeletionTimestamp = deleted
+		o.Spec, o.Status = spec, status
+		var md metaDoc
+		if err := json.Unmarshal(metaRaw, &md); err != nil {
+			return out, err
+		}
+		m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
+		out.Items = append(out.Items, o)
+		if opts.Limit > 0 && len(out.Items) == opts.Limit {
+			out.Continue = encodeCursor(next(o, lastPos, lastBroker))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, mapErr(err)
+	}
+	if opts.Limit > 0 && len(out.Items) > opts.Limit {
+		out.Items = out.Items[:opts.Limit]
+	} else {
+		out.Continue = ""
+	}
+	if out.Items == nil {
+		out.Items = []*RawObject{}
+	}
+	return out, nil
+}
