@@ -2,7 +2,10 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // History: the events recorded with writes, read back per object.
@@ -12,28 +15,68 @@ type EventRecord struct {
 	Type, Reason, Message, Operation string
 }
 
-// addEvent records an entry of an object's history.
+// HistoryLimit bounds an object's history. Past it, the entries after the
+// first HistoryHead are dropped oldest first: an object's first entries
+// (its creation, the first failure) tell how it came to be, the latest
+// what it is doing; the middle of a long storm tells least.
+const (
+	HistoryLimit = 1000
+	HistoryHead  = 100
+)
+
+// addEvent records an entry of an object's history. An entry identical to
+// one the object already has (type, reason, message and operation) is
+// folded into it: its count goes up and its last time moves on.
 func addEvent(ctx context.Context, w *txn, kind, objectID, typ, reason, message, operation string) error {
 	var op *string
 	if operation != "" {
 		op = &operation
 	}
-	_, err := w.Exec(ctx, `INSERT INTO catalog.events (kind, object_id, type, reason, message, operation) VALUES ($1, $2, $3, $4, $5, $6)`,
-		kind, objectID, typ, reason, message, op)
-	if err != nil {
+	var id int64
+	err := w.QueryRow(ctx, `UPDATE catalog.events SET count = count + 1, last_time = now()
+		WHERE id = (SELECT id FROM catalog.events WHERE object_id = $1 AND kind = $2 AND type = $3 AND reason = $4
+			AND message = $5 AND operation IS NOT DISTINCT FROM $6 ORDER BY id DESC LIMIT 1)
+		RETURNING id`, objectID, kind, typ, reason, message, op).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := w.Exec(ctx, `INSERT INTO catalog.events (kind, object_id, type, reason, message, operation) VALUES ($1, $2, $3, $4, $5, $6)`,
+			kind, objectID, typ, reason, message, op); err != nil {
+			return mapErr(err)
+		}
+		if err := trimHistory(ctx, w, objectID); err != nil {
+			return err
+		}
+	case err != nil:
 		return mapErr(err)
 	}
 	w.events = append(w.events, Event{Kind: kind, ObjectID: objectID, Type: typ, Reason: reason, Message: message, Operation: operation, Time: time.Now()})
 	return nil
 }
 
-// Events lists an object's history, oldest first.
+// trimHistory keeps an object's history within HistoryLimit entries,
+// keeping the first HistoryHead.
+func trimHistory(ctx context.Context, w *txn, objectID string) error {
+	_, err := w.Exec(ctx, `DELETE FROM catalog.events WHERE id IN (
+		SELECT id FROM catalog.events WHERE object_id = $1 ORDER BY id OFFSET $2
+		LIMIT greatest((SELECT count(*) FROM catalog.events WHERE object_id = $1) - $3, 0))`,
+		objectID, HistoryHead, HistoryLimit)
+	return mapErr(err)
+}
+
+// Events lists an object's history, oldest first: at most limit entries
+// (HistoryLimit when limit is not positive), the first ones and the latest
+// when there are more.
 func (s *Store) Events(ctx context.Context, objectID string, limit int) ([]Event, error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	if limit <= 0 || limit > HistoryLimit {
+		limit = HistoryLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, kind, object_id, type, reason, message, coalesce(operation, ''), created_at
-		FROM catalog.events WHERE object_id = $1 ORDER BY id DESC LIMIT $2`, objectID, limit)
+	head := min(HistoryHead, limit/2)
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+		(SELECT id, kind, object_id, type, reason, message, coalesce(operation, ''), created_at, last_time, count
+			FROM catalog.events WHERE object_id = $1 ORDER BY id LIMIT $2)
+		UNION
+		(SELECT id, kind, object_id, type, reason, message, coalesce(operation, ''), created_at, last_time, count
+			FROM catalog.events WHERE object_id = $1 ORDER BY id DESC LIMIT $3)) e ORDER BY id`, objectID, head, limit-head)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -41,13 +84,10 @@ func (s *Store) Events(ctx context.Context, objectID string, limit int) ([]Event
 	out := []Event{}
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.ID, &e.Kind, &e.ObjectID, &e.Type, &e.Reason, &e.Message, &e.Operation, &e.Time); err != nil {
+		if err := rows.Scan(&e.ID, &e.Kind, &e.ObjectID, &e.Type, &e.Reason, &e.Message, &e.Operation, &e.Time, &e.LastTime, &e.Count); err != nil {
 			return nil, mapErr(err)
 		}
 		out = append(out, e)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
 	}
 	return out, mapErr(rows.Err())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -246,4 +247,29 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 		}
 		return fn(b)
 	}, nil)
+}
+
+// Retry is the engine's backoff for one operation of an object that keeps
+// failing. It is kept in status, not in the engine's memory, so that every
+// replica and a restarted engine wait as long, and so that the engine's own
+// status writes (which wake the object up through the change feed) cannot
+// cut the wait short.
+type Retry struct {
+	// Failures is how many attempts in a row failed.
+	Failures int `json:"failures"`
+	// NextAttempt is when the operation may be tried again.
+	NextAttempt time.Time `json:"nextAttempt"`
+	// Generation is the spec generation the failures were for: a user's
+	// change to the spec makes a new generation, which starts afresh.
+	Generation int64 `json:"generation"`
+}
+
+// RetryFor is the backoff of operation op that applies to generation gen:
+// none when the spec changed since the failures.
+func RetryFor(retries map[string]Retry, op string, gen int64) (Retry, bool) {
+	r, ok := retries[op]
+	if !ok || r.Generation != gen {
+		return Retry{}, false
+	}
+	return r, true
 }

@@ -310,6 +310,8 @@ type InstanceStatus struct {
 	ProvisionStatus            string              `json:"provisionStatus,omitempty"`
 	DeprovisionStatus          string              `json:"deprovisionStatus"`
 	LastError                  string              `json:"lastError,omitempty"`
+	// Retries is the engine's backoff per failing operation (see Retry).
+	Retries map[string]Retry `json:"retries,omitempty"`
 }
 
 // InstanceProperties is what was (or is being) sent to the broker.
@@ -413,6 +415,8 @@ type BindingStatus struct {
 	UnbindStatus               string             `json:"unbindStatus"`
 	ExternalProperties         *BindingProperties `json:"externalProperties,omitempty"`
 	LastError                  string             `json:"lastError,omitempty"`
+	// Retries is the engine's backoff per failing operation (see Retry).
+	Retries map[string]Retry `json:"retries,omitempty"`
 }
 
 // BindingProperties is what was sent to the broker for a binding.
@@ -439,5 +443,10 @@ type Event struct {
 	Reason    string    `json:"reason"`
 	Message   string    `json:"message"`
 	Operation string    `json:"operation,omitempty"`
-	Time      time.Time `json:"time"`
+	// Time is when the entry was first recorded; LastTime when it was
+	// last, and Count how many times: identical entries are folded into
+	// one, as Kubernetes folds repeated Events.
+	Time     time.Time `json:"time"`
+	LastTime time.Time `json:"lastTime"`
+	Count    int       `json:"count"`
 }

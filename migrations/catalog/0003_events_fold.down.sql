@@ -1,0 +1,1 @@
+ALTER TABLE catalog.events DROP COLUMN last_time, DROP COLUMN count;
