@@ -436,13 +436,13 @@ const (
 
 // Event is one entry of an object's history.
 type Event struct {
-	ID        int64     `json:"id"`
-	Kind      string    `json:"kind"`
-	ObjectID  string    `json:"objectID"`
-	Type      string    `json:"type"`
-	Reason    string    `json:"reason"`
-	Message   string    `json:"message"`
-	Operation string    `json:"operation,omitempty"`
+	ID        int64  `json:"id"`
+	Kind      string `json:"kind"`
+	ObjectID  string `json:"objectID"`
+	Type      string `json:"type"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
+	Operation string `json:"operation,omitempty"`
 	// Time is when the entry was first recorded; LastTime when it was
 	// last, and Count how many times: identical entries are folded into
 	// one, as Kubernetes folds repeated Events.
