@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -41,6 +42,14 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
+	if b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true" {
+		// The broker is not asked, whatever the binding is waiting for.
+		if err := c.deleteSecret(ctx, b); err != nil {
+			return 0, err
+		}
+		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
+			Message: "Removed without unbinding: the binding was abandoned."})
+	}
 	if err := c.resolve(ctx, &env.instanceEnv); err != nil {
 		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
 			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
@@ -50,8 +59,14 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	st := &b.Status
 	switch {
 	case st.AsyncOpInProgress:
+		if wait := c.retryWait(st.Retries, retryPoll, b.Generation); wait > 0 {
+			return wait, nil
+		}
 		return c.pollBinding(ctx, env)
 	case b.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
+		if wait := c.retryWait(st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
+			return wait, nil
+		}
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
 		// Bound: make sure the Secret is still as it should be.
@@ -64,13 +79,16 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	}
 	if !ready(in.Status.Conditions) || in.DeletionTimestamp != nil || in.Status.ProvisionStatus != catalog.ProvisionStatusProvisioned {
 		now := c.now().UTC()
-		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
 				Reason: reasonWaitInstance, Message: fmt.Sprintf("Waiting for instance %s to be Ready.", in.Name)}, now)
 			return nil
 		}, nil)
 		// The instance's change wakes the binding up.
 		return 0, err
+	}
+	if wait := c.retryWait(st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
+		return wait, nil
 	}
 	return c.bind(ctx, env)
 }
@@ -108,7 +126,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return time.Second, nil
 	}
 	now := c.now().UTC()
-	b, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.CurrentOperation, st.OperationStartTime, st.UnbindStatus = catalog.OperationBind, &now, catalog.UnbindRequired
 		st.ObservedGeneration = b.Generation
@@ -135,20 +153,25 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
 		msg := "Bind call failed: " + err.Error()
 		var he *osb.HTTPError
+		// OSB 2.17's orphan-mitigation table, as for a provision.
 		switch {
 		case needsOrphanMitigation(err):
-			return 0, c.startBindingOrphanMitigation(ctx, b, msg)
+			return c.startBindingOrphanMitigation(ctx, b, msg, err)
+		case malformed200(err):
+			// "200 with malformed response": a failure without orphan
+			// mitigation; the binding's deletion still unbinds.
+			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, msg, err)
 		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
 			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, true, func(st *catalog.BindingStatus) {
 				st.UnbindStatus = catalog.UnbindNotRequired
 			})
 		default:
-			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, false)
+			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, msg, err)
 		}
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
-		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: "The broker is binding asynchronously.", Operation: catalog.OperationBind})
@@ -166,10 +189,11 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		creds = map[string]any{}
 	}
 	now := c.now().UTC()
-	b, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	b, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
 		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
+		delete(st.Retries, catalog.OperationBind)
 		return nil
 	}, creds, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
 	if err != nil {
@@ -183,7 +207,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	} else if err != nil {
 		return err
 	}
-	_, err = c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.ReconciledGeneration = b.Generation
 		msg := "The binding's credentials are stored."
@@ -197,22 +221,48 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	return err
 }
 
-func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string) error {
+// startBindingOrphanMitigation records a failed bind that needs cleaning
+// up: the unbind follows at once, the bind again after the backoff.
+func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
-	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
+		c.failed(&st.Retries, catalog.OperationBind, b.Generation, cause)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reasonOrphanMitigation, Message: "Unbinding what the failed bind may have created: " + msg}, now)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reasonBindFailed, Message: msg}, now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationBind})
-	return err
+	return 0, err
+}
+
+// bindingRetryable records a failure of op that is retried after the
+// backoff, and returns the wait.
+func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (time.Duration, error) {
+	now := c.now().UTC()
+	var wait time.Duration
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.LastError = msg
+		if op == catalog.OperationBind {
+			st.CurrentOperation, st.OperationStartTime = "", nil
+		}
+		wait = c.failed(&st.Retries, op, b.Generation, cause)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason,
+			Message: msg + retrying(st.Retries, op)}, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
+	if err != nil {
+		return 0, err
+	}
+	c.log.Warn("broker call failed; retrying after backoff", "binding", b.Namespace+"/"+b.Name, "operation", op, "wait", wait, "error", cause)
+	return wait, nil
 }
 
 func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reason, msg string, permanent bool, extra ...func(*catalog.BindingStatus)) error {
 	now := c.now().UTC()
-	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress, st.OperationStartTime = msg, "", false, nil
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
@@ -241,7 +291,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
 	}
 	now := c.now().UTC()
-	b, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	b, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
@@ -260,50 +310,51 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 	})
 	cancel()
 	if err != nil {
+		// Never forgotten: retried after the backoff.
 		c.metrics.brokerCalls.WithLabelValues("unbind", "error").Inc()
-		msg := "Unbind call failed: " + err.Error()
-		_, uerr := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
-			b.Status.LastError = msg
-			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonUnbindFailed, Message: msg + " (retrying)"}, now)
-			return nil
-		}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
-		return 0, errors.Join(fmt.Errorf("%s: %w", b.Name, err), uerr)
+		return c.bindingRetryable(ctx, b, catalog.OperationUnbind, reasonUnbindFailed, "Unbind call failed: "+err.Error(), err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("unbind", "ok").Inc()
+	if res.Gone {
+		return c.unbound(ctx, b, true)
+	}
 	if res.Async {
-		_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: "The broker is unbinding asynchronously.", Operation: catalog.OperationUnbind})
 		return c.pollDelay(b.Status.OperationStartTime, 0), err
 	}
-	return 0, c.unbound(ctx, b)
+	return c.unbound(ctx, b, false)
 }
 
-// unbound finishes an unbind: the Secret goes (a bare kube-apiserver
-// collects no garbage), then the binding — or, after orphan mitigation,
-// the bind is tried again.
-func (c *Controller) unbound(ctx context.Context, b *catalog.Binding) error {
+// unbound finishes an unbind — gone: the broker answered 410 Gone — the
+// Secret goes (a bare kube-apiserver collects no garbage), then the
+// binding; or, after orphan mitigation, the bind is tried again after its
+// backoff.
+func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool) (time.Duration, error) {
 	if err := c.deleteSecret(ctx, b); err != nil {
-		return err
+		return 0, err
+	}
+	msg, reason := "The binding was deleted at the broker.", "Unbound"
+	if gone {
+		msg, reason = fmt.Sprintf(goneMessage, "binding"), "UnboundGone"
 	}
 	if b.DeletionTimestamp != nil {
-		return c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Unbound", Message: "The binding was deleted at the broker.", Operation: catalog.OperationUnbind})
+		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
 	}
 	now := c.now().UTC()
-	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
 		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
+		delete(st.Retries, catalog.OperationUnbind)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
 			Reason: "OrphanMitigationSuccessful", Message: "What the failed bind may have created was unbound."}, now)
 		return nil
-	}, nil, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the bind will be retried.", Operation: catalog.OperationUnbind})
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%s/%s: bind failed and was cleaned up; retrying", b.Namespace, b.Name)
+	}, nil, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
+	// The bind is tried again once its backoff allows.
+	return 0, err
 }
 
 func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e catalog.EventRecord) error {
@@ -319,9 +370,8 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	if wait, due := c.pollDue(b.ID); !due {
 		return wait, nil
 	}
-	if d := env.plan.Spec.MaximumPollingDuration; d != nil && st.OperationStartTime != nil &&
-		c.now().Sub(*st.OperationStartTime) > time.Duration(*d)*time.Second {
-		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the plan's maximum polling duration (%ds).", *d))
+	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
+		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d))
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
@@ -331,16 +381,28 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
-		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, 0)), nil
+		return c.bindingPollFailed(ctx, b, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
+	if _, pollFailed := st.Retries[retryPoll]; pollFailed && (res.Gone || res.State == osb.StateInProgress) {
+		// Polling works again: say so.
+		now := c.now().UTC()
+		if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+			delete(b.Status.Retries, retryPoll)
+			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: bindingReasonFor(st.CurrentOperation), Message: inProgressMessage(st.CurrentOperation)}, now)
+			return nil
+		}, nil); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
-		return 0, c.unbound(ctx, b)
+		return c.unbound(ctx, b, true)
 	case res.Gone, res.State == osb.StateInProgress:
 		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
-		return 0, c.unbound(ctx, b)
+		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
 		cctx, cancel := context.WithTimeout(ctx, c.timeout)
 		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
@@ -354,23 +416,54 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	}
 }
 
+// bindingPollFailed makes a failed poll of a binding's operation visible
+// (condition, folded history, metric, log) and polls again after the
+// backoff.
+func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, cause error) (time.Duration, error) {
+	op := b.Status.CurrentOperation
+	c.metrics.pollErrors.WithLabelValues("binding", op).Inc()
+	c.log.Warn("poll binding last operation", "binding", b.Namespace+"/"+b.Name, "operation", op, "error", cause)
+	msg := fmt.Sprintf("The last poll of the broker about the %s failed: %v", strings.ToLower(op), cause)
+	now := c.now().UTC()
+	var wait time.Duration
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: bindingReasonFor(op), Message: msg + retrying(st.Retries, retryPoll)}, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
+	return c.polled(b.ID, wait), err
+}
+
+func bindingReasonFor(op string) string {
+	if op == catalog.OperationUnbind {
+		return reasonUnbinding
+	}
+	return reasonBinding
+}
+
+// bindingAsyncFailed handles an asynchronous bind or unbind that ended
+// "failed" or ran past its maximum polling duration: a bind is
+// orphan-mitigated, an unbind sent again after the backoff.
 func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string) (time.Duration, error) {
 	b := env.b
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
 	if b.Status.CurrentOperation == catalog.OperationBind {
-		return 0, c.startBindingOrphanMitigation(ctx, b, "Bind failed: "+description)
+		return c.startBindingOrphanMitigation(ctx, b, "Bind failed: "+description, nil)
 	}
 	now := c.now().UTC()
-	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
-		b.Status.AsyncOpInProgress, b.Status.LastError = false, "Unbind failed: "+description
-		catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonUnbindFailed, Message: "Unbind failed: " + description + " (retrying)"}, now)
+	msg := "Unbind failed: " + description
+	var wait time.Duration
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		st := &b.Status
+		st.AsyncOpInProgress, st.LastError = false, msg
+		wait = c.failed(&st.Retries, catalog.OperationUnbind, b.Generation, nil)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonUnbindFailed, Message: msg + retrying(st.Retries, catalog.OperationUnbind)}, now)
 		return nil
-	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: description, Operation: catalog.OperationUnbind})
-	if err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s/%s: unbind failed: %s", b.Namespace, b.Name, description)
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
+	return wait, err
 }

@@ -55,6 +55,15 @@ type Config struct {
 	// fetched: with a cluster, the engine is the one process that can read
 	// brokers' credentials from Secrets.
 	RelistCheck time.Duration
+	// RetryBase is the wait after a broker call fails for the first time;
+	// it doubles with each failure in a row, up to RetryCap (defaults
+	// DefaultRetryBase and DefaultRetryCap: --retry-base, --retry-cap).
+	RetryBase, RetryCap time.Duration
+	// MaxPollingDuration is the longest an asynchronous operation is
+	// polled before it is failed, unless its plan's
+	// maximum_polling_duration is shorter (default
+	// DefaultMaxPollingDuration: --max-polling-duration).
+	MaxPollingDuration time.Duration
 }
 
 // Controller is the engine.
@@ -69,6 +78,8 @@ type Controller struct {
 	relist    time.Duration
 	queue     workqueue.TypedRateLimitingInterface[string]
 	metrics   *metrics
+	backoff   backoff
+	maxPoll   time.Duration
 	claims    *catalog.Claimer
 
 	mu      sync.Mutex
@@ -112,6 +123,18 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "bindery"
 	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryCap <= 0 {
+		cfg.RetryCap = DefaultRetryCap
+	}
+	if cfg.RetryCap < cfg.RetryBase {
+		return nil, fmt.Errorf("controller: the retry cap (%s) is shorter than the retry base (%s)", cfg.RetryCap, cfg.RetryBase)
+	}
+	if cfg.MaxPollingDuration <= 0 {
+		cfg.MaxPollingDuration = DefaultMaxPollingDuration
+	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
@@ -127,6 +150,8 @@ func New(cfg Config) (*Controller, error) {
 		relist:    cfg.RelistCheck,
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "bindery"}),
 		metrics:   newMetrics(cfg.Registry),
+		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
+		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		now:       time.Now,
 	}, nil
@@ -268,8 +293,10 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 }
 
 // processNext reconciles one object from the queue: Done is deferred,
-// Forget on success, AddRateLimited on a retriable error; permanent
-// failures are in status and not retried until the spec changes.
+// Forget on success, AddRateLimited on an error of the engine's own (the
+// database away); a broker's failures come back as a wait, held in the
+// object's status with its backoff; permanent failures are in status and
+// not retried until the spec changes.
 func (c *Controller) processNext(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -28,10 +29,13 @@ const (
 	reasonWaitingForBindings = "WaitingForBindings"
 	reasonAbandoned          = "Abandoned"
 	reasonInvalidReference   = "ReferencesInvalid"
+	reasonPollFailed         = "LastOperationPollFailed"
 )
 
-// AbandonAnnotation on an instance (value "true") makes its deletion skip
-// the broker: for operators who know the broker is gone for good.
+// AbandonAnnotation on an instance or a binding (value "true") makes its
+// deletion skip the broker — also when set on an object already being
+// deleted, whatever it waits for: for operators who know the broker is
+// gone for good, or will never answer about this object.
 const AbandonAnnotation = "bindery.dev/abandon"
 
 // CascadeAnnotation on an instance (value "true") makes its deletion
@@ -70,19 +74,33 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 		return 0, c.instanceFailed(ctx, in, reasonInvalidReference, err.Error(), false)
 	}
 	st := &in.Status
+	// Each step waits for its backoff, if its last attempt failed: the
+	// status writes that woke the instance up do not cut it short.
 	switch {
 	case st.AsyncOpInProgress:
+		if wait := c.retryWait(st.Retries, retryPoll, in.Generation); wait > 0 {
+			return wait, nil
+		}
 		return c.pollInstance(ctx, env)
 	case in.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
+		if wait := c.retryWait(st.Retries, catalog.OperationDeprovision, in.Generation); wait > 0 {
+			return wait, nil
+		}
 		return c.deprovision(ctx, env)
 	case st.ProvisionStatus != catalog.ProvisionStatusProvisioned:
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
 			return 0, nil
 		}
+		if wait := c.retryWait(st.Retries, catalog.OperationProvision, in.Generation); wait > 0 {
+			return wait, nil
+		}
 		return c.provision(ctx, env)
 	case st.ReconciledGeneration < in.Generation:
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
 			return 0, nil
+		}
+		if wait := c.retryWait(st.Retries, catalog.OperationUpdate, in.Generation); wait > 0 {
+			return wait, nil
 		}
 		return c.update(ctx, env)
 	}
@@ -192,7 +210,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	if env.plan.Spec.MaintenanceInfo != nil {
 		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
 	}
-	in, err = c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
 		st.DeprovisionStatus = catalog.DeprovisionRequired
@@ -221,7 +239,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	}
 	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
 	if res.Async {
-		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			if res.DashboardURL != "" {
 				in.Status.DashboardURL = res.DashboardURL
@@ -234,19 +252,27 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 }
 
 // provisionFailed applies the OSB orphan-mitigation table to a failed
-// provision request: a 5xx, a timeout or a malformed 2xx may have created
-// something, so it is deprovisioned; 408 and other 4xx created nothing.
+// provision request: a 5xx, a timeout or a malformed 201 or 202 may have
+// created something, so it is deprovisioned; 408 and other 4xx created
+// nothing; a malformed 200 is a failure without orphan mitigation. Every
+// retry waits for the backoff.
 func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, err error) (time.Duration, error) {
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
 	msg := "Provision call failed: " + err.Error()
 	var he *osb.HTTPError
 	switch {
 	case needsOrphanMitigation(err):
-		return 0, c.startOrphanMitigation(ctx, in, msg)
+		return c.startOrphanMitigation(ctx, in, msg, err)
+	case malformed200(err):
+		// The table's "200 with malformed response": a failure, and no
+		// orphan mitigation. A 200 says the instance exists; the deletion
+		// of this object still deprovisions it (DeprovisionRequired).
+		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
-		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
-		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+		// The spec asks platforms to retry later, not at once.
+		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
 		// be refused again. Nothing was created.
@@ -255,18 +281,24 @@ func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, 
 		})
 	default:
 		// The request did not reach the broker (connection refused): retry.
-		return 0, c.retryable(ctx, in, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
 	}
 }
 
 // needsOrphanMitigation reports the failures of a provision or bind after
-// which the broker may have created something: a 5xx, a timeout, a 2xx
-// other than 200/201/202, or a 200/201/202 whose body is malformed.
+// which the broker may have created something, by OSB 2.17's
+// orphan-mitigation table: a 5xx, a timeout, a 2xx other than 200/201/202,
+// or a 201 (or 202) whose body is malformed — not a malformed 200, which
+// the table calls a failure without orphan mitigation. (The table has no
+// row for a malformed 202; it is treated as the 201's, since an accepted
+// operation may be creating something.)
 func needsOrphanMitigation(err error) bool {
 	var he *osb.HTTPError
 	var me *osb.MalformedError
 	switch {
-	case errors.As(err, &me), osb.IsTimeout(err):
+	case errors.As(err, &me):
+		return me.Status != http.StatusOK
+	case osb.IsTimeout(err):
 		return true
 	case errors.As(err, &he):
 		return he.Status >= 500 || (he.Status >= 200 && he.Status < 300)
@@ -274,45 +306,58 @@ func needsOrphanMitigation(err error) bool {
 	return false
 }
 
-func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, msg string) error {
+// malformed200 reports a 200 whose body cannot be read.
+func malformed200(err error) bool {
+	var me *osb.MalformedError
+	return errors.As(err, &me) && me.Status == http.StatusOK
+}
+
+// startOrphanMitigation records a failed provision that needs cleaning up:
+// the deprovision follows at once (on the reconcile the status change
+// triggers), the provision again after the backoff.
+func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
-	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress = true, false
 		st.LastError = msg
+		c.failed(&st.Retries, catalog.OperationProvision, in.Generation, cause)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reasonOrphanMitigation, Message: "Deprovisioning what the failed provision may have created: " + msg}, now)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
 			Reason: reasonProvisionFailed, Message: msg}, now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationProvision})
-	if err != nil {
-		return err
-	}
 	// The deprovision follows on the next reconcile, which the status
 	// change triggers.
-	return nil
+	return 0, err
 }
 
-// retryable records a failure that is retried with backoff.
-func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) error {
+// retryable records a failure of op that is retried after the backoff, and
+// returns the wait.
+func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, op, reason, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
-	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
-		in.Status.LastError = msg
-		catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+	var wait time.Duration
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.LastError = msg
+		wait = c.failed(&st.Retries, op, in.Generation, cause)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason,
+			Message: msg + retrying(st.Retries, op)}, now)
 		return nil
-	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: in.Status.CurrentOperation})
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return fmt.Errorf("%s: %w", in.Name, cause)
+	c.log.Warn("broker call failed; retrying after backoff", "instance", in.Namespace+"/"+in.Name, "operation", op, "wait", wait, "error", cause)
+	return wait, nil
 }
 
 // instanceFailed records a failure in status. A permanent one marks the
 // generation as observed, so it is not retried until the spec changes.
 func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, reason, msg string, permanent bool, extra ...func(*catalog.InstanceStatus)) error {
 	now := c.now().UTC()
-	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress = msg, "", false
 		st.OperationStartTime, st.InProgressProperties = nil, nil
@@ -339,7 +384,7 @@ func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance
 	if op == catalog.OperationUpdate {
 		reason, msg = reasonUpdated, "The instance was updated successfully."
 	}
-	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.ProvisionStatus = catalog.ProvisionStatusProvisioned
 		st.DeprovisionStatus = catalog.DeprovisionRequired
@@ -349,6 +394,7 @@ func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance
 		st.InProgressProperties, st.CurrentOperation, st.OperationStartTime = nil, "", nil
 		st.AsyncOpInProgress, st.LastError = false, ""
 		st.ReconciledGeneration = st.ObservedGeneration
+		delete(st.Retries, op)
 		if dashboard != "" {
 			st.DashboardURL = dashboard
 		}
@@ -399,7 +445,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 			req.MaintenanceInfo = &osb.MaintenanceInfo{Version: mi.Version}
 		}
 	}
-	in, err = c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationUpdate, &now, props
 		st.ObservedGeneration = in.Generation
@@ -422,11 +468,11 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
 			return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, msg, true)
 		}
-		return 0, c.retryable(ctx, in, reasonUpdateFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationUpdate, reasonUpdateFailed, msg, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("update", "ok").Inc()
 	if res.Async {
-		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: "The broker is updating asynchronously.", Operation: catalog.OperationUpdate})
@@ -458,7 +504,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			}
 			now := c.now().UTC()
 			msg := fmt.Sprintf("Waiting for %d bindings to be deleted before deprovisioning.", len(bindings))
-			_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
 					Reason: reasonWaitingForBindings, Message: msg}, now)
 				return nil
@@ -471,7 +517,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 		}
 	}
 	now := c.now().UTC()
-	in, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	in, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
@@ -492,49 +538,53 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	})
 	cancel()
 	if err != nil {
+		// Never forgotten: retried after the backoff until the broker
+		// answers.
 		c.metrics.brokerCalls.WithLabelValues("deprovision", "error").Inc()
-		msg := "Deprovision call failed: " + err.Error()
-		_, uerr := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
-			in.Status.LastError = msg
-			catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonDeprovisionFailed, Message: msg + " (retrying)"}, now)
-			return nil
-		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
-		return 0, errors.Join(fmt.Errorf("%s: %w", in.Name, err), uerr)
+		return c.retryable(ctx, in, catalog.OperationDeprovision, reasonDeprovisionFailed, "Deprovision call failed: "+err.Error(), err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("deprovision", "ok").Inc()
+	if res.Gone {
+		return c.deprovisioned(ctx, in, true)
+	}
 	if res.Async {
-		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: "The broker is deprovisioning asynchronously.", Operation: catalog.OperationDeprovision})
 		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
-	return 0, c.deprovisioned(ctx, in)
+	return c.deprovisioned(ctx, in, false)
 }
 
-// deprovisioned records a finished deprovision: the end of an orphan
-// mitigation (the provision is tried again, with backoff), or of the
-// instance.
-func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance) error {
+// goneMessage says a 410 Gone was the broker's answer.
+const goneMessage = "The broker answered 410 Gone: it no longer has the %s."
+
+// deprovisioned records a finished deprovision — gone: the broker answered
+// 410 Gone — the end of an orphan mitigation (the provision is tried
+// again after its backoff), or of the instance.
+func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, gone bool) (time.Duration, error) {
+	msg, reason := "The instance was deprovisioned.", "Deprovisioned"
+	if gone {
+		msg, reason = fmt.Sprintf(goneMessage, "instance"), "DeprovisionedGone"
+	}
 	if in.DeletionTimestamp != nil {
-		return c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deprovisioned", Message: "The instance was deprovisioned.", Operation: catalog.OperationDeprovision})
+		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationDeprovision})
 	}
 	now := c.now().UTC()
-	_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress = false, false
 		st.ProvisionStatus, st.DeprovisionStatus = catalog.ProvisionStatusNotProvisioned, catalog.DeprovisionSucceeded
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
+		delete(st.Retries, catalog.OperationDeprovision)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
 			Reason: "OrphanMitigationSuccessful", Message: "What the failed provision may have created was deprovisioned."}, now)
 		return nil
-	}, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the provision will be retried.", Operation: catalog.OperationDeprovision})
-	if err != nil {
-		return err
-	}
-	// Retry the provision with backoff: the failure was the broker's.
-	return fmt.Errorf("%s/%s: provision failed and was cleaned up; retrying", in.Namespace, in.Name)
+	}, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the provision will be retried. " + msg, Operation: catalog.OperationDeprovision})
+	// The provision is tried again once its backoff (status.retries)
+	// allows: the reconcile this write triggers waits for it.
+	return 0, err
 }
 
 func (c *Controller) finalizeInstance(ctx context.Context, in *catalog.Instance, e catalog.EventRecord) error {
@@ -571,9 +621,8 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		// While a plan change runs, the platform polls with the old plan.
 		planID = st.ExternalProperties.ClusterServicePlanExternalID
 	}
-	if d := env.plan.Spec.MaximumPollingDuration; d != nil && st.OperationStartTime != nil &&
-		c.now().Sub(*st.OperationStartTime) > time.Duration(*d)*time.Second {
-		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the plan's maximum polling duration (%ds).", *d), nil)
+	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
+		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
@@ -582,22 +631,28 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
-		c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "error", err)
-		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, 0)), nil
+		return c.instancePollFailed(ctx, in, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationDeprovision:
-		return 0, c.deprovisioned(ctx, in)
+		return c.deprovisioned(ctx, in, true)
 	case res.Gone:
 		// 410 while creating or updating is not a valid answer: keep polling.
 		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateInProgress:
-		if res.Description != "" {
+		_, pollFailed := st.Retries[retryPoll]
+		if res.Description != "" || pollFailed {
+			// The broker's word on progress, or that polling works again.
+			msg := res.Description
+			if msg == "" {
+				msg = inProgressMessage(st.CurrentOperation)
+			}
 			now := c.now().UTC()
-			_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
+			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+				delete(in.Status.Retries, retryPoll)
 				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-					Reason: reasonFor(st.CurrentOperation), Message: res.Description}, now)
+					Reason: reasonFor(st.CurrentOperation), Message: msg}, now)
 				return nil
 			})
 			if err != nil {
@@ -607,12 +662,47 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
 	case res.State == osb.StateSucceeded:
 		if st.CurrentOperation == catalog.OperationDeprovision {
-			return 0, c.deprovisioned(ctx, in)
+			return c.deprovisioned(ctx, in, false)
 		}
 		return 0, c.instanceSucceeded(ctx, in, st.CurrentOperation, "")
 	default:
 		return c.asyncFailed(ctx, env, res.Description, res)
 	}
+}
+
+// instancePollFailed makes a failed poll visible — in the Ready
+// condition's message, in the history (identical failures folded into one
+// entry), in a metric and in the log — and polls again after the backoff.
+func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instance, cause error) (time.Duration, error) {
+	op := in.Status.CurrentOperation
+	c.metrics.pollErrors.WithLabelValues("instance", op).Inc()
+	c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "operation", op, "error", cause)
+	msg := fmt.Sprintf("The last poll of the broker about the %s failed: %v", strings.ToLower(op), cause)
+	now := c.now().UTC()
+	var wait time.Duration
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+			Reason: reasonFor(op), Message: msg + retrying(st.Retries, retryPoll)}, now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
+	return c.polled(in.ID, wait), err
+}
+
+// inProgressMessage is the Ready message while an operation runs.
+func inProgressMessage(op string) string {
+	switch op {
+	case catalog.OperationUpdate:
+		return "The instance is being updated."
+	case catalog.OperationDeprovision:
+		return "The instance is being deprovisioned."
+	case catalog.OperationBind:
+		return "The binding is being created."
+	case catalog.OperationUnbind:
+		return "The binding is being deleted."
+	}
+	return "The instance is being provisioned."
 }
 
 func reasonFor(op string) string {
@@ -635,7 +725,7 @@ func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, descript
 	}
 	switch in.Status.CurrentOperation {
 	case catalog.OperationProvision:
-		return 0, c.startOrphanMitigation(ctx, in, "Provision failed: "+description)
+		return c.startOrphanMitigation(ctx, in, "Provision failed: "+description, nil)
 	case catalog.OperationUpdate:
 		permanent := res == nil || res.UpdateRepeatable == nil || !*res.UpdateRepeatable
 		if res != nil && res.UpdateRepeatable == nil {
@@ -643,16 +733,18 @@ func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, descript
 		}
 		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update failed: "+description, permanent)
 	default:
+		// A deprovision is never forgotten: sent again after the backoff.
 		now := c.now().UTC()
-		_, err := c.store.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
-			in.Status.AsyncOpInProgress, in.Status.LastError = false, "Deprovision failed: "+description
-			catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonDeprovisionFailed, Message: "Deprovision failed: " + description + " (retrying)"}, now)
+		msg := "Deprovision failed: " + description
+		var wait time.Duration
+		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+			st := &in.Status
+			st.AsyncOpInProgress, st.LastError = false, msg
+			wait = c.failed(&st.Retries, catalog.OperationDeprovision, in.Generation, nil)
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonDeprovisionFailed, Message: msg + retrying(st.Retries, catalog.OperationDeprovision)}, now)
 			return nil
-		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: description, Operation: catalog.OperationDeprovision})
-		if err != nil {
-			return 0, err
-		}
-		return 0, fmt.Errorf("%s/%s: deprovision failed: %s", in.Namespace, in.Name, description)
+		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
+		return wait, err
 	}
 }

@@ -9,6 +9,8 @@ type metrics struct {
 	reconciles  *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	brokerCalls *prometheus.CounterVec
+	pollErrors  *prometheus.CounterVec
+	retries     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,8 +25,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		brokerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bindery_controller_broker_calls_total", Help: "OSB requests by verb and outcome.",
 		}, []string{"verb", "outcome"}),
+		pollErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bindery_controller_poll_errors_total", Help: "Polls of an asynchronous operation that the broker answered with an error, or not at all, by kind and operation.",
+		}, []string{"kind", "operation"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bindery_controller_retries_scheduled_total", Help: "Failed broker calls scheduled for another attempt with backoff, by operation.",
+		}, []string{"operation"}),
 	}
-	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls)
+	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls, m.pollErrors, m.retries)
 	return m
 }
 

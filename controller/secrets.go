@@ -278,7 +278,7 @@ func sameLabels(have, want map[string]string) bool {
 // retried with backoff.
 func (c *Controller) secretProblem(ctx context.Context, b *catalog.Binding, reason, msg string) error {
 	now := c.now().UTC()
-	_, err := c.store.UpdateBindingStatus(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.LastError = msg
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -32,18 +33,25 @@ type env struct {
 	stop   func()
 	opts   engineOptions
 	broker string
+	// registry holds the running engine's metrics.
+	registry *prometheus.Registry
 }
 
 type engineOptions struct {
 	timeout time.Duration
 	kube    kubernetes.Interface
 	workers int
+	// retryBase and retryCap are the backoff (small, so tests run fast);
+	// maxPolling the platform's maximum polling duration.
+	retryBase, retryCap time.Duration
+	maxPolling          time.Duration
+	registry            *prometheus.Registry
 }
 
 // setup gives a test a catalog on its own database and a running engine.
 func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 	t.Helper()
-	o := engineOptions{timeout: 2 * time.Second, workers: 4}
+	o := engineOptions{timeout: 2 * time.Second, workers: 4, retryBase: 50 * time.Millisecond, retryCap: 2 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -67,8 +75,11 @@ func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 func (e *env) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg := prometheus.NewRegistry()
+	e.registry = reg
 	engine, err := controller.New(controller.Config{Store: e.store, Kube: e.opts.kube, Logger: log,
-		BrokerTimeout: e.opts.timeout, Workers: e.opts.workers})
+		BrokerTimeout: e.opts.timeout, Workers: e.opts.workers, Registry: reg,
+		RetryBase: e.opts.retryBase, RetryCap: e.opts.retryCap, MaxPollingDuration: e.opts.maxPolling})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (c *Client) Catalog(ctx context.Context) ([]Service, error) {
 		return nil, fmt.Errorf("fetch catalog: %w", err)
 	}
 	if res.StatusCode != http.StatusOK {
-		return nil, decodeError(res.StatusCode, body)
+		return nil, decodeError(res.StatusCode, res.Header, body)
 	}
 	if len(body) > maxCatalog {
 		return nil, fmt.Errorf("catalog larger than %d bytes", maxCatalog)
@@ -145,8 +145,8 @@ func ParseCatalog(body []byte) ([]Service, error) {
 }
 
 // decodeError reads an OSB error body.
-func decodeError(status int, body []byte) error {
-	e := &HTTPError{Status: status}
+func decodeError(status int, header http.Header, body []byte) error {
+	e := &HTTPError{Status: status, RetryAfter: retryAfter(header.Get("Retry-After"))}
 	var doc struct {
 		Error            string `json:"error"`
 		Description      string `json:"description"`

@@ -88,6 +88,9 @@ type HTTPError struct {
 	// InstanceUsable and UpdateRepeatable as the broker sent them, if it did.
 	InstanceUsable   *bool
 	UpdateRepeatable *bool
+	// RetryAfter is the broker's Retry-After, when it sent one (OSB 2.15
+	// and later allow it on errors such as 422 ConcurrencyError and 503).
+	RetryAfter time.Duration
 }
 
 func (e *HTTPError) Error() string {

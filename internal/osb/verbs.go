@@ -197,7 +197,7 @@ func (c *Client) Bind(ctx context.Context, r *BindRequest) (*BindResponse, error
 		}
 		out.Async, out.Operation = true, body.Operation
 	default:
-		return nil, decodeError(res.status, res.body)
+		return nil, decodeError(res.status, res.header, res.body)
 	}
 	return out, nil
 }
@@ -209,7 +209,7 @@ func (c *Client) GetBinding(ctx context.Context, instanceID, bindingID string) (
 		return nil, err
 	}
 	if res.status != http.StatusOK {
-		return nil, decodeError(res.status, res.body)
+		return nil, decodeError(res.status, res.header, res.body)
 	}
 	var b Binding
 	if err := decodeStrictObject(res.body, &b); err != nil {
@@ -291,7 +291,7 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 	case http.StatusGone:
 		out.Gone = true
 	default:
-		return nil, decodeError(res.status, res.body)
+		return nil, decodeError(res.status, res.header, res.body)
 	}
 	return out, nil
 }
@@ -329,11 +329,11 @@ func (c *Client) operation(ctx context.Context, method, path string, async bool,
 		out.Async, out.Operation, out.DashboardURL = res.status == http.StatusAccepted, doc.Operation, doc.DashboardURL
 	case http.StatusGone:
 		if method != http.MethodDelete {
-			return nil, decodeError(res.status, res.body)
+			return nil, decodeError(res.status, res.header, res.body)
 		}
 		out.Gone = true
 	default:
-		return nil, decodeError(res.status, res.body)
+		return nil, decodeError(res.status, res.header, res.body)
 	}
 	return out, nil
 }

@@ -2,7 +2,9 @@ package osbtest
 
 import (
 	"context"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -43,6 +45,13 @@ const (
 //     "failed", with Description, and InstanceUsable and UpdateRepeatable
 //     where the spec allows them. Without accepts_incomplete=true the request
 //     gets 422 AsyncRequired.
+//   - NeverFinishes (the same verbs): the operation is accepted with 202 as
+//     with AsyncFailed, and every poll answers "in progress" — until a
+//     delete request halts it, as the spec says of a provision, update or
+//     bind.
+//   - RetryAfter, with a 4xx or 5xx Status: the answer carries a
+//     Retry-After header (whole seconds, rounded up), as HTTP allows on
+//     503 and 429 and brokers send with 422 ConcurrencyError.
 //
 // A broker that is down (connection refused) is Broker.Down.
 type Failure struct {
@@ -54,6 +63,8 @@ type Failure struct {
 	Body             string
 	Delay            time.Duration
 	AsyncFailed      bool
+	NeverFinishes    bool
+	RetryAfter       time.Duration
 	// Times is how many requests the failure applies to; 0 means every
 	// request until Clear.
 	Times int
@@ -71,12 +82,16 @@ func (b *Broker) Fail(v Verb, f Failure) {
 	switch {
 	case f.Times < 0:
 		b.t.Errorf("osbtest: Fail(%s): negative Times", v)
-	case f.Status == 0 && f.Delay == 0 && !f.AsyncFailed:
-		b.t.Errorf("osbtest: Fail(%s): set Status, Delay or AsyncFailed", v)
+	case f.Status == 0 && f.Delay == 0 && !f.AsyncFailed && !f.NeverFinishes:
+		b.t.Errorf("osbtest: Fail(%s): set Status, Delay, AsyncFailed or NeverFinishes", v)
 	case f.Status != 0 && (f.Status < 200 || f.Status > 599):
 		b.t.Errorf("osbtest: Fail(%s): status %d", v, f.Status)
-	case f.AsyncFailed && (f.Status != 0 || !mutating[v]):
-		b.t.Errorf("osbtest: Fail(%s): AsyncFailed needs a provision, update, deprovision, bind or unbind, and no Status", v)
+	case (f.AsyncFailed || f.NeverFinishes) && (f.Status != 0 || !mutating[v]):
+		b.t.Errorf("osbtest: Fail(%s): AsyncFailed and NeverFinishes need a provision, update, deprovision, bind or unbind, and no Status", v)
+	case f.AsyncFailed && f.NeverFinishes:
+		b.t.Errorf("osbtest: Fail(%s): an operation cannot both fail and never finish", v)
+	case f.RetryAfter != 0 && (f.Status < 400 || f.RetryAfter < 0):
+		b.t.Errorf("osbtest: Fail(%s): RetryAfter needs an error Status and a positive duration", v)
 	case f.InstanceUsable != nil && v != VerbUpdate && v != VerbDeprovision:
 		b.t.Errorf("osbtest: Fail(%s): the spec allows instance_usable for update and deprovision only", v)
 	case f.UpdateRepeatable != nil && v != VerbUpdate:
@@ -132,8 +147,14 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 	switch {
 	case f.Status == 0:
 		return res, true
-	case f.Body != "" || f.Status < 300:
+	case f.Status < 300:
 		return response{status: f.Status, raw: []byte(f.Body), isRaw: true}, true
+	case f.Body != "":
+		res = response{status: f.Status, raw: []byte(f.Body), isRaw: true}
+		if f.RetryAfter > 0 {
+			res.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds())))}}
+		}
+		return res, true
 	}
 	description := f.Description
 	if description == "" {
@@ -149,5 +170,9 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 	if f.UpdateRepeatable != nil {
 		body["update_repeatable"] = *f.UpdateRepeatable
 	}
-	return response{status: f.Status, body: body}, true
+	res = response{status: f.Status, body: body}
+	if f.RetryAfter > 0 {
+		res.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds())))}}
+	}
+	return res, true
 }

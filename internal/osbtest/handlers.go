@@ -201,7 +201,7 @@ func acceptsIncomplete(r *http.Request) (bool, response, bool) {
 // async decides whether an operation on plan (nil if no longer in the
 // catalog) runs asynchronously, or answers 422 AsyncRequired.
 func (b *Broker) async(plan *Plan, accepts bool, f *Failure) (bool, response, bool) {
-	required := (plan != nil && plan.AsyncRequired) || (f != nil && f.AsyncFailed)
+	required := (plan != nil && plan.AsyncRequired) || (f != nil && (f.AsyncFailed || f.NeverFinishes))
 	if required && !accepts {
 		return false, asyncRequired(), false
 	}

@@ -223,6 +223,8 @@ type operation struct {
 	state string
 	polls int
 	fail  *Failure // non-nil: the operation ends failed
+	// forever: the operation stays in progress until halted.
+	forever bool
 
 	// What an update changes when it succeeds.
 	planID string
@@ -245,6 +247,7 @@ func (b *Broker) newOperation(kind opKind, async bool, f *Failure) *operation {
 	if f != nil && f.AsyncFailed {
 		op.fail = f
 	}
+	op.forever = f != nil && f.NeverFinishes
 	return op
 }
 
@@ -255,7 +258,7 @@ func (b *Broker) advance(op *operation) bool {
 		return false
 	}
 	op.polls++
-	if op.polls <= b.opts.polls {
+	if op.forever || op.polls <= b.opts.polls {
 		return false
 	}
 	op.state = succeeded
