@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,9 @@ func TestOrphanMitigation(t *testing.T) {
 		orphan, ready, permanent bool
 	}{
 		{"provision 500", osbtest.VerbProvision, osbtest.Failure{Status: 500, Times: 1}, false, true, true, false},
+		// OSB 2.17's table: "200 with malformed response" is a failure
+		// without orphan mitigation, for provision and bind alike.
+		{"provision 200 malformed", osbtest.VerbProvision, osbtest.Failure{Status: 200, Body: "not json", Times: 1}, false, false, true, false},
 		{"provision 201 malformed", osbtest.VerbProvision, osbtest.Failure{Status: 201, Body: "not json", Times: 1}, false, true, true, false},
 		{"provision 202 malformed", osbtest.VerbProvision, osbtest.Failure{Status: 202, Body: "[]", Times: 1}, false, true, true, false},
 		{"provision other 2xx", osbtest.VerbProvision, osbtest.Failure{Status: 204, Times: 1}, false, true, true, false},
@@ -100,7 +104,12 @@ func TestOrphanMitigation(t *testing.T) {
 		{"provision 409", osbtest.VerbProvision, osbtest.Failure{Status: 409, Times: 1}, false, false, false, true},
 		{"async provision failed", osbtest.VerbProvision, osbtest.Failure{AsyncFailed: true, Times: 1}, true, true, true, false},
 		{"bind 500", osbtest.VerbBind, osbtest.Failure{Status: 500, Times: 1}, false, true, true, false},
+		{"bind 200 malformed", osbtest.VerbBind, osbtest.Failure{Status: 200, Body: "[1]", Times: 1}, false, false, true, false},
 		{"bind 201 malformed", osbtest.VerbBind, osbtest.Failure{Status: 201, Body: "{", Times: 1}, false, true, true, false},
+		{"bind other 2xx", osbtest.VerbBind, osbtest.Failure{Status: 204, Times: 1}, false, true, true, false},
+		{"bind 5xx other than 500", osbtest.VerbBind, osbtest.Failure{Status: 503, Times: 1}, false, true, true, false},
+		{"bind 422 ConcurrencyError", osbtest.VerbBind, osbtest.Failure{Status: 422, Code: "ConcurrencyError", Times: 1}, false, false, true, false},
+		{"bind 409", osbtest.VerbBind, osbtest.Failure{Status: 409, Times: 1}, false, false, false, true},
 		{"bind timeout", osbtest.VerbBind, osbtest.Failure{Delay: 4 * time.Second, Times: 1}, false, true, true, false},
 		{"bind 408", osbtest.VerbBind, osbtest.Failure{Status: 408, Times: 1}, false, false, true, false},
 		{"bind 400", osbtest.VerbBind, osbtest.Failure{Status: 400, Times: 1}, false, false, false, true},
@@ -151,6 +160,15 @@ func TestOrphanMitigation(t *testing.T) {
 			}
 			if got := fake.Count(undo); (got > 0) != tc.orphan {
 				t.Errorf("%d %s calls; orphan mitigation expected: %v", got, undo, tc.orphan)
+			}
+			// Every row here is a failure in the platform's interpretation:
+			// the history says so.
+			id := in.ID
+			if b != nil {
+				id = b.ID
+			}
+			if events, _ := e.store.Events(ctx, id, 0); !slices.ContainsFunc(events, func(ev catalog.Event) bool { return ev.Type == "Warning" }) {
+				t.Errorf("the failure is not in the history: %+v", events)
 			}
 			// Whatever happened, cleaning up leaves nothing at the broker.
 			if b != nil {
@@ -425,14 +443,16 @@ func TestDeprovisionRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failures := 0
+	// Identical failures are folded into one entry that counts them.
+	entries, failures := 0, 0
 	for _, ev := range events {
 		if ev.Reason == "DeprovisionCallFailed" {
-			failures++
+			entries++
+			failures += ev.Count
 		}
 	}
-	if failures != 3 {
-		t.Errorf("%d failed deprovisions in the history, want 3", failures)
+	if entries != 1 || failures != 3 {
+		t.Errorf("%d history entries counting %d failed deprovisions, want 1 counting 3", entries, failures)
 	}
 	if n := fake.Count(osbtest.VerbDeprovision); n != 4 {
 		t.Errorf("%d deprovision calls, want 3 failures and a success", n)
