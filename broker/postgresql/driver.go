@@ -1,6 +1,15 @@
 // Package postgresql is the broker's driver for PostgreSQL databases: an
 // instance is a database with a NOLOGIN owner role on a target cluster, and
 // a binding is a login role of its own that acts as that owner.
+//
+// Ownership: a binding's sessions run as the owner role (the binding role
+// has `SET role` to it in the database), so the tables and other objects
+// an application creates belong to the instance, not to the binding, and
+// every binding — and a binding's successor after rotation — sees them.
+// Unbind ends the binding's sessions and drops its role; the instance's
+// objects stay. Anything the binding role came to own itself (after a
+// RESET ROLE) is handed to the owner role on unbind, and its grants are
+// revoked. Deprovision drops the database with everything in it.
 package postgresql
 
 import (
@@ -381,8 +390,12 @@ func (t target) result(database, role, password string) broker.BindResult {
 	}
 }
 
-// Unbind hands what the binding's role owns in the database to the owner
-// role, revokes its privileges and drops it. A missing role or database is
+// Unbind takes the binding's credentials away at once: its role can no
+// longer log in and its open sessions are ended (an application still
+// connected must not go on working with revoked credentials). Then, as the
+// ownership model says (see the package documentation), what the role owns
+// itself in the database is handed to the instance's owner role, its
+// privileges are revoked and it is dropped. A missing role or database is
 // not an error.
 func (d *Driver) Unbind(ctx context.Context, req broker.BindRequest) error {
 	err := d.locked(ctx, req.Instance.InstanceID, func(conn *pgx.Conn) error { return d.unbind(ctx, conn, req) })
@@ -397,6 +410,14 @@ func (d *Driver) unbind(ctx context.Context, conn *pgx.Conn, req broker.BindRequ
 	role := BindingRole(req.BindingID)
 	exists, err := roleExists(ctx, conn, role)
 	if err != nil || !exists {
+		return err
+	}
+	for _, stmt := range DisableLoginStatements(role) {
+		if err := exec(ctx, conn, stmt); err != nil {
+			return err
+		}
+	}
+	if err := terminateSessions(ctx, conn, role); err != nil {
 		return err
 	}
 	dbExists, err := databaseExists(ctx, conn, n.Database)
@@ -419,6 +440,43 @@ func (d *Driver) unbind(ctx context.Context, conn *pgx.Conn, req broker.BindRequ
 		}
 	}
 	d.log.Info("unbound role", "instance", req.Instance.InstanceID, "binding", req.BindingID, "role", role)
+	return nil
+}
+
+// sessionEndWait is how long Unbind waits for each session it ends.
+const sessionEndWait = 5 * time.Second
+
+// terminateSessions ends every session role logged in with and waits for
+// them to be gone.
+func terminateSessions(ctx context.Context, conn *pgx.Conn, role string) error {
+	rows, err := conn.Query(ctx, SessionsQuery, role)
+	if err != nil {
+		return fmt.Errorf("list the sessions of role %s: %w", role, err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("list the sessions of role %s: %w", role, err)
+	}
+	for _, pid := range pids {
+		var ended bool
+		err := conn.QueryRow(ctx, TerminateQuery, pid, sessionEndWait.Milliseconds()).Scan(&ended)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "42501":
+			return fmt.Errorf("end session %d of role %s: the broker's role needs SUPERUSER or membership in pg_signal_backend: %w", pid, role, err)
+		case err != nil:
+			return fmt.Errorf("end session %d of role %s: %w", pid, role, err)
+		case !ended:
+			// Also false for a session that ended meanwhile; look again.
+			var alive bool
+			if err := conn.QueryRow(ctx, SessionQuery, pid).Scan(&alive); err != nil {
+				return fmt.Errorf("end session %d of role %s: %w", pid, role, err)
+			}
+			if alive {
+				return fmt.Errorf("end session %d of role %s: still there after %s", pid, role, sessionEndWait)
+			}
+		}
+	}
 	return nil
 }
 

@@ -692,3 +692,39 @@ func redact(creds map[string]any) map[string]any {
 	delete(out, "jdbcUrl")
 	return out
 }
+
+// Unbind ends the binding's open sessions: an application still connected
+// cannot go on writing with revoked credentials. What it created through
+// the binding belongs to the instance's owner and stays; what the binding
+// role owns itself is handed to the owner.
+func TestUnbindEndsSessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inst := b.provision(t, `{}`)
+	bindID := randomID(t)
+	conn := b.connect(t, b.bind(t, inst, bindID))
+	if _, err := conn.Exec(b.ctx, "CREATE TABLE shared (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	// A table the binding role owns itself, made after leaving the owner's role.
+	if _, err := conn.Exec(b.ctx, "RESET role; CREATE TABLE own (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.driver.Unbind(b.ctx, broker.BindRequest{Instance: inst, BindingID: bindID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(b.ctx, "CREATE TABLE after_unbind (x int); INSERT INTO shared VALUES (1)"); err == nil {
+		t.Fatal("a session opened before unbind still creates and writes tables")
+	}
+	n := postgresql.InstanceNames(inst.InstanceID)
+	dbURL, _ := url.Parse(b.admin)
+	dbURL.Path = "/" + n.Database
+	for _, table := range []string{"shared", "own"} {
+		if owner := queryString(t, dbURL.String(), "SELECT tableowner::text FROM pg_tables WHERE tablename = $1", table); owner != n.Owner {
+			t.Errorf("table %s is owned by %q after unbind, want the instance's owner %q", table, owner, n.Owner)
+		}
+	}
+	if got := queryString(t, dbURL.String(), "SELECT count(*)::text FROM pg_tables WHERE tablename = 'after_unbind'"); got != "0" {
+		t.Error("a table was created after unbind")
+	}
+}

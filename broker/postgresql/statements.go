@@ -108,6 +108,26 @@ func BindStatements(n Names, role, verifier string, exists bool) []string {
 	)
 }
 
+// DisableLoginStatements keep a binding's role from opening sessions, the
+// first step of an unbind, before its open sessions are ended
+// (TerminateSessionsQuery). They run connected to the target cluster's own
+// database.
+func DisableLoginStatements(role string) []string {
+	return []string{"ALTER ROLE " + ident(role) + " NOLOGIN"}
+}
+
+// SessionsQuery lists the sessions a role logged in with ($1), and
+// TerminateQuery ends one ($1, the pid) waiting up to $2 milliseconds for
+// it to be gone, and SessionQuery says whether it still is there. Listing
+// and ending are two steps: PostgreSQL may evaluate a function in a WHERE
+// clause before the other conditions, on rows they exclude.
+// Ending another role's sessions takes SUPERUSER or pg_signal_backend.
+const (
+	SessionsQuery  = `SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid <> pg_backend_pid()`
+	TerminateQuery = `SELECT pg_terminate_backend($1, $2)`
+	SessionQuery   = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`
+)
+
 // UnbindDatabaseStatements hand whatever a binding role still owns in the
 // instance's database to the owner role and revoke its privileges there.
 // They run connected to the instance's database, before UnbindStatements.
