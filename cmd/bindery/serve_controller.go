@@ -33,6 +33,7 @@ type controllerOptions struct {
 	resync        time.Duration
 	brokerTimeout time.Duration
 	relistCheck   time.Duration
+	engine        controller.Config // the engine's own flags (backoff, polling)
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string) {
@@ -42,6 +43,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet, listenFlag, listen string
 	fs.IntVar(&o.workers, "controller-workers", 8, "objects reconciled at once")
 	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every unsettled object is looked at again")
 	fs.DurationVar(&o.brokerTimeout, "broker-timeout", 60*time.Second, "timeout of each broker request")
+	o.engine.AddFlags(fs)
 	if fs.Lookup("encryption-key") == nil {
 		fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing secrets at rest; the first encrypts")
 	}
@@ -64,6 +66,7 @@ func (o *controllerOptions) validate() []error {
 	if o.relistCheck < 0 {
 		errs = append(errs, errors.New("--relist-check-interval: must not be negative"))
 	}
+	errs = append(errs, o.engine.ValidateFlags()...)
 	return errs
 }
 
@@ -142,6 +145,7 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	engine, err := controller.New(controller.Config{
 		Store: store, Kube: kube, ClusterID: o.clusterID, Logger: log, Registry: reg,
 		Workers: o.workers, Resync: o.resync, BrokerTimeout: o.brokerTimeout, RelistCheck: o.relistCheck,
+		RetryBase: o.engine.RetryBase, RetryCap: o.engine.RetryCap, MaxPollingDuration: o.engine.MaxPollingDuration,
 	})
 	if err != nil {
 		return err
