@@ -785,6 +785,58 @@ func TestAsyncFailed(t *testing.T) {
 	expect(t, c.do("GET", "/v2/service_instances/i-2/service_bindings/b-1", nil), 404, "")
 }
 
+// TestNeverFinishes: an accepted operation stays in progress however often
+// it is polled, until a delete halts it.
+func TestNeverFinishes(t *testing.T) {
+	t.Parallel()
+	b, c := setup(t, WithPolls(0))
+	sid, pid := b.IDs(DefaultService, PlanSync)
+	b.Fail(VerbProvision, Failure{NeverFinishes: true, Times: 1})
+	expect(t, c.do("PUT", "/v2/service_instances/i-1?accepts_incomplete=true", provisionBody(sid, pid, nil)), 202, "")
+	for range 5 {
+		if res := c.do("GET", pollPath("i-1", ""), nil); res.object(t)["state"] != "in progress" {
+			t.Fatalf("poll: %s", res.body)
+		}
+	}
+	// The delete (synchronous, on this plan) halts the provision.
+	expect(t, c.do("DELETE", instancePath("i-1", sid, pid, true), nil), 200, "")
+	if res := c.do("GET", pollPath("i-1", ""), nil); res.object(t)["state"] != "failed" {
+		t.Errorf("poll after the delete: %s", res.body)
+	}
+
+	b.Fail(VerbDeprovision, Failure{NeverFinishes: true, Times: 1})
+	c.do("PUT", "/v2/service_instances/i-2", provisionBody(sid, pid, nil))
+	expect(t, c.do("DELETE", instancePath("i-2", sid, pid, true), nil), 202, "")
+	// A repeated DELETE gets the operation in progress again, as the spec
+	// requires, which never finishes either.
+	expect(t, c.do("DELETE", instancePath("i-2", sid, pid, true), nil), 202, "")
+	if res := c.do("GET", pollPath("i-2", ""), nil); res.object(t)["state"] != "in progress" {
+		t.Errorf("poll: %s", res.body)
+	}
+}
+
+// TestRetryAfterOnError: an injected error answer carries Retry-After, in
+// whole seconds rounded up.
+func TestRetryAfterOnError(t *testing.T) {
+	t.Parallel()
+	b, c := setup(t)
+	sid, pid := b.IDs(DefaultService, PlanSync)
+	b.Fail(VerbProvision, Failure{Status: 422, Code: "ConcurrencyError", RetryAfter: 1500 * time.Millisecond, Times: 1})
+	b.Fail(VerbProvision, Failure{Status: 503, Body: "busy", RetryAfter: time.Second, Times: 1})
+	res := c.do("PUT", "/v2/service_instances/i-1", provisionBody(sid, pid, nil))
+	expect(t, res, 422, "ConcurrencyError")
+	if got := res.header.Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After %q, want 2", got)
+	}
+	res = c.do("PUT", "/v2/service_instances/i-1", provisionBody(sid, pid, nil))
+	if res.status != 503 || res.header.Get("Retry-After") != "1" {
+		t.Errorf("answer %d with Retry-After %q, want 503 and 1", res.status, res.header.Get("Retry-After"))
+	}
+	if res := c.do("PUT", "/v2/service_instances/i-1", provisionBody(sid, pid, nil)); res.header.Get("Retry-After") != "" {
+		t.Errorf("Retry-After %q on a success", res.header.Get("Retry-After"))
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	b, c := setup(t)
@@ -827,6 +879,11 @@ func TestFailValidation(t *testing.T) {
 		{"instance_usable on bind", VerbBind, Failure{Status: 500, InstanceUsable: new(true)}},
 		{"update_repeatable on deprovision", VerbDeprovision, Failure{Status: 500, UpdateRepeatable: new(true)}},
 		{"status 99", VerbProvision, Failure{Status: 99}},
+		{"never finishes on a poll", VerbLastOperation, Failure{NeverFinishes: true}},
+		{"never finishes with a status", VerbBind, Failure{NeverFinishes: true, Status: 500}},
+		{"fails and never finishes", VerbProvision, Failure{NeverFinishes: true, AsyncFailed: true}},
+		{"retry-after on a success", VerbProvision, Failure{Status: 201, RetryAfter: time.Second}},
+		{"negative retry-after", VerbProvision, Failure{Status: 503, RetryAfter: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
