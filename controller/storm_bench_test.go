@@ -1,0 +1,153 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// BenchmarkFailureStorm: 100 instances whose broker fails for a minute,
+// with the engine's default backoff (1 s doubling to 20 min). It reports,
+// per failing object, the broker requests of that first minute, and the
+// history and change-feed rows written; and the CPU of this process (the
+// engine, with the fake broker beside it) and of the PostgreSQL backends
+// serving it, during the storm and idle, in cores. Two storms: the broker
+// answering 500 to everything, and only to provisions (each failed
+// provision is then orphan-mitigated by a deprovision that succeeds).
+//
+//	go test -run '^$' -bench FailureStorm -benchtime 1x ./controller/
+func BenchmarkFailureStorm(b *testing.B) {
+	window := time.Minute
+	if s := os.Getenv("STORM_WINDOW"); s != "" {
+		window, _ = time.ParseDuration(s)
+	}
+	for _, tc := range []struct {
+		name  string
+		verbs []osbtest.Verb
+	}{
+		{"all-500", []osbtest.Verb{osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbLastOperation}},
+		{"provision-500", []osbtest.Verb{osbtest.VerbProvision}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				storm(b, window, tc.verbs)
+			}
+		})
+	}
+}
+
+func storm(b *testing.B, window time.Duration, verbs []osbtest.Verb) {
+	const n = 100
+	e := setup(b, func(o *engineOptions) { o.retryBase, o.retryCap, o.workers = 0, 0, 8 })
+	fake := e.registerFake()
+
+	// Idle: 100 Ready instances.
+	var idle []*catalog.Instance
+	for i := range n {
+		idle = append(idle, e.createInstance(fmt.Sprintf("idle-%d", i), osbtest.DefaultService, osbtest.PlanSync, nil))
+	}
+	for _, in := range idle {
+		e.waitInstance(in.ID, "Ready", instanceReady)
+	}
+	idleCPU := measureCPU(b, e, 10*time.Second)
+
+	for _, v := range verbs {
+		fake.Fail(v, osbtest.Failure{Status: 500, Description: "the backend is down"})
+	}
+	before := counts(b, e)
+	requestsBefore := len(fake.Requests())
+	for i := range n {
+		e.createInstance(fmt.Sprintf("db-%d", i), osbtest.DefaultService, osbtest.PlanSync, nil)
+	}
+	stormCPU := measureCPU(b, e, window)
+	after := counts(b, e)
+	requests := len(fake.Requests()) - requestsBefore
+	perMinute := float64(time.Minute) / float64(window)
+	b.ReportMetric(float64(requests)/n, "broker-requests/object")
+	b.ReportMetric(float64(after.events-before.events)/n*perMinute, "history-rows/object/min")
+	b.ReportMetric(float64(after.changes-before.changes)/n*perMinute, "feed-rows/object/min")
+	b.ReportMetric(stormCPU.engine, "engine-cores-storm")
+	b.ReportMetric(idleCPU.engine, "engine-cores-idle")
+	b.ReportMetric(stormCPU.postgres, "pg-cores-storm")
+	b.ReportMetric(idleCPU.postgres, "pg-cores-idle")
+	for _, v := range verbs {
+		fake.Clear(v)
+	}
+}
+
+type rowCounts struct{ events, changes int }
+
+// counts are the history rows (with folded repeats as one) and the
+// change-feed rows written so far.
+func counts(b *testing.B, e *env) rowCounts {
+	var c rowCounts
+	if err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM catalog.events), (SELECT count(*) FROM catalog.changes)`).Scan(&c.events, &c.changes); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+type cpu struct{ engine, postgres float64 }
+
+// measureCPU waits for d and returns the CPU used meanwhile, in cores: by
+// this process (getrusage) and by the PostgreSQL backends connected to the
+// test's database (/proc/PID/stat).
+func measureCPU(b *testing.B, e *env, d time.Duration) cpu {
+	self0 := selfCPU()
+	pg0 := backendsCPU(b, e)
+	start := time.Now()
+	time.Sleep(d)
+	self1 := selfCPU()
+	pg1 := backendsCPU(b, e)
+	wall := time.Since(start)
+	var pg time.Duration
+	for pid, t := range pg1 {
+		pg += t - pg0[pid] // a backend that came meanwhile counts whole
+	}
+	return cpu{engine: float64(self1-self0) / float64(wall), postgres: float64(pg) / float64(wall)}
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// backendsCPU is the CPU time used so far by each backend connected to the
+// test's database.
+func backendsCPU(b *testing.B, e *env) map[int32]time.Duration {
+	rows, err := e.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int32]time.Duration{}
+	for rows.Next() {
+		var pid int32
+		if err := rows.Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// Fields after the command (which may hold spaces): utime and
+		// stime are the 14th and 15th of the line, in clock ticks.
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[pid] = time.Duration(ut+st) * time.Second / clockTicks
+	}
+	return out
+}
+
+// clockTicks is USER_HZ, 100 on Linux.
+const clockTicks = 100
