@@ -232,7 +232,16 @@ func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV 
 		if expectRV != 0 && in.ResourceVersion != expectRV {
 			return fmt.Errorf("%w: instance %s/%s changed since resourceVersion %d", ErrConflict, in.Namespace, in.Name, expectRV)
 		}
-		return fn(in)
+		// Clients that do not know the engine's backoff (the v1beta1
+		// status has no retries) must not reset it by writing status.
+		retries := in.Status.Retries
+		if err := fn(in); err != nil {
+			return err
+		}
+		if in.Status.Retries == nil {
+			in.Status.Retries = retries
+		}
+		return nil
 	})
 }
 
@@ -245,7 +254,14 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 		if expectRV != 0 && b.ResourceVersion != expectRV {
 			return fmt.Errorf("%w: binding %s/%s changed since resourceVersion %d", ErrConflict, b.Namespace, b.Name, expectRV)
 		}
-		return fn(b)
+		retries := b.Status.Retries
+		if err := fn(b); err != nil {
+			return err
+		}
+		if b.Status.Retries == nil {
+			b.Status.Retries = retries
+		}
+		return nil
 	}, nil)
 }
 
