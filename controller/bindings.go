@@ -291,15 +291,20 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
 	}
 	now := c.now().UTC()
-	b, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-		st := &b.Status
-		st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
-		return nil
-	}, nil)
-	if err != nil {
-		return 0, err
+	if b.Status.CurrentOperation != catalog.OperationUnbind {
+		// A retry leaves status as the failure left it until the broker
+		// answers (see deprovision).
+		var err error
+		b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+			st := &b.Status
+			st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
+			return nil
+		}, nil)
+		if err != nil {
+			return 0, err
+		}
 	}
 	env.b = b
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -320,10 +325,14 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 	}
 	if res.Async {
 		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
+			st := &b.Status
+			// The polling duration counts from this request.
+			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: "The broker is unbinding asynchronously.", Operation: catalog.OperationUnbind})
-		return c.pollDelay(b.Status.OperationStartTime, 0), err
+		return c.pollDelay(&now, 0), err
 	}
 	return c.unbound(ctx, b, false)
 }

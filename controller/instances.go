@@ -517,15 +517,21 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 		}
 	}
 	now := c.now().UTC()
-	in, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-		st := &in.Status
-		st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
-		return nil
-	})
-	if err != nil {
-		return 0, err
+	if in.Status.CurrentOperation != catalog.OperationDeprovision {
+		// A retry leaves status as the failure left it (saying why and
+		// when the next attempt is) until the broker answers: one write
+		// per attempt, not two.
+		var err error
+		in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+			st := &in.Status
+			st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
 	planID := env.plan.Spec.ExternalID
 	if p := in.Status.InProgressProperties; orphan && p != nil {
@@ -549,10 +555,14 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	}
 	if res.Async {
 		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
+			st := &in.Status
+			// The polling duration counts from this request.
+			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
+			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
+				Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: "The broker is deprovisioning asynchronously.", Operation: catalog.OperationDeprovision})
-		return c.pollDelay(in.Status.OperationStartTime, 0), err
+		return c.pollDelay(&now, 0), err
 	}
 	return c.deprovisioned(ctx, in, false)
 }
