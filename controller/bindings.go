@@ -417,7 +417,8 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("fetch binding %s/%s after an asynchronous bind: %w", b.Namespace, b.Name, err)
+			// Seen, counted and retried after the backoff, as a failed poll.
+			return c.bindingPollFailed(ctx, b, fmt.Errorf("fetch the binding after its asynchronous bind: %w", err))
 		}
 		return 0, c.bound(ctx, env, result)
 	default:

@@ -302,8 +302,17 @@ func TestPollErrorsVisible(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "poll binding last operation") {
 		t.Error("binding poll errors are not logged")
 	}
+	// The credentials of a finished asynchronous bind cannot be fetched
+	// at first: seen and retried the same way.
+	fake.Fail(osbtest.VerbFetchBinding, osbtest.Failure{Status: 503, Times: 2})
 	fake.Clear(osbtest.VerbBindingLastOperation)
 	e.waitBinding(b.ID, "Ready", bindingReady)
+	if !hasMessage(t, e, b.ID, "fetch the binding after its asynchronous bind") {
+		t.Error("the failed fetch of the binding is not in its history")
+	}
+	if n := fake.Count(osbtest.VerbFetchBinding); n != 3 {
+		t.Errorf("%d fetches of the binding, want 2 failed and 1", n)
+	}
 }
 
 // counter reads one series of a counter vector from the engine's registry,
