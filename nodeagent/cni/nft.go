@@ -1,0 +1,114 @@
+package cni
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
+)
+
+// errNoTable means the plugin's table is not in the namespace.
+var errNoTable = errors.New("table inet " + tableName + " is missing")
+
+// nftIn opens an nftables connection to the network namespace at path; fd
+// must stay open while the connection is used.
+func nftIn(path string) (*nftables.Conn, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open network namespace %s: %w", path, err)
+	}
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("nftables in network namespace %s: %w", path, err)
+	}
+	return c, f, nil
+}
+
+// applyRules replaces the plugin's table in the namespace at path with one
+// holding rules, in one transaction: the Pod never sees the table half made.
+func applyRules(path string, rules []Rule) error {
+	c, f, err := nftIn(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	t := table()
+	// Adding first makes the delete valid whether or not the table exists.
+	c.AddTable(t)
+	c.DelTable(t)
+	c.AddTable(t)
+	ch := c.AddChain(chain(t))
+	for _, r := range rules {
+		c.AddRule(&nftables.Rule{
+			Table:    t,
+			Chain:    ch,
+			Exprs:    r.Exprs,
+			UserData: userdata.AppendString(nil, userdata.TypeComment, r.Spec),
+		})
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("write table inet %s in network namespace %s: %w", tableName, path, err)
+	}
+	return nil
+}
+
+// deleteTable removes the plugin's table from the namespace at path, and
+// nothing else; a table that is not there is not an error.
+func deleteTable(path string) error {
+	c, f, err := nftIn(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := c.ListTableOfFamily(tableName, nftables.TableFamilyINet); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("look for table inet %s in network namespace %s: %w", tableName, path, err)
+	}
+	c.DelTable(table())
+	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("delete table inet %s in network namespace %s: %w", tableName, path, err)
+	}
+	return nil
+}
+
+// readRules returns the comments of the rules in the plugin's chain, in
+// order, after checking that the chain is hooked as chain() makes it.
+func readRules(path string) ([]string, error) {
+	c, f, err := nftIn(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := c.ListTableOfFamily(tableName, nftables.TableFamilyINet)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, errNoTable
+		}
+		return nil, fmt.Errorf("read table inet %s: %w", tableName, err)
+	}
+	got, err := c.ListChain(t, chainName)
+	if err != nil {
+		return nil, fmt.Errorf("read chain %s of table inet %s: %w", chainName, tableName, err)
+	}
+	want := chain(t)
+	if got.Hooknum == nil || *got.Hooknum != *want.Hooknum || got.Priority == nil || *got.Priority != *want.Priority ||
+		got.Type != want.Type || got.Policy == nil || *got.Policy != *want.Policy {
+		return nil, fmt.Errorf("chain %s of table inet %s is not a filter chain on output with policy accept", chainName, tableName)
+	}
+	rs, err := c.GetRules(t, got)
+	if err != nil {
+		return nil, fmt.Errorf("read rules of table inet %s: %w", tableName, err)
+	}
+	specs := make([]string, 0, len(rs))
+	for _, r := range rs {
+		s, _ := userdata.GetString(r.UserData, userdata.TypeComment)
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
