@@ -28,30 +28,41 @@ func nftIn(path string) (*nftables.Conn, *os.File, error) {
 	return c, f, nil
 }
 
-// applyRules replaces the plugin's table in the namespace at path with one
-// holding rules, in one transaction: the Pod never sees the table half made.
+// applyRules makes the plugin's chain in the namespace at path hold exactly
+// rules, in one transaction: the Pod never sees it half made. The chain is
+// created if missing and flushed otherwise; deleting the table instead would
+// cost a kernel RCU grace period (about 15 ms here) on every ADD. Only when
+// that fails, for a chain that exists with other hook settings, is the table
+// deleted and made again.
 func applyRules(path string, rules []Rule) error {
 	c, f, err := nftIn(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	t := table()
-	// Adding first makes the delete valid whether or not the table exists.
-	c.AddTable(t)
-	c.DelTable(t)
-	c.AddTable(t)
-	ch := c.AddChain(chain(t))
-	for _, r := range rules {
-		c.AddRule(&nftables.Rule{
-			Table:    t,
-			Chain:    ch,
-			Exprs:    r.Exprs,
-			UserData: userdata.AppendString(nil, userdata.TypeComment, r.Spec),
-		})
+	write := func(recreate bool) error {
+		t := table()
+		c.AddTable(t)
+		if recreate {
+			c.DelTable(t)
+			c.AddTable(t)
+		}
+		ch := c.AddChain(chain(t))
+		c.FlushChain(ch)
+		for _, r := range rules {
+			c.AddRule(&nftables.Rule{
+				Table:    t,
+				Chain:    ch,
+				Exprs:    r.Exprs,
+				UserData: userdata.AppendString(nil, userdata.TypeComment, r.Spec),
+			})
+		}
+		return c.Flush()
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("write table inet %s in network namespace %s: %w", tableName, path, err)
+	if err := write(false); err != nil {
+		if err := write(true); err != nil {
+			return fmt.Errorf("write table inet %s in network namespace %s: %w", tableName, path, err)
+		}
 	}
 	return nil
 }
