@@ -102,18 +102,27 @@ func (o *InstallOptions) Run(log *slog.Logger) error {
 		}
 		src = filepath.Join(filepath.Dir(self), PluginType)
 	}
+	return Install(log, src, o.BinDir, o.ConfDir, NewEntry(o.cidrs(), o.Kubeconfig, o.StateDir))
+}
+
+// NewEntry is the plugin's entry in a conflist, as Install chains it:
+// managedCIDRs, the pod-annotations capability, and kubeconfig and stateDir
+// when not empty. A test that runs a real node chains the plugin with
+// Install(log, "bin/bindery-cni", binDir, confDir, NewEntry(...)) before the
+// runtime starts.
+func NewEntry(managedCIDRs []string, kubeconfig, stateDir string) map[string]any {
 	entry := map[string]any{
 		"type":         PluginType,
-		"managedCIDRs": o.cidrs(),
+		"managedCIDRs": managedCIDRs,
 		"capabilities": map[string]any{PodAnnotationsCapability: true},
 	}
-	if o.Kubeconfig != "" {
-		entry["kubeconfig"] = o.Kubeconfig
+	if kubeconfig != "" {
+		entry["kubeconfig"] = kubeconfig
 	}
-	if o.StateDir != "" {
-		entry["stateDir"] = o.StateDir
+	if stateDir != "" {
+		entry["stateDir"] = stateDir
 	}
-	return Install(log, src, o.BinDir, o.ConfDir, entry)
+	return entry
 }
 
 // confExtensions are the files a runtime reads as CNI configuration.

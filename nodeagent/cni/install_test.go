@@ -44,13 +44,7 @@ func installDirs(t *testing.T) (src, bin, conf string) {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func entry(cidrs ...string) map[string]any {
-	return map[string]any{
-		"type":         cni.PluginType,
-		"managedCIDRs": cidrs,
-		"capabilities": map[string]any{cni.PodAnnotationsCapability: true},
-	}
-}
+func entry(cidrs ...string) map[string]any { return cni.NewEntry(cidrs, "", "") }
 
 func TestInstallChainsIdempotently(t *testing.T) {
 	t.Parallel()
