@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -122,17 +123,16 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrUnknownContainer, "no attachment recorded for this container and interface", err.Error())
 	}
-	want := specs(BuildRules(c.managed, a.Grants))
-	if !slices.Equal(want, a.Rules) {
+	want := BuildRules(c.managed, a.Grants)
+	if !slices.Equal(specs(want), a.Rules) {
 		return types.NewError(types.ErrInternal, "egress rules are out of date: managedCIDRs changed since ADD", "")
 	}
 	got, err := readRules(args.Netns)
 	if err != nil {
 		return types.NewError(types.ErrInternal, "read egress rules", err.Error())
 	}
-	if !slices.Equal(got, want) {
-		return types.NewError(types.ErrInternal, "egress rules differ from what ADD wrote",
-			fmt.Sprintf("want [%s], have [%s]", strings.Join(want, "; "), strings.Join(got, "; ")))
+	if err := sameRules(got, want); err != nil {
+		return types.NewError(types.ErrInternal, "egress rules differ from what ADD wrote", err.Error())
 	}
 	return nil
 }
@@ -201,6 +201,20 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return types.NewError(types.ErrInternal, "garbage-collect attachments", err.Error())
+	}
+	return nil
+}
+
+// sameRules compares rules read from the kernel with the rules wanted,
+// expression by expression: a rule changed behind its comment is caught.
+func sameRules(got, want []Rule) error {
+	if !slices.Equal(specs(got), specs(want)) {
+		return fmt.Errorf("want [%s], have [%s]", strings.Join(specs(want), "; "), strings.Join(specs(got), "; "))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].Exprs, want[i].Exprs) {
+			return fmt.Errorf("rule %d (%s) has other expressions than its comment says", i, want[i].Spec)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"golang.org/x/sys/unix"
 )
@@ -88,9 +89,10 @@ func deleteTable(path string) error {
 	return nil
 }
 
-// readRules returns the comments of the rules in the plugin's chain, in
-// order, after checking that the chain is hooked as chain() makes it.
-func readRules(path string) ([]string, error) {
+// readRules returns the rules in the plugin's chain, in order, with their
+// comments as Spec and counters zeroed, after checking that the chain is
+// hooked as chain() makes it.
+func readRules(path string) ([]Rule, error) {
 	c, f, err := nftIn(path)
 	if err != nil {
 		return nil, err
@@ -116,10 +118,15 @@ func readRules(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read rules of table inet %s: %w", tableName, err)
 	}
-	specs := make([]string, 0, len(rs))
+	out := make([]Rule, 0, len(rs))
 	for _, r := range rs {
-		s, _ := userdata.GetString(r.UserData, userdata.TypeComment)
-		specs = append(specs, s)
+		spec, _ := userdata.GetString(r.UserData, userdata.TypeComment)
+		for _, e := range r.Exprs {
+			if c, ok := e.(*expr.Counter); ok {
+				c.Bytes, c.Packets = 0, 0
+			}
+		}
+		out = append(out, Rule{Spec: spec, Exprs: r.Exprs})
 	}
-	return specs, nil
+	return out, nil
 }

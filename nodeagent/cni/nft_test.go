@@ -38,8 +38,8 @@ func TestApplyRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got, specs(want)) {
-			t.Errorf("rules %q, want %q", got, specs(want))
+		if err := sameRules(got, want); err != nil {
+			t.Errorf("rules read back: %v", err)
 		}
 	}
 
@@ -63,8 +63,26 @@ func TestApplyRules(t *testing.T) {
 	if err := applyRules(n.Path(), one); err != nil {
 		t.Fatalf("apply over a re-made chain: %v", err)
 	}
-	if got, err := readRules(n.Path()); err != nil || !slices.Equal(got, specs(one)) {
-		t.Errorf("after apply over a re-made chain: %q, %v", got, err)
+	if got, err := readRules(n.Path()); err != nil || sameRules(got, one) != nil {
+		t.Errorf("after apply over a re-made chain: %v, %v", specs(got), err)
+	}
+
+	// A rule replaced behind its comment: same comment, other port.
+	if err := applyRules(n.Path(), one); err != nil {
+		t.Fatal(err)
+	}
+	forged := slices.Clone(one)
+	forged[1] = acceptRule(netip.MustParseAddr("198.18.0.2"), "tcp", &PortRange{1, 65535})
+	forged[1].Spec = one[1].Spec
+	if err := applyRules(n.Path(), forged); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readRules(n.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameRules(got, one); err == nil {
+		t.Errorf("sameRules accepted a rule whose expressions differ from its comment")
 	}
 	if err := deleteTable(n.Path()); err != nil {
 		t.Fatal(err)
