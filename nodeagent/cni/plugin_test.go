@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -55,6 +57,34 @@ func TestPluginDirect(t *testing.T) {
 	}
 	if err := invoke.ExecPluginWithoutResult(ctx, bin, conf(good), args("DEL"), nil); err != nil {
 		t.Fatalf("DEL: %v", err)
+	}
+
+	// Host names are resolved at ADD and the addresses recorded.
+	named := `,"managedCIDRs":["127.0.0.0/8"],"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"bindery.dev/egress":"[{\"host\":\"localhost\",\"ports\":[\"5432\"]}]"}},"prevResult":` + prev
+	if _, err := invoke.ExecPluginWithResult(ctx, bin, conf(named), args("ADD"), nil); err != nil {
+		t.Fatalf("ADD with a host name: %v", err)
+	}
+	record, err := os.ReadFile(filepath.Join(state, "c1_eth0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(record), `"addr":"127.0.0.1"`) || !strings.Contains(string(record), "ip daddr 127.0.0.1 meta l4proto tcp th dport 5432 accept") {
+		t.Errorf("record of an ADD granting localhost:5432: %s", record)
+	}
+	if err := invoke.ExecPluginWithoutResult(ctx, bin, conf(named), args("DEL"), nil); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+
+	// STATUS says when the plugin cannot record attachments.
+	notDir := filepath.Join(state, "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	statusConf := []byte(`{"cniVersion":"1.1.0","name":"n","type":"bindery-cni","managedCIDRs":["198.18.0.0/15"],"stateDir":"` + notDir + `"}`)
+	err = invoke.ExecPluginWithoutResult(ctx, bin, statusConf, args("STATUS"), nil)
+	var serr *types.Error
+	if !errors.As(err, &serr) || serr.Code != 50 {
+		t.Errorf("STATUS with a state directory that is a file: %v, want code 50 (plugin not available)", err)
 	}
 
 	for _, tc := range []struct {
