@@ -48,10 +48,10 @@ func TestChain(t *testing.T) {
 				if !p.reaches(t, l.svc.IP, svcA) {
 					t.Errorf("Pod does not reach its granted endpoint %s:%d", l.svc.IP, svcA)
 				}
-				if p.reaches(t, l.svc.IP, svcB) {
+				if !p.dropped(t, l.svc.IP, svcB) {
 					t.Errorf("Pod reaches %s:%d, a port it was not granted", l.svc.IP, svcB)
 				}
-				if p.reaches(t, l.other.IP, l.otherPort) {
+				if !p.dropped(t, l.other.IP, l.otherPort) {
 					t.Errorf("Pod reaches %s:%d, an address it was not granted", l.other.IP, l.otherPort)
 				}
 				if !p.reaches(t, l.outside.IP, l.outsidePort) {
@@ -88,15 +88,31 @@ func TestChain(t *testing.T) {
 				}
 				t.Cleanup(func() { _ = l.cni.DelNetworkList(ctx(t), list, p.rt) })
 				for _, port := range l.svcPorts {
-					if p.reaches(t, l.svc.IP, port) {
+					if !p.dropped(t, l.svc.IP, port) {
 						t.Errorf("Pod without grants reaches %s:%d", l.svc.IP, port)
 					}
 				}
-				if p.reaches(t, l.other.IP, l.otherPort) {
+				if !p.dropped(t, l.other.IP, l.otherPort) {
 					t.Errorf("Pod without grants reaches %s:%d", l.other.IP, l.otherPort)
 				}
 				if !p.reaches(t, l.outside.IP, l.outsidePort) {
 					t.Errorf("Pod without grants does not reach %s:%d, outside the managed ranges", l.outside.IP, l.outsidePort)
+				}
+			})
+
+			t.Run("whole address", func(t *testing.T) {
+				// protocol all without ports grants the address, and
+				// shows the path to the second service works.
+				p := l.newPod([]cni.Endpoint{{Host: l.other.IP.String(), Ports: []string{}, Protocol: "all"}})
+				if _, err := l.cni.AddNetworkList(ctx(t), list, p.rt); err != nil {
+					t.Fatalf("ADD: %v", err)
+				}
+				t.Cleanup(func() { _ = l.cni.DelNetworkList(ctx(t), list, p.rt) })
+				if !p.reaches(t, l.other.IP, l.otherPort) {
+					t.Errorf("Pod granted all of %s does not reach port %d", l.other.IP, l.otherPort)
+				}
+				if !p.dropped(t, l.svc.IP, svcA) {
+					t.Errorf("Pod granted only %s reaches %s:%d", l.other.IP, l.svc.IP, svcA)
 				}
 			})
 

@@ -176,7 +176,7 @@ func TestInstalledChainWorks(t *testing.T) {
 		t.Fatalf("ADD: %v", err)
 	}
 	t.Cleanup(func() { _ = c.DelNetworkList(ctx(t), list, p.rt) })
-	if !p.reaches(t, l.svc.IP, l.svcPorts[1]) || p.reaches(t, l.svc.IP, l.svcPorts[0]) {
+	if !p.reaches(t, l.svc.IP, l.svcPorts[1]) || !p.dropped(t, l.svc.IP, l.svcPorts[0]) {
 		t.Errorf("the installed chain does not enforce the grant")
 	}
 }

@@ -131,11 +131,13 @@ func setup(t testing.TB) *lab {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", l.bridge).Run() })
 	mustRun(t, "ip", "addr", "add", netip.PrefixFrom(l.gateway, l.podSubnet.Bits()).String(), "dev", l.bridge)
 	mustRun(t, "ip", "link", "set", l.bridge, "up")
-	l.forward(l.bridge)
+	l.forwarding = []string{l.bridge}
 	for _, n := range []*netnstest.Namespace{l.svc, l.other, l.outside} {
-		l.forward(hostDev(t, n.IP))
+		l.forwarding = append(l.forwarding, hostDev(t, n.IP))
 		mustRun(t, "ip", "-n", n.Name, "route", "add", l.podSubnet.String(), "via", n.HostIP.String())
 	}
+
+	l.forwardAll()
 
 	p1, p2 := serve(t, l.svc, "tcp"), serve(t, l.svc, "tcp")
 	l.svcPorts = [2]int{p1, p2}
@@ -144,12 +146,15 @@ func setup(t testing.TB) *lab {
 	return l
 }
 
-// forward switches on IPv4 forwarding for packets that arrive on dev.
-func (l *lab) forward(dev string) {
+// forwardAll switches on IPv4 forwarding for packets that arrive on the
+// lab's interfaces, and only those.
+func (l *lab) forwardAll() {
 	l.t.Helper()
-	path := "/proc/sys/net/ipv4/conf/" + dev + "/forwarding"
-	if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
-		l.t.Fatalf("enable forwarding on %s: %v", dev, err)
+	for _, dev := range l.forwarding {
+		path := "/proc/sys/net/ipv4/conf/" + dev + "/forwarding"
+		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
+			l.t.Fatalf("enable forwarding on %s: %v", dev, err)
+		}
 	}
 }
 
@@ -194,8 +199,9 @@ func (l *lab) conflist(v string, bindery bool) *libcni.NetworkConfigList {
 
 // pod is a network namespace standing in for a Pod's sandbox.
 type pod struct {
-	ns ns.NetNS
-	rt *libcni.RuntimeConf
+	lab *lab
+	ns  ns.NetNS
+	rt  *libcni.RuntimeConf
 }
 
 // newPod makes a namespace and the runtime configuration a runtime would
@@ -218,7 +224,7 @@ func (l *lab) newPod(egress []cni.Endpoint) *pod {
 		}
 		annotations[cni.EgressAnnotation] = string(data)
 	}
-	return &pod{ns: n, rt: &libcni.RuntimeConf{
+	return &pod{lab: l, ns: n, rt: &libcni.RuntimeConf{
 		ContainerID:    fmt.Sprintf("%016x", rand.Uint64()),
 		NetNS:          n.Path(),
 		IfName:         "eth0",
@@ -227,19 +233,35 @@ func (l *lab) newPod(egress []cni.Endpoint) *pod {
 	}}
 }
 
-// reaches reports whether a TCP connection from the Pod to addr opens; a
-// dropped SYN shows as a timeout, anything else but success fails the test.
+// reaches reports whether a TCP connection from the Pod to addr opens. A
+// busy host can be slow to answer, so a timeout is tried again, twice.
 func (p *pod) reaches(t testing.TB, addr netip.Addr, port int) bool {
 	t.Helper()
-	var ok bool
+	for range 3 {
+		if !p.dropped(t, addr, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropped reports whether a TCP connection from the Pod to addr times out,
+// as when its SYN is dropped; a connection that opens gives false, and any
+// other error fails the test.
+func (p *pod) dropped(t testing.TB, addr netip.Addr, port int) bool {
+	t.Helper()
+	// Another process writing net.ipv4.ip_forward resets every
+	// interface's forwarding setting: the lab's are set again first.
+	p.lab.forwardAll()
+	var timedOut bool
 	err := p.ns.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(port)).String(), 700*time.Millisecond)
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(port)).String(), time.Second)
 		if err == nil {
-			ok = true
 			return c.Close()
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
+			timedOut = true
 			return nil
 		}
 		return err
@@ -247,7 +269,7 @@ func (p *pod) reaches(t testing.TB, addr netip.Addr, port int) bool {
 	if err != nil {
 		t.Fatalf("connect to %s:%d: %v", addr, port, err)
 	}
-	return ok
+	return timedOut
 }
 
 // serve accepts and closes connections in n until the test ends, and
