@@ -122,14 +122,12 @@ func TestChain(t *testing.T) {
 					t.Fatalf("ADD: %v", err)
 				}
 				p.ns.Close()
+				// testutils bind-mounts the namespace: unmount, then remove.
+				if err := syscall.Unmount(p.rt.NetNS, syscall.MNT_DETACH); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.Remove(p.rt.NetNS); err != nil {
-					// testutils bind-mounts it: unmount first.
-					if err := syscall.Unmount(p.rt.NetNS, syscall.MNT_DETACH); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.Remove(p.rt.NetNS); err != nil {
-						t.Fatal(err)
-					}
+					t.Fatal(err)
 				}
 				for i := range 2 {
 					if err := l.cni.DelNetworkList(ctx(t), list, p.rt); err != nil {

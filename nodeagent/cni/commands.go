@@ -15,6 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
+	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/nftables"
 )
 
@@ -98,7 +99,9 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 		return err
 	}
 	path := stateFile(c.StateDir, args.ContainerID, args.IfName)
-	if args.Netns != "" {
+	// A namespace that is gone, or a path that no longer holds one (the
+	// runtime unmounted it), has no table left to delete.
+	if args.Netns != "" && ns.IsNSorErr(args.Netns) == nil {
 		if err := deleteTable(args.Netns); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return types.NewError(types.ErrInternal, "delete egress rules", err.Error())
 		}

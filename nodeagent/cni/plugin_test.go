@@ -75,6 +75,24 @@ func TestPluginDirect(t *testing.T) {
 		t.Fatalf("DEL: %v", err)
 	}
 
+	// DEL with a path that no longer holds a namespace, as a runtime that
+	// unmounted it may pass, still removes the record.
+	if _, err := invoke.ExecPluginWithResult(ctx, bin, conf(good), args("ADD"), nil); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	plain := filepath.Join(t.TempDir(), "netns")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gone := args("DEL")
+	gone.NetNS = plain
+	if err := invoke.ExecPluginWithoutResult(ctx, bin, conf(good), gone, nil); err != nil {
+		t.Fatalf("DEL with a path that is no namespace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "c1_eth0.json")); !os.IsNotExist(err) {
+		t.Errorf("record after DEL: %v", err)
+	}
+
 	// STATUS says when the plugin cannot record attachments.
 	notDir := filepath.Join(state, "file")
 	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
