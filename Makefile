@@ -5,20 +5,21 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build run test lint bench deps clean kube bin/kube-apiserver
+.PHONY: all build run test lint bench deps clean kube bin/kube-apiserver cni
 
 all: build
 
-## build: the bindery binary in ./bin
+## build: the bindery and bindery-cni binaries in ./bin
 build:
 	$(GO) build -o $(BIN)/bindery ./cmd/bindery
+	$(GO) build -o $(BIN)/bindery-cni ./cmd/bindery-cni
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
 run: deps build
 	$(BIN)/bindery up
 
 ## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps kube
+test: deps kube cni
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -40,6 +41,7 @@ bench: deps kube build
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
 	cd bench && $(GO) run ./cmd/osbbench
 
 ## kube: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl v1.36.3 in ./bin
@@ -48,6 +50,10 @@ bench: deps kube build
 kube bin/kube-apiserver:
 	tools/kube/build.sh
 	tools/svcat/build.sh
+
+## cni: the reference CNI plugins (bridge, host-local v1.9.1) in ./bin/cni for the bindery-cni tests
+cni:
+	tools/cni/build.sh
 
 ## deps: PostgreSQL server binaries, needed by `run` (without DATABASE_URL) and the tests
 deps:

@@ -1,6 +1,7 @@
 // Package nodeagent is Bindery's agent on every node: it covers the
-// kubelet's extension points, starting with device plugins (package
-// deviceplugin). This package holds the agent's configuration file.
+// kubelet's extension points: device plugins (package deviceplugin) and the
+// chained CNI plugin bindery-cni with its installer (package cni). This
+// package holds the agent's configuration file.
 package nodeagent
 
 import (

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/nodeagent"
+	"github.com/bindery-dev/bindery/nodeagent/cni"
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 )
 
@@ -46,9 +47,14 @@ func runServeNodeagent(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "serve nodeagent")
 	var o nodeagentOptions
 	o.addFlags(fs)
+	var cniOpts cni.InstallOptions
+	cniOpts.AddFlags(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if cniOpts.Requested() {
+		return runInstallCNI(e, *level, &cniOpts)
 	}
 	if err := o.complete(); err != nil {
 		return err
@@ -95,4 +101,14 @@ func runNodeagent(ctx context.Context, log *slog.Logger, cfg *nodeagent.Config, 
 		return serve.Run(ctx, l, serve.NewEcho(reg, m.Ready), log)
 	})
 	return g.Wait()
+}
+
+// runInstallCNI installs or uninstalls bindery-cni on this node and returns:
+// it runs as the node agent's init container, before the agent serves.
+func runInstallCNI(e env, level string, o *cni.InstallOptions) error {
+	log, err := e.logger(level)
+	if err != nil {
+		return err
+	}
+	return o.Run(log.With("component", "nodeagent", "task", "cni"))
 }
