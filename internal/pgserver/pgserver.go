@@ -71,12 +71,15 @@ func Start(ctx context.Context, dir string, opts Options) (*Server, error) {
 		}
 		s.runAs = u
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	// MkdirTemp and t.TempDir make 0700 directories; PostgreSQL's user must
-	// be able to enter this one.
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// Only PostgreSQL's user (and root) may enter: the directory holds the
+	// superuser's password, the socket and a log with statements' values.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := s.chown(dir); err != nil {
 		return nil, err
 	}
 	if err := s.ensurePassword(); err != nil {
@@ -159,36 +162,32 @@ func (s *Server) initdb(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx context.Context, opts Options) error {
-	// The port is kept in dir, so credentials handed out earlier (which
-	// name it) keep working after a restart, unless another process took it.
-	portFile := filepath.Join(s.dir, "port")
-	port := 0
-	if b, err := os.ReadFile(portFile); err == nil {
-		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(p) {
-			port = p
+	// A server left running by a killed process is stopped first, so that
+	// this start owns the cluster and its port is free again.
+	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
+		if _, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "fast", "-w", "-t", "30", "stop"); err != nil {
+			_, _ = s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "immediate", "-w", "stop")
 		}
 	}
-	if port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		port = p
-		if err := os.WriteFile(portFile, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
-			return err
-		}
+	port, err := s.choosePort()
+	if err != nil {
+		return err
 	}
 	s.port = port
 	sock := filepath.Join(s.dir, "socket")
-	if err := os.MkdirAll(sock, 0o755); err != nil {
+	if err := os.MkdirAll(sock, 0o700); err != nil {
 		return err
 	}
 	logFile := filepath.Join(s.dir, "postgres.log")
 	if err := s.chown(sock); err != nil {
 		return err
 	}
-	if f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+	// The log holds failed statements with their values: its owner only.
+	if f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		f.Close()
+		if err := os.Chmod(logFile, 0o600); err != nil {
+			return err
+		}
 		if err := s.chown(logFile); err != nil {
 			return err
 		}
@@ -206,11 +205,6 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if opts.Fast {
 		settings = append(settings, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	// A cluster left running by a killed process is stopped first, so that
-	// this start owns it.
-	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
-		_, _ = s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "immediate", "-w", "stop")
-	}
 	out, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-l", logFile,
 		"-o", strings.Join(settings, " "), "-w", "-t", "60", "start")
 	if err != nil {
@@ -221,6 +215,34 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		return fmt.Errorf("start postgres: %w\n%s\n%s", err, out, tail)
 	}
 	return nil
+}
+
+// choosePort returns the port kept in dir, or picks and keeps a free one the
+// first time. The port belongs to the data directory for its whole life:
+// credentials handed out name it, so a taken port is an error to fix, never
+// a reason to move.
+func (s *Server) choosePort() (int, error) {
+	portFile := filepath.Join(s.dir, "port")
+	if b, err := os.ReadFile(portFile); err == nil {
+		p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || p <= 0 || p > 65535 {
+			return 0, fmt.Errorf("%s holds no port number (%q): remove it to pick a new port, which breaks credentials issued before", portFile, bytes.TrimSpace(b))
+		}
+		if !portFree(p) {
+			return 0, fmt.Errorf("port %d of the embedded PostgreSQL in %s is in use by another program: stop that program (credentials issued by Bindery name this port), or set DATABASE_URL", p, s.dir)
+		}
+		return p, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	p, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(portFile, []byte(strconv.Itoa(p)+"\n"), 0o600); err != nil {
+		return 0, err
+	}
+	return p, nil
 }
 
 // run runs a PostgreSQL binary, as the postgres user when we are root.

@@ -2,8 +2,11 @@ package pgserver
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -65,5 +68,100 @@ func TestRestartKeepsDataAndPassword(t *testing.T) {
 	if c, err := pgx.ConnectConfig(ctx, cfg); err == nil {
 		c.Close(ctx)
 		t.Fatal("connected with a wrong password")
+	}
+}
+
+// tempBase makes a directory the postgres user can traverse.
+func tempBase(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("DATABASE_URL") != "" {
+		t.Skip("DATABASE_URL is set: the private server is not used")
+	}
+	base, err := os.MkdirTemp("", "pgserver-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// TestCrashKeepsPort: a process killed while its server runs leaves the
+// server behind; the next Start must take that server over on the same
+// port (issued credentials name it), not move to a new one.
+func TestCrashKeepsPort(t *testing.T) {
+	dir := filepath.Join(tempBase(t), "pg")
+	ctx := context.Background()
+	first, err := Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No Stop: the server keeps running, as after kill -9 of its owner.
+	for i := 0; i < 2; i++ {
+		s, err := Start(ctx, dir, Options{Fast: true})
+		if err != nil {
+			t.Fatalf("start %d after a crash: %v", i+2, err)
+		}
+		if s.Port() != first.Port() {
+			t.Fatalf("start %d after a crash: port %d, want %d", i+2, s.Port(), first.Port())
+		}
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPortTakenIsRefused: when another program holds the port a data
+// directory's credentials name, Start says so instead of moving.
+func TestPortTakenIsRefused(t *testing.T) {
+	dir := filepath.Join(tempBase(t), "pg")
+	ctx := context.Background()
+	s, err := Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := s.Port()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s2, err := Start(ctx, dir, Options{Fast: true})
+	if err == nil {
+		s2.Stop()
+		t.Fatalf("started on port %d although %d is taken", s2.Port(), port)
+	}
+	if !strings.Contains(err.Error(), strconv.Itoa(port)) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("error does not name the taken port: %v", err)
+	}
+}
+
+// TestFileModes: the log holds failed statements with their values and the
+// password file a superuser password; neither is readable by others.
+func TestFileModes(t *testing.T) {
+	dir := filepath.Join(tempBase(t), "pg")
+	s, err := Start(context.Background(), dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for name, want := range map[string]os.FileMode{"postgres.log": 0o600, "superuser.password": 0o600, ".": 0o700} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %v, want %v", name, got, want)
+		}
 	}
 }
