@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -200,6 +201,15 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 	}
 	if v, ok := catalog.AsValidation(err); ok {
 		return apierrors.NewInvalid(gk, name, fieldErrors(v))
+	}
+	var fc *catalog.FieldConflictError
+	if errors.As(err, &fc) {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonConflict,
+			Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name, Causes: []metav1.StatusCause{
+				{Type: metav1.CauseTypeFieldValueDuplicate, Field: fc.Field, Message: fc.Message}}},
+			Message: fmt.Sprintf("%s %q: %s: %s", gk.Kind, name, fc.Field, fc.Message),
+		}}
 	}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):

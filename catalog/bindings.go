@@ -102,6 +102,10 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 		_, err = w.Exec(ctx, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, in.ID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		if err != nil {
+			var fc *FieldConflictError
+			if err := mapErr(err); errors.As(err, &fc) {
+				return err
+			}
 			if errors.Is(mapErr(err), ErrConflict) {
 				return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
 			}

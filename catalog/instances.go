@@ -189,6 +189,10 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
 			in.ID, in.Namespace, in.Name, plan.ID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
 		if err != nil {
+			var fc *FieldConflictError
+			if err := mapErr(err); errors.As(err, &fc) {
+				return err
+			}
 			if errors.Is(mapErr(err), ErrConflict) {
 				return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
 			}

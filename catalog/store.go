@@ -87,6 +87,10 @@ func mapErr(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23505":
+			if fc, ok := uniqueFields[pgErr.ConstraintName]; ok {
+				e := *fc
+				return &e
+			}
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case "23503":
 			return fmt.Errorf("%w: %s is still referenced", ErrConflict, pgErr.TableName)

@@ -102,10 +102,13 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	}
 	var ae *APIError
 	var he *echo.HTTPError
+	var fc *catalog.FieldConflictError
 	switch v, ok := catalog.AsValidation(err); {
 	case errors.As(err, &ae):
 	case ok:
 		ae = &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error(), Field: v.Errors[0].Field, Fields: v.Errors}
+	case errors.As(err, &fc):
+		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: fc.Field + ": " + fc.Message, Field: fc.Field}
 	case errors.Is(err, catalog.ErrNotFound):
 		ae = apiError(http.StatusNotFound, "not_found", "%s", notFoundMessage(c))
 	case errors.Is(err, catalog.ErrConflict):
