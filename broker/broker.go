@@ -121,6 +121,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		opTimeout: cfg.OperationTimeout,
 		metrics:   newMetrics(cfg.Registry),
 	}
+	if err := cfg.Keys.VerifyCanary(ctx, "broker", canaryStore{cfg.Pool}); err != nil {
+		return nil, err
+	}
 	body, etag := cfg.Catalog.Body()
 	if err := saveCatalog(ctx, b.pool, body, etag); err != nil {
 		return nil, fmt.Errorf("store catalog: %w", err)

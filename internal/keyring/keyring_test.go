@@ -51,3 +51,27 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCanary(t *testing.T) {
+	old, other := Generate(), Generate()
+	k, _ := Parse(old)
+	sealed := k.SealCanary("catalog")
+	for _, tc := range []struct {
+		keys, aad string
+		ok        bool
+	}{
+		{old, "catalog", true},
+		{other + "," + old, "catalog", true}, // rotated: the old key is kept
+		{other, "catalog", false},            // a wrong but valid key
+		{old, "broker", false},               // another store's canary
+	} {
+		ring, err := Parse(tc.keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ring.CheckCanary(sealed, tc.aad)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrWrongKeys)) {
+			t.Errorf("keys %q aad %q: %v, want ok=%v", tc.keys, tc.aad, err, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,1 @@
+DROP TABLE broker.key_canary;
