@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 	"strings"
 	"time"
 
@@ -127,7 +128,7 @@ func encodeCursor(c cursor) string {
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(raw, &c) != nil {
+	if err != nil || json.Unmarshal(raw, &c) != nil || pgtext.Problem(c.Namespace) != "" || pgtext.Problem(c.Name) != "" {
 		return c, invalid(FieldError{Field: "continue", Message: "is not a continue token from this API"})
 	}
 	return c, nil

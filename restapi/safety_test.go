@@ -1,6 +1,24 @@
 package restapi_test
 
-import "testing"
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/restapi"
+)
 
 // TestExternalIDUnique: OSB ids are global to a broker, so a second object
 // with another one's spec.externalID would share its broker-side resource
@@ -31,4 +49,75 @@ func TestExternalIDUnique(t *testing.T) {
 	}
 	// The name is still the first thing a duplicate is told about.
 	b.must(409, b.do(dev, "POST", "/bindings", bind("app", "bind-2")))
+}
+
+// TestUnstorableInput: strings PostgreSQL cannot hold (NUL, invalid UTF-8)
+// in bodies, path ids and query parameters are 400s naming the field; an
+// oversize body is a 413 with the limit. None is a 5xx.
+func TestUnstorableInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	for _, tc := range []struct {
+		method, path, body, field string
+		status                    int
+	}{
+		{"POST", "/instances", `{"name":"db","namespace":"a","labels":{"x":"a\u0000b"},"spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`, "labels.x", 400},
+		{"POST", "/instances", `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small","externalID":"\u0000"}}`, "spec.externalID", 400},
+		{"POST", "/instances", "{\"name\":\"db\",\"namespace\":\"a\",\"spec\":{\"clusterServiceClassExternalName\":\"postgresql\",\"clusterServicePlanExternalName\":\"small\",\"externalID\":\"\xff\"}}", "body", 400},
+		{"POST", "/instances", `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small","parameters":{"k":["\u0000"]}}}`, "spec.parameters.k[0]", 400},
+		{"GET", "/instances/%00", "", "id", 400},
+		{"GET", "/instances/%FF", "", "id", 400},
+		{"GET", "/instances?namespace=%00", "", "namespace", 400},
+		{"GET", "/instances?continue=%FF%FE", "", "continue", 400},
+		{"GET", "/serviceplans?class=a%00b", "", "class", 400},
+		{"POST", "/instances", `{"name":"db","namespace":"a","spec":{"parameters":{"x":"` + strings.Repeat("a", 10<<20) + `"}}}`, "", 413},
+	} {
+		r := b.do(dev, tc.method, tc.path, tc.body)
+		if r.status != tc.status || r.str("field") != tc.field {
+			t.Errorf("%s %s: %d field %q, want %d field %q: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.status, tc.field, r.raw)
+		}
+	}
+	// A continue token that decodes to a NUL-holding cursor.
+	r := b.do(dev, "GET", "/instances?continue="+base64.RawURLEncoding.EncodeToString([]byte(`{"n":"\u0000","i":"\u0000"}`)), "")
+	if r.status != 400 || r.str("field") != "continue" {
+		t.Errorf("crafted continue token: %d %s", r.status, r.raw)
+	}
+}
+
+// TestDatabaseOutage: with the database unreachable, requests answer 503
+// with Retry-After (as /readyz says), not 500.
+func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close() // nothing listens there now
+	pool, err := pgxpool.New(ctx, "postgres://bindery:x@"+dead+"/catalog?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store := catalog.NewStore(pool, nil, nil)
+	api := restapi.New(store, store.NewTokenCache(time.Second), slog.New(slog.DiscardHandler))
+	e := serve.NewEcho(prometheus.NewRegistry())
+	e.HTTPErrorHandler = api.ErrorHandler
+	api.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/instances", nil)
+	req.Header.Set("Authorization", "Bearer bdy_whatever")
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"unavailable"`) {
+		t.Fatalf("outage: %d Retry-After=%q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
 }

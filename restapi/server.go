@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 	"github.com/bindery-dev/bindery/openapi"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) Register(e *echo.Echo) {
 	validate := openapi.RequestValidator(router)
 	role := func(r string) echo.MiddlewareFunc {
 		check := s.require(r)
-		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(validate(next)) }
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(storableParams(validate(next))) }
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
@@ -115,6 +116,10 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 		ae = apiError(http.StatusConflict, "conflict", "%s", trimKind(err, catalog.ErrConflict))
 	case errors.Is(err, catalog.ErrUnprocessable):
 		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", trimKind(err, catalog.ErrUnprocessable))
+	case catalog.IsUnavailable(err):
+		s.log.WarnContext(c.Request().Context(), "database unavailable", "method", c.Request().Method, "path", c.Path(), "error", err)
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		ae = apiError(http.StatusServiceUnavailable, "unavailable", "The database cannot be reached right now; try again in %s seconds.", retryAfterSeconds)
 	case errors.As(err, &he):
 		msg := http.StatusText(he.Code)
 		if m, ok := he.Message.(string); ok {
@@ -176,17 +181,58 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 	}
 }
 
+// retryAfterSeconds is what a 503 asks clients to wait: about how long a
+// database fail-over or restart takes.
+const retryAfterSeconds = "5"
+
+// maxBody is the largest request body the API reads.
+const maxBody = 4 << 20
+
+// storableParams refuses path and query parameters that PostgreSQL cannot
+// hold (NUL characters, invalid UTF-8), naming the parameter.
+func storableParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for i, name := range c.ParamNames() {
+			if err := pgtext.Check(name, c.ParamValues()[i]); err != nil {
+				return invalidText(err)
+			}
+		}
+		for name, values := range c.QueryParams() {
+			for _, v := range append([]string{name}, values...) {
+				if err := pgtext.Check(name, v); err != nil {
+					return invalidText(err)
+				}
+			}
+		}
+		return next(c)
+	}
+}
+
+func invalidText(err error) error {
+	var te *pgtext.Error
+	if errors.As(err, &te) {
+		return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: te.Field, Message: te.Error()}
+	}
+	return err
+}
+
 // decode reads a JSON body strictly: unknown fields are errors naming the
-// field, so typos do not pass silently.
+// field, so typos do not pass silently. A body over maxBody is a 413.
 func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 4<<20))
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
 	if err != nil {
 		return apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
+	}
+	if len(body) > maxBody {
+		return apiError(http.StatusRequestEntityTooLarge, "too_large", "request body: larger than the limit of %d bytes (4 MiB)", maxBody)
 	}
 	return decodeBytes(body, v)
 }
 
 func decodeBytes(body []byte, v any) error {
+	if err := pgtext.CheckJSON("", body); err != nil {
+		return invalidText(err)
+	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
