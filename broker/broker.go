@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/pgstatus"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 )
@@ -173,7 +174,7 @@ func (b *Broker) Handler() http.Handler { return b.handler }
 func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 	e := serve.NewEcho(reg, func(ctx context.Context) error { return b.pool.Ping(ctx) })
 	e.HTTPErrorHandler = b.errorHandler
-	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, originatingIdentity)
+	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, storableParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)
 	v2.PUT("/service_instances/:instance_id", b.provision)
 	v2.PATCH("/service_instances/:instance_id", b.update)
@@ -204,6 +205,14 @@ func (b *Broker) errorHandler(err error, c echo.Context) {
 			msg = s
 		}
 		_ = c.JSON(he.Code, map[string]any{"error": http.StatusText(he.Code), "description": msg})
+		return
+	}
+	if pgstatus.Unavailable(err) {
+		b.log.WarnContext(c.Request().Context(), "database unavailable", "method", c.Request().Method, "path", c.Path(), "error", err)
+		c.Response().Header().Set("Retry-After", "5")
+		_ = c.JSON(http.StatusServiceUnavailable, map[string]any{
+			"error": "ServiceUnavailable", "description": "The broker's database cannot be reached right now; try again in 5 seconds.",
+		})
 		return
 	}
 	b.log.ErrorContext(c.Request().Context(), "request failed", "method", c.Request().Method, "path", c.Path(), "error", err)

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"testing"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // FuzzDecodeRequests feeds arbitrary bytes to the decoders of every OSB
@@ -14,6 +16,7 @@ func FuzzDecodeRequests(f *testing.F) {
 		`{"service_id":"s","parameters":null,"context":{"platform":"kubernetes"}}`,
 		`{"predecessor_binding_id":"b","bind_resource":{"app_guid":"a"}}`,
 		`[]`, `null`, `{"service_id":7}`, `{} {}`, "",
+		`{"service_id":"a\u0000"}`, "{\"context\":{\"x\":\"\xff\"}}",
 	} {
 		f.Add([]byte(seed), "kubernetes eyJ1c2VybmFtZSI6ImEifQ==")
 	}
@@ -25,14 +28,16 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 		}
 		var u updateRequest
-		_ = decodeJSON(body, &u)
+		if decodeJSON(body, &u) == nil && pgtext.CheckJSON("", body) != nil {
+			t.Fatalf("accepted a body PostgreSQL cannot store: %q", body)
+		}
 		var b bindRequest
 		if decodeJSON(body, &b) == nil {
 			_ = b.appGUID()
 			_ = validContext(b.Context)
 		}
 		if id, err := parseOriginatingIdentity(identityHeader); err == nil {
-			if id.Platform == "" || len(id.Value) == 0 {
+			if id.Platform == "" || len(id.Value) == 0 || pgtext.CheckJSON("", id.Value) != nil || pgtext.Problem(id.Platform) != "" {
 				t.Fatalf("accepted identity %q as %+v", identityHeader, id)
 			}
 		}

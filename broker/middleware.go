@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // Auth holds the credentials platforms present: HTTP basic auth (the OSB
@@ -140,6 +143,12 @@ func parseOriginatingIdentity(h string) (identity, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return identity{}, errors.New("the value is not a base64-encoded JSON object")
 	}
+	if p := pgtext.Problem(platform); p != "" {
+		return identity{}, fmt.Errorf("the platform %s", p)
+	}
+	if err := pgtext.CheckJSON("value", raw); err != nil {
+		return identity{}, err
+	}
 	return identity{Platform: platform, Value: raw}, nil
 }
 
@@ -197,5 +206,25 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 		m.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		return err
+	}
+}
+
+// storableParams refuses ids and query parameters that PostgreSQL cannot
+// hold (NUL characters, invalid UTF-8) with a 400 naming the parameter.
+func storableParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for i, name := range c.ParamNames() {
+			if err := pgtext.Check(name, c.ParamValues()[i]); err != nil {
+				return errBadRequest("%v", err)
+			}
+		}
+		for name, values := range c.QueryParams() {
+			for _, v := range append([]string{name}, values...) {
+				if err := pgtext.Check(name, v); err != nil {
+					return errBadRequest("%v", err)
+				}
+			}
+		}
+		return next(c)
 	}
 }

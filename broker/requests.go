@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/internal/params"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // maxBody bounds request bodies: OSB bodies are small; schemas are 64 kB.
@@ -74,7 +76,10 @@ func decodeBody(c echo.Context, v any) error {
 
 func decodeJSON(body []byte, v any) error {
 	if len(body) > maxBody {
-		return errBadRequest("request body: larger than %d bytes", maxBody)
+		return newError(http.StatusRequestEntityTooLarge, "", "request body: larger than the limit of %d bytes", maxBody)
+	}
+	if err := pgtext.CheckJSON("", body); err != nil {
+		return errBadRequest("%v", err)
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {

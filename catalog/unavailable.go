@@ -1,34 +1,8 @@
 package catalog
 
-import (
-	"errors"
-	"net"
-	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
-)
+import "github.com/bindery-dev/bindery/internal/pgstatus"
 
 // IsUnavailable tells whether err means the database cannot be reached or
-// is not accepting work right now (connection refused or lost, server
-// shutting down or starting up), as opposed to a request it refused. Front
-// doors answer it with 503 and Retry-After, as readiness already says.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P01–57P03: admin shutdown,
-		// crash shutdown, cannot connect now.
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed)
-}
+// is not accepting work right now, as opposed to a request it refused.
+// Front doors answer it with 503 and Retry-After.
+func IsUnavailable(err error) bool { return pgstatus.Unavailable(err) }
