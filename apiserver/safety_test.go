@@ -3,10 +3,12 @@ package apiserver_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 )
@@ -57,4 +59,22 @@ func errorsAs(err error, st *apierrors.APIStatus) bool {
 	s, ok := err.(apierrors.APIStatus)
 	*st = s
 	return ok
+}
+
+// TestImmutableRefs: a patch that changes the class or plan reference
+// Bindery resolved is 422 Invalid naming the field.
+func TestImmutableRefs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	if _, err := b.client.ServicecatalogV1beta1().ServiceInstances("a").Create(ctx, in, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.client.ServicecatalogV1beta1().ServiceInstances("a").Patch(ctx, "db", types.MergePatchType,
+		[]byte(`{"spec":{"clusterServicePlanRef":{"name":"somebody-else"}}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clusterServicePlanRef.name") {
+		t.Fatalf("changing the plan reference: %v, want 422 Invalid naming spec.clusterServicePlanRef.name", err)
+	}
 }

@@ -256,11 +256,20 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		}
 		before := in.Spec
 		name, ns := in.Name, in.Namespace
+		metaBefore, err := encodeMeta(&in.Meta)
+		if err != nil {
+			return err
+		}
 		if err := update(in); err != nil {
 			return err
 		}
-		in.Name, in.Namespace = name, ns
 		var errs []FieldError
+		if in.Name != name {
+			errs = append(errs, FieldError{"name", "cannot be changed"})
+		}
+		if in.Namespace != ns {
+			errs = append(errs, FieldError{"namespace", "cannot be changed"})
+		}
 		if in.Spec.ExternalID != before.ExternalID {
 			errs = append(errs, FieldError{"spec.externalID", "cannot be changed"})
 		}
@@ -295,6 +304,19 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 				}
 			}
 		} else {
+			// The references are Bindery's, resolved from the names; one
+			// left out of an update is kept, one changed is refused.
+			for _, r := range []struct {
+				field     string
+				now, then *ObjectRef
+			}{
+				{"spec.clusterServiceClassRef.name", in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
+				{"spec.clusterServicePlanRef.name", in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
+			} {
+				if r.now != nil && refName(r.now) != refName(r.then) {
+					errs = append(errs, FieldError{r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"})
+				}
+			}
 			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
 			if plan, err = getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef)); err != nil {
 				return err
@@ -306,12 +328,16 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		if err := invalid(errs...); err != nil {
 			return err
 		}
-		if !sameJSON(in.Spec, before) {
-			in.Generation++
-		}
 		md, err := encodeMeta(&in.Meta)
 		if err != nil {
 			return err
+		}
+		if sameJSON(in.Spec, before) && string(md) == string(metaBefore) {
+			out = in // nothing changed: no write, no new resourceVersion
+			return nil
+		}
+		if !sameJSON(in.Spec, before) {
+			in.Generation++
 		}
 		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET metadata = $2, spec = $3, generation = $4,
 			plan_id = $5, class_id = (SELECT class_id FROM catalog.service_plans WHERE id = $5) WHERE id = $1`,

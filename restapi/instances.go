@@ -68,6 +68,7 @@ func (s *Server) updateInstance(c echo.Context) error {
 			return err
 		}
 		after.Spec.UserInfo = in.Spec.UserInfo
+		in.Name, in.Namespace = after.Name, after.Namespace
 		in.Labels, in.Annotations, in.Spec = after.Labels, after.Annotations, after.Spec
 		return nil
 	})

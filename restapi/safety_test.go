@@ -121,3 +121,34 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("outage: %d Retry-After=%q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 }
+
+// TestImmutableFields: a PATCH that changes what cannot change is refused
+// naming the field (it used to answer 200, drop the change and bump the
+// resourceVersion); a PATCH that changes nothing keeps the resourceVersion.
+func TestImmutableFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	in := b.must(201, b.do(dev, "POST", "/instances", map[string]any{"name": "db", "namespace": "a",
+		"spec": map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"}}))
+	id := in.str("id")
+	for _, tc := range []struct {
+		patch map[string]any
+		field string
+	}{
+		{map[string]any{"name": "other"}, "name"},
+		{map[string]any{"namespace": "b"}, "namespace"},
+		{map[string]any{"spec": map[string]any{"clusterServiceClassRef": map[string]any{"name": "x"}}}, "spec.clusterServiceClassRef.name"},
+		{map[string]any{"spec": map[string]any{"clusterServicePlanRef": map[string]any{"name": "x"}}}, "spec.clusterServicePlanRef.name"},
+	} {
+		r := b.must(400, b.do(dev, "PATCH", "/instances/"+id, tc.patch))
+		if r.str("error") != "invalid" || r.str("field") != tc.field {
+			t.Errorf("patch %v: %s, want invalid %s", tc.patch, r.raw, tc.field)
+		}
+	}
+	same := b.must(200, b.do(dev, "PATCH", "/instances/"+id, map[string]any{"name": "db", "labels": map[string]any{}}))
+	if same.body["resourceVersion"] != in.body["resourceVersion"] {
+		t.Errorf("a patch that changes nothing moved resourceVersion %v → %v", in.body["resourceVersion"], same.body["resourceVersion"])
+	}
+}
