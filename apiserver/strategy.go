@@ -236,8 +236,8 @@ func fieldErrors(v *catalog.ValidationError) field.ErrorList {
 	var out field.ErrorList
 	for _, fe := range v.Errors {
 		path := fe.Field
-		switch path {
-		case "name", "namespace":
+		switch {
+		case path == "name", path == "namespace", strings.HasPrefix(path, "labels"), strings.HasPrefix(path, "annotations"), strings.HasPrefix(path, "finalizers"):
 			path = "metadata." + path
 		}
 		if fe.Message == "required" {

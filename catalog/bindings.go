@@ -20,6 +20,7 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 	var errs []FieldError
 	checkName("name", b.Name, &errs)
 	checkNamespace("namespace", b.Namespace, &errs)
+	checkMeta(&b.Meta, &errs)
 	if b.Spec.InstanceRef.Name == "" {
 		errs = append(errs, FieldError{"spec.instanceRef.name", "required"})
 	}

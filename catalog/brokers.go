@@ -25,16 +25,26 @@ var (
 	planFields  = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true, "spec.free": true, "spec.clusterServiceClass.name": true}
 )
 
+// KeepAuth, returned by an UpdateBroker update function, keeps the stored
+// credentials although the URL changes: the caller vouches that the new
+// address may have them. Without it a new URL needs new credentials.
+var KeepAuth = &BrokerAuth{}
+
 // validateBroker defaults and checks a broker's spec and credentials,
 // returning every problem.
 func validateBroker(b *Broker, auth *BrokerAuth) error {
 	var errs []FieldError
 	checkName("name", b.Name, &errs)
+	checkMeta(&b.Meta, &errs)
 	s := &b.Spec
 	if u, err := url.Parse(s.URL); s.URL == "" {
 		errs = append(errs, FieldError{"spec.url", "required"})
 	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, FieldError{"spec.url", "must be an absolute http or https URL"})
+	} else if u.User != nil {
+		// Never stored, shown or quoted: credentials go in the auth fields,
+		// which are sealed.
+		errs = append(errs, FieldError{"spec.url", "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed"})
 	}
 	if s.RelistBehavior == "" {
 		s.RelistBehavior = RelistDuration
@@ -275,6 +285,13 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 		auth, err := update(b)
 		if err != nil {
 			return err
+		}
+		explicitKeep := auth == KeepAuth
+		if explicitKeep {
+			auth = nil
+		}
+		if auth == nil && !explicitKeep && b.Spec.URL != before.URL && before.AuthInfo != nil && before.SecretRef() == nil {
+			return invalid(FieldError{"spec.url", "a new URL needs the broker's credentials again (auth), or keepAuth to send the stored ones to the new address"})
 		}
 		// No new credentials: the sealed ones stay, unless the spec names
 		// a Secret, or named one (then the spec alone says what is used).

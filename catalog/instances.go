@@ -154,6 +154,7 @@ func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance
 	var errs []FieldError
 	checkName("name", in.Name, &errs)
 	checkNamespace("namespace", in.Namespace, &errs)
+	checkMeta(&in.Meta, &errs)
 	_, plan := s.resolvePlan(ctx, q, &in.Spec, "spec", &errs)
 	if plan != nil {
 		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
@@ -270,6 +271,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		if in.Namespace != ns {
 			errs = append(errs, FieldError{"namespace", "cannot be changed"})
 		}
+		checkMeta(&in.Meta, &errs)
 		if in.Spec.ExternalID != before.ExternalID {
 			errs = append(errs, FieldError{"spec.externalID", "cannot be changed"})
 		}

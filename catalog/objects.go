@@ -247,6 +247,10 @@ func updateMeta[T any, P interface {
 			return err
 		}
 		m.Name, m.Namespace = name, ns
+		var errs []FieldError
+		if checkMeta(m, &errs); len(errs) > 0 {
+			return invalid(errs...)
+		}
 		after, err := encodeMeta(m)
 		if err != nil {
 			return err

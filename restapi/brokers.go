@@ -22,6 +22,9 @@ type brokerRequest struct {
 	RelistDuration        string                       `json:"relistDuration,omitempty"`
 	CatalogRestrictions   *catalog.CatalogRestrictions `json:"catalogRestrictions,omitempty"`
 	Labels                map[string]string            `json:"labels,omitempty"`
+	// KeepAuth, in a PATCH that changes the URL, keeps the stored
+	// credentials for the new address.
+	KeepAuth bool `json:"keepAuth,omitempty"`
 }
 
 func (r *brokerRequest) apply(b *catalog.Broker) {
@@ -100,6 +103,9 @@ func (s *Server) updateBroker(c echo.Context) error {
 			after.RelistDuration = ""
 		}
 		after.apply(b)
+		if after.Auth == nil && after.KeepAuth {
+			return catalog.KeepAuth, nil
+		}
 		return after.Auth, nil
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,6 +31,10 @@ type Config struct {
 	InsecureSkipTLSVerify bool
 	// Timeout bounds every request (default 60 s, what platforms use).
 	Timeout time.Duration
+	// Egress decides which addresses may be connected to. nil refuses only
+	// DefaultDeny's ranges; servers always pass the policy of their
+	// --broker-egress-* flags, which refuse loopback unless told.
+	Egress *Egress
 }
 
 // Client talks to one broker.
@@ -43,7 +48,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("broker url %q: want an http or https URL", cfg.URL)
+		return nil, errors.New("broker url: want an http or https URL")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
@@ -59,13 +64,29 @@ func New(cfg Config) (*Client, error) {
 		}
 		tlsConfig.RootCAs = pool
 	}
+	egress := cfg.Egress
+	if egress == nil {
+		egress = &Egress{AllowLoopback: true}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: egress.control}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
 	transport.MaxIdleConnsPerHost = 32
+	transport.DialContext = dialer.DialContext
+	// A proxy would make the connection, and the policy would only see
+	// the proxy's address.
+	transport.Proxy = nil
 	return &Client{
 		cfg:  cfg,
 		base: strings.TrimRight(cfg.URL, "/"),
-		http: &http.Client{Transport: transport, Timeout: cfg.Timeout},
+		http: &http.Client{
+			Transport: transport,
+			Timeout:   cfg.Timeout,
+			// OSB has no redirects; following one would send the
+			// credentials wherever the broker (or whoever answers at its
+			// URL) points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 	}, nil
 }
 
