@@ -143,6 +143,9 @@ func (s *Store) ListBindings(ctx context.Context, opts ListOptions) (List[*Bindi
 	if opts.Namespace != "" {
 		f.add("namespace = ?", opts.Namespace)
 	}
+	if len(opts.Namespaces) > 0 {
+		f.add("namespace = ANY(?)", opts.Namespaces)
+	}
 	return list[Binding](ctx, s.pool, f, "namespace, name",
 		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
 		func(b *Binding) cursor { return cursor{Namespace: b.Namespace, Name: b.Name} }, opts)

@@ -230,6 +230,9 @@ func (s *Store) ListInstances(ctx context.Context, opts ListOptions) (List[*Inst
 	if opts.Namespace != "" {
 		f.add("namespace = ?", opts.Namespace)
 	}
+	if len(opts.Namespaces) > 0 {
+		f.add("namespace = ANY(?)", opts.Namespaces)
+	}
 	return list[Instance](ctx, s.pool, f, "namespace, name",
 		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
 		func(i *Instance) cursor { return cursor{Namespace: i.Namespace, Name: i.Name} }, opts)

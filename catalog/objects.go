@@ -97,6 +97,9 @@ func getBy[T any, P interface {
 type ListOptions struct {
 	// Namespace limits namespaced kinds to one namespace; "" means all.
 	Namespace string
+	// Namespaces, when not empty, limits namespaced kinds to these (a
+	// token's namespaces).
+	Namespaces []string
 	// Limit is the page size; 0 means no limit.
 	Limit int
 	// Continue is the token from the previous page.

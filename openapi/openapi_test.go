@@ -62,7 +62,7 @@ func TestRoutes(t *testing.T) {
 	base := doc.Servers[0].URL
 
 	e := echo.New()
-	restapi.New(nil, nil, nil).Register(e) // handlers are registered, not called
+	restapi.New(nil, nil).Register(e) // handlers are registered, not called
 	served := map[string]string{}          // "METHOD /path" → handler
 	for _, r := range e.Routes() {
 		if !strings.HasPrefix(r.Path, base+"/") {

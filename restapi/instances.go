@@ -27,6 +27,9 @@ func (s *Server) createInstance(c echo.Context) error {
 	// Who asks is the server's to say, not the request's.
 	in.Spec.UserInfo = nil
 	in.Name, in.Namespace, in.Labels, in.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
+	if err := allowNamespace(c, in.Namespace); err != nil {
+		return err
+	}
 	in, err := s.store.CreateInstance(ctx(c), in)
 	if err != nil {
 		return err
@@ -39,6 +42,9 @@ func (s *Server) listInstances(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scopeList(c, &opts); err != nil {
+		return err
+	}
 	l, err := s.store.ListInstances(ctx(c), opts)
 	if err != nil {
 		return err
@@ -47,7 +53,7 @@ func (s *Server) listInstances(c echo.Context) error {
 }
 
 func (s *Server) getInstance(c echo.Context) error {
-	in, err := s.store.GetInstance(ctx(c), c.Param("id"))
+	in, err := s.instance(c)
 	if err != nil {
 		return err
 	}
@@ -61,7 +67,11 @@ func (s *Server) updateInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := s.store.UpdateInstance(ctx(c), c.Param("id"), 0, func(in *catalog.Instance) error {
+	found, err := s.instance(c)
+	if err != nil {
+		return err
+	}
+	in, err := s.store.UpdateInstance(ctx(c), found.ID, 0, func(in *catalog.Instance) error {
 		before := objectRequest[catalog.InstanceSpec]{Name: in.Name, Namespace: in.Namespace, Labels: in.Labels, Annotations: in.Annotations, Spec: in.Spec}
 		var after objectRequest[catalog.InstanceSpec]
 		if err := mergeInto(before, patch, &after); err != nil {
@@ -81,7 +91,11 @@ func (s *Server) updateInstance(c echo.Context) error {
 // deleteInstance marks the instance for deletion: 202, the engine
 // deprovisions it.
 func (s *Server) deleteInstance(c echo.Context) error {
-	in, err := s.store.DeleteInstance(ctx(c), c.Param("id"))
+	found, err := s.instance(c)
+	if err != nil {
+		return err
+	}
+	in, err := s.store.DeleteInstance(ctx(c), found.ID)
 	if err != nil {
 		return err
 	}
@@ -89,7 +103,7 @@ func (s *Server) deleteInstance(c echo.Context) error {
 }
 
 func (s *Server) instanceEvents(c echo.Context) error {
-	in, err := s.store.GetInstance(ctx(c), c.Param("id"))
+	in, err := s.instance(c)
 	if err != nil {
 		return err
 	}
@@ -104,6 +118,9 @@ func (s *Server) createBinding(c echo.Context) error {
 	b := &catalog.Binding{Spec: req.Spec}
 	b.Spec.UserInfo = nil
 	b.Name, b.Namespace, b.Labels, b.Annotations = req.Name, req.Namespace, req.Labels, req.Annotations
+	if err := allowNamespace(c, b.Namespace); err != nil {
+		return err
+	}
 	b, err := s.store.CreateBinding(ctx(c), b)
 	if err != nil {
 		return err
@@ -116,6 +133,9 @@ func (s *Server) listBindings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scopeList(c, &opts); err != nil {
+		return err
+	}
 	l, err := s.store.ListBindings(ctx(c), opts)
 	if err != nil {
 		return err
@@ -124,7 +144,7 @@ func (s *Server) listBindings(c echo.Context) error {
 }
 
 func (s *Server) getBinding(c echo.Context) error {
-	b, err := s.store.GetBinding(ctx(c), c.Param("id"))
+	b, err := s.binding(c)
 	if err != nil {
 		return err
 	}
@@ -132,7 +152,11 @@ func (s *Server) getBinding(c echo.Context) error {
 }
 
 func (s *Server) deleteBinding(c echo.Context) error {
-	b, err := s.store.DeleteBinding(ctx(c), c.Param("id"))
+	found, err := s.binding(c)
+	if err != nil {
+		return err
+	}
+	b, err := s.store.DeleteBinding(ctx(c), found.ID)
 	if err != nil {
 		return err
 	}
@@ -141,7 +165,11 @@ func (s *Server) deleteBinding(c echo.Context) error {
 
 // credentials returns the binding's decrypted credentials.
 func (s *Server) credentials(c echo.Context) error {
-	creds, err := s.store.Credentials(ctx(c), c.Param("id"))
+	b, err := s.binding(c)
+	if err != nil {
+		return err
+	}
+	creds, err := s.store.Credentials(ctx(c), b.ID)
 	if err == catalog.ErrNoCredentials {
 		return apiError(http.StatusConflict, "not_ready", "The binding has no credentials yet: wait until it is Ready.")
 	}
@@ -153,7 +181,7 @@ func (s *Server) credentials(c echo.Context) error {
 }
 
 func (s *Server) bindingEvents(c echo.Context) error {
-	b, err := s.store.GetBinding(ctx(c), c.Param("id"))
+	b, err := s.binding(c)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package restapi_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -103,7 +104,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	store := catalog.NewStore(pool, nil, nil)
-	api := restapi.New(store, store.NewTokenCache(time.Second), slog.New(slog.DiscardHandler))
+	api := restapi.New(store, slog.New(slog.DiscardHandler))
 	e := serve.NewEcho(prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
@@ -151,4 +152,60 @@ func TestImmutableFields(t *testing.T) {
 	if same.body["resourceVersion"] != in.body["resourceVersion"] {
 		t.Errorf("a patch that changes nothing moved resourceVersion %v → %v", in.body["resourceVersion"], same.body["resourceVersion"])
 	}
+}
+
+// TestTokens: tokens have names, roles, namespaces and expiry; a token
+// limited to a namespace sees and changes only that namespace (others'
+// objects are not found, not forbidden, so it cannot learn they exist);
+// cluster-scoped writes and tokens need an all-namespaces admin; revocation
+// and expiry take effect on the next request.
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	spec := map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"}
+	other := b.must(201, b.do(b.admin, "POST", "/instances", map[string]any{"name": "db", "namespace": "team-b", "spec": spec}))
+	created := b.must(201, b.do(b.admin, "POST", "/tokens", map[string]any{"name": "team-a-ci", "role": "developer", "namespaces": []string{"team-a"}}))
+	tok := created.str("token")
+	if !strings.HasPrefix(tok, "bdy_") || created.str("name") != "team-a-ci" {
+		t.Fatalf("created token: %s", created.raw)
+	}
+	b.must(409, b.do(b.admin, "POST", "/tokens", map[string]any{"name": "team-a-ci", "role": "viewer"}))
+	b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "namespaces": []string{"Bad_NS"}}))
+
+	mine := b.must(201, b.do(tok, "POST", "/instances", map[string]any{"name": "db", "namespace": "team-a", "spec": spec}))
+	b.must(403, b.do(tok, "POST", "/instances", map[string]any{"name": "db2", "namespace": "team-b", "spec": spec}))
+	b.must(403, b.do(tok, "POST", "/instances", map[string]any{"name": "db3", "spec": spec})) // "default"
+	if items := b.must(200, b.do(tok, "GET", "/instances", nil)).items(); len(items) != 1 || items[0]["namespace"] != "team-a" {
+		t.Errorf("a team-a token lists %v", items)
+	}
+	b.must(403, b.do(tok, "GET", "/instances?namespace=team-b", nil))
+	b.must(404, b.do(tok, "GET", "/instances/"+other.str("id"), nil))
+	b.must(404, b.do(tok, "DELETE", "/instances/"+other.str("id"), nil))
+	b.must(404, b.do(tok, "GET", "/instances/db?namespace=team-b", nil))
+	if r := b.must(200, b.do(tok, "GET", "/instances/db?namespace=team-a", nil)); r.str("id") != mine.str("id") {
+		t.Errorf("lookup by name: %s", r.raw)
+	}
+	b.must(403, b.do(tok, "POST", "/brokers", map[string]any{"name": "x", "url": b.brokerURL}))
+
+	limitedAdmin := b.must(201, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "admin", "namespaces": []string{"team-a"}})).str("token")
+	b.must(403, b.do(limitedAdmin, "GET", "/tokens", nil))
+	b.must(403, b.do(limitedAdmin, "DELETE", "/brokers/bindery", nil))
+
+	list := b.must(200, b.do(b.admin, "GET", "/tokens", nil)).items()
+	if len(list) < 3 || strings.Contains(fmt.Sprint(list), tok) {
+		t.Errorf("token list: %v", list)
+	}
+	b.must(204, b.do(b.admin, "DELETE", "/tokens/team-a-ci", nil))
+	b.must(401, b.do(tok, "GET", "/instances", nil))
+	b.must(404, b.do(b.admin, "DELETE", "/tokens/team-a-ci", nil))
+
+	// Expiry: a token past its expiresAt is refused.
+	exp := b.must(201, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}))
+	b.must(200, b.do(exp.str("token"), "GET", "/instances", nil))
+	if _, err := b.pool.Exec(context.Background(), `UPDATE catalog.api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, exp.str("id")); err != nil {
+		t.Fatal(err)
+	}
+	b.must(401, b.do(exp.str("token"), "GET", "/instances", nil))
+	b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": "2001-01-01T00:00:00Z"}))
 }

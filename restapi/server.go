@@ -24,14 +24,13 @@ import (
 
 // Server serves the REST API.
 type Server struct {
-	store  *catalog.Store
-	tokens *catalog.TokenCache
-	log    *slog.Logger
+	store *catalog.Store
+	log   *slog.Logger
 }
 
 // New returns a REST API server over store.
-func New(store *catalog.Store, tokens *catalog.TokenCache, log *slog.Logger) *Server {
-	return &Server{store: store, tokens: tokens, log: log}
+func New(store *catalog.Store, log *slog.Logger) *Server {
+	return &Server{store: store, log: log}
 }
 
 // Register mounts the API on e under /api/v1. Every request is checked
@@ -50,12 +49,13 @@ func (s *Server) Register(e *echo.Echo) {
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
-	g.POST("/brokers", s.createBroker, admin)
+	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(clusterWide(next)) }
+	g.POST("/brokers", s.createBroker, clusterAdmin)
 	g.GET("/brokers", s.listBrokers, viewer)
 	g.GET("/brokers/:id", s.getBroker, viewer)
-	g.PATCH("/brokers/:id", s.updateBroker, admin)
-	g.DELETE("/brokers/:id", s.deleteBroker, admin)
-	g.POST("/brokers/:id/relist", s.relistBroker, admin)
+	g.PATCH("/brokers/:id", s.updateBroker, clusterAdmin)
+	g.DELETE("/brokers/:id", s.deleteBroker, clusterAdmin)
+	g.POST("/brokers/:id/relist", s.relistBroker, clusterAdmin)
 	g.GET("/brokers/:id/events", s.brokerEvents, viewer)
 
 	g.GET("/serviceclasses", s.listClasses, viewer)
@@ -77,6 +77,10 @@ func (s *Server) Register(e *echo.Echo) {
 	g.DELETE("/bindings/:id", s.deleteBinding, developer)
 	g.GET("/bindings/:id/credentials", s.credentials, developer)
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
+
+	g.POST("/tokens", s.createToken, clusterAdmin)
+	g.GET("/tokens", s.listTokens, clusterAdmin)
+	g.DELETE("/tokens/:id", s.revokeToken, clusterAdmin)
 }
 
 // APIError is the body of every error: a code, a message and, for bad
@@ -165,17 +169,18 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
 				return apiError(http.StatusUnauthorized, "unauthorized", "An API token is required: send Authorization: Bearer <token> (create one with `bindery token create --role viewer|developer|admin`).")
 			}
-			have, err := s.tokens.Role(c.Request().Context(), strings.TrimSpace(h[7:]))
+			tok, err := s.store.LookupToken(c.Request().Context(), strings.TrimSpace(h[7:]))
 			if errors.Is(err, catalog.ErrBadToken) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_token"`)
-				return apiError(http.StatusUnauthorized, "unauthorized", "The API token is not valid.")
+				return apiError(http.StatusUnauthorized, "unauthorized", "The API token is not valid (unknown, revoked or expired).")
 			}
 			if err != nil {
 				return err
 			}
-			if !catalog.Allows(have, role) {
-				return apiError(http.StatusForbidden, "forbidden", "This needs the %s role; the token has the %s role.", role, have)
+			if !catalog.Allows(tok.Role, role) {
+				return apiError(http.StatusForbidden, "forbidden", "This needs the %s role; the token has the %s role.", role, tok.Role)
 			}
+			c.Set(tokenKey, tok)
 			return next(c)
 		}
 	}

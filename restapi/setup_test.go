@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +62,7 @@ func setup(t testing.TB) *bundle {
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
-	api := restapi.New(store, store.NewTokenCache(time.Second), log)
+	api := restapi.New(store, log)
 	e := serve.NewEcho(prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)

@@ -75,7 +75,7 @@ func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger) (*catalog
 func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *catalogOptions, l net.Listener) error {
 	log = log.With("component", "catalog")
 	reg := serve.NewRegistry()
-	api := restapi.New(store, store.NewTokenCache(10*time.Second), log)
+	api := restapi.New(store, log)
 	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)

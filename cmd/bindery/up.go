@@ -218,7 +218,7 @@ func registerBuiltin(ctx context.Context, store *catalog.Store, url, username, p
 // token.
 func ensureAdminToken(ctx context.Context, store *catalog.Store, token string) (string, error) {
 	if token != "" {
-		if role, err := store.NewTokenCache(0).Role(ctx, token); err == nil && role == catalog.RoleAdmin {
+		if t, err := store.LookupToken(ctx, token); err == nil && t.Role == catalog.RoleAdmin && t.AllNamespaces() {
 			return token, nil
 		}
 	}
