@@ -63,7 +63,7 @@ func TestRoutes(t *testing.T) {
 
 	e := echo.New()
 	restapi.New(nil, nil).Register(e) // handlers are registered, not called
-	served := map[string]string{}          // "METHOD /path" → handler
+	served := map[string]string{}     // "METHOD /path" → handler
 	for _, r := range e.Routes() {
 		if !strings.HasPrefix(r.Path, base+"/") {
 			t.Errorf("route %s %s is outside %s", r.Method, r.Path, base)
