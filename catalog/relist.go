@@ -37,7 +37,9 @@ func (s *Store) BrokerClient(ctx context.Context, b *Broker) (*osb.Client, error
 	if err != nil {
 		return nil, err
 	}
-	cfg := osb.Config{URL: b.Spec.URL, CABundle: []byte(b.Spec.CABundle), InsecureSkipTLSVerify: b.Spec.InsecureSkipTLSVerify}
+	// The client's own timeout stays OSB's 60 s (operations may take that
+	// long); catalogue fetches are bounded by the broker timeout instead.
+	cfg := osb.Config{URL: b.Spec.URL, CABundle: []byte(b.Spec.CABundle), InsecureSkipTLSVerify: b.Spec.InsecureSkipTLSVerify, Egress: s.egress}
 	if auth != nil && auth.Basic != nil {
 		cfg.Username, cfg.Password = auth.Basic.Username, auth.Basic.Password
 	}
@@ -98,7 +100,7 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 		return nil, fmt.Errorf("%w: broker %s keeps its credentials in Secret %s/%s, which only the engine reads; it fetches the catalogue when due",
 			ErrUnprocessable, b.Name, ref.Namespace, ref.Name)
 	}
-	fetchCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
 	defer cancel()
 	client, err := s.BrokerClient(fetchCtx, b)
 	var services []osb.Service
@@ -107,7 +109,16 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			// Cancelled (a shutdown, a client that went away): the broker
+			// still gets a status and a next attempt, or it would be left
+			// without either until someone relists it by hand.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer rcancel()
+			_, _ = s.relistFailed(rctx, id, ReasonErrorFetchingCatalog, errors.New("the catalogue fetch was cancelled before the broker answered"))
 			return nil, ctx.Err()
+		}
+		if osb.IsTimeout(err) {
+			err = fmt.Errorf("the broker did not answer within %s: %w", s.brokerTimeout, err)
 		}
 		return s.relistFailed(ctx, id, ReasonErrorFetchingCatalog, err)
 	}

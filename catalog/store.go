@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osb"
 )
 
 // Errors of the store; the pgx errors they come from do not leave it.
@@ -32,6 +33,10 @@ type Store struct {
 	now     func() time.Time
 	secrets SecretReader
 	publish func([]ObjectEvent)
+	// brokerTimeout bounds each call to a broker; egress says where
+	// brokers may be (internal/osb Egress).
+	brokerTimeout time.Duration
+	egress        *osb.Egress
 }
 
 // PublishEventsTo has the store hand every history entry it records, once
@@ -54,11 +59,39 @@ func (s *Store) ReadSecretsWith(r SecretReader) { s.secrets = r }
 // NewStore returns a Store. keys seal broker credentials and binding
 // credentials; a store without them (the Kubernetes API server's, which
 // reads and writes no secret) refuses to.
-func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger) *Store {
+func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts ...Option) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, keys: keys, log: log, now: time.Now}
+	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Option gives a Store a dependency at construction.
+type Option func(*Store)
+
+// DefaultBrokerTimeout bounds a call to a broker unless WithBrokerTimeout
+// says otherwise: registration answers within it.
+const DefaultBrokerTimeout = 10 * time.Second
+
+// WithBrokerTimeout bounds fetching a broker's catalogue (registration
+// answers within it). The engine's OSB calls keep OSB's 60 s.
+func WithBrokerTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.brokerTimeout = d
+		}
+	}
+}
+
+// WithBrokerEgress gives the policy every connection to a broker is
+// checked against, after DNS resolution. Without it only
+// internal/osb.DefaultDeny applies.
+func WithBrokerEgress(e *osb.Egress) Option {
+	return func(s *Store) { s.egress = e }
 }
 
 // ErrNoKeys means a store without encryption keys was asked to seal or
