@@ -1,9 +1,11 @@
 package web
 
 import (
+	"html/template"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,12 +30,46 @@ type marketView struct {
 	// Empty says the catalogue has nothing at all (no broker offers
 	// anything), rather than nothing that matches.
 	Empty bool
+	// Table is the rendered table of classes and plans, the same for
+	// every role.
+	Table template.HTML
+}
+
+// marketCache keeps the marketplace's views of the catalog's current
+// revision: reading and rendering a thousand plans costs far more than
+// asking for the revision, and the catalogue rarely changes.
+type marketCache struct {
+	mu    sync.Mutex
+	rev   int64
+	views map[marketFilter]*marketView
+}
+
+func (m *marketCache) get(rev int64, f marketFilter) *marketView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rev != rev {
+		return nil
+	}
+	return m.views[f]
+}
+
+func (m *marketCache) put(rev int64, f marketFilter, v *marketView) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rev != rev || len(m.views) > 64 {
+		m.rev, m.views = rev, map[marketFilter]*marketView{}
+	}
+	m.views[f] = v
 }
 
 // marketplace lists the service classes and their plans, filtered by
 // text, tag, broker and price.
 func (s *Server) marketplace(c echo.Context) error {
 	ctx := c.Request().Context()
+	rev, err := s.store.Revision(ctx)
+	if err != nil {
+		return err
+	}
 	f := marketFilter{Q: strings.TrimSpace(c.QueryParam("q")), Tag: c.QueryParam("tag"), Broker: c.QueryParam("broker"), Price: c.QueryParam("price")}
 	pf := catalog.PlanFilter{Broker: f.Broker}
 	switch f.Price {
@@ -42,6 +78,9 @@ func (s *Server) marketplace(c echo.Context) error {
 		pf.Free = &free
 	default:
 		f.Price = ""
+	}
+	if v := s.market.get(rev, f); v != nil {
+		return s.page(c, http.StatusOK, "marketplace", "Marketplace", "marketplace", v)
 	}
 	classes, err := s.store.ListClasses(ctx, catalog.ClassFilter{Broker: f.Broker}, catalog.ListOptions{})
 	if err != nil {
@@ -90,7 +129,13 @@ func (s *Server) marketplace(c echo.Context) error {
 		v.Plans += len(ps)
 	}
 	slices.Sort(v.Tags)
-	return s.page(c, http.StatusOK, "marketplace", "Marketplace", "marketplace", v)
+	table, err := s.renderString(c, "marketplace", "market-table", v)
+	if err != nil {
+		return err
+	}
+	v.Table = template.HTML(table) //nolint:gosec // rendered by html/template just above
+	s.market.put(rev, f, &v)
+	return s.page(c, http.StatusOK, "marketplace", "Marketplace", "marketplace", &v)
 }
 
 func matches(q string, fields ...string) bool {

@@ -42,6 +42,8 @@ type Server struct {
 	log   *slog.Logger
 	pages pages
 	feed  *feed
+	// market caches the marketplace by catalog revision.
+	market marketCache
 }
 
 // New returns the web UI over store. It panics if the embedded templates
