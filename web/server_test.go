@@ -1,0 +1,77 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/session"
+)
+
+// TestServerEnforces checks what the server refuses whatever a page
+// offers: forms without their CSRF token, and actions beyond the role.
+func TestServerEnforces(t *testing.T) {
+	b := setup(t, setupOptions{})
+
+	anon := b.client(t, "")
+	res := anon.get("/")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/login") {
+		t.Fatalf("anonymous /: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	login := anon.get("/login")
+	csp := login.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Fatalf("CSP %q", csp)
+	}
+	body(t, login)
+
+	// Signing in without the CSRF token is refused; with it, the cookie
+	// holds a session id, not the token.
+	if res := anon.post("/login", url.Values{"token": {b.tokens["viewer"]}, "csrf": {"forged"}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("sign-in with a forged CSRF token: %d", res.StatusCode)
+	}
+	res = anon.post("/login", url.Values{"token": {b.tokens["viewer"]}})
+	var sess *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == session.CookieName {
+			sess = c
+		}
+	}
+	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || strings.Contains(sess.Value, b.tokens["viewer"]) || sess.Value == "" {
+		t.Fatalf("session cookie %+v", sess)
+	}
+
+	// A viewer is refused every change, even with a valid form.
+	viewer := anon
+	for _, p := range []string{"/brokers", "/instances", "/bindings/00000000-0000-0000-0000-000000000000/reveal", "/instances/00000000-0000-0000-0000-000000000000/delete"} {
+		if res := viewer.post(p, url.Values{"name": {"x"}}); res.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer POST %s: %d", p, res.StatusCode)
+		}
+	}
+	// A developer registers no broker.
+	dev := b.client(t, catalog.RoleDeveloper)
+	if res := dev.post("/brokers", url.Values{"name": {"x"}, "url": {"http://127.0.0.1:1"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("developer registering a broker: %d", res.StatusCode)
+	}
+	// An admin's bad registration names the field.
+	admin := b.client(t, catalog.RoleAdmin)
+	res = admin.post("/brokers", url.Values{"name": {"Bad Name"}, "url": {"ftp://x"}, "auth": {"none"}})
+	page := body(t, res)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="b-name-error"`) || !strings.Contains(page, `id="b-url-error"`) {
+		t.Fatalf("bad registration: %d", res.StatusCode)
+	}
+	// An admin form without the token is refused.
+	if res := admin.post("/brokers", url.Values{"csrf": {""}, "name": {"x"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("form without CSRF token: %d", res.StatusCode)
+	}
+
+	// Signing out ends the session on the server.
+	if res := viewer.post("/logout", url.Values{}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", res.StatusCode)
+	}
+	if _, err := b.store.LookupSession(t.Context(), sess.Value); err == nil {
+		t.Fatal("the session outlived sign-out")
+	}
+}
