@@ -123,7 +123,8 @@ func TestBrowserFlow(t *testing.T) {
 	}
 
 	// The history shows what happened.
-	br.run(chromedp.Click(`a[href$="/events"]`, q), chromedp.WaitVisible("table", q))
+	br.run(chromedp.Click(`a[href$="/events"]`, q))
+	br.waitText("h1", "History of", 10*time.Second)
 	br.axe("binding-history")
 
 	// The viewer sees but is offered nothing, and is refused by the server.
@@ -159,7 +160,7 @@ func TestBrowserFlow(t *testing.T) {
 
 	// Back as admin: delete the binding, then the instance.
 	br.run(chromedp.Click(`form.signout button`, q), chromedp.WaitVisible("#token", q),
-		chromedp.SendKeys("#token", b.tokens["admin"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("h1", q))
+		chromedp.SendKeys("#token", b.tokens["admin"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("form.signout", q))
 	br.run(chromedp.Navigate(bindingURL), chromedp.WaitVisible("#binding-ready", q),
 		chromedp.Click(`form[action$="/delete"] button`, q), chromedp.WaitVisible("p.flash", q))
 	br.run(chromedp.Navigate(instanceURL), chromedp.WaitVisible("#instance-ready", q))

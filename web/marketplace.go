@@ -56,7 +56,7 @@ func (m *marketCache) get(rev int64, f marketFilter) *marketView {
 func (m *marketCache) put(rev int64, f marketFilter, v *marketView) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.rev != rev || len(m.views) > 64 {
+	if m.views == nil || m.rev != rev || len(m.views) > 64 {
 		m.rev, m.views = rev, map[marketFilter]*marketView{}
 	}
 	m.views[f] = v
