@@ -290,6 +290,20 @@ func read(s *schema, prefix string, posted url.Values, errs *[]Error) map[string
 }
 
 func convert(typ string, p *schema, v string) (any, string) {
+	val, msg := convertType(typ, p, v)
+	if msg != "" || len(p.Enum) == 0 || typ == "array" {
+		return val, msg
+	}
+	// An enum's choices post the text of their value.
+	for _, e := range p.Enum {
+		if text(e) == v {
+			return val, ""
+		}
+	}
+	return nil, "must be one of the listed values"
+}
+
+func convertType(typ string, p *schema, v string) (any, string) {
 	switch typ {
 	case "integer":
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -330,15 +344,6 @@ func convert(typ string, p *schema, v string) (any, string) {
 			list = []any{}
 		}
 		return list, ""
-	}
-	if len(p.Enum) > 0 {
-		// An enum of non-strings posts the JSON text of its value.
-		for _, e := range p.Enum {
-			if text(e) == v {
-				return e, ""
-			}
-		}
-		return nil, "must be one of the listed values"
 	}
 	return v, ""
 }
