@@ -95,6 +95,16 @@ func TestBrowserFlow(t *testing.T) {
 	}
 	br.axe("instance-ready")
 
+	// Update the parameters from the form generated from the update schema.
+	br.clear(field)
+	br.run(chromedp.SendKeys(field, "6000", q), chromedp.Submit(field, q), chromedp.WaitVisible("p.flash", q))
+	br.waitText("#instance-ready", "Ready", 20*time.Second)
+	var value string
+	br.run(chromedp.Value(field, &value, q))
+	if value != "6000" {
+		t.Fatalf("after the update the form shows %q", value)
+	}
+
 	// Bind, and watch the binding become Ready.
 	br.run(chromedp.SendKeys("#bind-name", "orders-app", q), chromedp.Submit("#bind-name", q), chromedp.WaitVisible("#binding-ready", q))
 	br.waitText("#binding-ready", "Ready", 20*time.Second)
@@ -168,6 +178,15 @@ func TestBrowserFlow(t *testing.T) {
 	br.run(chromedp.Click(`form[action$="/delete"] button`, q), chromedp.WaitVisible("p.flash", q))
 	br.waitText("main", "No instances any more", 20*time.Second)
 	br.axe("instances-empty")
+
+	// A narrow window (a phone) still shows the marketplace usably.
+	br.run(chromedp.EmulateViewport(390, 844), chromedp.Navigate(b.url+"/"), chromedp.WaitVisible("table.market", q))
+	var overflow bool
+	br.run(chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow))
+	if overflow {
+		t.Error("the marketplace scrolls sideways on a narrow window")
+	}
+	br.axe("marketplace-narrow")
 }
 
 func keys(m map[string]string) []string {
