@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ type bundle struct {
 type setupOptions struct {
 	broker bool
 	engine bool
+	// wrap, when set, wraps the server's handler (to time it).
+	wrap func(http.Handler) http.Handler
 }
 
 // setup serves the web UI on a fresh database, with the engine and a
@@ -61,7 +64,11 @@ func setup(t testing.TB, o setupOptions) *bundle {
 	store := catalog.NewStore(pool, keys, log)
 	e := serve.NewEcho(prometheus.NewRegistry())
 	web.Register(e, store, log)
-	srv := httptest.NewServer(e)
+	var h http.Handler = e
+	if o.wrap != nil {
+		h = o.wrap(e)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b := &bundle{url: srv.URL, store: store, logs: logs, tokens: map[string]string{}}
 	for _, r := range []string{catalog.RoleViewer, catalog.RoleDeveloper, catalog.RoleAdmin} {
