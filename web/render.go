@@ -93,6 +93,7 @@ func (p pages) render(w io.Writer, page string, d pageData) error {
 func (s *Server) page(c echo.Context, status int, name, title, nav string, data any) error {
 	d := s.data(c, title, nav, data)
 	d.Status = status
+	d.Flash = takeFlash(c)
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
 	return s.pages.render(c.Response(), name, d)
@@ -108,7 +109,7 @@ func (s *Server) fragment(c echo.Context, status int, page, name string, data an
 
 func (s *Server) data(c echo.Context, title, nav string, data any) pageData {
 	return pageData{Title: title, Nav: nav, Role: role(c), CSRF: csrf.Token(c.Request().Context()),
-		Flash: c.QueryParam("done"), Data: data}
+		Data: data}
 }
 
 func (s *Server) renderError(c echo.Context, status int, msg string) error {
@@ -122,16 +123,32 @@ func (s *Server) renderError(c echo.Context, status int, msg string) error {
 	return s.page(c, status, "error", http.StatusText(status), "", msg)
 }
 
+// flashCookie carries the notice of a finished action to the next page.
+// A cookie, not the URL: no other site can make a page say something.
+const flashCookie = "bindery_flash"
+
 // redirect sends the browser on after a successful form, with a notice.
 func redirect(c echo.Context, to, done string) error {
 	if done != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
-		}
-		to += sep + "done=" + url.QueryEscape(done)
+		c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(done), Path: "/", MaxAge: 60,
+			HttpOnly: true, Secure: c.Request().TLS != nil, SameSite: http.SameSiteStrictMode})
 	}
 	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// takeFlash reads the notice left by redirect, once.
+func takeFlash(c echo.Context) string {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return ""
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: c.Request().TLS != nil, SameSite: http.SameSiteStrictMode})
+	msg, err := url.QueryUnescape(ck.Value)
+	if err != nil {
+		return ""
+	}
+	return msg
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
