@@ -10,10 +10,15 @@ import (
 
 // formValues turns posted fields back into a tree of strings, for showing
 // a form again as it was typed.
-func formValues(posted url.Values) map[string]any {
+func formValues(posted url.Values) map[string]any { return valuesUnder(posted, paramsPrefix) }
+
+// bindValues is formValues for the bind form.
+func bindValues(posted url.Values) map[string]any { return valuesUnder(posted, bindPrefix) }
+
+func valuesUnder(posted url.Values, prefix string) map[string]any {
 	root := map[string]any{}
 	for k, vs := range posted {
-		rest, ok := strings.CutPrefix(k, paramsPrefix+".")
+		rest, ok := strings.CutPrefix(k, prefix+".")
 		if !ok || len(vs) == 0 {
 			continue
 		}

@@ -23,7 +23,13 @@ type instanceView struct {
 	Other        []string
 	BindingName  string
 	BindingError string
+	// BindFields are the binding parameters of the plan's schema.
+	BindFields []form.Field
 }
+
+// bindPrefix names binding parameters in the bind form, apart from the
+// instance's own parameters on the same page.
+const bindPrefix = "binding.parameters"
 
 func (s *Server) instanceShow(c echo.Context) error {
 	v, err := s.instanceView(c, c.Param("id"), nil, nil)
@@ -74,6 +80,9 @@ func (s *Server) instanceView(c echo.Context, id string, values map[string]any, 
 			}
 		}
 		if v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, errs); err != nil {
+			return nil, err
+		}
+		if v.BindFields, err = form.Fields(v.Plan.Spec.ServiceBindingCreateParameterSchema, bindPrefix, nil, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -75,3 +75,28 @@ func TestServerEnforces(t *testing.T) {
 		t.Fatal("the session outlived sign-out")
 	}
 }
+
+// TestBindingFormErrors: a bad binding name is shown next to the bind
+// form's field.
+func TestBindingFormErrors(t *testing.T) {
+	b := setup(t, setupOptions{broker: true})
+	admin := b.client(t, catalog.RoleAdmin)
+	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"},
+		"username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("register: %d %s", res.StatusCode, body(t, res))
+	}
+	plans, err := b.store.ListPlans(t.Context(), catalog.PlanFilter{}, catalog.ListOptions{Limit: 1})
+	if err != nil || len(plans.Items) == 0 {
+		t.Fatalf("plans: %v", err)
+	}
+	res := admin.post("/instances", url.Values{"plan": {plans.Items[0].ID}, "name": {"db"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: %d %s", res.StatusCode, body(t, res))
+	}
+	instance := res.Header.Get("Location")
+	res = admin.post(instance+"/bindings", url.Values{"name": {"Not A Name"}})
+	page := body(t, res)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="bind-name-error"`) {
+		t.Fatalf("bad binding name: %d", res.StatusCode)
+	}
+}
