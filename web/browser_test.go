@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -209,10 +208,6 @@ func (b *browser) waitText(sel, want string, within time.Duration) {
 	}
 }
 
-func mustJSON(v any) string {
-	raw, _ := json.Marshal(v)
-	return string(raw)
-}
 
 // clear empties an input.
 func (b *browser) clear(sel string) {
