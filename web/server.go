@@ -128,8 +128,6 @@ func (s *Server) headers(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-type roleKey struct{}
-
 // role is the signed-in role of the request, or "".
 func role(c echo.Context) string {
 	r, _ := c.Get("role").(string)
@@ -152,7 +150,6 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.fail(c, err)
 		default:
 			c.Set("role", sess.Role)
-			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), roleKey{}, sess.Role)))
 		}
 		return next(c)
 	}
