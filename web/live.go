@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/session"
 )
 
 // sseEvent is one server-sent event: htmx's SSE extension swaps data into
@@ -34,6 +35,11 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func() error {
+		// A stream outlives no session: every update checks it again, so
+		// signing out, expiry or a revoked token end it.
+		if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
+			return err
+		}
 		events, err := render()
 		if err != nil {
 			return err
@@ -77,7 +83,7 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 // liveEnd ends a stream quietly when the page left or the object went
 // away; the page's own link keeps working.
 func (s *Server) liveEnd(err error) error {
-	if errors.Is(err, catalog.ErrNotFound) {
+	if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoSession) {
 		return nil
 	}
 	return err

@@ -1,10 +1,12 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/web/session"
@@ -98,5 +100,39 @@ func TestBindingFormErrors(t *testing.T) {
 	page := body(t, res)
 	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="bind-name-error"`) {
 		t.Fatalf("bad binding name: %d", res.StatusCode)
+	}
+}
+
+// TestLiveEndsWithSession: an open event stream stops at the first
+// change after its session ended.
+func TestLiveEndsWithSession(t *testing.T) {
+	b := setup(t, setupOptions{})
+	viewer := b.client(t, catalog.RoleViewer)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", b.url+"/live/brokers", nil)
+	res, err := viewer.http.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v", err)
+	}
+	defer res.Body.Close()
+	done := make(chan string)
+	go func() {
+		raw, _ := io.ReadAll(res.Body)
+		done <- string(raw)
+	}()
+	if r := viewer.post("/logout", url.Values{}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", r.StatusCode)
+	}
+	br := &catalog.Broker{}
+	br.Name, br.Spec.URL = "after", "http://127.0.0.1:1"
+	if _, err := b.store.CreateBroker(t.Context(), br, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if strings.Contains(got, "after") {
+			t.Fatal("the stream sent an update after sign-out")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream is still open after sign-out")
 	}
 }
