@@ -34,11 +34,16 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	checked := time.Now()
 	send := func() error {
-		// A stream outlives no session: every update checks it again, so
-		// signing out, expiry or a revoked token end it.
-		if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
-			return err
+		// A stream outlives no session: updates check it again (at most
+		// once a second, so a burst of changes costs one query), and
+		// signing out, expiry or a revoked token end the stream.
+		if time.Since(checked) > sessionRecheck {
+			if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
+				return err
+			}
+			checked = time.Now()
 		}
 		events, err := render()
 		if err != nil {
@@ -79,6 +84,9 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 		}
 	}
 }
+
+// sessionRecheck is how often an open stream checks its session.
+const sessionRecheck = time.Second
 
 // liveEnd ends a stream quietly when the page left or the object went
 // away; the page's own link keeps working.

@@ -122,6 +122,8 @@ func TestLiveEndsWithSession(t *testing.T) {
 	if r := viewer.post("/logout", url.Values{}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign out: %d", r.StatusCode)
 	}
+	// A stream checks its session at most once a second.
+	time.Sleep(1100 * time.Millisecond)
 	br := &catalog.Broker{}
 	br.Name, br.Spec.URL = "after", "http://127.0.0.1:1"
 	if _, err := b.store.CreateBroker(t.Context(), br, nil); err != nil {
