@@ -208,7 +208,6 @@ func (b *browser) waitText(sel, want string, within time.Duration) {
 	}
 }
 
-
 // clear empties an input.
 func (b *browser) clear(sel string) {
 	b.t.Helper()
