@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build run test lint bench deps clean kube bin/kube-apiserver cni
+.PHONY: all build run test lint bench deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -19,7 +19,7 @@ run: deps build
 	$(BIN)/bindery up
 
 ## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps kube cni
+test: deps kube cni browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -42,6 +42,7 @@ bench: deps kube build
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./web/
 	cd bench && $(GO) run ./cmd/osbbench
 
 ## kube: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl v1.36.3 in ./bin
@@ -61,6 +62,13 @@ deps:
 	elif [ "$$(id -u)" = 0 ]; then echo "installing PostgreSQL server binaries (apt-get install postgresql)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "PostgreSQL server binaries are missing: run 'sudo apt-get install postgresql' or set DATABASE_URL"; exit 1; fi
+
+## browser: Chromium, for the web UI's browser tests (not needed by `run`)
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then echo "installing Chromium for the web UI's browser tests (apt-get install chromium)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "Chromium is missing (the web UI's browser tests need it): run 'sudo apt-get install chromium'"; exit 1; fi
 
 clean:
 	rm -rf $(BIN)

@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/restapi"
+	"github.com/bindery-dev/bindery/web"
 )
 
 // catalogOptions are the flags of the catalog server.
@@ -79,9 +80,10 @@ func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *
 	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
+	web.Register(e, store, log)
 	relistCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go store.RunRelister(relistCtx, o.relistCheck)
-	log.Info("serving the REST API", "addr", l.Addr().String())
+	log.Info("serving the REST API and the web UI", "addr", l.Addr().String())
 	return serve.Run(ctx, l, e, log)
 }

@@ -1,0 +1,95 @@
+package catalog
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrNoSession says a session id is unknown or expired.
+var ErrNoSession = errors.New("no such session")
+
+// sessionPrefix marks web session ids, as tokenPrefix marks API tokens.
+const sessionPrefix = "bds_"
+
+// Session is a signed-in browser: the role of the API token it was opened
+// with, read again from the token on every lookup, so a revoked token ends
+// its sessions.
+type Session struct {
+	Role    string
+	Expires time.Time
+}
+
+// CreateSession checks an API token and opens a session for it that lasts
+// ttl. It returns the session id, the one thing the browser keeps: the
+// store holds its SHA-256 and the token's hash, never either in clear.
+// Expired sessions are removed on the way.
+func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Duration) (string, Session, error) {
+	if !strings.HasPrefix(token, tokenPrefix) {
+		return "", Session{}, ErrBadToken
+	}
+	tokenSum := sha256.Sum256([]byte(token))
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", Session{}, err
+	}
+	id := sessionPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(id))
+	sess := Session{Expires: s.now().Add(ttl).UTC().Truncate(time.Microsecond)}
+	if _, err := s.PruneSessions(ctx); err != nil {
+		return "", Session{}, err
+	}
+	err := s.pool.QueryRow(ctx, `INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
+		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2)`,
+		sum[:], tokenSum[:], sess.Expires).Scan(&sess.Role)
+	if err != nil {
+		if errors.Is(mapErr(err), ErrNotFound) {
+			return "", Session{}, ErrBadToken
+		}
+		return "", Session{}, fmt.Errorf("open session: %w", mapErr(err))
+	}
+	return id, sess, nil
+}
+
+// LookupSession returns the live session of an id, with the current role
+// of its token.
+func (s *Store) LookupSession(ctx context.Context, id string) (Session, error) {
+	if !strings.HasPrefix(id, sessionPrefix) {
+		return Session{}, ErrNoSession
+	}
+	sum := sha256.Sum256([]byte(id))
+	var sess Session
+	err := s.pool.QueryRow(ctx, `SELECT t.role, w.expires_at FROM catalog.web_sessions w
+		JOIN catalog.api_tokens t ON t.hash = w.token_hash
+		WHERE w.hash = $1 AND w.expires_at > $2`, sum[:], s.now()).Scan(&sess.Role, &sess.Expires)
+	if err != nil {
+		if errors.Is(mapErr(err), ErrNotFound) {
+			return Session{}, ErrNoSession
+		}
+		return Session{}, fmt.Errorf("read session: %w", mapErr(err))
+	}
+	return sess, nil
+}
+
+// DeleteSession ends a session (signing out); an unknown id is no error.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	sum := sha256.Sum256([]byte(id))
+	if _, err := s.pool.Exec(ctx, `DELETE FROM catalog.web_sessions WHERE hash = $1`, sum[:]); err != nil {
+		return fmt.Errorf("end session: %w", mapErr(err))
+	}
+	return nil
+}
+
+// PruneSessions removes expired sessions and says how many.
+func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM catalog.web_sessions WHERE expires_at <= $1`, s.now())
+	if err != nil {
+		return 0, fmt.Errorf("prune sessions: %w", mapErr(err))
+	}
+	return tag.RowsAffected(), nil
+}

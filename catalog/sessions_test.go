@@ -1,0 +1,72 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+func TestSessions(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	tok, err := s.CreateToken(ctx, catalog.RoleDeveloper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateSession(ctx, tok+"x", time.Hour); !errors.Is(err, catalog.ErrBadToken) {
+		t.Fatalf("unknown token: %v, want ErrBadToken", err)
+	}
+	id, sess, err := s.CreateSession(ctx, tok, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Role != catalog.RoleDeveloper || id == tok {
+		t.Fatalf("session %+v id %q", sess, id)
+	}
+	// The row holds neither the id nor the token.
+	var n int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM catalog.web_sessions WHERE position($1::bytea in hash) > 0 OR position($2::bytea in token_hash) > 0`, []byte(id), []byte(tok)).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("clear id or token stored: %d %v", n, err)
+	}
+	got, err := s.LookupSession(ctx, id)
+	if err != nil || got.Role != catalog.RoleDeveloper {
+		t.Fatalf("lookup: %+v %v", got, err)
+	}
+	if _, err := s.LookupSession(ctx, tok); !errors.Is(err, catalog.ErrNoSession) {
+		t.Fatalf("the token is no session id: %v", err)
+	}
+	if err := s.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupSession(ctx, id); !errors.Is(err, catalog.ErrNoSession) {
+		t.Fatalf("after sign-out: %v", err)
+	}
+
+	// Expired sessions are refused, then pruned.
+	short, _, err := s.CreateSession(ctx, tok, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := s.LookupSession(ctx, short); !errors.Is(err, catalog.ErrNoSession) {
+		t.Fatalf("expired: %v", err)
+	}
+	if pruned, err := s.PruneSessions(ctx); err != nil || pruned != 1 {
+		t.Fatalf("pruned %d, %v", pruned, err)
+	}
+
+	// Revoking the token ends its sessions.
+	live, _, err := s.CreateSession(ctx, tok, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM catalog.api_tokens`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupSession(ctx, live); !errors.Is(err, catalog.ErrNoSession) {
+		t.Fatalf("after revocation: %v", err)
+	}
+}

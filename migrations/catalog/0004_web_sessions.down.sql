@@ -1,0 +1,1 @@
+DROP TABLE catalog.web_sessions;

@@ -1,0 +1,69 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// brokerCreate registers a broker with its URL and credentials, then
+// fetches its catalogue; a broker that cannot be reached is registered
+// all the same, and its status says why.
+func (s *Server) brokerCreate(c echo.Context) error {
+	ctx := c.Request().Context()
+	f := brokerForm{
+		Name: strings.TrimSpace(c.FormValue("name")), URL: strings.TrimSpace(c.FormValue("url")),
+		Username: strings.TrimSpace(c.FormValue("username")), Auth: c.FormValue("auth"),
+	}
+	b := &catalog.Broker{}
+	b.Name, b.Spec.URL = f.Name, f.URL
+	var auth *catalog.BrokerAuth
+	switch f.Auth {
+	case "basic":
+		auth = &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: f.Username, Password: c.FormValue("password")}}
+	case "bearer":
+		auth = &catalog.BrokerAuth{Bearer: &catalog.BearerAuth{Token: c.FormValue("token")}}
+	default:
+		f.Auth = "none"
+	}
+	created, err := s.store.CreateBroker(ctx, b, auth)
+	if v, ok := catalog.AsValidation(err); ok {
+		f.Errors = map[string]string{}
+		for _, fe := range v.Errors {
+			name := brokerField(fe.Field)
+			if name == "" {
+				f.Other = append(f.Other, fe.Field+": "+fe.Message)
+				continue
+			}
+			f.Errors[name] = fe.Message
+		}
+		return s.renderBrokers(c, http.StatusBadRequest, f)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Relist(ctx, created.ID); err != nil {
+		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", created.Name, "error", err)
+	}
+	return redirect(c, "/brokers", "Broker "+created.Name+" registered.")
+}
+
+// brokerField maps a field of the catalog's errors to the form's.
+func brokerField(f string) string {
+	switch {
+	case f == "name":
+		return "name"
+	case f == "spec.url":
+		return "url"
+	case strings.HasPrefix(f, "auth.basic.username"), strings.HasPrefix(f, "spec.authInfo.basic.username"):
+		return "username"
+	case strings.HasPrefix(f, "auth.basic.password"):
+		return "password"
+	case strings.HasPrefix(f, "auth.bearer"):
+		return "token"
+	}
+	return ""
+}

@@ -1,0 +1,20 @@
+package web
+
+import (
+	"github.com/labstack/echo/v4"
+)
+
+// brokerRelist fetches a broker's catalogue now; the broker's status says
+// how it went.
+func (s *Server) brokerRelist(c echo.Context) error {
+	ctx := c.Request().Context()
+	b, err := s.store.GetBroker(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	synced, err := s.store.Relist(ctx, b.ID)
+	if synced == nil && err != nil {
+		return err
+	}
+	return redirect(c, "/brokers", "Catalogue of "+b.Name+" fetched again; its status says how it went.")
+}

@@ -1,0 +1,90 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/form"
+)
+
+type instanceView struct {
+	Instance *catalog.Instance
+	Plan     *catalog.ServicePlan
+	Class    *catalog.ServiceClass
+	Bindings []*catalog.Binding
+	// Plans are the plans the instance may move to (its class's, when
+	// the plan is updatable).
+	Plans        []*catalog.ServicePlan
+	Fields       []form.Field
+	Errors       map[string]string
+	Other        []string
+	BindingName  string
+	BindingError string
+	// BindFields are the binding parameters of the plan's schema.
+	BindFields []form.Field
+}
+
+// bindPrefix names binding parameters in the bind form, apart from the
+// instance's own parameters on the same page.
+const bindPrefix = "binding.parameters"
+
+func (s *Server) instanceShow(c echo.Context) error {
+	v, err := s.instanceView(c, c.Param("id"), nil, nil)
+	if err != nil {
+		return err
+	}
+	return s.page(c, http.StatusOK, "instance", v.Instance.Name, "instances", v)
+}
+
+// instanceView reads an instance with its plan, class and bindings, and
+// builds its update form from values (the instance's parameters when nil).
+func (s *Server) instanceView(c echo.Context, id string, values map[string]any, errs map[string]string) (*instanceView, error) {
+	ctx := c.Request().Context()
+	in, err := s.store.GetInstance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &instanceView{Instance: in, Errors: errs}
+	if in.Spec.ClusterServicePlanRef != nil {
+		if v.Plan, err = s.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil && err != catalog.ErrNotFound {
+			return nil, err
+		}
+	}
+	if in.Spec.ClusterServiceClassRef != nil {
+		if v.Class, err = s.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil && err != catalog.ErrNotFound {
+			return nil, err
+		}
+	}
+	if v.Bindings, err = s.store.BindingsOf(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	if v.Plan != nil && v.Class != nil {
+		updatable := v.Class.Spec.PlanUpdatable
+		if v.Plan.Spec.PlanUpdatable != nil {
+			updatable = *v.Plan.Spec.PlanUpdatable
+		}
+		if updatable {
+			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name}, catalog.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			v.Plans = l.Items
+		}
+		if values == nil {
+			values = map[string]any{}
+			if len(in.Spec.Parameters) > 0 {
+				_ = json.Unmarshal(in.Spec.Parameters, &values)
+			}
+		}
+		if v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, errs); err != nil {
+			return nil, err
+		}
+		if v.BindFields, err = form.Fields(v.Plan.Spec.ServiceBindingCreateParameterSchema, bindPrefix, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}

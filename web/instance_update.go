@@ -1,0 +1,82 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/form"
+)
+
+// instanceUpdate changes an instance's plan or parameters, from the form
+// generated from the plan's update schema.
+func (s *Server) instanceUpdate(c echo.Context) error {
+	ctx := c.Request().Context()
+	cur, err := s.instanceView(c, c.Param("id"), nil, nil)
+	if err != nil {
+		return err
+	}
+	if cur.Plan == nil {
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, "The instance's plan is gone: it cannot be updated.")
+	}
+	posted, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
+	}
+	errs := map[string]string{}
+	params, perrs, err := form.Parse(cur.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted)
+	if err != nil {
+		return err
+	}
+	for _, e := range perrs {
+		errs[e.Field] = e.Message
+	}
+	var newPlan *catalog.ServicePlan
+	if id := posted.Get("plan"); id != "" && id != cur.Plan.ID {
+		if newPlan, err = s.store.GetPlan(ctx, id); err != nil {
+			errs["plan"] = "no such plan"
+		}
+	}
+	if len(errs) == 0 {
+		_, err = s.store.UpdateInstance(ctx, cur.Instance.ID, cur.Instance.ResourceVersion, func(in *catalog.Instance) error {
+			in.Spec.Parameters = nil
+			if len(params) > 0 {
+				in.Spec.Parameters, _ = json.Marshal(params)
+			}
+			if newPlan != nil {
+				// The plan is named the way the instance names it.
+				switch {
+				case in.Spec.ClusterServicePlanExternalName != "":
+					in.Spec.ClusterServicePlanExternalName = newPlan.Spec.ExternalName
+				case in.Spec.ClusterServicePlanExternalID != "":
+					in.Spec.ClusterServicePlanExternalID = newPlan.Spec.ExternalID
+				default:
+					in.Spec.ClusterServicePlanName = newPlan.Name
+				}
+			}
+			return nil
+		})
+		v, ok := catalog.AsValidation(err)
+		switch {
+		case ok:
+			for _, fe := range v.Errors {
+				if fe.Field == "spec" || fe.Field == "spec.clusterServicePlanName" || fe.Field == "spec.clusterServicePlanExternalName" || fe.Field == "spec.clusterServicePlanExternalID" {
+					fe.Field = "plan"
+				}
+				errs[fe.Field] = fe.Message
+			}
+		case err != nil:
+			return err
+		default:
+			return redirect(c, "/instances/"+cur.Instance.ID, "Update recorded: the engine sends it to the broker now.")
+		}
+	}
+	v, err := s.instanceView(c, c.Param("id"), formValues(posted), errs)
+	if err != nil {
+		return err
+	}
+	v.Other = otherErrors(errs, append(flatNames(v.Fields), "plan"))
+	return s.page(c, http.StatusBadRequest, "instance", v.Instance.Name, "instances", v)
+}

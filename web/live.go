@@ -1,0 +1,167 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/session"
+)
+
+// sseEvent is one server-sent event: htmx's SSE extension swaps data into
+// the element whose sse-swap names the event.
+type sseEvent struct {
+	Name, HTML string
+}
+
+// live streams render's events to the page now and again whenever a
+// change that match selects commits, until the page goes away.
+func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]sseEvent, error)) error {
+	ctx := c.Request().Context()
+	sub, stop, err := s.feed.subscribe(ctx, match)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	checked := time.Now()
+	send := func() error {
+		// A stream outlives no session: updates check it again (at most
+		// once a second, so a burst of changes costs one query), and
+		// signing out, expiry or a revoked token end the stream.
+		if time.Since(checked) > sessionRecheck {
+			if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
+				return err
+			}
+			checked = time.Now()
+		}
+		events, err := render()
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		for _, e := range events {
+			buf.WriteString("event: " + e.Name + "\n")
+			for _, line := range strings.Split(e.HTML, "\n") {
+				buf.WriteString("data: " + line + "\n")
+			}
+			buf.WriteString("\n")
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		w.Flush()
+		return nil
+	}
+	if err := send(); err != nil {
+		return s.liveEnd(err)
+	}
+	ping := time.NewTicker(25 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sub.wake:
+			if err := send(); err != nil {
+				return s.liveEnd(err)
+			}
+		case <-ping.C:
+			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+				return nil
+			}
+			w.Flush()
+		}
+	}
+}
+
+// sessionRecheck is how often an open stream checks its session.
+const sessionRecheck = time.Second
+
+// liveEnd ends a stream quietly when the page left or the object went
+// away; the page's own link keeps working.
+func (s *Server) liveEnd(err error) error {
+	if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoSession) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) renderString(c echo.Context, page, name string, data any) (string, error) {
+	var buf bytes.Buffer
+	if err := s.pages[page].ExecuteTemplate(&buf, name, s.data(c, "", "", data)); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// liveInstance keeps an instance's page current: its status and its
+// bindings.
+func (s *Server) liveInstance(c echo.Context) error {
+	id := c.Param("id")
+	return s.live(c, func(ch change) bool {
+		return ch.ObjectID == id || (ch.Kind == catalog.KindBinding && ch.InstanceID == id)
+	}, func() ([]sseEvent, error) {
+		v, err := s.instanceView(c, id, nil, nil)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return []sseEvent{{"status", `<p class="notice">This instance has been deleted.</p>`}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		status, err := s.renderString(c, "instance", "instance-status", v)
+		if err != nil {
+			return nil, err
+		}
+		bindings, err := s.renderString(c, "instance", "instance-bindings", v)
+		if err != nil {
+			return nil, err
+		}
+		return []sseEvent{{"status", status}, {"bindings", bindings}}, nil
+	})
+}
+
+// liveBinding keeps a binding's status current.
+func (s *Server) liveBinding(c echo.Context) error {
+	id := c.Param("id")
+	return s.live(c, func(ch change) bool { return ch.ObjectID == id }, func() ([]sseEvent, error) {
+		v, err := s.bindingView(c, id)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return []sseEvent{{"status", `<p class="notice">This binding has been deleted.</p>`}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		status, err := s.renderString(c, "binding", "binding-status", v)
+		if err != nil {
+			return nil, err
+		}
+		return []sseEvent{{"status", status}}, nil
+	})
+}
+
+// liveInstances keeps the instances table current.
+func (s *Server) liveInstances(c echo.Context) error {
+	return s.live(c, func(ch change) bool { return ch.Kind == catalog.KindInstance }, func() ([]sseEvent, error) {
+		rows, err := s.instanceRows(c)
+		return []sseEvent{{"rows", rows}}, err
+	})
+}
+
+// liveBrokers keeps the brokers table current.
+func (s *Server) liveBrokers(c echo.Context) error {
+	return s.live(c, func(ch change) bool { return ch.Kind == catalog.KindBroker }, func() ([]sseEvent, error) {
+		rows, err := s.brokerRows(c)
+		return []sseEvent{{"rows", rows}}, err
+	})
+}

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/session"
+)
+
+type loginView struct {
+	Next  string
+	Error string
+}
+
+// safeNext keeps a post-sign-in destination on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) loginForm(c echo.Context) error {
+	return s.page(c, http.StatusOK, "login", "Sign in", "", loginView{Next: safeNext(c.QueryParam("next"))})
+}
+
+// login exchanges an API token for a session. The token goes no further
+// than this handler: the browser gets a session id.
+func (s *Server) login(c echo.Context) error {
+	token := strings.TrimSpace(c.FormValue("token"))
+	next := safeNext(c.FormValue("next"))
+	id, _, err := s.store.CreateSession(c.Request().Context(), token, SessionTTL)
+	if errors.Is(err, catalog.ErrBadToken) {
+		msg := "This token is not valid. Create one with: bindery token create --role viewer|developer|admin"
+		if token == "" {
+			msg = "required"
+		}
+		return s.page(c, http.StatusUnauthorized, "login", "Sign in", "", loginView{Next: next, Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	if old := session.ID(c.Request()); old != "" {
+		_ = s.store.DeleteSession(c.Request().Context(), old)
+	}
+	session.Set(c.Response(), c.Request(), id, SessionTTL)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if id := session.ID(c.Request()); id != "" {
+		if err := s.store.DeleteSession(c.Request().Context(), id); err != nil {
+			return err
+		}
+	}
+	session.Clear(c.Response(), c.Request())
+	return c.Redirect(http.StatusSeeOther, "/login")
+}

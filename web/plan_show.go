@@ -1,0 +1,53 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/form"
+)
+
+type schemaView struct {
+	Title  string
+	Fields []form.Field
+}
+
+type planView struct {
+	Plan    *catalog.ServicePlan
+	Class   *catalog.ServiceClass
+	Schemas []schemaView
+}
+
+// planShow shows a plan and the parameters each of its schemas takes.
+func (s *Server) planShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	plan, err := s.store.GetPlan(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	class, err := s.store.GetClass(ctx, plan.Spec.ClusterServiceClassRef.Name)
+	if err != nil {
+		return err
+	}
+	v := planView{Plan: plan, Class: class}
+	for _, sc := range []struct {
+		title string
+		raw   []byte
+	}{
+		{"Parameters to create an instance", plan.Spec.InstanceCreateParameterSchema},
+		{"Parameters to update an instance", plan.Spec.InstanceUpdateParameterSchema},
+		{"Parameters to create a binding", plan.Spec.ServiceBindingCreateParameterSchema},
+	} {
+		if len(sc.raw) == 0 {
+			continue
+		}
+		fields, err := form.Fields(sc.raw, "", nil, nil)
+		if err != nil {
+			return err
+		}
+		v.Schemas = append(v.Schemas, schemaView{Title: sc.title, Fields: fields})
+	}
+	return s.page(c, http.StatusOK, "plan", class.Spec.ExternalName+" / "+plan.Spec.ExternalName, "marketplace", v)
+}

@@ -1,0 +1,140 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/session"
+)
+
+// TestServerEnforces checks what the server refuses whatever a page
+// offers: forms without their CSRF token, and actions beyond the role.
+func TestServerEnforces(t *testing.T) {
+	b := setup(t, setupOptions{})
+
+	anon := b.client(t, "")
+	res := anon.get("/")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/login") {
+		t.Fatalf("anonymous /: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	login := anon.get("/login")
+	csp := login.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Fatalf("CSP %q", csp)
+	}
+	body(t, login)
+
+	// Signing in without the CSRF token is refused; with it, the cookie
+	// holds a session id, not the token.
+	if res := anon.post("/login", url.Values{"token": {b.tokens["viewer"]}, "csrf": {"forged"}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("sign-in with a forged CSRF token: %d", res.StatusCode)
+	}
+	res = anon.post("/login", url.Values{"token": {b.tokens["viewer"]}})
+	var sess *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == session.CookieName {
+			sess = c
+		}
+	}
+	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || strings.Contains(sess.Value, b.tokens["viewer"]) || sess.Value == "" {
+		t.Fatalf("session cookie %+v", sess)
+	}
+
+	// A viewer is refused every change, even with a valid form.
+	viewer := anon
+	for _, p := range []string{"/brokers", "/instances", "/bindings/00000000-0000-0000-0000-000000000000/reveal", "/instances/00000000-0000-0000-0000-000000000000/delete"} {
+		if res := viewer.post(p, url.Values{"name": {"x"}}); res.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer POST %s: %d", p, res.StatusCode)
+		}
+	}
+	// A developer registers no broker.
+	dev := b.client(t, catalog.RoleDeveloper)
+	if res := dev.post("/brokers", url.Values{"name": {"x"}, "url": {"http://127.0.0.1:1"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("developer registering a broker: %d", res.StatusCode)
+	}
+	// An admin's bad registration names the field.
+	admin := b.client(t, catalog.RoleAdmin)
+	res = admin.post("/brokers", url.Values{"name": {"Bad Name"}, "url": {"ftp://x"}, "auth": {"none"}})
+	page := body(t, res)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="b-name-error"`) || !strings.Contains(page, `id="b-url-error"`) {
+		t.Fatalf("bad registration: %d", res.StatusCode)
+	}
+	// An admin form without the token is refused.
+	if res := admin.post("/brokers", url.Values{"csrf": {""}, "name": {"x"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("form without CSRF token: %d", res.StatusCode)
+	}
+
+	// Signing out ends the session on the server.
+	if res := viewer.post("/logout", url.Values{}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", res.StatusCode)
+	}
+	if _, err := b.store.LookupSession(t.Context(), sess.Value); err == nil {
+		t.Fatal("the session outlived sign-out")
+	}
+}
+
+// TestBindingFormErrors: a bad binding name is shown next to the bind
+// form's field.
+func TestBindingFormErrors(t *testing.T) {
+	b := setup(t, setupOptions{broker: true})
+	admin := b.client(t, catalog.RoleAdmin)
+	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"},
+		"username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("register: %d %s", res.StatusCode, body(t, res))
+	}
+	plans, err := b.store.ListPlans(t.Context(), catalog.PlanFilter{}, catalog.ListOptions{Limit: 1})
+	if err != nil || len(plans.Items) == 0 {
+		t.Fatalf("plans: %v", err)
+	}
+	res := admin.post("/instances", url.Values{"plan": {plans.Items[0].ID}, "name": {"db"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: %d %s", res.StatusCode, body(t, res))
+	}
+	instance := res.Header.Get("Location")
+	res = admin.post(instance+"/bindings", url.Values{"name": {"Not A Name"}})
+	page := body(t, res)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="bind-name-error"`) {
+		t.Fatalf("bad binding name: %d", res.StatusCode)
+	}
+}
+
+// TestLiveEndsWithSession: an open event stream stops at the first
+// change after its session ended.
+func TestLiveEndsWithSession(t *testing.T) {
+	b := setup(t, setupOptions{})
+	viewer := b.client(t, catalog.RoleViewer)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", b.url+"/live/brokers", nil)
+	res, err := viewer.http.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v", err)
+	}
+	defer res.Body.Close()
+	done := make(chan string)
+	go func() {
+		raw, _ := io.ReadAll(res.Body)
+		done <- string(raw)
+	}()
+	if r := viewer.post("/logout", url.Values{}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", r.StatusCode)
+	}
+	// A stream checks its session at most once a second.
+	time.Sleep(1100 * time.Millisecond)
+	br := &catalog.Broker{}
+	br.Name, br.Spec.URL = "after", "http://127.0.0.1:1"
+	if _, err := b.store.CreateBroker(t.Context(), br, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if strings.Contains(got, "after") {
+			t.Fatal("the stream sent an update after sign-out")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream is still open after sign-out")
+	}
+}
