@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin/kubelettest"
