@@ -37,7 +37,7 @@ func TestLayerAddsParentsInOrder(t *testing.T) {
 		t.Errorf("entries = %q, want %q", names, want)
 	}
 	if modes["usr/bin/tool"] != 0o755 || modes["etc/tool.conf"] != 0o644 || modes["usr/"] != 0o755 {
-		t.Errorf("modes = %o", modes)
+		t.Errorf("modes = %v", modes)
 	}
 }
 
