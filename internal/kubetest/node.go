@@ -405,10 +405,10 @@ func (n *Node) startKubelet() error {
 		return err
 	}
 	config := map[string]any{
-		"apiVersion": "kubelet.config.k8s.io/v1beta1",
-		"kind":       "KubeletConfiguration",
-		"address":    nodeIP,
-		"port":       n.kubeletPort,
+		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
+		"kind":               "KubeletConfiguration",
+		"address":            nodeIP,
+		"port":               n.kubeletPort,
 		"readOnlyPort":       0,
 		"healthzBindAddress": "127.0.0.1",
 		"healthzPort":        n.healthzPort,
