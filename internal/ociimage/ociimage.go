@@ -12,6 +12,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
 	"io/fs"
@@ -189,6 +190,9 @@ func Pause(binary string) Spec {
 // each of its applets, so that `sh`, `cat` and `sleep` work as commands;
 // its command is sh.
 func Busybox(ctx context.Context, binary string) (Spec, error) {
+	if err := checkStatic(binary); err != nil {
+		return Spec{}, err
+	}
 	out, err := exec.CommandContext(ctx, binary, "--list").Output()
 	if err != nil {
 		return Spec{}, fmt.Errorf("list busybox applets: %w", err)
@@ -221,6 +225,22 @@ func BuildStatic(ctx context.Context, moduleDir, pkg, out string) error {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w: %s", pkg, err, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// checkStatic fails for a program that needs a dynamic loader, which an
+// image without a C library cannot run.
+func checkStatic(binary string) error {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", binary, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is linked dynamically; a static one is needed (Debian: apt-get install busybox-static)", binary)
+		}
 	}
 	return nil
 }

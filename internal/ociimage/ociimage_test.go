@@ -74,3 +74,14 @@ func TestBuildIsReproducible(t *testing.T) {
 		t.Errorf("digests differ: %v", digests)
 	}
 }
+
+func TestCheckStatic(t *testing.T) {
+	t.Parallel()
+	// The test binary is dynamic only with cgo; /bin/sh on Debian always is.
+	if err := checkStatic("/bin/sh"); err == nil {
+		t.Error("checkStatic(/bin/sh): no error for a dynamic program")
+	}
+	if err := checkStatic("/bin/busybox"); err != nil {
+		t.Skipf("no static busybox here: %v", err)
+	}
+}
