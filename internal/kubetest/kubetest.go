@@ -7,8 +7,9 @@
 // there (by default clusterrole-aggregation alone); without the others there
 // are no default ServiceAccounts, no garbage collection by ownerReference, and
 // deleted namespaces stay Terminating. No scheduler and no kubelet run, so
-// Pods stay Pending. Tests that need more must start it themselves; see
-// DESIGN.md, "Kubernetes for tests".
+// Pods stay Pending, unless the test asks for a node with WithNode: then
+// containerd, a kubelet and kube-scheduler run too, and Pods really run. See
+// DESIGN.md, "Kubernetes for tests" and "A real node in tests".
 package kubetest
 
 import (
