@@ -53,6 +53,10 @@ const (
 	// lockPath serialises the nodes of every test on the machine: the
 	// kubelet and containerd use host paths that no option moves.
 	lockPath = "/run/lock/bindery-kubetest-node.lock"
+	// statePath keeps the host's state from before a node started, until
+	// its teardown has restored it: when a test binary is killed before
+	// its cleanups run, the next node restores what that one changed.
+	statePath = "/run/lock/bindery-kubetest-node.state"
 
 	nodeReadyTimeout = 2 * time.Minute
 	lockTimeout      = 15 * time.Minute
@@ -162,7 +166,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.lock = lock
-	n.host, err = saveHost()
+	n.host, err = recoverHost(ctx, n.Dir)
 	if err != nil {
 		return err
 	}

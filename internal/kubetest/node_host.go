@@ -3,6 +3,7 @@ package kubetest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,31 +47,156 @@ var sharedHostPaths = []string{"/run/netns"}
 
 // hostState is what the node changes on the host, as it was before.
 type hostState struct {
-	sysctls      map[string]string
-	absent       []string // hostPaths that did not exist
-	absentShared []string // sharedHostPaths that did not exist
+	// Dir is the node's directory, whose containerd socket names the
+	// shims it started.
+	Dir          string            `json:"dir"`
+	Sysctls      map[string]string `json:"sysctls"`
+	Absent       []string          `json:"absent"`       // hostPaths that did not exist
+	AbsentShared []string          `json:"absentShared"` // sharedHostPaths that did not exist
+}
+
+// recoverHost returns the host's state from before the node. When a
+// previous node's teardown never ran (its test binary was killed), that
+// node's saved state is the true one: what it left (links, cgroups,
+// directories, sysctls) is undone first. Otherwise the state is read now
+// and saved until teardown.
+func recoverHost(ctx context.Context, dir string) (*hostState, error) {
+	b, err := os.ReadFile(statePath)
+	switch {
+	case err == nil:
+		var h hostState
+		if err := json.Unmarshal(b, &h); err != nil {
+			return nil, fmt.Errorf("read %s: %w", statePath, err)
+		}
+		// Only what this package owns; the lock says no node runs.
+		if err := h.undoKilledNode(ctx); err != nil {
+			return nil, fmt.Errorf("undo what a killed test's node left: %w", err)
+		}
+		if err := os.Remove(statePath); err != nil {
+			return nil, err
+		}
+		// Saved again below, with this node's directory.
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read %s: %w", statePath, err)
+	}
+	h, err := saveHost()
+	if err != nil {
+		return nil, err
+	}
+	h.Dir = dir
+	b, err = json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(statePath, b, 0o600); err != nil {
+		return nil, fmt.Errorf("save host state: %w", err)
+	}
+	return h, nil
 }
 
 func saveHost() (*hostState, error) {
-	h := &hostState{sysctls: map[string]string{}}
+	h := &hostState{Sysctls: map[string]string{}}
 	for _, name := range nodeSysctls {
 		b, err := os.ReadFile(filepath.Join("/proc/sys", name))
 		if err != nil {
 			return nil, fmt.Errorf("read sysctl %s: %w", name, err)
 		}
-		h.sysctls[name] = strings.TrimSpace(string(b))
+		h.Sysctls[name] = strings.TrimSpace(string(b))
 	}
 	for _, p := range hostPaths {
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			h.absent = append(h.absent, p)
+			h.Absent = append(h.Absent, p)
 		}
 	}
 	for _, p := range sharedHostPaths {
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			h.absentShared = append(h.absentShared, p)
+			h.AbsentShared = append(h.AbsentShared, p)
 		}
 	}
 	return h, nil
+}
+
+// undoKilledNode ends and removes what a node whose test binary was killed
+// left: its containers (their shims name its containerd's socket; their
+// processes are in cgroupRoot), their mounts and its directory, the links,
+// the cgroups; then restores the host as h says it was.
+func (h *hostState) undoKilledNode(ctx context.Context) error {
+	var errs []error
+	// Any node's shims: a node's directory is named ktnode* (prepareNode),
+	// and under the lock no other node runs.
+	pids, err := shimsWhere(func(socket string) bool {
+		ok, _ := filepath.Match(filepath.Join(os.TempDir(), "ktnode*", "containerd", "containerd.sock"), socket)
+		return ok || (h.Dir != "" && socket == filepath.Join(h.Dir, "containerd", "containerd.sock"))
+	})
+	errs = append(errs, err)
+	for _, pid := range pids {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	netns, err := killCgroupProcs()
+	errs = append(errs, err, removeNetns(netns))
+	if h.Dir != "" {
+		errs = append(errs, unmountUnder(append([]string{h.Dir}, h.Absent...)...))
+		if left, err := mountsUnder(h.Dir); err == nil && len(left) == 0 {
+			errs = append(errs, os.RemoveAll(h.Dir))
+		}
+	}
+	errs = append(errs, deleteLink(ctx, bridgeName), deleteLink(ctx, nodeLink), removeCgroupRoot(), h.restore())
+	return errors.Join(errs...)
+}
+
+// killCgroupProcs kills every process in cgroupRoot, the containers of a
+// node whose kubelet is gone, and returns the inodes of their network
+// namespaces.
+func killCgroupProcs() (map[uint64]bool, error) {
+	dirs, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	netns := map[uint64]bool{}
+	for _, h := range dirs {
+		_ = filepath.WalkDir(filepath.Join(h, cgroupRoot), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for f := range strings.FieldsSeq(string(b)) {
+				var pid int
+				if _, err := fmt.Sscanf(f, "%d", &pid); err == nil && pid > 1 {
+					var st unix.Stat_t
+					if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil {
+						netns[st.Ino] = true
+					}
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+			return nil
+		})
+	}
+	return netns, nil
+}
+
+// removeNetns unmounts and removes the network namespaces in /run/netns
+// (where containerd pins a sandbox's) whose inode is in inodes: only those
+// of the killed node's containers.
+func removeNetns(inodes map[uint64]bool) error {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return nil // none
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join("/run/netns", e.Name())
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || !inodes[st.Ino] {
+			continue
+		}
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			continue
+		}
+		errs = append(errs, os.Remove(p))
+	}
+	return errors.Join(errs...)
 }
 
 // cgroupHierarchies lists the mounted cgroup v1 hierarchies (and the v2
@@ -262,14 +388,18 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	if n.host != nil {
 		kubeletDirs := []string{n.Dir}
-		for _, p := range n.host.absent {
+		for _, p := range n.host.Absent {
 			kubeletDirs = append(kubeletDirs, p)
 		}
 		add(unmountUnder(kubeletDirs...))
 		add(removeCgroupRoot())
 		add(deleteLink(ctx, bridgeName))
 		add(deleteLink(ctx, nodeLink))
-		add(n.host.restore())
+		if err := n.host.restore(); err != nil {
+			add(err)
+		} else {
+			add(os.Remove(statePath))
+		}
 	}
 	if left, err := mountsUnder(n.Dir); err != nil || len(left) > 0 {
 		// Never remove a tree that still has something mounted in it: a
@@ -367,6 +497,12 @@ func (n *Node) killShims() error {
 
 // shimsOf lists the containerd shims whose command line names socket.
 func shimsOf(socket string) ([]int, error) {
+	return shimsWhere(func(s string) bool { return s == socket })
+}
+
+// shimsWhere lists the containerd shims whose -address argument (their
+// containerd's socket) satisfies match.
+func shimsWhere(match func(socket string) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -382,7 +518,10 @@ func shimsOf(socket string) ([]int, error) {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 0 && strings.Contains(filepath.Base(args[0]), "containerd-shim") && slices.Contains(args, socket) {
+		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		if i := slices.Index(args, "-address"); i >= 0 && i+1 < len(args) && match(args[i+1]) {
 			pids = append(pids, pid)
 		}
 	}
@@ -405,12 +544,12 @@ func deleteLink(ctx context.Context, name string) error {
 // node created.
 func (h *hostState) restore() error {
 	var errs []error
-	for name, v := range h.sysctls {
+	for name, v := range h.Sysctls {
 		if err := os.WriteFile(filepath.Join("/proc/sys", name), []byte(v), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("restore sysctl %s: %w", name, err))
 		}
 	}
-	for _, p := range h.absent {
+	for _, p := range h.Absent {
 		if left, _ := mountsUnder(p); len(left) > 0 {
 			errs = append(errs, fmt.Errorf("mounts left under %s, not removed: %v", p, left))
 			continue
@@ -419,7 +558,7 @@ func (h *hostState) restore() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, p := range h.absentShared {
+	for _, p := range h.AbsentShared {
 		// Fails, as it should, while another program has something there.
 		_ = unix.Rmdir(p)
 	}

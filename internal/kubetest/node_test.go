@@ -95,15 +95,18 @@ func TestNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range before.sysctls {
-		if after.sysctls[name] != v {
-			t.Errorf("sysctl %s = %s after teardown, was %s", name, after.sysctls[name], v)
+	for name, v := range before.Sysctls {
+		if after.Sysctls[name] != v {
+			t.Errorf("sysctl %s = %s after teardown, was %s", name, after.Sysctls[name], v)
 		}
 	}
-	for _, p := range before.absent {
-		if !slices.Contains(after.absent, p) {
+	for _, p := range before.Absent {
+		if !slices.Contains(after.Absent, p) {
 			t.Errorf("%s left behind", p)
 		}
+	}
+	if _, err := os.Stat(statePath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("saved host state %s left behind (%v)", statePath, err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("node directory %s left behind (%v)", dir, err)
