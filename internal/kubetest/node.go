@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,6 +167,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.lock = lock
+	if err := noOtherKubelet(); err != nil {
+		return err
+	}
 	n.host, err = recoverHost(ctx, n.Dir)
 	if err != nil {
 		return err
@@ -226,6 +230,17 @@ func acquireLock(ctx context.Context, path string, timeout time.Duration) (*os.F
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// noOtherKubelet fails when a kubelet this package did not start serves
+// the device-plugin directory: the node would take it over.
+func noOtherKubelet() error {
+	conn, err := net.DialTimeout("unix", filepath.Join(DevicePluginDir, "kubelet.sock"), time.Second)
+	if err != nil {
+		return nil
+	}
+	conn.Close()
+	return fmt.Errorf("a kubelet already serves %s on this machine; the test node would take its place", DevicePluginDir)
 }
 
 // writeImages builds the pause and busybox images into the node's
