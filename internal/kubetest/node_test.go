@@ -23,14 +23,13 @@ import (
 // DaemonSet get their Pods Running. After teardown nothing of the node is
 // left on the host.
 func TestNode(t *testing.T) {
-	before, err := saveHost()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dir string
+	var before hostState
 	t.Run("pods", func(t *testing.T) {
 		c := Start(t, WithNode())
 		dir = c.Node().Dir
+		// What the node saw under its lock, before it changed anything.
+		before = *c.Node().host
 		cs := c.Client(t)
 		ctx := t.Context()
 
@@ -90,7 +89,13 @@ func TestNode(t *testing.T) {
 		return
 	}
 
-	// Leftovers: the node's teardown has run.
+	// Leftovers: the node's teardown has run. Under the lock, so that
+	// another test's node does not count as left over.
+	lock, err := acquireLock(t.Context(), lockPath, lockTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
 	after, err := saveHost()
 	if err != nil {
 		t.Fatal(err)
