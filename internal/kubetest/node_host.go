@@ -387,11 +387,7 @@ func (n *Node) stop(ctx context.Context) error {
 		add(n.killShims())
 	}
 	if n.host != nil {
-		kubeletDirs := []string{n.Dir}
-		for _, p := range n.host.Absent {
-			kubeletDirs = append(kubeletDirs, p)
-		}
-		add(unmountUnder(kubeletDirs...))
+		add(unmountUnder(append([]string{n.Dir}, n.host.Absent...)...))
 		add(removeCgroupRoot())
 		add(deleteLink(ctx, bridgeName))
 		add(deleteLink(ctx, nodeLink))
