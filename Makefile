@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build run test lint bench deps browser clean kube bin/kube-apiserver cni
+.PHONY: all build run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -19,7 +19,7 @@ run: deps build
 	$(BIN)/bindery up
 
 ## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps kube cni browser
+test: deps node-deps kube cni browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -33,13 +33,16 @@ $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## bench: the performance figures (see README: Benchmarks)
-bench: deps kube build
+bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./restapi/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/
 	$(GO) test -run '^$$' -bench 'KubectlGet|Watch' -benchtime 1x ./apiserver/
 	$(GO) test -run '^$$' -bench Aggregated -benchtime 5x ./apiserver/
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
+	$(GO) test -run '^$$' -bench 'NodeStart' -benchtime 3x ./internal/kubetest/
+	$(GO) test -run '^$$' -bench 'PodStart' -benchtime 1x ./internal/kubetest/
+	$(GO) test -run '^$$' -bench 'KubeletRestart' -benchtime 10x ./cmd/bindery/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./broker/postgresql/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./web/
@@ -62,6 +65,21 @@ deps:
 	elif [ "$$(id -u)" = 0 ]; then echo "installing PostgreSQL server binaries (apt-get install postgresql)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "PostgreSQL server binaries are missing: run 'sudo apt-get install postgresql' or set DATABASE_URL"; exit 1; fi
+
+# What the tests' node runs (internal/kubetest WithNode): Debian package, then
+# a file it installs (any other installation of it will do). busybox-static
+# is checked by package, as the dynamic busybox installs the same path.
+NODE_PACKAGES := containerd:/usr/bin/containerd runc:/usr/sbin/runc \
+	containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables
+
+## node-deps: containerd, runc, the CNI plugins, iptables and a static busybox, for the tests that run Pods
+node-deps:
+	@missing=""; for p in $(NODE_PACKAGES); do [ -e "$${p#*:}" ] || missing="$$missing $${p%%:*}"; done; \
+	dpkg-query -W -f='$${db:Status-Status}' busybox-static 2>/dev/null | grep -qx installed || missing="$$missing busybox-static"; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then echo "installing what the test node runs (apt-get install$$missing)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else echo "missing for the test node:$$missing: run 'sudo apt-get install$$missing'"; exit 1; fi
 
 ## browser: Chromium, for the web UI's browser tests (not needed by `run`)
 browser:

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin/kubelettest"
 )
 
@@ -26,8 +28,10 @@ func TestServeNodeagent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Character devices with /dev/null's numbers: the agent advertises
+	// device nodes only.
 	for _, f := range []string{"foo-1", "foo-2"} {
-		if err := os.WriteFile(filepath.Join(devDir, f), nil, 0o644); err != nil {
+		if err := unix.Mknod(filepath.Join(devDir, f), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -51,7 +51,7 @@ type proc struct {
 }
 
 // start runs `bindery ARGS` with exactly the given environment (plus PATH).
-func start(t *testing.T, env []string, args ...string) *proc {
+func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append([]string{runMainEnv + "=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)

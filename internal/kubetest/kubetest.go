@@ -7,8 +7,9 @@
 // there (by default clusterrole-aggregation alone); without the others there
 // are no default ServiceAccounts, no garbage collection by ownerReference, and
 // deleted namespaces stay Terminating. No scheduler and no kubelet run, so
-// Pods stay Pending. Tests that need more must start it themselves; see
-// DESIGN.md, "Kubernetes for tests".
+// Pods stay Pending, unless the test asks for a node with WithNode: then
+// containerd, a kubelet and kube-scheduler run too, and Pods really run. See
+// DESIGN.md, "Kubernetes for tests" and "A real node in tests".
 package kubetest
 
 import (
@@ -75,6 +76,7 @@ type options struct {
 	flags             []string
 	controllerManager bool
 	controllers       []string
+	node              bool
 }
 
 // defaultControllers are what WithControllerManager runs when given no names.
@@ -97,7 +99,7 @@ func WithAPIServerFlags(flags ...string) Option {
 // WithControllerManager also starts kube-controller-manager, once
 // kube-apiserver is ready, running only the named controllers: the values of
 // its --controllers flag, such as "clusterrole-aggregation", "namespace" or
-// "garbage-collector". With no names it runs clusterrole-aggregation alone,
+// "garbagecollector". With no names it runs clusterrole-aggregation alone,
 // which merges ClusterRoles labelled
 // rbac.authorization.k8s.io/aggregate-to-{admin,edit,view}: "true" into the
 // built-in admin, edit and view roles. Start returns once the controllers are
@@ -134,6 +136,7 @@ type Cluster struct {
 	kubeconfigs map[string]string
 	procs       []*process
 	spawner     *spawner
+	node        *Node // nil without WithNode
 }
 
 // Start starts etcd and kube-apiserver for t and waits until the API server is
@@ -166,6 +169,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	}
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
+	}
+	if n := c.node; n != nil {
+		t.Logf("kubetest: node %s Ready in %s (directory %s)", n.Name, n.StartupTime.Round(time.Millisecond), n.Dir)
 	}
 	if c.controllerManagerTime > 0 {
 		t.Logf("kubetest: control plane at %s ready in %s, of which kube-controller-manager %s",
@@ -260,7 +266,7 @@ func (c *Cluster) kubectl(ctx context.Context, user string, stdin []byte, args .
 // nil) as its input and its caches under home. It returns kubectl's
 // standard output; the error includes its standard error.
 func Kubectl(ctx context.Context, home, kubeconfig string, stdin []byte, args ...string) (string, error) {
-	bin, err := binDir(false)
+	bin, err := binDir(false, false)
 	if err != nil {
 		return "", err
 	}
@@ -288,7 +294,15 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	bin, err := binDir(o.controllerManager)
+	if o.node {
+		o.controllerManager = true
+		o.controllers = append(o.controllers, nodeControllers...)
+		if len(o.controllers) == len(nodeControllers) {
+			o.controllers = append(o.controllers, defaultControllers...)
+		}
+		o.users = append(o.users, nodeUser())
+	}
+	bin, err := binDir(o.controllerManager, o.node)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +320,9 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 		c.users[u.Name] = u
 	}
 
-	ports, err := freePorts(4) // etcd client and peer, kube-apiserver, kube-controller-manager
+	// etcd client and peer, kube-apiserver, kube-controller-manager,
+	// kube-scheduler, the kubelet and its healthz.
+	ports, err := freePorts(7)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +383,13 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}
+	if o.node {
+		nodeFlags, err := c.prepareNode(ports[5:7])
+		if err != nil {
+			return c, err
+		}
+		args = setFlags(args, nodeFlags...)
+	}
 	if _, err := c.spawn("kube-apiserver", append(args, o.flags...)...); err != nil {
 		return c, err
 	}
@@ -380,6 +403,14 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 		}
 		if err := c.startControllerManager(ctx, ports[3], pki, controllers); err != nil {
 			return c, err
+		}
+	}
+	if o.node {
+		if err := c.startScheduler(ctx, ports[4], pki); err != nil {
+			return c, err
+		}
+		if err := c.node.start(ctx); err != nil {
+			return c, fmt.Errorf("node: %w", err)
 		}
 	}
 	c.StartupTime = time.Since(began)
@@ -437,6 +468,47 @@ func (c *Cluster) startControllerManager(ctx context.Context, port int, pki file
 	}
 	c.controllerManagerTime = time.Since(began)
 	return nil
+}
+
+// startScheduler starts kube-scheduler, serving on port, and waits until
+// it answers /healthz.
+func (c *Cluster) startScheduler(ctx context.Context, port int, pki files) error {
+	if _, err := c.spawn("kube-scheduler",
+		// Admin's kubeconfig, as for kube-controller-manager.
+		"--kubeconfig="+c.kubeconfigs[Admin],
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--tls-cert-file="+pki.serving.cert,
+		"--tls-private-key-file="+pki.serving.key,
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	client := c.httpClient()
+	defer client.CloseIdleConnections()
+	healthz := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"
+	return c.poll(ctx, healthz, func(ctx context.Context) string {
+		return notOK(get(ctx, client, healthz, ""))
+	})
+}
+
+// setFlags sets each "--name=value" of flags in args, in place of the value
+// args has for it, if any: kube-apiserver takes some flags (such as
+// --authorization-mode) as lists, where a repeat would add, not override.
+func setFlags(args []string, flags ...string) []string {
+	for _, f := range flags {
+		name, _, _ := strings.Cut(f, "=")
+		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, name+"=") })
+		if i < 0 {
+			args = append(args, f)
+		} else {
+			args[i] = f
+		}
+	}
+	return args
 }
 
 // listsControllers reports whether a verbose /healthz answer lists a passed
@@ -543,6 +615,14 @@ func notOK(status int, body string, err error) string {
 // not exited after a grace period. It returns every unexpected error.
 func (c *Cluster) stop() error {
 	var errs []error
+	if c.node != nil {
+		// While kube-apiserver still runs: the Pods are deleted through it.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		if err := c.node.stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: %w", err))
+		}
+		cancel()
+	}
 	for _, p := range slices.Backward(c.procs) {
 		if err := p.stop(stopGrace); err != nil {
 			errs = append(errs, err)
@@ -557,7 +637,15 @@ func (c *Cluster) stop() error {
 // logTails writes the end of each process's log to t's output.
 func (c *Cluster) logTails(t testing.TB) {
 	t.Helper()
-	for _, p := range c.procs {
+	procs := c.procs
+	if n := c.node; n != nil {
+		for _, p := range []*process{n.containerd, n.kubelet} {
+			if p != nil {
+				procs = append(procs, p)
+			}
+		}
+	}
+	for _, p := range procs {
 		b, err := os.ReadFile(p.logPath)
 		if err != nil {
 			t.Logf("kubetest: read %s log: %v", p.name, err)
@@ -573,8 +661,9 @@ func (c *Cluster) logTails(t testing.TB) {
 
 // binDir finds the directory holding the control plane's binaries and checks
 // that those the cluster will run are there: kube-controller-manager only
-// when controllerManager is set.
-func binDir(controllerManager bool) (string, error) {
+// when controllerManager is set, the kubelet and kube-scheduler only with a
+// node.
+func binDir(controllerManager, node bool) (string, error) {
 	dir := os.Getenv(EnvBin)
 	if dir == "" {
 		root, err := repoRoot()
@@ -586,6 +675,9 @@ func binDir(controllerManager bool) (string, error) {
 	names := []string{"etcd", "kube-apiserver", "kubectl"}
 	if controllerManager {
 		names = append(names, "kube-controller-manager")
+	}
+	if node {
+		names = append(names, "kubelet", "kube-scheduler")
 	}
 	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {

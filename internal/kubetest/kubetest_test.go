@@ -211,10 +211,10 @@ func TestControllerManagerBinary(t *testing.T) {
 		}
 	}
 	t.Setenv(EnvBin, dir)
-	if _, err := binDir(false); err != nil {
+	if _, err := binDir(false, false); err != nil {
 		t.Errorf("without the controller manager: %v", err)
 	}
-	_, err := binDir(true)
+	_, err := binDir(true, false)
 	if err == nil || !strings.Contains(err.Error(), "kube-controller-manager is missing") || !strings.Contains(err.Error(), "make bin/kube-apiserver") {
 		t.Errorf("with the controller manager: err = %v, want one naming kube-controller-manager and make bin/kube-apiserver", err)
 	}

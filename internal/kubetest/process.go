@@ -21,14 +21,26 @@ type process struct {
 }
 
 // spawn starts bin/name with args, its output in a log file in the cluster's
-// directory, in its own process group.
+// directory, in its own process group, and stops it with the cluster.
 func (c *Cluster) spawn(name string, args ...string) (*process, error) {
+	p, err := c.startProcess(name, filepath.Join(c.bin, name), args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+// startProcess starts the program at path as spawn does, but leaves stopping
+// it to the caller. Its log is appended to, so that a process started again
+// (a kubelet restarted by a test) keeps what the first one wrote.
+func (c *Cluster) startProcess(name, path string, args ...string) (*process, error) {
 	p := &process{name: name, logPath: filepath.Join(c.dir, name+".log"), done: make(chan struct{})}
-	log, err := os.Create(p.logPath)
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create %s log: %w", name, err)
 	}
-	p.cmd = exec.Command(filepath.Join(c.bin, name), args...)
+	p.cmd = exec.Command(path, args...)
 	p.cmd.Dir = c.dir
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -43,7 +55,6 @@ func (c *Cluster) spawn(name string, args ...string) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c.procs = append(c.procs, p)
 	go func() {
 		p.err = p.cmd.Wait()
 		close(p.done)

@@ -55,8 +55,14 @@ type DeviceGlob struct {
 	// a glob.
 	ContainerPath string `json:"containerPath,omitempty"`
 	// Permissions are the cgroup device permissions: a combination of
-	// r, w and m. The default is "rw".
+	// r, w and m. The default is "rw". For a mount, "r" without "w"
+	// mounts the file read-only.
 	Permissions string `json:"permissions,omitempty"`
+	// Mount hands the matched plain files to the container as bind
+	// mounts. Without it only device nodes (character or block) are
+	// advertised: the runtime refuses to create anything else as a device
+	// ("not a device node"), and the Pod that got it would never start.
+	Mount bool `json:"mount,omitempty"`
 }
 
 // Mount is a host path mounted into the container.

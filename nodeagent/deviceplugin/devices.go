@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ type node struct {
 	hostPath      string
 	containerPath string
 	permissions   string
+	mount         bool // a plain file, handed out as a bind mount
 	healthy       bool
 	numa          []int64
 	numaRead      bool // numa was looked up for hostPath
@@ -26,6 +28,34 @@ type node struct {
 // spec is what the container runtime needs to expose the node.
 func (n *node) spec() *pluginapi.DeviceSpec {
 	return &pluginapi.DeviceSpec{HostPath: n.hostPath, ContainerPath: n.containerPath, Permissions: n.permissions}
+}
+
+// mountSpec is what the container runtime needs to expose a plain file:
+// read-only unless the permissions allow writing.
+func (n *node) mountSpec() *pluginapi.Mount {
+	return &pluginapi.Mount{HostPath: n.hostPath, ContainerPath: n.containerPath, ReadOnly: !strings.Contains(n.permissions, "w")}
+}
+
+// add appends what exposes the node to specs or mounts.
+func (n *node) add(specs []*pluginapi.DeviceSpec, mounts []*pluginapi.Mount) ([]*pluginapi.DeviceSpec, []*pluginapi.Mount) {
+	if n.mount {
+		return specs, append(mounts, n.mountSpec())
+	}
+	return append(specs, n.spec()), mounts
+}
+
+// kindProblem says why a match of g cannot be handed to a container as
+// configured, or "" when it can: a glob without mount gives device
+// nodes (character or block), one with mount gives plain files.
+func kindProblem(g DeviceGlob, fi os.FileInfo) string {
+	device := fi.Mode()&os.ModeDevice != 0
+	switch {
+	case g.Mount && !fi.Mode().IsRegular():
+		return "not a plain file, and the glob asks for mounts"
+	case !g.Mount && !device:
+		return "not a device node (set mount: true to hand plain files to containers as mounts)"
+	}
+	return ""
 }
 
 // inventory finds a plugin's device nodes and remembers every node it has
@@ -42,10 +72,14 @@ type inventory struct {
 	relative bool // one glob: IDs are relative to its literal directory
 	known    map[string]*node
 	order    []string // IDs in the order first seen
+	log      *slog.Logger
+	// skipped holds the node paths matched but not advertised, with the
+	// reason, so that each is logged once rather than on every scan.
+	skipped map[string]string
 }
 
-func newInventory(cfg *Config, root, sysfs string) *inventory {
-	return &inventory{cfg: cfg, root: root, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}}
+func newInventory(cfg *Config, root, sysfs string, log *slog.Logger) *inventory {
+	return &inventory{cfg: cfg, root: root, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}, log: log, skipped: map[string]string{}}
 }
 
 // local is where the agent finds the node's path p.
@@ -63,6 +97,7 @@ func (inv *inventory) onNode(p string) string {
 // advertise and the directories to watch for changes.
 func (inv *inventory) scan() (*snapshot, []string) {
 	seen := map[string]bool{}
+	skipped := map[string]string{}
 	matched := make([]bool, len(inv.cfg.Devices))
 	var watch []string
 	for i, g := range inv.cfg.Devices {
@@ -78,6 +113,15 @@ func (inv *inventory) scan() (*snapshot, []string) {
 			fi, err := os.Stat(inv.local(host))
 			if err == nil && fi.IsDir() {
 				continue // a directory is never a device
+			}
+			if err == nil {
+				if why := kindProblem(g, fi); why != "" {
+					skipped[m] = why
+					if inv.skipped[m] != why {
+						inv.log.Warn("matched path not advertised", "path", m, "reason", why)
+					}
+					continue
+				}
 			}
 			id := deviceID(g.Path, m, inv.relative)
 			if seen[id] {
@@ -99,6 +143,7 @@ func (inv *inventory) scan() (*snapshot, []string) {
 			n.healthy = false
 		}
 	}
+	inv.skipped = skipped
 	return inv.snapshot(matched), dedupe(watch)
 }
 
@@ -107,6 +152,7 @@ func (inv *inventory) scan() (*snapshot, []string) {
 func (n *node) refresh(inv *inventory, g DeviceGlob, match, host string, fi os.FileInfo, statErr error) {
 	n.containerPath = cmp.Or(g.ContainerPath, match)
 	n.permissions = cmp.Or(g.Permissions, defaultPermissions)
+	n.mount = g.Mount
 	n.healthy = statErr == nil && readable(inv.local(host), fi)
 	if !n.healthy {
 		n.hostPath = cmp.Or(n.hostPath, host)
@@ -156,7 +202,9 @@ func (inv *inventory) snapshot(matched []bool) *snapshot {
 	}
 	s := &snapshot{byID: make(map[string]*entry, len(nodes))}
 	for i, n := range nodes {
-		s.add(n.id, &entry{order: i, healthy: n.healthy, numa: n.numa, specs: []*pluginapi.DeviceSpec{n.spec()}, hostPaths: []string{n.hostPath}})
+		e := &entry{order: i, healthy: n.healthy, numa: n.numa, hostPaths: []string{n.hostPath}}
+		e.specs, e.mounts = n.add(nil, nil)
+		s.add(n.id, e)
 	}
 	return s
 }
@@ -167,11 +215,12 @@ func (inv *inventory) snapshot(matched []bool) *snapshot {
 func slotSnapshot(cfg *Config, nodes []*node, matched []bool) *snapshot {
 	healthy := !slices.Contains(matched, false)
 	var specs []*pluginapi.DeviceSpec
+	var mounts []*pluginapi.Mount
 	var hostPaths []string
 	var numa []int64
 	for _, n := range nodes {
 		healthy = healthy && n.healthy
-		specs = append(specs, n.spec())
+		specs, mounts = n.add(specs, mounts)
 		hostPaths = append(hostPaths, n.hostPath)
 		for _, id := range n.numa {
 			if !slices.Contains(numa, id) {
@@ -183,7 +232,7 @@ func slotSnapshot(cfg *Config, nodes []*node, matched []bool) *snapshot {
 	_, typ, _ := strings.Cut(cfg.ResourceName, "/")
 	s := &snapshot{byID: make(map[string]*entry, cfg.Slots)}
 	for i := range cfg.Slots {
-		s.add(fmt.Sprintf("%s-%d", sanitizeID(typ), i), &entry{order: i, healthy: healthy, numa: numa, specs: specs, hostPaths: hostPaths})
+		s.add(fmt.Sprintf("%s-%d", sanitizeID(typ), i), &entry{order: i, healthy: healthy, numa: numa, specs: specs, mounts: mounts, hostPaths: hostPaths})
 	}
 	return s
 }
@@ -280,6 +329,7 @@ type entry struct {
 	healthy   bool
 	numa      []int64
 	specs     []*pluginapi.DeviceSpec
+	mounts    []*pluginapi.Mount // plain files, from globs with mount set
 	hostPaths []string
 }
 

@@ -101,12 +101,33 @@ func newPlugin(cfg Config, dir, hostRoot, sysfs string, log *slog.Logger, m *met
 	for _, mt := range cfg.Mounts {
 		p.mounts = append(p.mounts, &pluginapi.Mount{HostPath: mt.HostPath, ContainerPath: mt.ContainerPath, ReadOnly: mt.ReadOnly})
 	}
-	p.inv = newInventory(&p.cfg, hostRoot, sysfs)
+	p.inv = newInventory(&p.cfg, hostRoot, sysfs, p.log)
 	snap, _ := p.inv.scan()
+	p.logInventory(snap)
 	p.state = newDeviceState(snap)
 	m.observeDevices(p.resource, snap)
 	m.registered.WithLabelValues(p.resource).Set(0)
 	return p
+}
+
+// logInventory says at start-up what the plugin advertises and how each
+// is handed to a container: device nodes as devices, plain files as
+// mounts. What a glob matched but cannot give is logged by the scan.
+func (p *plugin) logInventory(snap *snapshot) {
+	var devices, mounts []string
+	for i, d := range snap.list {
+		if p.cfg.Slots > 0 && i > 0 {
+			break // every slot hands out the same nodes
+		}
+		e := snap.byID[d.ID]
+		for _, s := range e.specs {
+			devices = append(devices, d.ID+"="+s.HostPath)
+		}
+		for _, m := range e.mounts {
+			mounts = append(mounts, d.ID+"="+m.HostPath)
+		}
+	}
+	p.log.Info("advertising devices", "devices", devices, "mounts", mounts, "slots", p.cfg.Slots)
 }
 
 func signal(c chan struct{}) {

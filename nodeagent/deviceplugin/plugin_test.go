@@ -554,3 +554,53 @@ func fmtDevices(m map[string]string) string {
 	}
 	return strings.Join(s, " ")
 }
+
+// A configured path that matches a plain file is no device: the runtime
+// refuses it ("not a device node") and the Pod that got it never starts.
+// Only device nodes are advertised as devices; plain files only when the
+// glob asks for them as mounts.
+func TestPlainFilesAreNotDevices(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{
+		files: []string{"foo-0"},
+		configs: func(dev string) []deviceplugin.Config {
+			must(t, os.WriteFile(filepath.Join(dev, "foo-file"), []byte("not a device\n"), 0o644))
+			must(t, os.MkdirAll(filepath.Join(dev, "conf"), 0o755))
+			must(t, os.WriteFile(filepath.Join(dev, "conf", "a.json"), []byte("{}\n"), 0o644))
+			return []deviceplugin.Config{
+				{ResourceName: resource, Devices: []deviceplugin.DeviceGlob{{Path: filepath.Join(dev, "foo-*")}}},
+				{ResourceName: "example.com/conf", Devices: []deviceplugin.DeviceGlob{
+					{Path: filepath.Join(dev, "conf", "*.json"), Mount: true, Permissions: "r"},
+				}},
+			}
+		},
+	})
+
+	if got, want := b.kubelet.Devices(resource), map[string]string{"foo-0": healthy}; !maps.Equal(got, want) {
+		t.Errorf("devices = %v, want %v (the plain file left out)", got, want)
+	}
+	// A plain file that appears later is left out too.
+	must(t, os.WriteFile(filepath.Join(b.devDir, "foo-late"), nil, 0o644))
+	touch(t, filepath.Join(b.devDir, "foo-1"))
+	waitCtx(t, 5*time.Second, func(ctx context.Context) error {
+		return b.kubelet.WaitHealth(ctx, resource, "foo-1", healthy)
+	})
+	if got, want := b.kubelet.Devices(resource), map[string]string{"foo-0": healthy, "foo-1": healthy}; !maps.Equal(got, want) {
+		t.Errorf("devices = %v, want %v", got, want)
+	}
+
+	if got, want := b.kubelet.Devices("example.com/conf"), map[string]string{"a.json": healthy}; !maps.Equal(got, want) {
+		t.Errorf("mount devices = %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := b.kubelet.Allocate(ctx, "example.com/conf", "a.json")
+	must(t, err)
+	conf := filepath.Join(b.devDir, "conf", "a.json")
+	if len(got.Devices) != 0 {
+		t.Errorf("allocate a.json: devices %v, want none (a plain file is mounted)", got.Devices)
+	}
+	if len(got.Mounts) != 1 || got.Mounts[0].HostPath != conf || got.Mounts[0].ContainerPath != conf || !got.Mounts[0].ReadOnly {
+		t.Errorf("allocate a.json: mounts %v, want %s read-only at the same path", got.Mounts, conf)
+	}
+}

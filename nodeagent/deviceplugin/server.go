@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,20 +139,33 @@ func checkIDs(snap *snapshot, ids []string) error {
 
 // containerResponse builds one container's allocation from checked IDs.
 func (p *plugin) containerResponse(snap *snapshot, ids []string) *pluginapi.ContainerAllocateResponse {
-	r := &pluginapi.ContainerAllocateResponse{Mounts: p.mounts}
+	// Clipped: appending a device's mounts must not write into p.mounts.
+	r := &pluginapi.ContainerAllocateResponse{Mounts: slices.Clip(p.mounts)}
 	var seen map[string]bool
 	if p.cfg.Slots > 0 && len(ids) > 1 {
 		seen = map[string]bool{} // slots share their nodes
 	}
+	first := func(containerPath string) bool {
+		if seen == nil {
+			return true
+		}
+		if seen[containerPath] {
+			return false
+		}
+		seen[containerPath] = true
+		return true
+	}
 	for _, id := range ids {
-		for _, s := range snap.byID[id].specs {
-			if seen != nil {
-				if seen[s.ContainerPath] {
-					continue
-				}
-				seen[s.ContainerPath] = true
+		e := snap.byID[id]
+		for _, s := range e.specs {
+			if first(s.ContainerPath) {
+				r.Devices = append(r.Devices, s)
 			}
-			r.Devices = append(r.Devices, s)
+		}
+		for _, m := range e.mounts {
+			if first(m.ContainerPath) {
+				r.Mounts = append(r.Mounts, m)
+			}
 		}
 	}
 	if len(p.cfg.Env) > 0 || p.cfg.DeviceIDsEnv != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin/kubelettest"
@@ -141,9 +142,12 @@ func must(t testing.TB, err error) {
 	}
 }
 
+// touch creates a character device node at path, with the numbers of
+// /dev/null, as a stand-in for a real device: the plugin advertises device
+// nodes only.
 func touch(t testing.TB, path string) {
 	t.Helper()
-	must(t, os.WriteFile(path, nil, 0o644))
+	must(t, unix.Mknod(path, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))))
 }
 
 // testLogger logs to the test at debug level; only shown on failure or -v.

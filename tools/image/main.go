@@ -1,0 +1,76 @@
+// Command image writes the container images the test node runs, as
+// tarballs for `ctr -n k8s.io images import`, without a registry:
+//
+//	go run ./tools/image pause   -o pause.tar   [-ref bindery.test/pause:1]
+//	go run ./tools/image busybox -o busybox.tar [-ref bindery.test/busybox:1] [-busybox /bin/busybox]
+//
+// Run it from the repository root (pause builds ./tools/pause).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/bindery-dev/bindery/internal/ociimage"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: image pause|busybox -o FILE [-ref REF]")
+	}
+	kind := args[0]
+	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
+	out := fs.String("o", "", "output `file` (required)")
+	ref := fs.String("ref", "", "image `reference` the tarball is tagged with (default bindery.test/KIND:1)")
+	busybox := fs.String("busybox", "/bin/busybox", "static busybox `binary` (busybox only)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("-o is required")
+	}
+	if *ref == "" {
+		*ref = "bindery.test/" + kind + ":1"
+	}
+	var spec ociimage.Spec
+	switch kind {
+	case "pause":
+		tmp, err := os.MkdirTemp("", "pause")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		bin := filepath.Join(tmp, "pause")
+		if err := ociimage.BuildStatic(ctx, ".", "./tools/pause", bin); err != nil {
+			return err
+		}
+		spec = ociimage.Pause(bin)
+	case "busybox":
+		var err error
+		if spec, err = ociimage.Busybox(ctx, *busybox); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown image %q: want pause or busybox", kind)
+	}
+	img, err := ociimage.Build(spec)
+	if err != nil {
+		return err
+	}
+	return ociimage.WriteFile(*out, *ref, img)
+}
