@@ -99,10 +99,10 @@ type Options struct {
 	PruneInterval   time.Duration
 }
 
-// The least of the change feed the server keeps.
+// The least of the change feed the server keeps: the catalog's.
 const (
-	MinChangeRetention = 10 * time.Minute
-	MinChangesRetained = 100_000
+	MinChangeRetention = catalog.MinChangeRetention
+	MinChangesRetained = catalog.MinChangesRetained
 )
 
 // Complete fills in defaults.
@@ -382,7 +382,7 @@ func (dbCheck) Name() string { return "database" }
 func (c dbCheck) Check(r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	return c.store.Pool().Ping(ctx)
+	return c.store.Ping(ctx)
 }
 
 // Server is the built server.
@@ -466,47 +466,11 @@ func (s *Server) Run(ctx context.Context) error {
 	hubCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go s.hub.run(hubCtx)
-	go s.pruneLoop(hubCtx)
+	go s.hub.store.Feed().RunPruner(hubCtx, catalog.Retention{MinAge: s.opts.ChangeRetention, MinCount: s.opts.ChangesRetained, Every: s.opts.PruneInterval})
 	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
-}
-
-// pruneLoop prunes the change feed every PruneInterval, keeping what the
-// options say.
-func (s *Server) pruneLoop(ctx context.Context) {
-	if s.opts.PruneInterval <= 0 {
-		return
-	}
-	t := time.NewTicker(s.opts.PruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.prune(ctx)
-		}
-	}
-}
-
-// prune removes the changes the options let go, and what the hub keeps of
-// objects deleted before them.
-func (s *Server) prune(ctx context.Context) {
-	before, n, err := s.hub.store.PruneChangesKeeping(ctx, s.opts.ChangeRetention, s.opts.ChangesRetained)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.WarnContext(ctx, "prune the change feed", "err", err)
-		}
-		return
-	}
-	if before > 0 {
-		s.hub.forget(before)
-	}
-	if n > 0 {
-		s.log.DebugContext(ctx, "pruned the change feed", "changes", n, "before", before)
-	}
 }
 
 // Run builds the server from options and serves until ctx ends: the one

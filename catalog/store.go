@@ -37,6 +37,7 @@ type Store struct {
 	// brokers may be (internal/osb Egress).
 	brokerTimeout time.Duration
 	egress        *osb.Egress
+	feed          *Feed
 }
 
 // PublishEventsTo has the store hand every history entry it records, once
@@ -67,6 +68,7 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 	for _, o := range opts {
 		o(s)
 	}
+	s.feed = &Feed{s: s}
 	return s
 }
 
@@ -105,9 +107,8 @@ func (s *Store) keyring() (*keyring.Keyring, error) {
 	return s.keys, nil
 }
 
-// Pool is the store's connection pool, for components that listen to the
-// change feed.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// Ping checks that the database answers, for health checks.
+func (s *Store) Ping(ctx context.Context) error { return mapErr(s.pool.Ping(ctx)) }
 
 func mapErr(err error) error {
 	if err == nil {
