@@ -31,9 +31,9 @@ import (
 
 // Config is what the engine needs.
 type Config struct {
-	// Store is the catalog. With a cluster (Kube), give it that cluster's
-	// Secrets first (Store.ReadSecretsWith(KubeSecrets{Kube})), for brokers
-	// whose credentials are in Secrets.
+	// Store is the catalog. With a cluster (Kube), build it with that
+	// cluster's Secrets (catalog.ReadSecretsWith(KubeSecrets{Kube})), for
+	// brokers whose credentials are in Secrets.
 	Store *catalog.Store
 	// Kube is the cluster bindings are written to as Secrets; nil means no
 	// cluster: a binding is Ready once its credentials are stored.
@@ -317,7 +317,7 @@ func result(err error) string {
 const secretCredentialsTTL = 30 * time.Second
 
 // KubeSecrets reads Secrets from a cluster for the catalog
-// (catalog.Store.ReadSecretsWith): the credentials of brokers registered
+// (catalog.ReadSecretsWith): the credentials of brokers registered
 // through the Kubernetes API.
 type KubeSecrets struct{ Kube kubernetes.Interface }
 

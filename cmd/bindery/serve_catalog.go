@@ -64,12 +64,12 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 	return runCatalog(ctx, log, store, &o, l)
 }
 
-func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger) (*catalog.Store, error) {
+func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger, opts ...catalog.Option) (*catalog.Store, error) {
 	keys, err := keyring.Parse(key)
 	if err != nil {
 		return nil, err
 	}
-	return catalog.NewStore(pool, keys, log.With("component", "catalog")), nil
+	return catalog.NewStore(pool, keys, log.With("component", "catalog"), opts...), nil
 }
 
 // runCatalog serves the REST API on l and relists brokers until ctx ends.
