@@ -396,6 +396,9 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	relists sync.WaitGroup
+	// loops run as long as the server does: the watch hub and the change
+	// feed's pruner.
+	loops []func(context.Context)
 }
 
 // New builds the server and installs servicecatalog.k8s.io/v1beta1.
@@ -406,6 +409,11 @@ func (c *Config) New() (*Server, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop}
+	retain := catalog.Retention{MinAge: c.opts.ChangeRetention, MinCount: c.opts.ChangesRetained, Every: c.opts.PruneInterval}
+	s.loops = []func(context.Context){
+		s.hub.run,
+		func(ctx context.Context) { c.store.Feed().RunPruner(ctx, retain) },
+	}
 	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = withoutProtobuf{codecs}
 	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
@@ -459,14 +467,20 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 	}
 }
 
-// Run serves until ctx ends, following the change feed for watchers.
+// Run serves until ctx ends, following the change feed for watchers and
+// pruning it (catalog.Feed.RunPruner: whichever process owns the catalog
+// prunes, one replica at a time). It returns once the hub, the pruner and
+// the relists of new brokers have ended.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.relists.Wait()
 	defer s.stopBg()
-	hubCtx, stop := context.WithCancel(ctx)
+	bgCtx, stop := context.WithCancel(ctx)
+	var loops sync.WaitGroup
+	defer loops.Wait()
 	defer stop()
-	go s.hub.run(hubCtx)
-	go s.hub.store.Feed().RunPruner(hubCtx, catalog.Retention{MinAge: s.opts.ChangeRetention, MinCount: s.opts.ChangesRetained, Every: s.opts.PruneInterval})
+	for _, loop := range s.loops {
+		loops.Go(func() { loop(bgCtx) })
+	}
 	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

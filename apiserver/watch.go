@@ -41,6 +41,8 @@ type hub struct {
 	// the channels of the subscriptions that existed when it was sent.
 	last  atomic.Int64
 	ready chan struct{}
+	// done is closed when run returns.
+	done chan struct{}
 
 	// kmu guards known and gone, which only catchUp (and seed) write.
 	kmu sync.Mutex
@@ -96,7 +98,7 @@ type subscription struct {
 const subscriptionBuffer = 4096
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
-	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}),
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
 		known: map[string]*attrs{}, gone: map[string]*attrs{}}
 }
 
@@ -120,6 +122,7 @@ func (h *hub) unsubscribe(s *subscription) {
 // run seeds the hub and follows the feed until ctx ends (catalog.Feed
 // reconnects after failures).
 func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
 	retry := seedRetry
 	var rev int64
 	for {
