@@ -228,15 +228,14 @@ func (a *aggregated) startEngine(log *slog.Logger) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	store := catalog.NewStore(a.pool, a.keys, log)
-	store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
 	events := controller.NewEvents(kube)
 	evCtx, stopEvents := context.WithCancel(context.Background())
 	a.t.Cleanup(stopEvents)
 	if err := events.Start(evCtx); err != nil {
 		a.t.Fatal(err)
 	}
-	store.PublishEventsTo(events.Publish)
+	store := catalog.NewStore(a.pool, a.keys, log,
+		catalog.ReadSecretsWith(controller.KubeSecrets{Kube: kube}), catalog.PublishEventsTo(events.Publish))
 	e, err := controller.New(controller.Config{Store: store, Kube: kube, Logger: log, BrokerTimeout: 30 * time.Second, Workers: 4,
 		RelistCheck: 100 * time.Millisecond})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/bindery-dev/bindery/catalog"
 )
 
 // TestPrune: the server's pruning keeps every change younger than the
@@ -40,29 +42,31 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{hub: newHub(store, discardLogger()), log: discardLogger()}
 	kept := func() int64 {
 		t.Helper()
-		k, err := store.ChangesKeptAfter(ctx)
+		k, err := store.Feed().KeptAfter(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
+	prune := func(r catalog.Retention) {
+		t.Helper()
+		if _, _, err := store.Feed().PruneKeeping(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Everything is young: nothing goes.
-	s.opts = Options{ChangeRetention: time.Hour, ChangesRetained: 1}
-	s.prune(ctx)
+	prune(catalog.Retention{MinAge: time.Hour, MinCount: 1})
 	if k := kept(); k != 0 {
 		t.Errorf("young changes pruned: kept after %d", k)
 	}
 	// Age no matter: the newest 3 changes (one per create) stay.
-	s.opts = Options{ChangeRetention: 0, ChangesRetained: 3}
-	s.prune(ctx)
+	prune(catalog.Retention{MinAge: 0, MinCount: 3})
 	if k := kept(); k != rev-3 {
 		t.Errorf("kept after %d, want %d", k, rev-3)
 	}
-	s.opts = Options{ChangeRetention: 0, ChangesRetained: 1}
-	s.prune(ctx)
+	prune(catalog.Retention{MinAge: 0, MinCount: 1})
 	if k := kept(); k != rev-1 {
 		t.Errorf("kept after %d, want %d", k, rev-1)
 	}

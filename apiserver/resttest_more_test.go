@@ -325,7 +325,7 @@ func TestRESTConformanceReadOnly(t *testing.T) {
 							if w.plan {
 								table = "catalog.service_plans"
 							}
-							if _, err := w.store.Pool().Exec(ctx, `UPDATE `+table+` SET metadata = jsonb_set(metadata, '{labels}', $2) WHERE name = $1`,
+							if _, err := poolOf(w.store).Exec(ctx, `UPDATE `+table+` SET metadata = jsonb_set(metadata, '{labels}', $2) WHERE name = $1`,
 								om.Name, om.Labels); err != nil {
 								t.Fatal(err)
 							}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/migrations"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // storagesForTest builds the REST storages over a fresh catalog with a fake
@@ -43,7 +45,18 @@ func NewTestStore(t testing.TB) *catalog.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return catalog.NewStore(pool, keys, nil)
+	store := catalog.NewStore(pool, keys, nil)
+	testPools.Store(store, pool)
+	return store
+}
+
+// testPools is the pool under each test store, for the tests that put on
+// a row what no API writes (labels on a class).
+var testPools sync.Map // *catalog.Store → *pgxpool.Pool
+
+func poolOf(store *catalog.Store) *pgxpool.Pool {
+	p, _ := testPools.Load(store)
+	return p.(*pgxpool.Pool)
 }
 
 // RegisterFakeBroker registers an internal/osbtest broker as "fake" and

@@ -99,10 +99,10 @@ type Options struct {
 	PruneInterval   time.Duration
 }
 
-// The least of the change feed the server keeps.
+// The least of the change feed the server keeps: the catalog's.
 const (
-	MinChangeRetention = 10 * time.Minute
-	MinChangesRetained = 100_000
+	MinChangeRetention = catalog.MinChangeRetention
+	MinChangesRetained = catalog.MinChangesRetained
 )
 
 // Complete fills in defaults.
@@ -382,7 +382,7 @@ func (dbCheck) Name() string { return "database" }
 func (c dbCheck) Check(r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	return c.store.Pool().Ping(ctx)
+	return c.store.Ping(ctx)
 }
 
 // Server is the built server.
@@ -396,6 +396,9 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	relists sync.WaitGroup
+	// loops run as long as the server does: the watch hub and the change
+	// feed's pruner.
+	loops []func(context.Context)
 }
 
 // New builds the server and installs servicecatalog.k8s.io/v1beta1.
@@ -406,6 +409,11 @@ func (c *Config) New() (*Server, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop}
+	retain := catalog.Retention{MinAge: c.opts.ChangeRetention, MinCount: c.opts.ChangesRetained, Every: c.opts.PruneInterval}
+	s.loops = []func(context.Context){
+		s.hub.run,
+		func(ctx context.Context) { c.store.Feed().RunPruner(ctx, retain) },
+	}
 	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = withoutProtobuf{codecs}
 	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
@@ -459,54 +467,24 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 	}
 }
 
-// Run serves until ctx ends, following the change feed for watchers.
+// Run serves until ctx ends, following the change feed for watchers and
+// pruning it (catalog.Feed.RunPruner: whichever process owns the catalog
+// prunes, one replica at a time). It returns once the hub, the pruner and
+// the relists of new brokers have ended.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.relists.Wait()
 	defer s.stopBg()
-	hubCtx, stop := context.WithCancel(ctx)
+	bgCtx, stop := context.WithCancel(ctx)
+	var loops sync.WaitGroup
+	defer loops.Wait()
 	defer stop()
-	go s.hub.run(hubCtx)
-	go s.pruneLoop(hubCtx)
+	for _, loop := range s.loops {
+		loops.Go(func() { loop(bgCtx) })
+	}
 	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
-}
-
-// pruneLoop prunes the change feed every PruneInterval, keeping what the
-// options say.
-func (s *Server) pruneLoop(ctx context.Context) {
-	if s.opts.PruneInterval <= 0 {
-		return
-	}
-	t := time.NewTicker(s.opts.PruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.prune(ctx)
-		}
-	}
-}
-
-// prune removes the changes the options let go, and what the hub keeps of
-// objects deleted before them.
-func (s *Server) prune(ctx context.Context) {
-	before, n, err := s.hub.store.PruneChangesKeeping(ctx, s.opts.ChangeRetention, s.opts.ChangesRetained)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.WarnContext(ctx, "prune the change feed", "err", err)
-		}
-		return
-	}
-	if before > 0 {
-		s.hub.forget(before)
-	}
-	if n > 0 {
-		s.log.DebugContext(ctx, "pruned the change feed", "changes", n, "before", before)
-	}
 }
 
 // Run builds the server from options and serves until ctx ends: the one

@@ -240,7 +240,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.PruneChanges(ctx, rev); err != nil {
+	if _, err := b.store.Feed().PruneBefore(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
 	old, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})

@@ -6,19 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
@@ -31,8 +31,8 @@ import (
 type hub struct {
 	store *catalog.Store
 	log   *slog.Logger
-	// poll is how long the hub waits for a notification before it reads the
-	// feed anyway (a notification lost with a broken connection).
+	// poll is how often the hub reads the feed without being notified, and
+	// forgets what the feed no longer holds.
 	poll time.Duration
 
 	mu   sync.Mutex
@@ -41,6 +41,8 @@ type hub struct {
 	// the channels of the subscriptions that existed when it was sent.
 	last  atomic.Int64
 	ready chan struct{}
+	// done is closed when run returns.
+	done chan struct{}
 
 	// kmu guards known and gone, which only catchUp (and seed) write.
 	kmu sync.Mutex
@@ -54,7 +56,7 @@ type hub struct {
 }
 
 // attrs is what a selector looks at of an object, with its Extra (which
-// the change feed's documents leave out: catalog.FeedChange).
+// the change feed's documents leave out: catalog.Change).
 type attrs struct {
 	namespace string
 	labels    labels.Set
@@ -96,7 +98,7 @@ type subscription struct {
 const subscriptionBuffer = 4096
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
-	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}),
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
 		known: map[string]*attrs{}, gone: map[string]*attrs{}}
 }
 
@@ -117,34 +119,34 @@ func (h *hub) unsubscribe(s *subscription) {
 	h.mu.Unlock()
 }
 
-// run follows the feed until ctx ends, reconnecting after failures.
+// run seeds the hub and follows the feed until ctx ends (catalog.Feed
+// reconnects after failures).
 func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	retry := seedRetry
+	var rev int64
 	for {
-		rev, err := h.store.Revision(ctx)
+		r, err := h.store.Revision(ctx)
 		if err == nil {
 			err = h.seed(ctx)
 		}
 		if err == nil {
-			h.last.Store(rev)
-			close(h.ready)
+			rev = r
 			break
 		}
 		h.log.WarnContext(ctx, "read the catalog revision", "err", err)
-		if !sleep(ctx, time.Second) {
+		if !sleep(ctx, retry.Step()) {
 			return
 		}
 	}
-	for {
-		err := h.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		h.log.WarnContext(ctx, "follow the change feed; reconnecting", "err", err)
-		if !sleep(ctx, time.Second) {
-			return
-		}
-	}
+	h.last.Store(rev)
+	close(h.ready)
+	h.store.Feed().Follow(ctx, rev, catalog.FollowOptions{Page: 1000, Idle: h.poll, OnIdle: h.forgetPruned}, h.fanOut)
 }
+
+// seedRetry spaces out attempts to seed the hub: a second doubling up to
+// 30 seconds, with jitter.
+var seedRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 30 * time.Second}
 
 // seed reads the state of every object, so that the first change of each
 // has its prev and Extra. The lists are at least as new as the revision
@@ -203,7 +205,7 @@ func (h *hub) forget(before int64) {
 
 // toEvent converts a change, its Extra filled in from what the hub last
 // saw when the object's row is gone.
-func (h *hub) toEvent(c catalog.FeedChange) (hubEvent, error) {
+func (h *hub) toEvent(c catalog.Change) (hubEvent, error) {
 	if !c.Current && len(c.Object.Extra) == 0 {
 		c.Object.Extra = h.lastExtra(c.Object.ID)
 	}
@@ -221,71 +223,43 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// listen holds its own connection (not one of the pool's) for LISTEN.
-func (h *hub) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, h.store.Pool().Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+catalog.NotifyChannel); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	for {
-		if err := h.catchUp(ctx); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithTimeout(ctx, h.poll)
-		_, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err == nil, errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
-		default:
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-	}
-}
-
-// catchUp reads the feed after the last revision and fans it out.
-func (h *hub) catchUp(ctx context.Context) error {
-	const page = 1000
-	for {
-		changes, err := h.store.ChangesSince(ctx, h.last.Load(), nil, page)
+// fanOut converts a page of the feed and hands it to the subscriptions.
+func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
+	for _, c := range page {
+		ev, err := h.toEvent(c)
 		if err != nil {
-			return err
+			h.log.ErrorContext(ctx, "convert a change", "kind", c.Kind, "revision", c.Revision, "err", err)
+			continue
 		}
-		if len(changes) == 0 {
-			return nil
+		a := attrsOf(ev.obj, c.Object.Extra)
+		h.kmu.Lock()
+		ev.prev = h.known[c.Object.ID]
+		if ev.typ == watch.Deleted {
+			delete(h.known, c.Object.ID)
+			a.rev = c.Revision
+			h.gone[c.Object.ID] = a
+		} else {
+			h.known[c.Object.ID] = a
 		}
-		for _, c := range changes {
-			ev, err := h.toEvent(c)
-			if err != nil {
-				h.log.ErrorContext(ctx, "convert a change", "kind", c.Kind, "revision", c.Revision, "err", err)
-				continue
-			}
-			a := attrsOf(ev.obj, c.Object.Extra)
-			h.kmu.Lock()
-			ev.prev = h.known[c.Object.ID]
-			if ev.typ == watch.Deleted {
-				delete(h.known, c.Object.ID)
-				a.rev = c.Revision
-				h.gone[c.Object.ID] = a
-			} else {
-				h.known[c.Object.ID] = a
-			}
-			h.kmu.Unlock()
-			h.deliver(c.Kind, ev)
-		}
-		h.last.Store(changes[len(changes)-1].Revision)
-		if len(changes) < page {
-			return nil
-		}
+		h.kmu.Unlock()
+		h.deliver(c.Kind, ev)
 	}
+	h.last.Store(page[len(page)-1].Revision)
+	return nil
 }
 
-func toEvent(c catalog.FeedChange) (hubEvent, error) {
+// forgetPruned drops what the hub keeps of objects whose deletion the feed
+// no longer holds (whichever process pruned it).
+func (h *hub) forgetPruned(ctx context.Context) error {
+	kept, err := h.store.Feed().KeptAfter(ctx)
+	if err != nil {
+		return err
+	}
+	h.forget(kept + 1)
+	return nil
+}
+
+func toEvent(c catalog.Change) (hubEvent, error) {
 	obj, err := fromRaw(c.Kind, c.Object)
 	if err != nil {
 		return hubEvent{}, err
@@ -396,7 +370,7 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			}
 		}
 	} else {
-		kept, err := st.store.ChangesKeptAfter(ctx)
+		kept, err := st.store.Feed().KeptAfter(ctx)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
 			return
@@ -405,7 +379,7 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
 			return
 		}
-		changes, err := st.store.ChangesSince(ctx, req.from, []string{st.kind}, 0)
+		changes, err := st.store.Feed().Since(ctx, req.from, []string{st.kind}, 0)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
 			return
@@ -483,7 +457,7 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 // statesAt reads what the objects a backlog modifies were at the revision
 // the watch starts from, for a watch with a selector (the others need no
 // prev): nil for what the feed no longer knows.
-func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []catalog.FeedChange) (map[string]*attrs, error) {
+func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []catalog.Change) (map[string]*attrs, error) {
 	prevs := map[string]*attrs{}
 	if !req.pred.selects() {
 		return prevs, nil
@@ -498,7 +472,7 @@ func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []cat
 			}
 		}
 	}
-	at, err := st.store.ChangesAt(ctx, st.kind, ids, req.from)
+	at, err := st.store.Feed().At(ctx, st.kind, ids, req.from)
 	if err != nil {
 		return nil, err
 	}

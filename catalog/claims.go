@@ -2,10 +2,7 @@ package catalog
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -57,44 +54,4 @@ func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok boo
 		}
 		conn.Release()
 	}, true, nil
-}
-
-// Listen waits for notifications of committed revisions on a connection of
-// the claims' pool (one that the work never competes for). fn is called
-// after each wake-up (a notification, or every idle period); Listen returns
-// when ctx ends or the connection fails.
-func (c *Claimer) Listen(ctx context.Context, idle time.Duration, fn func(notified bool) error) error {
-	conn, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return err
-	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
-	if err := fn(true); err != nil {
-		return err
-	}
-	next := time.Now().Add(idle)
-	for {
-		wctx, cancel := context.WithDeadline(ctx, next)
-		_, err := conn.Conn().WaitForNotification(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			if err := fn(true); err != nil {
-				return err
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-			next = time.Now().Add(idle)
-			if err := fn(false); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
 }

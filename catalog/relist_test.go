@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func newStore(t *testing.T) *catalog.Store {
+func newStore(t *testing.T, opts ...catalog.Option) *catalog.Store {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
@@ -25,7 +25,7 @@ func newStore(t *testing.T) *catalog.Store {
 		t.Fatal(err)
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
-	return catalog.NewStore(pool, keys, nil)
+	return catalog.NewStore(pool, keys, nil, opts...)
 }
 
 func register(t *testing.T, s *catalog.Store, name, url string, relist string) *catalog.Broker {
@@ -355,9 +355,8 @@ func TestBrokerCredentialsInSecret(t *testing.T) {
 func TestPublishEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
 	var got []catalog.ObjectEvent
-	s.PublishEventsTo(func(evs []catalog.ObjectEvent) { got = append(got, evs...) })
+	s := newStore(t, catalog.PublishEventsTo(func(evs []catalog.ObjectEvent) { got = append(got, evs...) }))
 	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
 	b := register(t, s, "published", fake.URL(), "")
 	if _, err := s.Relist(ctx, b.ID); err != nil {

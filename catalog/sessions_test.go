@@ -11,7 +11,7 @@ import (
 
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s, pool := newStoreAndPool(t)
 	tok, err := s.CreateToken(ctx, catalog.RoleDeveloper)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestSessions(t *testing.T) {
 	}
 	// The row holds neither the id nor the token.
 	var n int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM catalog.web_sessions WHERE position($1::bytea in hash) > 0 OR position($2::bytea in token_hash) > 0`, []byte(id), []byte(tok)).Scan(&n); err != nil || n != 0 {
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM catalog.web_sessions WHERE position($1::bytea in hash) > 0 OR position($2::bytea in token_hash) > 0`, []byte(id), []byte(tok)).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("clear id or token stored: %d %v", n, err)
 	}
 	got, err := s.LookupSession(ctx, id)
@@ -63,7 +63,7 @@ func TestSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `DELETE FROM catalog.api_tokens`); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM catalog.api_tokens`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.LookupSession(ctx, live); !errors.Is(err, catalog.ErrNoSession) {

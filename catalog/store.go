@@ -37,12 +37,8 @@ type Store struct {
 	// brokers may be (internal/osb Egress).
 	brokerTimeout time.Duration
 	egress        *osb.Egress
+	feed          *Feed
 }
-
-// PublishEventsTo has the store hand every history entry it records, once
-// committed, to publish (the engine makes them Kubernetes Events). publish
-// must not block. Call it before the store is used.
-func (s *Store) PublishEventsTo(publish func([]ObjectEvent)) { s.publish = publish }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of
 // brokers registered through the Kubernetes API with authInfo.secretRef.
@@ -50,11 +46,22 @@ type SecretReader interface {
 	SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error)
 }
 
+// Option gives a Store a dependency at construction.
+type Option func(*Store)
+
+// PublishEventsTo has the store hand every history entry it records, once
+// committed, to publish (the engine makes them Kubernetes Events). publish
+// must not block.
+func PublishEventsTo(publish func([]ObjectEvent)) Option {
+	return func(s *Store) { s.publish = publish }
+}
+
 // ReadSecretsWith lets the store read brokers' credentials from Secrets
 // (the engine does, with its cluster). Without it such brokers are left to
-// stores that can: this store's relister does not claim them. Call it
-// before the store is used.
-func (s *Store) ReadSecretsWith(r SecretReader) { s.secrets = r }
+// stores that can: this store's relister does not claim them.
+func ReadSecretsWith(r SecretReader) Option {
+	return func(s *Store) { s.secrets = r }
+}
 
 // NewStore returns a Store. keys seal broker credentials and binding
 // credentials; a store without them (the Kubernetes API server's, which
@@ -67,11 +74,9 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 	for _, o := range opts {
 		o(s)
 	}
+	s.feed = &Feed{s: s}
 	return s
 }
-
-// Option gives a Store a dependency at construction.
-type Option func(*Store)
 
 // DefaultBrokerTimeout bounds a call to a broker unless WithBrokerTimeout
 // says otherwise: registration answers within it.
@@ -105,9 +110,8 @@ func (s *Store) keyring() (*keyring.Keyring, error) {
 	return s.keys, nil
 }
 
-// Pool is the store's connection pool, for components that listen to the
-// change feed.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// Ping checks that the database answers, for health checks.
+func (s *Store) Ping(ctx context.Context) error { return mapErr(s.pool.Ping(ctx)) }
 
 func mapErr(err error) error {
 	if err == nil {

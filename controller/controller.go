@@ -31,9 +31,9 @@ import (
 
 // Config is what the engine needs.
 type Config struct {
-	// Store is the catalog. With a cluster (Kube), give it that cluster's
-	// Secrets first (Store.ReadSecretsWith(KubeSecrets{Kube})), for brokers
-	// whose credentials are in Secrets.
+	// Store is the catalog. With a cluster (Kube), build it with that
+	// cluster's Secrets (catalog.ReadSecretsWith(KubeSecrets{Kube})), for
+	// brokers whose credentials are in Secrets.
 	Store *catalog.Store
 	// Kube is the cluster bindings are written to as Secrets; nil means no
 	// cluster: a binding is Ready once its credentials are stored.
@@ -171,8 +171,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
 	}
-	// One connection per worker for claims, one to listen to the feed.
-	if c.claims, err = c.store.NewClaimer(ctx, c.workers+1); err != nil {
+	// One connection per worker for claims (the feed listens on one of
+	// its own).
+	if c.claims, err = c.store.NewClaimer(ctx, c.workers); err != nil {
 		return fmt.Errorf("open the claims' pool: %w", err)
 	}
 	defer c.claims.Close()
@@ -199,14 +200,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() { c.store.RunRelister(relistCtx, c.relist) })
 	}
 	c.log.Info("engine started", "workers", c.workers, "cluster", c.kube != nil)
-	err = c.watch(ctx, rev)
+	c.watch(ctx, rev)
 	stopRelist()
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return nil
 }
 
 func (c *Controller) enqueueUnsettled(ctx context.Context) error {
@@ -223,58 +221,30 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 	return nil
 }
 
-// watch follows the change feed: LISTEN for revisions, read the changes
-// after the last one seen, enqueue what they touch.
-func (c *Controller) watch(ctx context.Context, rev int64) error {
-	for ctx.Err() == nil {
-		err := c.listen(ctx, &rev)
-		if ctx.Err() != nil {
-			return nil
+// watch follows the change feed after rev, enqueueing what each change
+// touches, and everything unsettled again every resync period.
+func (c *Controller) watch(ctx context.Context, rev int64) {
+	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
+		Kinds:  []string{catalog.KindInstance, catalog.KindBinding},
+		Idle:   c.resync,
+		OnIdle: c.enqueueUnsettled,
+	}, func(ctx context.Context, page []catalog.Change) error {
+		for _, ch := range page {
+			c.enqueueChange(ctx, ch)
 		}
-		c.log.Warn("change feed interrupted; reconnecting", "error", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	return nil
-}
-
-func (c *Controller) listen(ctx context.Context, rev *int64) error {
-	return c.claims.Listen(ctx, c.resync, func(notified bool) error {
-		if !notified {
-			return c.enqueueUnsettled(ctx)
-		}
-		// Several notifications are read as one batch of changes; changes
-		// committed while no one listened are read on the first call.
-		return c.catchUp(ctx, rev)
+		return nil
 	})
 }
 
-func (c *Controller) catchUp(ctx context.Context, rev *int64) error {
-	for {
-		changes, err := c.store.Changes(ctx, *rev, 1000)
-		if err != nil {
-			return err
-		}
-		for _, ch := range changes {
-			c.enqueueChange(ctx, ch)
-			*rev = ch.Revision
-		}
-		if len(changes) < 1000 {
-			return nil
-		}
-	}
-}
-
 func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
+	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
 		if ch.Type != catalog.Deleted {
-			c.queue.Add(instancePrefix + ch.ObjectID)
+			c.queue.Add(instancePrefix + id)
 		}
 		// Bindings waiting for their instance look again.
-		if bs, err := c.store.BindingsOf(ctx, ch.ObjectID); err == nil {
+		if bs, err := c.store.BindingsOf(ctx, id); err == nil {
 			for _, b := range bs {
 				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
 					c.queue.Add(bindingPrefix + b.ID)
@@ -283,7 +253,7 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 		}
 	case catalog.KindBinding:
 		if ch.Type != catalog.Deleted {
-			c.queue.Add(bindingPrefix + ch.ObjectID)
+			c.queue.Add(bindingPrefix + id)
 		}
 		// An instance being deleted waits for its bindings to go.
 		if ch.InstanceID != "" {
@@ -347,7 +317,7 @@ func result(err error) string {
 const secretCredentialsTTL = 30 * time.Second
 
 // KubeSecrets reads Secrets from a cluster for the catalog
-// (catalog.Store.ReadSecretsWith): the credentials of brokers registered
+// (catalog.ReadSecretsWith): the credentials of brokers registered
 // through the Kubernetes API.
 type KubeSecrets struct{ Kube kubernetes.Interface }
 

@@ -18,8 +18,8 @@ import (
 // Events makes the entries the catalog records in objects' histories
 // Kubernetes Events (events.k8s.io/v1) regarding the servicecatalog.k8s.io
 // objects, so that `kubectl describe` and `kubectl events` show what the
-// engine did. Give Publish to the engine's store
-// (catalog.Store.PublishEventsTo) before it is used.
+// engine did. Give Publish to the engine's store when building it
+// (catalog.PublishEventsTo).
 type Events struct {
 	broadcaster events.EventBroadcaster
 	recorder    events.EventRecorder

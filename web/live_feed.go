@@ -3,9 +3,7 @@ package web
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -71,47 +69,17 @@ func (f *feed) unsubscribe(s *subscription) {
 	}
 }
 
-// follow reads the feed after each notification of a commit (and every
-// few seconds, should a notification be lost), until ctx ends; a lost
-// connection is retried with backoff and jitter.
+// follow hands on each change of the catalog's feed after revision after
+// until ctx ends (catalog.Feed.Follow reads after each notification of a
+// commit, every few seconds anyway, and retries a lost connection with
+// backoff and jitter).
 func (f *feed) follow(ctx context.Context, after int64, done chan struct{}) {
 	defer close(done)
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		err := f.listen(ctx, &after)
-		if ctx.Err() != nil {
-			return
+	f.store.Feed().Follow(ctx, after, catalog.FollowOptions{}, func(_ context.Context, page []catalog.Change) error {
+		for _, c := range page {
+			f.dispatch(change{Kind: c.Kind, ObjectID: c.Object.ID, InstanceID: c.InstanceID})
 		}
-		d := min(100*time.Millisecond<<min(attempt, 8), 10*time.Second)
-		d = d/2 + rand.N(d/2+1)
-		f.log.WarnContext(ctx, "web: following the change feed failed; retrying", "error", err, "in", d)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(d):
-		}
-	}
-}
-
-func (f *feed) listen(ctx context.Context, after *int64) error {
-	cl, err := f.store.NewClaimer(ctx, 1)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.Listen(ctx, 5*time.Second, func(bool) error {
-		for {
-			changes, err := f.store.Changes(ctx, *after, 1000)
-			if err != nil {
-				return err
-			}
-			for _, c := range changes {
-				f.dispatch(change{Kind: c.Kind, ObjectID: c.ObjectID, InstanceID: c.InstanceID})
-				*after = c.Revision
-			}
-			if len(changes) < 1000 {
-				return nil
-			}
-		}
+		return nil
 	})
 }
 

@@ -64,12 +64,12 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 	return runCatalog(ctx, log, store, &o, l)
 }
 
-func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger) (*catalog.Store, error) {
+func newCatalogStore(pool *pgxpool.Pool, key string, log *slog.Logger, opts ...catalog.Option) (*catalog.Store, error) {
 	keys, err := keyring.Parse(key)
 	if err != nil {
 		return nil, err
 	}
-	return catalog.NewStore(pool, keys, log.With("component", "catalog")), nil
+	return catalog.NewStore(pool, keys, log.With("component", "catalog"), opts...), nil
 }
 
 // runCatalog serves the REST API on l and relists brokers until ctx ends.
@@ -77,7 +77,7 @@ func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *
 	log = log.With("component", "catalog")
 	reg := serve.NewRegistry()
 	api := restapi.New(store, log)
-	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
+	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	web.Register(e, store, log)

@@ -104,7 +104,11 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	// client-go (its informers, the Events recorder) logs through klog:
 	// send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "controller"))
-	store, err := newCatalogStore(pool, o.encryptionKey, log)
+	kube, storeOpts, err := withCluster(ctx, &o)
+	if err != nil {
+		return err
+	}
+	store, err := newCatalogStore(pool, o.encryptionKey, log, storeOpts...)
 	if err != nil {
 		return err
 	}
@@ -112,29 +116,23 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	kube, err := withCluster(ctx, store, &o)
-	if err != nil {
-		return err
-	}
 	return runController(ctx, log, store, kube, &o, l)
 }
 
-// withCluster returns the engine's cluster, if one is configured, and
-// connects the store to it: brokers registered through the Kubernetes API
-// keep their credentials in its Secrets, and the store's history goes to
-// it as Events too. Call it before anything uses the store.
-func withCluster(ctx context.Context, store *catalog.Store, o *controllerOptions) (kubernetes.Interface, error) {
+// withCluster returns the engine's cluster, if one is configured, and the
+// store's options that connect it to the cluster: brokers registered
+// through the Kubernetes API keep their credentials in its Secrets, and
+// the store's history goes to it as Events too.
+func withCluster(ctx context.Context, o *controllerOptions) (kubernetes.Interface, []catalog.Option, error) {
 	kube, err := o.kubeClient()
 	if err != nil || kube == nil {
-		return nil, err
+		return nil, nil, err
 	}
-	store.ReadSecretsWith(controller.KubeSecrets{Kube: kube})
 	events := controller.NewEvents(kube)
 	if err := events.Start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	store.PublishEventsTo(events.Publish)
-	return kube, nil
+	return kube, []catalog.Option{catalog.ReadSecretsWith(controller.KubeSecrets{Kube: kube}), catalog.PublishEventsTo(events.Publish)}, nil
 }
 
 // runController runs the engine, with its health and metrics on l; kube is
@@ -153,7 +151,7 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return engine.Run(gctx) })
 	g.Go(func() error {
-		e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
+		e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Ping(ctx) })
 		return serve.Run(gctx, l, e, log)
 	})
 	return g.Wait()

@@ -104,7 +104,12 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	store, err := newCatalogStore(pool, co.encryptionKey, log)
+	g, gctx := errgroup.WithContext(ctx)
+	kube, storeOpts, err := withCluster(gctx, &ko)
+	if err != nil {
+		return err
+	}
+	store, err := newCatalogStore(pool, co.encryptionKey, log, storeOpts...)
 	if err != nil {
 		return err
 	}
@@ -130,14 +135,6 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
-	kube, err := withCluster(gctx, store, &ko)
-	if err != nil {
-		brokerL.Close()
-		catalogL.Close()
-		controllerL.Close()
-		return err
-	}
 	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
 	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
 	g.Go(func() error { return runController(gctx, log, store, kube, &ko, controllerL) })

@@ -1,0 +1,247 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// newStoreAndPool is newStore with the pool under it, for tests that play
+// another process on the same database.
+func newStoreAndPool(t *testing.T) (*catalog.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.Parse(keyring.Generate())
+	return catalog.NewStore(pool, keys, nil), pool
+}
+
+// follow starts Follow after revision after and returns the changes it
+// hands on, and a stop that returns once Follow has.
+func follow(t *testing.T, s *catalog.Store, after int64, opts catalog.FollowOptions, fail func(page []catalog.Change) error) (<-chan catalog.Change, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan catalog.Change, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Feed().Follow(ctx, after, opts, func(_ context.Context, page []catalog.Change) error {
+			if fail != nil {
+				if err := fail(page); err != nil {
+					return err
+				}
+			}
+			for _, c := range page {
+				out <- c
+			}
+			return nil
+		})
+	}()
+	stop := func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Follow did not return after its context ended")
+		}
+	}
+	t.Cleanup(stop)
+	return out, stop
+}
+
+func next(t *testing.T, ch <-chan catalog.Change) catalog.Change {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(20 * time.Second):
+		t.Fatal("no change from the feed")
+		return catalog.Change{}
+	}
+}
+
+// TestFollowCatchesUpThenFollows: Follow hands on what the feed already
+// holds, page by page, then what is written later (woken by NOTIFY: the
+// idle period is longer than the test).
+func TestFollowCatchesUpThenFollows(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	start, err := s.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		register(t, s, fmt.Sprintf("before-%d", i), "http://127.0.0.1:1", "")
+	}
+	ch, _ := follow(t, s, start, catalog.FollowOptions{Page: 2, Idle: time.Hour}, nil)
+	last := start
+	for i := range 5 {
+		c := next(t, ch)
+		if c.Kind != catalog.KindBroker || c.Type != catalog.Added || c.Object.Name != fmt.Sprintf("before-%d", i) || c.Revision <= last {
+			t.Fatalf("change %d: %s %s %s at %d (after %d)", i, c.Type, c.Kind, c.Object.Name, c.Revision, last)
+		}
+		last = c.Revision
+	}
+	register(t, s, "after", "http://127.0.0.1:1", "")
+	if c := next(t, ch); c.Object.Name != "after" || !c.Current {
+		t.Fatalf("change after catching up: %s %s (current %v)", c.Type, c.Object.Name, c.Current)
+	}
+}
+
+// TestFollowReconnects: the listening connection is killed; Follow
+// connects again and reads what was written meanwhile. A page its reader
+// failed on is handed on again.
+func TestFollowReconnects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	var failures atomic.Int32
+	ch, _ := follow(t, s, 0, catalog.FollowOptions{Idle: time.Hour}, func([]catalog.Change) error {
+		if failures.Add(1) == 1 {
+			return errors.New("the reader fails once")
+		}
+		return nil
+	})
+	register(t, s, "first", "http://127.0.0.1:1", "")
+	if c := next(t, ch); c.Object.Name != "first" {
+		t.Fatalf("first change: %s", c.Object.Name)
+	}
+	if n := failures.Load(); n < 2 {
+		t.Fatalf("the failed page was not read again: %d reads", n)
+	}
+	// Kill the listener's connection and write while it is down.
+	var killed int
+	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("listening connections killed: %d", killed)
+	}
+	register(t, s, "second", "http://127.0.0.1:1", "")
+	if c := next(t, ch); c.Object.Name != "second" {
+		t.Fatalf("change after the reconnection: %s", c.Object.Name)
+	}
+}
+
+// TestFollowIdle: OnIdle runs every Idle even while notifications keep
+// coming, and Follow hands on InstanceID for a binding's change.
+func TestFollowIdle(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	idle := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Feed().Follow(ctx, 0, catalog.FollowOptions{Idle: 300 * time.Millisecond, OnIdle: func(context.Context) error {
+			idle <- struct{}{}
+			return nil
+		}}, func(context.Context, []catalog.Change) error { return nil })
+	}()
+	// Writes every 50 ms wake Follow more often than Idle.
+	deadline := time.After(20 * time.Second)
+	for i := 0; ; i++ {
+		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1", "")
+		select {
+		case <-idle:
+			cancel()
+			<-done
+			return
+		case <-deadline:
+			t.Fatal("OnIdle never ran while notifications came")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestPruneClaimed: one process prunes the feed at a time; the others
+// skip their round while it holds the claim.
+func TestPruneClaimed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	for i := range 4 {
+		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1", "")
+	}
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := catalog.Retention{MinAge: 0, MinCount: 1}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // test
+	var held bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('catalog.changes: prune', 7))`).Scan(&held); err != nil || !held {
+		t.Fatalf("hold the pruning claim: %v %v", held, err)
+	}
+	if before, n, err := s.Feed().PruneKeeping(ctx, keep); err != nil || n != 0 || before != 0 {
+		t.Fatalf("pruned while another held the claim: before %d, %d removed, %v", before, n, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, n, err := s.Feed().PruneKeeping(ctx, keep)
+	if err != nil || n != 3 || before != rev {
+		t.Fatalf("prune: before %d (want %d), %d removed (want 3), %v", before, rev, n, err)
+	}
+	if k, err := s.Feed().KeptAfter(ctx); err != nil || k != rev-1 {
+		t.Fatalf("kept after %d, want %d (%v)", k, rev-1, err)
+	}
+}
+
+// TestRunPrunerReturns: RunPruner prunes on its own and returns once its
+// context ends.
+func TestRunPrunerReturns(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := range 3 {
+		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1", "")
+	}
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// MinAge below the least: RunPruner takes r as given, the
+		// components check their own options.
+		s.Feed().RunPruner(ctx, catalog.Retention{MinAge: time.Nanosecond, MinCount: 1, Every: 20 * time.Millisecond})
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		k, err := s.Feed().KeptAfter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == rev-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kept after %d, want %d", k, rev-1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPruner did not return after its context ended")
+	}
+}

@@ -1,0 +1,143 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// FollowOptions say what Follow reads and when it reads without being
+// woken.
+type FollowOptions struct {
+	// Kinds limits the changes handed on to these kinds; none means all.
+	Kinds []string
+	// Page is how many changes are read at once (default 1000); a
+	// revision is never split across pages.
+	Page int
+	// Idle is how often Follow reads the feed without being woken, and
+	// calls OnIdle (default 5 seconds).
+	Idle time.Duration
+	// OnIdle, when set, is called every Idle, whether notifications came
+	// or not. Its error is logged; Follow goes on.
+	OnIdle func(ctx context.Context) error
+}
+
+// followRetry is the wait between attempts to follow the feed again after
+// a failure: a second doubling up to 30 seconds, each with up to half as
+// much again of jitter, so replicas that lost the database together do not
+// come back in step.
+var followRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
+// Follow follows the change feed after revision after until ctx ends. It
+// hands fn every change, oldest first, one page at a time: first what is
+// already in the feed (catching up), then, each time a write's NOTIFY on
+// NotifyChannel wakes it (and every opts.Idle), what followed. It listens
+// on a connection of its own, not one of the pool's, which the work fn
+// does never waits for.
+//
+// A failed connection, read or fn is logged and tried again with backoff
+// and jitter, from the end of the last page fn took: a page fn failed on
+// is handed to it again. Follow returns once ctx ends, never sooner.
+func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn func(ctx context.Context, page []Change) error) {
+	if opts.Page <= 0 {
+		opts.Page = 1000
+	}
+	if opts.Idle <= 0 {
+		opts.Idle = 5 * time.Second
+	}
+	pos := after
+	retry := followRetry
+	for {
+		err := f.follow(ctx, &pos, opts, fn, func() { retry = followRetry })
+		if ctx.Err() != nil {
+			return
+		}
+		d := retry.Step()
+		f.s.log.WarnContext(ctx, "follow the change feed; trying again", "after", d, "error", err)
+		if !sleep(ctx, d) {
+			return
+		}
+	}
+}
+
+// follow is one connection's worth of Follow. ok is called once the feed
+// has been read up to date on it.
+func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error, ok func()) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, f.s.pool.Config().ConnConfig.Copy())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing: nothing to do about it
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// OnIdle's period runs from its last call, not from the last
+	// notification: a busy feed does not put it off.
+	next := time.Now().Add(opts.Idle)
+	for {
+		// Several notifications are read as one batch of changes; changes
+		// committed while no one listened are read on the first round.
+		if err := f.catchUp(ctx, pos, opts, fn); err != nil {
+			return err
+		}
+		ok()
+		wctx, cancel := context.WithDeadline(ctx, next)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+			next = time.Now().Add(opts.Idle)
+			if opts.OnIdle != nil {
+				if err := opts.OnIdle(ctx); err != nil && ctx.Err() == nil {
+					f.s.log.WarnContext(ctx, "idle work of a change feed reader", "error", err)
+				}
+			}
+		default:
+			return fmt.Errorf("wait for a notification: %w", err)
+		}
+	}
+}
+
+// catchUp hands fn the feed after *pos, a page at a time, moving *pos past
+// each page fn took.
+func (f *Feed) catchUp(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error) error {
+	for {
+		page, err := f.Since(ctx, *pos, opts.Kinds, opts.Page)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		if err := fn(ctx, page); err != nil {
+			return err
+		}
+		*pos = page[len(page)-1].Revision
+		if len(page) < opts.Page {
+			return nil
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

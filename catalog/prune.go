@@ -1,0 +1,132 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Pruning: the change feed is kept long enough for readers to resume from
+// a revision they saw (a Kubernetes watch's resourceVersion), and no
+// longer. Every process that owns the catalog runs RunPruner; the rounds
+// are claimed in PostgreSQL, so one replica prunes at a time.
+
+// The least of the change feed that is kept, and the defaults.
+const (
+	MinChangeRetention = 10 * time.Minute
+	MinChangesRetained = 100_000
+)
+
+// Retention is how much of the change feed is kept: every change younger
+// than MinAge, and at least the newest MinCount changes.
+type Retention struct {
+	// MinAge: changes younger than it are kept (default
+	// MinChangeRetention).
+	MinAge time.Duration
+	// MinCount: the newest MinCount changes are kept (default
+	// MinChangesRetained).
+	MinCount int
+	// Every is how often RunPruner prunes (default a minute).
+	Every time.Duration
+}
+
+func (r Retention) withDefaults() Retention {
+	if r.MinAge == 0 {
+		r.MinAge = MinChangeRetention
+	}
+	if r.MinCount == 0 {
+		r.MinCount = MinChangesRetained
+	}
+	if r.Every <= 0 {
+		r.Every = time.Minute
+	}
+	return r
+}
+
+// pruneLock is the advisory lock (pg_try_advisory_xact_lock's key, in the
+// namespace Claimer's keys hash into) that a pruning round holds.
+const pruneLock = "catalog.changes: prune"
+
+// RunPruner prunes the change feed every r.Every until ctx ends, keeping
+// what r says (zero fields take the defaults: 10 minutes and 100,000
+// changes, every minute). Each process that owns the catalog (the catalog
+// server, the engine, the Kubernetes API server) calls it from its Run:
+// every topology then prunes, and the rounds are claimed in PostgreSQL so
+// that one replica prunes at a time while the others skip.
+func (f *Feed) RunPruner(ctx context.Context, r Retention) {
+	r = r.withDefaults()
+	t := time.NewTicker(r.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before, n, err := f.PruneKeeping(ctx, r)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			f.s.log.WarnContext(ctx, "prune the change feed", "error", err)
+		case n > 0:
+			f.s.log.DebugContext(ctx, "pruned the change feed", "changes", n, "before", before)
+		}
+	}
+}
+
+// PruneKeeping prunes the change feed, keeping every change younger than
+// r.MinAge and at least the newest r.MinCount changes (the newest one
+// always), unless another process is pruning it (then it does nothing).
+// It returns the revision the feed is kept from (changes before it are
+// gone, 0 when nothing was pruned) and how many were removed.
+func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed int64, err error) {
+	minCount := max(r.MinCount, 1)
+	tx, err := f.s.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("begin: %w", mapErr(err))
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7))`, pruneLock).Scan(&mine); err != nil {
+		return 0, 0, fmt.Errorf("claim pruning the change feed: %w", mapErr(err))
+	}
+	if !mine {
+		return 0, 0, nil
+	}
+	// Revisions are granted at commit and created_at is the transaction's
+	// start: every change before the oldest young revision is old.
+	err = tx.QueryRow(ctx, `SELECT least(
+			coalesce((SELECT min(revision) FROM catalog.changes WHERE created_at >= now() - make_interval(secs => $1)),
+				(SELECT value + 1 FROM catalog.revision)),
+			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0))`,
+		r.MinAge.Seconds(), minCount).Scan(&before)
+	if err != nil {
+		return 0, 0, fmt.Errorf("find where to prune the change feed: %w", mapErr(err))
+	}
+	if before <= 0 {
+		return 0, 0, nil
+	}
+	tag, err := tx.Exec(ctx, pruneBefore, before)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune changes before %d: %w", before, mapErr(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return before, tag.RowsAffected(), nil
+}
+
+// pruneBefore removes the changes older than revision $1, keeping the
+// newest revision whatever $1 says, so a reader can always resume from the
+// newest state.
+const pruneBefore = `DELETE FROM catalog.changes WHERE revision < least($1, (SELECT value FROM catalog.revision))`
+
+// PruneBefore removes the change feed's entries older than revision
+// before, keeping the newest revision whatever before says. It returns
+// how many were removed.
+func (f *Feed) PruneBefore(ctx context.Context, before int64) (int64, error) {
+	tag, err := f.s.pool.Exec(ctx, pruneBefore, before)
+	if err != nil {
+		return 0, fmt.Errorf("prune changes before %d: %w", before, mapErr(err))
+	}
+	return tag.RowsAffected(), nil
+}
