@@ -269,21 +269,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 		seenClass, seenPlan := map[string]bool{}, map[string]bool{}
 		nClasses, nPlans := 0, 0
 		for i, svc := range services {
-			class := &ServiceClass{Spec: ServiceClassSpec{
-				ClusterServiceBrokerName: b.Name,
-				ExternalName:             svc.Name,
-				ExternalID:               svc.ID,
-				Description:              svc.Description,
-				Bindable:                 svc.Bindable,
-				BindingRetrievable:       svc.BindingsRetrievable,
-				InstancesRetrievable:     svc.InstancesRetrievable,
-				PlanUpdatable:            svc.PlanUpdatable != nil && *svc.PlanUpdatable,
-				AllowContextUpdates:      svc.AllowContextUpdates,
-				Tags:                     svc.Tags,
-				Requires:                 svc.Requires,
-				ExternalMetadata:         rawOrNil(svc.Metadata),
-			}}
-			class.Name = objectName(svc.ID)
+			class := classOf(b, svc)
 			if !matchAll(restrict.classes, labels.Set{"name": class.Name, "spec.externalName": svc.Name, "spec.externalID": svc.ID}) {
 				continue
 			}
@@ -306,37 +292,8 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 				w.changed(Added, class)
 			}
 			for j, p := range svc.Plans {
-				free := p.Free == nil || *p.Free
-				plan := &ServicePlan{Spec: ServicePlanSpec{
-					ClusterServiceBrokerName: b.Name,
-					ExternalName:             p.Name,
-					ExternalID:               p.ID,
-					Description:              p.Description,
-					Free:                     free,
-					Bindable:                 p.Bindable,
-					PlanUpdatable:            p.PlanUpdateable,
-					BindingRotatable:         p.BindingRotatable,
-					MaximumPollingDuration:   p.MaximumPollingDuration,
-					ExternalMetadata:         rawOrNil(p.Metadata),
-					ClusterServiceClassRef:   ObjectRef{Name: class.Name},
-				}}
-				if p.MaintenanceInfo != nil {
-					plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: p.MaintenanceInfo.Description}
-				}
-				if sc := p.Schemas; sc != nil {
-					if si := sc.ServiceInstance; si != nil {
-						if si.Create != nil {
-							plan.Spec.InstanceCreateParameterSchema = rawOrNil(si.Create.Parameters)
-						}
-						if si.Update != nil {
-							plan.Spec.InstanceUpdateParameterSchema = rawOrNil(si.Update.Parameters)
-						}
-					}
-					if sb := sc.ServiceBinding; sb != nil && sb.Create != nil {
-						plan.Spec.ServiceBindingCreateParameterSchema = rawOrNil(sb.Create.Parameters)
-					}
-				}
-				plan.Name = objectName(p.ID)
+				plan := planOf(b, class, p)
+				free := plan.Spec.Free
 				fields := labels.Set{"name": plan.Name, "spec.externalName": p.Name, "spec.externalID": p.ID,
 					"spec.free": strconv.FormatBool(free), "spec.clusterServiceClass.name": class.Name}
 				if !matchAll(restrict.plans, fields) {
@@ -406,6 +363,62 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 		return nil
 	})
 	return out, err
+}
+
+// classOf is the service class a broker's catalogue entry describes.
+func classOf(b *Broker, svc osb.Service) *ServiceClass {
+	class := &ServiceClass{Spec: ServiceClassSpec{
+		ClusterServiceBrokerName: b.Name,
+		ExternalName:             svc.Name,
+		ExternalID:               svc.ID,
+		Description:              svc.Description,
+		Bindable:                 svc.Bindable,
+		BindingRetrievable:       svc.BindingsRetrievable,
+		InstancesRetrievable:     svc.InstancesRetrievable,
+		PlanUpdatable:            svc.PlanUpdatable != nil && *svc.PlanUpdatable,
+		AllowContextUpdates:      svc.AllowContextUpdates,
+		Tags:                     svc.Tags,
+		Requires:                 svc.Requires,
+		ExternalMetadata:         rawOrNil(svc.Metadata),
+	}}
+	class.Name = objectName(svc.ID)
+	return class
+}
+
+// planOf is the plan of class a broker's catalogue entry describes.
+func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
+	free := p.Free == nil || *p.Free
+	plan := &ServicePlan{Spec: ServicePlanSpec{
+		ClusterServiceBrokerName: b.Name,
+		ExternalName:             p.Name,
+		ExternalID:               p.ID,
+		Description:              p.Description,
+		Free:                     free,
+		Bindable:                 p.Bindable,
+		PlanUpdatable:            p.PlanUpdateable,
+		BindingRotatable:         p.BindingRotatable,
+		MaximumPollingDuration:   p.MaximumPollingDuration,
+		ExternalMetadata:         rawOrNil(p.Metadata),
+		ClusterServiceClassRef:   ObjectRef{Name: class.Name},
+	}}
+	if p.MaintenanceInfo != nil {
+		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: p.MaintenanceInfo.Description}
+	}
+	if sc := p.Schemas; sc != nil {
+		if si := sc.ServiceInstance; si != nil {
+			if si.Create != nil {
+				plan.Spec.InstanceCreateParameterSchema = rawOrNil(si.Create.Parameters)
+			}
+			if si.Update != nil {
+				plan.Spec.InstanceUpdateParameterSchema = rawOrNil(si.Update.Parameters)
+			}
+		}
+		if sb := sc.ServiceBinding; sb != nil && sb.Create != nil {
+			plan.Spec.ServiceBindingCreateParameterSchema = rawOrNil(sb.Create.Parameters)
+		}
+	}
+	plan.Name = objectName(p.ID)
+	return plan
 }
 
 func rawOrNil(v any) json.RawMessage {
