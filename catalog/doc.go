@@ -7,5 +7,15 @@
 // step (so revisions follow commit order), stamps it as the resourceVersion
 // of every object it wrote, records the objects in catalog.changes and
 // notifies listeners on commit. The REST API (restapi), the engine
-// (controller/) and the Kubernetes API read and write through Store only.
+// (controller/) and the Kubernetes API read and write through Store only,
+// and follow the change feed through Store.Feed: Follow catches up from a
+// revision and then keeps up with the notifications, and RunPruner, which
+// every process that owns the catalog runs, keeps the feed bounded.
+//
+// The files follow the store's responsibilities: the objects
+// (brokers.go, marketplace.go for classes and plans, instances.go,
+// bindings.go, raw.go for the objects as stored), status.go (the engine's
+// half of each object), feed.go, follow.go and prune.go (the change
+// feed), relist.go (fetching catalogues), claims.go, history.go,
+// tokens.go, and errors.go (validation).
 package catalog
