@@ -78,17 +78,30 @@ const instanceJoin = ` LEFT JOIN catalog.instances i ON c.kind = 'ServiceBinding
 // Entries of one revision are never split across calls when limit cuts:
 // the last revision read is completed.
 func (f *Feed) Since(ctx context.Context, after int64, kinds []string, limit int) ([]Change, error) {
+	return f.since(ctx, after, kinds, limit, true)
+}
+
+// since is Since; without documents, each change's Object has only the
+// object's id, namespace and name (decoding a page's documents costs
+// more than reading it).
+func (f *Feed) since(ctx context.Context, after int64, kinds []string, limit int, documents bool) ([]Change, error) {
 	w := &filter{}
 	w.add("c.revision > ?", after)
 	if len(kinds) > 0 {
 		w.add("c.kind = ANY(?)", kinds)
 	}
-	const cols = `SELECT c.revision, c.kind, c.type, c.object, x.extra, coalesce(x.found, false), coalesce(i.id::text, '') FROM catalog.changes c`
-	sql := cols + instanceJoin + extraJoin + ` WHERE ` + w.where() + ` ORDER BY c.revision, c.object_id`
+	cols := `SELECT c.revision, c.kind, c.type, c.object_id::text, c.namespace, c.name, coalesce(i.id::text, '')`
+	joins := instanceJoin
+	if documents {
+		cols += `, c.object, x.extra, coalesce(x.found, false)`
+		joins += extraJoin
+	}
+	cols += ` FROM catalog.changes c`
+	sql := cols + joins + ` WHERE ` + w.where() + ` ORDER BY c.revision, c.object_id`
 	if limit > 0 {
 		// Finish the last revision: a reader resumes after a whole revision.
 		sql = `WITH page AS (SELECT c.revision FROM catalog.changes c WHERE ` + w.where() + ` ORDER BY c.revision, c.object_id LIMIT ` + fmt.Sprint(limit) + `)
-			` + cols + instanceJoin + extraJoin + ` WHERE ` + w.where() + ` AND c.revision <= (SELECT max(revision) FROM page)
+			` + cols + joins + ` WHERE ` + w.where() + ` AND c.revision <= (SELECT max(revision) FROM page)
 			ORDER BY c.revision, c.object_id`
 	}
 	rows, err := f.s.pool.Query(ctx, sql, w.args...)
@@ -99,18 +112,24 @@ func (f *Feed) Since(ctx context.Context, after int64, kinds []string, limit int
 	var out []Change
 	for rows.Next() {
 		var c Change
+		o := &RawObject{}
 		var doc, extra []byte
-		if err := rows.Scan(&c.Revision, &c.Kind, &c.Type, &doc, &extra, &c.Current, &c.InstanceID); err != nil {
+		dest := []any{&c.Revision, &c.Kind, &c.Type, &o.ID, &o.Namespace, &o.Name, &c.InstanceID}
+		if documents {
+			dest = append(dest, &doc, &extra, &c.Current)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read changes after %d: %w", after, mapErr(err))
 		}
-		o := &RawObject{}
-		// A change's document is the typed object's JSON: Meta's fields
-		// inline, then spec and status.
-		if err := json.Unmarshal(doc, o); err != nil {
-			return nil, fmt.Errorf("decode change %d of %s: %w", c.Revision, c.Kind, err)
-		}
-		if len(extra) > 0 && string(extra) != "null" {
-			o.Extra = extra
+		if documents {
+			// A change's document is the typed object's JSON: Meta's
+			// fields inline, then spec and status.
+			if err := json.Unmarshal(doc, o); err != nil {
+				return nil, fmt.Errorf("decode change %d of %s: %w", c.Revision, c.Kind, err)
+			}
+			if len(extra) > 0 && string(extra) != "null" {
+				o.Extra = extra
+			}
 		}
 		c.Object = o
 		out = append(out, c)

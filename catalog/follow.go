@@ -23,6 +23,10 @@ type FollowOptions struct {
 	// Idle is how often Follow reads the feed without being woken, and
 	// calls OnIdle (default 5 seconds).
 	Idle time.Duration
+	// NamesOnly leaves the documents out: each change's Object has only
+	// the object's id, namespace and name (and a binding's change its
+	// InstanceID), for readers that read the objects themselves.
+	NamesOnly bool
 	// OnIdle, when set, is called every Idle, whether notifications came
 	// or not. Its error is logged; Follow goes on.
 	OnIdle func(ctx context.Context) error
@@ -113,7 +117,7 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 // each page fn took.
 func (f *Feed) catchUp(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error) error {
 	for {
-		page, err := f.Since(ctx, *pos, opts.Kinds, opts.Page)
+		page, err := f.since(ctx, *pos, opts.Kinds, opts.Page, !opts.NamesOnly)
 		if err != nil {
 			return err
 		}

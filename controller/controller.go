@@ -225,9 +225,10 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 // touches, and everything unsettled again every resync period.
 func (c *Controller) watch(ctx context.Context, rev int64) {
 	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
-		Kinds:  []string{catalog.KindInstance, catalog.KindBinding},
-		Idle:   c.resync,
-		OnIdle: c.enqueueUnsettled,
+		Kinds:     []string{catalog.KindInstance, catalog.KindBinding},
+		NamesOnly: true, // each object is read when reconciled
+		Idle:      c.resync,
+		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
 		for _, ch := range page {
 			c.enqueueChange(ctx, ch)
