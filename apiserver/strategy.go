@@ -231,25 +231,17 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 	return apierrors.NewInternalError(err)
 }
 
-// fieldErrors maps the catalog's field errors to Kubernetes field paths.
+// fieldErrors puts the catalog's field errors where the Kubernetes
+// objects have them: name and namespace under metadata.
 func fieldErrors(v *catalog.ValidationError) field.ErrorList {
-	var out field.ErrorList
+	out := make(field.ErrorList, 0, len(v.Errors))
 	for _, fe := range v.Errors {
-		path := fe.Field
+		e := *fe
 		switch {
-		case path == "name", path == "namespace", strings.HasPrefix(path, "labels"), strings.HasPrefix(path, "annotations"), strings.HasPrefix(path, "finalizers"):
-			path = "metadata." + path
+		case e.Field == "name", e.Field == "namespace", strings.HasPrefix(e.Field, "labels"), strings.HasPrefix(e.Field, "annotations"), strings.HasPrefix(e.Field, "finalizers"):
+			e.Field = "metadata." + e.Field
 		}
-		if fe.Message == "required" {
-			out = append(out, field.Required(parsePath(path), ""))
-			continue
-		}
-		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: fe.Message})
+		out = append(out, &e)
 	}
 	return out
-}
-
-func parsePath(p string) *field.Path {
-	parts := strings.Split(p, ".")
-	return field.NewPath(parts[0], parts[1:]...)
 }

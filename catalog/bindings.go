@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // validateNewBinding defaults and checks a new binding — name, namespace,
@@ -14,28 +15,23 @@ import (
 // bindable plan, the predecessor of a rotation, parameters — and returns
 // its instance. Field problems are returned all at once.
 func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (*Instance, error) {
-	if b.Namespace == "" {
-		b.Namespace = DefaultNamespace
-	}
-	var errs []FieldError
-	checkName("name", b.Name, &errs)
-	checkNamespace("namespace", b.Namespace, &errs)
-	checkMeta(&b.Meta, &errs)
+	defaultBinding(b)
+	errs := validateName(field.NewPath("name"), b.Name)
+	errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
+	errs = append(errs, validateMeta(&b.Meta)...)
+	instanceRef := field.NewPath("spec", "instanceRef", "name")
 	if b.Spec.InstanceRef.Name == "" {
-		errs = append(errs, FieldError{"spec.instanceRef.name", "required"})
+		errs = append(errs, field.Required(instanceRef, ""))
 	}
-	if b.Spec.SecretName == "" {
-		b.Spec.SecretName = b.Name
-	}
-	checkName("spec.secretName", b.Spec.SecretName, &errs)
+	errs = append(errs, validateName(field.NewPath("spec", "secretName"), b.Spec.SecretName)...)
 	if b.Spec.InstanceRef.Name == "" {
-		return nil, invalid(errs...)
+		return nil, invalid(errs)
 	}
 	in, err := getBy[Instance](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		errs = append(errs, FieldError{"spec.instanceRef.name", fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)})
-		return nil, invalid(errs...)
+		errs = append(errs, bad(instanceRef, fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)))
+		return nil, invalid(errs)
 	case err != nil:
 		return nil, err
 	case in.DeletionTimestamp != nil:
@@ -63,7 +59,7 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 		pred, err := getBy[Binding](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
 		switch {
 		case errors.Is(err, ErrNotFound) || (err == nil && pred.Spec.InstanceRef.Name != in.Name):
-			errs = append(errs, FieldError{"spec.predecessorBindingRef.name", fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)})
+			errs = append(errs, bad(field.NewPath("spec", "predecessorBindingRef", "name"), fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)))
 		case err != nil:
 			return nil, err
 		case pred.DeletionTimestamp != nil:
@@ -73,8 +69,19 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 			b.Spec.Parameters = pred.Spec.Parameters
 		}
 	}
-	checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, "spec.parameters", &errs)
-	return in, invalid(errs...)
+	checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
+	return in, invalid(errs)
+}
+
+// defaultBinding fills in what a new binding may leave out: its namespace,
+// and its Secret's name (the binding's).
+func defaultBinding(b *Binding) {
+	if b.Namespace == "" {
+		b.Namespace = DefaultNamespace
+	}
+	if b.Spec.SecretName == "" {
+		b.Spec.SecretName = b.Name
+	}
 }
 
 // CreateBinding records a new binding of an instance in the same

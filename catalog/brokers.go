@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // DefaultRelistDuration is how often a broker's catalogue is fetched again
@@ -30,104 +31,131 @@ var (
 // address may have them. Without it a new URL needs new credentials.
 var KeepAuth = &BrokerAuth{}
 
-// validateBroker defaults and checks a broker's spec and credentials,
-// returning every problem.
-func validateBroker(b *Broker, auth *BrokerAuth) error {
-	var errs []FieldError
-	checkName("name", b.Name, &errs)
-	checkMeta(&b.Meta, &errs)
-	s := &b.Spec
-	if u, err := url.Parse(s.URL); s.URL == "" {
-		errs = append(errs, FieldError{"spec.url", "required"})
-	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, FieldError{"spec.url", "must be an absolute http or https URL"})
-	} else if u.User != nil {
-		// Never stored, shown or quoted: credentials go in the auth fields,
-		// which are sealed.
-		errs = append(errs, FieldError{"spec.url", "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed"})
+// admitBroker defaults a broker's spec, checks it and its credentials
+// (returning every problem), and records in the spec how it
+// authenticates.
+func admitBroker(b *Broker, auth *BrokerAuth) error {
+	defaultBroker(b)
+	if err := invalid(validateBroker(b, auth)); err != nil {
+		return err
 	}
+	setAuthInfo(&b.Spec, auth)
+	return nil
+}
+
+// defaultBroker fills in what a broker's spec may leave out: relisting
+// every DefaultRelistDuration.
+func defaultBroker(b *Broker) {
+	s := &b.Spec
 	if s.RelistBehavior == "" {
 		s.RelistBehavior = RelistDuration
 	}
+	if s.RelistBehavior == RelistDuration && s.RelistDuration == "" {
+		s.RelistDuration = DefaultRelistDuration.String()
+	}
+}
+
+// validateBroker checks a defaulted broker's spec and its credentials.
+func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
+	errs := validateName(field.NewPath("name"), b.Name)
+	s := &b.Spec
+	spec := field.NewPath("spec")
+	if u, err := url.Parse(s.URL); s.URL == "" {
+		errs = append(errs, field.Required(spec.Child("url"), ""))
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, bad(spec.Child("url"), "must be an absolute http or https URL"))
+	}
 	switch s.RelistBehavior {
 	case RelistDuration:
-		if s.RelistDuration == "" {
-			s.RelistDuration = DefaultRelistDuration.String()
-		}
 		if d, err := time.ParseDuration(s.RelistDuration); err != nil || d < time.Second {
-			errs = append(errs, FieldError{"spec.relistDuration", "must be a duration of at least 1s, like 15m0s"})
+			errs = append(errs, bad(spec.Child("relistDuration"), "must be a duration of at least 1s, like 15m0s"))
 		}
 	case RelistManual:
 		if s.RelistDuration != "" {
-			errs = append(errs, FieldError{"spec.relistDuration", "must be empty when relistBehavior is Manual"})
+			errs = append(errs, bad(spec.Child("relistDuration"), "must be empty when relistBehavior is Manual"))
 		}
 	default:
-		errs = append(errs, FieldError{"spec.relistBehavior", "must be Duration or Manual"})
+		errs = append(errs, bad(spec.Child("relistBehavior"), "must be Duration or Manual"))
 	}
 	if s.CABundle != "" {
 		if s.InsecureSkipTLSVerify {
-			errs = append(errs, FieldError{"spec.caBundle", "must be empty when insecureSkipTLSVerify is true"})
+			errs = append(errs, bad(spec.Child("caBundle"), "must be empty when insecureSkipTLSVerify is true"))
 		} else if !validPEM(s.CABundle) {
-			errs = append(errs, FieldError{"spec.caBundle", "must hold PEM-encoded certificates"})
+			errs = append(errs, bad(spec.Child("caBundle"), "must hold PEM-encoded certificates"))
 		}
 	}
 	if r := s.CatalogRestrictions; r != nil {
+		restrictions := spec.Child("catalogRestrictions")
 		for i, req := range r.ServiceClass {
 			if err := checkRestriction(req, classFields); err != "" {
-				errs = append(errs, FieldError{fmt.Sprintf("spec.catalogRestrictions.serviceClass[%d]", i), err})
+				errs = append(errs, bad(restrictions.Child("serviceClass").Index(i), err))
 			}
 		}
 		for i, req := range r.ServicePlan {
 			if err := checkRestriction(req, planFields); err != "" {
-				errs = append(errs, FieldError{fmt.Sprintf("spec.catalogRestrictions.servicePlan[%d]", i), err})
+				errs = append(errs, bad(restrictions.Child("servicePlan").Index(i), err))
 			}
 		}
 	}
 	if ref := s.AuthInfo.secretRef(); ref != nil && auth == nil {
 		// Credentials in a Kubernetes Secret (the Kubernetes API's
-		// authInfo): nothing to seal, the reference is kept.
-		basic := s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref
-		path := "spec.authInfo.bearer.secretRef"
-		if basic {
-			path = "spec.authInfo.basic.secretRef"
+		// authInfo).
+		path := spec.Child("authInfo", "bearer", "secretRef")
+		if s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref {
+			path = spec.Child("authInfo", "basic", "secretRef")
 		}
 		if s.AuthInfo.Basic != nil && s.AuthInfo.Bearer != nil {
-			errs = append(errs, FieldError{"spec.authInfo", "give basic or bearer, not both"})
+			errs = append(errs, bad(spec.Child("authInfo"), "give basic or bearer, not both"))
 		}
 		if ref.Name == "" {
-			errs = append(errs, FieldError{path + ".name", "required"})
+			errs = append(errs, field.Required(path.Child("name"), ""))
 		}
 		if ref.Namespace == "" {
-			errs = append(errs, FieldError{path + ".namespace", "required: a cluster-scoped broker names the Secret's namespace"})
+			errs = append(errs, field.Required(path.Child("namespace"), "a cluster-scoped broker names the Secret's namespace"))
 		}
-		if basic {
+		return errs
+	}
+	if auth != nil {
+		creds := field.NewPath("auth")
+		switch {
+		case auth.Basic != nil && auth.Bearer != nil:
+			errs = append(errs, bad(creds, "give basic or bearer, not both"))
+		case auth.Basic != nil:
+			if auth.Basic.Username == "" {
+				errs = append(errs, field.Required(creds.Child("basic", "username"), ""))
+			}
+			if auth.Basic.Password == "" {
+				errs = append(errs, field.Required(creds.Child("basic", "password"), ""))
+			}
+		case auth.Bearer != nil:
+			if auth.Bearer.Token == "" {
+				errs = append(errs, field.Required(creds.Child("bearer", "token"), ""))
+			}
+		}
+	}
+	return errs
+}
+
+// setAuthInfo records in a valid spec how the broker authenticates: the
+// Secret it names (nothing to seal, the reference is kept), or the kind of
+// the credentials given (sealed apart), or nothing.
+func setAuthInfo(s *BrokerSpec, auth *BrokerAuth) {
+	if ref := s.AuthInfo.secretRef(); ref != nil && auth == nil {
+		if s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref {
 			s.AuthInfo = &BrokerAuthInfo{Basic: &BasicAuthInfo{SecretRef: ref}}
 		} else {
 			s.AuthInfo = &BrokerAuthInfo{Bearer: &BearerAuthInfo{SecretRef: ref}}
 		}
-		return invalid(errs...)
+		return
 	}
 	s.AuthInfo = nil
-	if auth != nil {
-		switch {
-		case auth.Basic != nil && auth.Bearer != nil:
-			errs = append(errs, FieldError{"auth", "give basic or bearer, not both"})
-		case auth.Basic != nil:
-			if auth.Basic.Username == "" {
-				errs = append(errs, FieldError{"auth.basic.username", "required"})
-			}
-			if auth.Basic.Password == "" {
-				errs = append(errs, FieldError{"auth.basic.password", "required"})
-			}
-			s.AuthInfo = &BrokerAuthInfo{Basic: &BasicAuthInfo{Username: auth.Basic.Username}}
-		case auth.Bearer != nil:
-			if auth.Bearer.Token == "" {
-				errs = append(errs, FieldError{"auth.bearer.token", "required"})
-			}
-			s.AuthInfo = &BrokerAuthInfo{Bearer: &BearerAuthInfo{}}
-		}
+	switch {
+	case auth == nil:
+	case auth.Basic != nil:
+		s.AuthInfo = &BrokerAuthInfo{Basic: &BasicAuthInfo{Username: auth.Basic.Username}}
+	case auth.Bearer != nil:
+		s.AuthInfo = &BrokerAuthInfo{Bearer: &BearerAuthInfo{}}
 	}
-	return invalid(errs...)
 }
 
 // secretRef is the Secret holding the credentials, if they are in one.
@@ -221,7 +249,7 @@ func (s *Store) BrokerAuth(ctx context.Context, id string) (*BrokerAuth, error) 
 // which the caller runs next (the REST API does so before answering), and
 // by the relister when due.
 func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (*Broker, error) {
-	if err := validateBroker(b, auth); err != nil {
+	if err := admitBroker(b, auth); err != nil {
 		return nil, err
 	}
 	if b.ID == "" {
@@ -291,12 +319,12 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 			auth = nil
 		}
 		if auth == nil && !explicitKeep && b.Spec.URL != before.URL && before.AuthInfo != nil && before.SecretRef() == nil {
-			return invalid(FieldError{"spec.url", "a new URL needs the broker's credentials again (auth), or keepAuth to send the stored ones to the new address"})
+			return invalid(field.ErrorList{bad(field.NewPath("spec", "url"), "a new URL needs the broker's credentials again (auth), or keepAuth to send the stored ones to the new address")})
 		}
 		// No new credentials: the sealed ones stay, unless the spec names
 		// a Secret, or named one (then the spec alone says what is used).
 		keepAuth := auth == nil && b.Spec.SecretRef() == nil && before.SecretRef() == nil
-		if err := validateBroker(b, auth); err != nil {
+		if err := admitBroker(b, auth); err != nil {
 			return err
 		}
 		if keepAuth {
@@ -383,7 +411,7 @@ func mustJSON(v any) []byte {
 // credentials: the Kubernetes API gives none) and that its name is free,
 // without recording it, for a dry run.
 func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
-	if err := validateBroker(b, nil); err != nil {
+	if err := admitBroker(b, nil); err != nil {
 		return err
 	}
 	var taken bool

@@ -2,34 +2,54 @@ package catalog
 
 import (
 	"errors"
-	"regexp"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// FieldError is one problem with one field of a request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// ValidationError lists every problem of a request, each with its field.
+// ValidationError lists every problem of a request, each with its field
+// path: apimachinery's field.ErrorList, the shape the Kubernetes API
+// reports them in, which the REST API maps to its own error body.
 type ValidationError struct {
-	Errors []FieldError
+	Errors field.ErrorList
 }
 
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Errors))
 	for i, fe := range e.Errors {
-		parts[i] = fe.Field + ": " + fe.Message
+		parts[i] = fe.Field + ": " + FieldMessage(fe)
 	}
 	return strings.Join(parts, "; ")
 }
 
-func invalid(errs ...FieldError) error {
+// FieldMessage is how the catalog words a field error, without its value
+// (which may be a credential or a URL that carries one): "required", with
+// the reason when there is one, or what is wrong.
+func FieldMessage(e *field.Error) string {
+	if e.Type == field.ErrorTypeRequired {
+		if e.Detail != "" {
+			return "required: " + e.Detail
+		}
+		return "required"
+	}
+	if e.Detail != "" {
+		return e.Detail
+	}
+	return e.Type.String()
+}
+
+// invalid is a ValidationError of errs, or nil when there are none.
+func invalid(errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
 	return &ValidationError{Errors: errs}
+}
+
+// bad is a field error that says what is wrong and leaves the value out.
+func bad(p *field.Path, detail string) *field.Error {
+	return field.Invalid(p, field.OmitValueType{}, detail)
 }
 
 // AsValidation finds a *ValidationError in err's chain.
@@ -43,25 +63,23 @@ func AsValidation(err error) (*ValidationError, bool) {
 // than the request's form: a removed plan, a forbidden plan change.
 var ErrUnprocessable = errors.New("unprocessable")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
-// checkName checks a Kubernetes object name (DNS-1123 subdomain).
-func checkName(field, name string, errs *[]FieldError) {
-	switch {
-	case name == "":
-		*errs = append(*errs, FieldError{field, "required"})
-	case len(name) > 253:
-		*errs = append(*errs, FieldError{field, "must be at most 253 characters"})
-	case !nameRE.MatchString(name):
-		*errs = append(*errs, FieldError{field, "must consist of lower case letters, digits, '-' and '.', and start and end with a letter or digit"})
+// validateName checks a Kubernetes object name (a DNS-1123 subdomain).
+func validateName(p *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
 	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, bad(p, msg))
+	}
+	return errs
 }
 
-var namespaceRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
-// checkNamespace checks a namespace name (DNS-1123 label).
-func checkNamespace(field, ns string, errs *[]FieldError) {
-	if len(ns) > 63 || !namespaceRE.MatchString(ns) {
-		*errs = append(*errs, FieldError{field, "must be a DNS label: lower case letters, digits and '-', at most 63 characters"})
+// validateNamespace checks a namespace name (a DNS-1123 label).
+func validateNamespace(p *field.Path, ns string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(ns) {
+		errs = append(errs, bad(p, msg))
 	}
+	return errs
 }

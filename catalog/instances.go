@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/internal/params"
 )
@@ -20,7 +21,7 @@ const DefaultNamespace = "default"
 // resolvePlan finds the class and plan an instance spec names, by external
 // name, external id or object name (one way, the same for both), and
 // fills in the references.
-func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, field string, errs *[]FieldError) (*ServiceClass, *ServicePlan) {
+func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, path *field.Path, errs *field.ErrorList) (*ServiceClass, *ServicePlan) {
 	byExtName := spec.ClusterServiceClassExternalName != "" || spec.ClusterServicePlanExternalName != ""
 	byExtID := spec.ClusterServiceClassExternalID != "" || spec.ClusterServicePlanExternalID != ""
 	byName := spec.ClusterServiceClassName != "" || spec.ClusterServicePlanName != ""
@@ -31,7 +32,7 @@ func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, 
 		}
 	}
 	if ways != 1 {
-		*errs = append(*errs, FieldError{field, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName"})
+		*errs = append(*errs, bad(path, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName"))
 		return nil, nil
 	}
 	var classWhere, planWhere, classVal, planVal, classField, planField string
@@ -47,16 +48,16 @@ func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, 
 		planWhere, planVal, planField = "name = $2", spec.ClusterServicePlanName, "clusterServicePlanName"
 	}
 	if classVal == "" {
-		*errs = append(*errs, FieldError{field + "." + classField, "required"})
+		*errs = append(*errs, field.Required(path.Child(classField), ""))
 		return nil, nil
 	}
 	if planVal == "" {
-		*errs = append(*errs, FieldError{field + "." + planField, "required"})
+		*errs = append(*errs, field.Required(path.Child(planField), ""))
 		return nil, nil
 	}
 	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+classWhere+` AND NOT removed`, classVal)
 	if err != nil {
-		*errs = append(*errs, FieldError{field + "." + classField, err.Error()})
+		*errs = append(*errs, bad(path.Child(classField), err.Error()))
 		return nil, nil
 	}
 	var classes []*ServiceClass
@@ -69,25 +70,25 @@ func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, 
 	rows.Close()
 	switch len(classes) {
 	case 0:
-		*errs = append(*errs, FieldError{field + "." + classField, fmt.Sprintf("no service class %q is offered", classVal)})
+		*errs = append(*errs, bad(path.Child(classField), fmt.Sprintf("no service class %q is offered", classVal)))
 		return nil, nil
 	case 1:
 	default:
-		*errs = append(*errs, FieldError{field + "." + classField, fmt.Sprintf("%q is offered by several brokers: name the class by clusterServiceClassName", classVal)})
+		*errs = append(*errs, bad(path.Child(classField), fmt.Sprintf("%q is offered by several brokers: name the class by clusterServiceClassName", classVal)))
 		return nil, nil
 	}
 	class := classes[0]
 	plan, err := getBy[ServicePlan](ctx, q, planWhere+` AND class_id = $1::uuid`, class.ID, planVal)
 	if errors.Is(err, ErrNotFound) {
-		*errs = append(*errs, FieldError{field + "." + planField, fmt.Sprintf("service class %q has no plan %q", class.Spec.ExternalName, planVal)})
+		*errs = append(*errs, bad(path.Child(planField), fmt.Sprintf("service class %q has no plan %q", class.Spec.ExternalName, planVal)))
 		return nil, nil
 	}
 	if err != nil {
-		*errs = append(*errs, FieldError{field + "." + planField, err.Error()})
+		*errs = append(*errs, bad(path.Child(planField), err.Error()))
 		return nil, nil
 	}
 	if plan.Status.RemovedFromBrokerCatalog {
-		*errs = append(*errs, FieldError{field + "." + planField, fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)})
+		*errs = append(*errs, bad(path.Child(planField), fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)))
 		return nil, nil
 	}
 	spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
@@ -118,20 +119,22 @@ func (c *schemaCache) get(plan *ServicePlan, which string, raw json.RawMessage) 
 var schemas schemaCache
 
 // checkParameters validates raw parameters against a plan schema.
-func checkParameters(plan *ServicePlan, which string, schema json.RawMessage, raw json.RawMessage, field string, errs *[]FieldError) {
+func checkParameters(plan *ServicePlan, which string, schema json.RawMessage, raw json.RawMessage, path *field.Path, errs *field.ErrorList) {
 	p, err := params.Decode(raw)
 	if err != nil {
-		*errs = append(*errs, FieldError{field, err.Error()})
+		*errs = append(*errs, bad(path, err.Error()))
 		return
 	}
 	s, err := schemas.get(plan, which, schema)
 	if err != nil {
-		*errs = append(*errs, FieldError{field, err.Error()})
+		*errs = append(*errs, bad(path, err.Error()))
 		return
 	}
-	for _, msg := range s.Validate(field, p) {
-		path, text, _ := cutPath(msg)
-		*errs = append(*errs, FieldError{strings.ReplaceAll(path, "/", "."), text})
+	for _, msg := range s.Validate(path.String(), p) {
+		at, text, _ := cutPath(msg)
+		// The schema's paths go below the field: spec.parameters/a/0
+		// becomes spec.parameters.a.0.
+		*errs = append(*errs, &field.Error{Type: field.ErrorTypeInvalid, Field: strings.ReplaceAll(at, "/", "."), BadValue: field.OmitValueType{}, Detail: text})
 	}
 }
 
@@ -144,22 +147,27 @@ func cutPath(msg string) (string, string, bool) {
 	return "", msg, false
 }
 
+// defaultInstance fills in what a new instance may leave out: its
+// namespace.
+func defaultInstance(in *Instance) {
+	if in.Namespace == "" {
+		in.Namespace = DefaultNamespace
+	}
+}
+
 // validateNewInstance defaults and checks a new instance — name,
 // namespace, plan (which must be offered), parameters — and fills in the
 // references its plan resolves to. It returns every problem at once.
 func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance) (*ServicePlan, error) {
-	if in.Namespace == "" {
-		in.Namespace = DefaultNamespace
-	}
-	var errs []FieldError
-	checkName("name", in.Name, &errs)
-	checkNamespace("namespace", in.Namespace, &errs)
-	checkMeta(&in.Meta, &errs)
-	_, plan := s.resolvePlan(ctx, q, &in.Spec, "spec", &errs)
+	defaultInstance(in)
+	errs := validateName(field.NewPath("name"), in.Name)
+	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
+	errs = append(errs, validateMeta(&in.Meta)...)
+	_, plan := s.resolvePlan(ctx, q, &in.Spec, field.NewPath("spec"), &errs)
 	if plan != nil {
-		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
+		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
 	}
-	return plan, invalid(errs...)
+	return plan, invalid(errs)
 }
 
 // CreateInstance records a new instance: the desired state the engine then
@@ -267,16 +275,16 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		if err := update(in); err != nil {
 			return err
 		}
-		var errs []FieldError
+		var errs field.ErrorList
 		if in.Name != name {
-			errs = append(errs, FieldError{"name", "cannot be changed"})
+			errs = append(errs, bad(field.NewPath("name"), "cannot be changed"))
 		}
 		if in.Namespace != ns {
-			errs = append(errs, FieldError{"namespace", "cannot be changed"})
+			errs = append(errs, bad(field.NewPath("namespace"), "cannot be changed"))
 		}
-		checkMeta(&in.Meta, &errs)
+		errs = append(errs, validateMeta(&in.Meta)...)
 		if in.Spec.ExternalID != before.ExternalID {
-			errs = append(errs, FieldError{"spec.externalID", "cannot be changed"})
+			errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
 		}
 		planChanged := in.Spec.ClusterServiceClassExternalName != before.ClusterServiceClassExternalName ||
 			in.Spec.ClusterServicePlanExternalName != before.ClusterServicePlanExternalName ||
@@ -299,27 +307,27 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 				updatable = *current.Spec.PlanUpdatable
 			}
 			var newClass *ServiceClass
-			newClass, plan = s.resolvePlan(ctx, w, &in.Spec, "spec", &errs)
+			newClass, plan = s.resolvePlan(ctx, w, &in.Spec, field.NewPath("spec"), &errs)
 			if plan != nil && plan.ID != current.ID {
 				if !updatable {
 					return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
 				}
 				if newClass.ID != class.ID {
-					errs = append(errs, FieldError{"spec", "a plan change must stay within service class " + class.Spec.ExternalName})
+					errs = append(errs, bad(field.NewPath("spec"), "a plan change must stay within service class "+class.Spec.ExternalName))
 				}
 			}
 		} else {
 			// The references are Bindery's, resolved from the names; one
 			// left out of an update is kept, one changed is refused.
 			for _, r := range []struct {
-				field     string
+				field     *field.Path
 				now, then *ObjectRef
 			}{
-				{"spec.clusterServiceClassRef.name", in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
-				{"spec.clusterServicePlanRef.name", in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
+				{field.NewPath("spec", "clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
+				{field.NewPath("spec", "clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
 			} {
 				if r.now != nil && refName(r.now) != refName(r.then) {
-					errs = append(errs, FieldError{r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"})
+					errs = append(errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
 				}
 			}
 			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
@@ -328,9 +336,9 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			}
 		}
 		if plan != nil && !sameJSON(in.Spec.Parameters, before.Parameters) {
-			checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, "spec.parameters", &errs)
+			checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
 		}
-		if err := invalid(errs...); err != nil {
+		if err := invalid(errs); err != nil {
 			return err
 		}
 		md, err := encodeMeta(&in.Meta)

@@ -8,30 +8,23 @@ import (
 	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
-// checkMeta applies Kubernetes' own rules for labels and annotations
+// validateMeta applies Kubernetes' own rules for labels and annotations
 // (qualified keys, label value syntax, 256 kB of annotations in all) and
 // PostgreSQL's (no NUL, valid UTF-8) to an object's metadata, whichever front
 // door it came through, so that no object is stored that kubectl could not
 // edit afterwards.
-func checkMeta(m *Meta, errs *[]FieldError) {
-	var list field.ErrorList
-	list = append(list, metav1validation.ValidateLabels(m.Labels, field.NewPath("labels"))...)
-	list = append(list, apimachineryvalidation.ValidateAnnotations(m.Annotations, field.NewPath("annotations"))...)
+func validateMeta(m *Meta) field.ErrorList {
+	errs := metav1validation.ValidateLabels(m.Labels, field.NewPath("labels"))
+	errs = append(errs, apimachineryvalidation.ValidateAnnotations(m.Annotations, field.NewPath("annotations"))...)
 	for k, v := range m.Annotations {
 		if p := pgtext.Problem(v); p != "" {
-			list = append(list, field.Invalid(field.NewPath("annotations").Key(k), "", p))
+			errs = append(errs, bad(field.NewPath("annotations").Key(k), p))
 		}
 	}
 	for i, f := range m.Finalizers {
 		if p := pgtext.Problem(f); p != "" {
-			list = append(list, field.Invalid(field.NewPath("finalizers").Index(i), "", p))
+			errs = append(errs, bad(field.NewPath("finalizers").Index(i), p))
 		}
 	}
-	for _, e := range list {
-		msg := e.Detail
-		if e.Type == field.ErrorTypeTooLong || e.Type == field.ErrorTypeTooMany || msg == "" {
-			msg = e.ErrorBody()
-		}
-		*errs = append(*errs, FieldError{Field: e.Field, Message: msg})
-	}
+	return errs
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Reading objects: every table has the same leading columns, so one scan
@@ -132,7 +133,7 @@ func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || json.Unmarshal(raw, &c) != nil || pgtext.Problem(c.Namespace) != "" || pgtext.Problem(c.Name) != "" {
-		return c, invalid(FieldError{Field: "continue", Message: "is not a continue token from this API"})
+		return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 	}
 	return c, nil
 }
@@ -250,9 +251,8 @@ func updateMeta[T any, P interface {
 			return err
 		}
 		m.Name, m.Namespace = name, ns
-		var errs []FieldError
-		if checkMeta(m, &errs); len(errs) > 0 {
-			return invalid(errs...)
+		if err := invalid(validateMeta(m)); err != nil {
+			return err
 		}
 		after, err := encodeMeta(m)
 		if err != nil {

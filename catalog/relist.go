@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bindery-dev/bindery/internal/osb"
 )
@@ -198,8 +199,7 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 // objectName is a Kubernetes name for an OSB id: the id itself when it is
 // a valid name, otherwise a hash of it.
 func objectName(externalID string) string {
-	var errs []FieldError
-	if checkName("", externalID, &errs); len(errs) == 0 && len(externalID) <= 63 {
+	if len(validation.IsDNS1123Subdomain(externalID)) == 0 && len(externalID) <= 63 {
 		return externalID
 	}
 	sum := sha256.Sum256([]byte(externalID))

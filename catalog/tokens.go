@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Roles of API tokens. They are cumulative: a developer can do what a
@@ -75,20 +76,20 @@ func (s *Store) CreateToken(ctx context.Context, role string) (string, error) {
 // IssueToken makes a new API token as req says and returns it with its
 // record; only its SHA-256 is stored, so it is shown this once.
 func (s *Store) IssueToken(ctx context.Context, req TokenRequest) (string, *Token, error) {
-	var errs []FieldError
+	var errs field.ErrorList
 	if roleRank[req.Role] == 0 {
-		errs = append(errs, FieldError{"role", "must be viewer, developer or admin"})
+		errs = append(errs, bad(field.NewPath("role"), "must be viewer, developer or admin"))
 	}
 	if req.Name != "" {
-		checkName("name", req.Name, &errs)
+		errs = append(errs, validateName(field.NewPath("name"), req.Name)...)
 	}
 	for i, ns := range req.Namespaces {
-		checkNamespace(fmt.Sprintf("namespaces[%d]", i), ns, &errs)
+		errs = append(errs, validateNamespace(field.NewPath("namespaces").Index(i), ns)...)
 	}
 	if req.ExpiresAt != nil && !req.ExpiresAt.After(s.now()) {
-		errs = append(errs, FieldError{"expiresAt", "must be in the future"})
+		errs = append(errs, bad(field.NewPath("expiresAt"), "must be in the future"))
 	}
-	if err := invalid(errs...); err != nil {
+	if err := invalid(errs); err != nil {
 		return "", nil, err
 	}
 	if _, err := s.PruneTokens(ctx); err != nil {

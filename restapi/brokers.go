@@ -197,8 +197,9 @@ func requestFields(err error) error {
 	}
 	out := &catalog.ValidationError{}
 	for _, fe := range v.Errors {
-		fe.Field = strings.TrimPrefix(fe.Field, "spec.")
-		out.Errors = append(out.Errors, fe)
+		e := *fe
+		e.Field = strings.TrimPrefix(e.Field, "spec.")
+		out.Errors = append(out.Errors, &e)
 	}
 	return out
 }

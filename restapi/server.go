@@ -86,11 +86,30 @@ func (s *Server) Register(e *echo.Echo) {
 // APIError is the body of every error: a code, a message and, for bad
 // input, the field (and every field when there are several).
 type APIError struct {
-	Status  int                  `json:"-"`
-	Code    string               `json:"error"`
-	Message string               `json:"message"`
-	Field   string               `json:"field,omitempty"`
-	Fields  []catalog.FieldError `json:"fields,omitempty"`
+	Status  int          `json:"-"`
+	Code    string       `json:"error"`
+	Message string       `json:"message"`
+	Field   string       `json:"field,omitempty"`
+	Fields  []FieldError `json:"fields,omitempty"`
+}
+
+// FieldError is one problem with one field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// invalidRequest is the body of a request the catalog found invalid: every
+// field error, the first one's field named at the top.
+func invalidRequest(v *catalog.ValidationError) *APIError {
+	ae := &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error()}
+	for _, fe := range v.Errors {
+		ae.Fields = append(ae.Fields, FieldError{Field: fe.Field, Message: catalog.FieldMessage(fe)})
+	}
+	if len(ae.Fields) > 0 {
+		ae.Field = ae.Fields[0].Field
+	}
+	return ae
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -111,7 +130,7 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	switch v, ok := catalog.AsValidation(err); {
 	case errors.As(err, &ae):
 	case ok:
-		ae = &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error(), Field: v.Errors[0].Field, Fields: v.Errors}
+		ae = invalidRequest(v)
 	case errors.As(err, &fc):
 		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: fc.Field + ": " + fc.Message, Field: fc.Field}
 	case errors.Is(err, catalog.ErrNotFound):

@@ -48,7 +48,7 @@ func (s *Server) bindingCreate(c echo.Context) error {
 		created, err = s.store.CreateBinding(ctx, b)
 		if v, ok := catalog.AsValidation(err); ok {
 			for _, fe := range v.Errors {
-				errs[strings.Replace(fe.Field, paramsPrefix, bindPrefix, 1)] = fe.Message
+				errs[strings.Replace(fe.Field, paramsPrefix, bindPrefix, 1)] = catalog.FieldMessage(fe)
 			}
 		}
 	}

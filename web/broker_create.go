@@ -35,10 +35,10 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		for _, fe := range v.Errors {
 			name := brokerField(fe.Field)
 			if name == "" {
-				f.Other = append(f.Other, fe.Field+": "+fe.Message)
+				f.Other = append(f.Other, fe.Field+": "+catalog.FieldMessage(fe))
 				continue
 			}
-			f.Errors[name] = fe.Message
+			f.Errors[name] = catalog.FieldMessage(fe)
 		}
 		return s.renderBrokers(c, http.StatusBadRequest, f)
 	}

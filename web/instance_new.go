@@ -87,7 +87,7 @@ func (s *Server) instanceCreate(c echo.Context) error {
 		switch v, ok := catalog.AsValidation(err); {
 		case ok:
 			for _, fe := range v.Errors {
-				f.Errors[fe.Field] = fe.Message
+				f.Errors[fe.Field] = catalog.FieldMessage(fe)
 			}
 		case err != nil:
 			return err

@@ -65,7 +65,7 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 				if fe.Field == "spec" || fe.Field == "spec.clusterServicePlanName" || fe.Field == "spec.clusterServicePlanExternalName" || fe.Field == "spec.clusterServicePlanExternalID" {
 					fe.Field = "plan"
 				}
-				errs[fe.Field] = fe.Message
+				errs[fe.Field] = catalog.FieldMessage(fe)
 			}
 		case err != nil:
 			return err

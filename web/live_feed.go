@@ -75,7 +75,7 @@ func (f *feed) unsubscribe(s *subscription) {
 // backoff and jitter).
 func (f *feed) follow(ctx context.Context, after int64, done chan struct{}) {
 	defer close(done)
-	f.store.Feed().Follow(ctx, after, catalog.FollowOptions{}, func(_ context.Context, page []catalog.Change) error {
+	f.store.Feed().Follow(ctx, after, catalog.FollowOptions{NamesOnly: true}, func(_ context.Context, page []catalog.Change) error {
 		for _, c := range page {
 			f.dispatch(change{Kind: c.Kind, ObjectID: c.Object.ID, InstanceID: c.InstanceID})
 		}
