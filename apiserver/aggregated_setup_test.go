@@ -24,6 +24,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/brokertest"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/netnstest"
@@ -188,17 +189,13 @@ func (a *aggregated) registerBroker(url string) {
 	a.kubectl(kubetest.Admin, nil, "create", "secret", "generic", "broker", "-n", systemNamespace,
 		"--from-literal=username=osb", "--from-literal=password=osb-pass")
 	a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, url, "broker-incomplete")), "apply", "-f", "-")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(a.t, 30*time.Second, func(context.Context) error {
 		msg := a.kubectl(kubetest.Admin, nil, "get", "clusterservicebroker", "bindery", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
-		if strings.Contains(msg, `no key "password"`) {
-			break
+		if !strings.Contains(msg, `no key "password"`) {
+			return fmt.Errorf("the broker's status never said the Secret lacks the password: %q", msg)
 		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("the broker's status never said the Secret lacks the password: %q", msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(brokerWithSecret, url, "broker")), "apply", "-f", "-")
 	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Ready", "clusterservicebroker/bindery", "--timeout=30s")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -59,18 +60,13 @@ func TestAggregated(t *testing.T) {
 	// kube-apiserver fetches the group's OpenAPI document in the
 	// background once the APIService is there; explain waits for it.
 	began := time.Now()
-	for {
-		out, err := a.cluster.KubectlAs(t, carol, nil, "explain", "serviceinstance.spec.clusterServicePlanExternalName")
-		if err == nil {
-			if !strings.Contains(out, "FIELD: clusterServicePlanExternalName") {
-				t.Errorf("kubectl explain:\n%s", out)
-			}
-			break
-		}
-		if time.Since(began) > time.Minute {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	eventually.Succeeds(t, time.Minute, func(context.Context) error {
+		var err error
+		out, err = a.cluster.KubectlAs(t, carol, nil, "explain", "serviceinstance.spec.clusterServicePlanExternalName")
+		return err
+	})
+	if !strings.Contains(out, "FIELD: clusterServicePlanExternalName") {
+		t.Errorf("kubectl explain:\n%s", out)
 	}
 	t.Logf("kubectl explain answered %s after the APIService was Available", time.Since(began).Round(time.Millisecond))
 

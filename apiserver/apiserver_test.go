@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/bindery-dev/bindery/client/informers/externalversions"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
@@ -168,14 +169,8 @@ func TestInformer(t *testing.T) {
 	if _, err := b.client.ServicecatalogV1beta1().ServiceInstances("team").Create(ctx, newInstance("team", "db"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := lister.ServiceInstances("team").Get("db"); err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the informer never saw the instance")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
+		_, err := lister.ServiceInstances("team").Get("db")
+		return err
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 // createInstances writes n instances of class and plan through
@@ -139,22 +140,18 @@ func BenchmarkWatch100(b *testing.B) {
 		}
 		time.Sleep(5 * time.Millisecond) // a steady stream, not one burst
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(b, 30*time.Second, func(context.Context) error {
 		mu.Lock()
+		defer mu.Unlock()
 		n := 0
 		for _, a := range arrived {
 			n += len(a)
 		}
-		mu.Unlock()
-		if n == watchers*b.N {
-			break
+		if n != watchers*b.N {
+			return fmt.Errorf("%d of %d events arrived", n, watchers*b.N)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d events arrived", n, watchers*b.N)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	b.StopTimer()
 	for _, w := range ws {
 		w.Stop()

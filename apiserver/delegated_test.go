@@ -1,8 +1,10 @@
 package apiserver_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bindery-dev/bindery/apiserver"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
@@ -39,20 +42,17 @@ func TestDelegatedOlderCluster(t *testing.T) {
 	pool.AppendCertsFromPEM(srv.CAData)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
 		res, err := client.Get(srv.Server + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never passed: %v", err)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", res.Status)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(logs.String(), "plugin=MutatingAdmissionPolicy") || strings.Contains(logs.String(), "plugin=ValidatingAdmissionPolicy") {
 		t.Errorf("warnings:\n%s", logs.String())
 	}

@@ -213,7 +213,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	}
 	// Delegated with a certificate given, the server needs no PKI of its
 	// own (and its data directory may be read-only).
-	var p *pki
+	var p *dataPKI
 	if !o.Delegated() || o.TLSCertFile == "" {
 		var err error
 		if p, err = loadPKI(o.DataDir, hosts, ips); err != nil {
@@ -278,7 +278,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 
 // standalone trusts client certificates from the server's own CA, and
 // lets every authenticated client do everything.
-func (c *Config) standalone(p *pki) error {
+func (c *Config) standalone(p *dataPKI) error {
 	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM)
 	if err != nil {
 		return fmt.Errorf("client CA: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/client/clientset/versioned"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -65,17 +66,10 @@ func setup(t testing.TB) *bundle {
 		t.Fatal(err)
 	}
 	// Ready once discovery answers.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
 		_, err := client.Discovery().ServerResourcesForGroupVersion("servicecatalog.k8s.io/v1beta1")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	return &bundle{t: t, store: store, client: client, kubeconfig: kubeconfig, dir: dir, broker: b}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 func newInstance(ns, name string) *v1beta1.ServiceInstance {
@@ -271,20 +272,16 @@ func TestKubectlDeleteWait(t *testing.T) {
 		done <- err
 	}()
 	// Play the engine: finish the deletion once it is asked for.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.Succeeds(t, 20*time.Second, func(ctx context.Context) error {
 		got, err := b.store.GetInstance(ctx, string(in.UID))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.DeletionTimestamp != nil {
-			break
+		if got.DeletionTimestamp == nil {
+			return errors.New("kubectl did not delete")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("kubectl did not delete")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("kubectl returned before the row was removed: %v", err)

@@ -79,17 +79,20 @@ func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec, secretRefs 
 		return nil
 	}
 	p := field.NewPath("spec", "authInfo")
-	switch {
-	case !secretRefs:
+	if !secretRefs {
 		return field.ErrorList{field.Forbidden(p, "this API server runs standalone, without a cluster to read Secrets from: register brokers that need credentials through the catalog's REST API")}
-	case a.Basic != nil && a.Bearer != nil:
-		return field.ErrorList{field.Invalid(p, "basic and bearer", "give basic or bearer, not both")}
-	case a.Basic != nil && a.Basic.SecretRef == nil:
-		return field.ErrorList{field.Required(p.Child("basic", "secretRef"), "the Secret with the keys username and password")}
-	case a.Bearer != nil && a.Bearer.SecretRef == nil:
-		return field.ErrorList{field.Required(p.Child("bearer", "secretRef"), "the Secret with the key token")}
 	}
-	return nil
+	var errs field.ErrorList
+	if a.Basic != nil && a.Bearer != nil {
+		errs = append(errs, field.Invalid(p, "basic and bearer", "give basic or bearer, not both"))
+	}
+	if a.Basic != nil && a.Basic.SecretRef == nil {
+		errs = append(errs, field.Required(p.Child("basic", "secretRef"), "the Secret with the keys username and password"))
+	}
+	if a.Bearer != nil && a.Bearer.SecretRef == nil {
+		errs = append(errs, field.Required(p.Child("bearer", "secretRef"), "the Secret with the key token"))
+	}
+	return errs
 }
 
 // WarningsOnCreate has nothing to warn about.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
@@ -275,16 +277,15 @@ func q(plan string) string { return "?service_id=" + serviceID + "&plan_id=" + p
 // progress and returns the final response.
 func (b *bundle) waitFor(path, operation string) response {
 	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		r := b.do("GET", path+"/last_operation?operation="+operation, nil)
-		if r.status != http.StatusOK || r.str("state") != "in progress" {
-			return r
+	var r response
+	eventually.Succeeds(b.t, 60*time.Second, func(context.Context) error {
+		r = b.do("GET", path+"/last_operation?operation="+operation, nil)
+		if r.status == http.StatusOK && r.str("state") == "in progress" {
+			return fmt.Errorf("operation %s still in progress", operation)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	b.t.Fatalf("operation %s still in progress after 60s", operation)
-	return response{}
+		return nil
+	})
+	return r
 }
 
 // golden compares a response body with testdata/NAME.json.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
@@ -166,44 +168,55 @@ func TestRelistFailures(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.RunRelister(rctx, 100*time.Millisecond)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.Succeeds(t, 30*time.Second, func(ctx context.Context) error {
 		got, err := s.GetBroker(ctx, b.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ready(got).Status == catalog.ConditionTrue {
-			events, _ := s.Events(ctx, b.ID, 0)
-			warnings := 0
-			for _, e := range events {
-				if e.Type == "Warning" {
-					warnings++
-				}
-			}
-			if warnings != 4 {
-				t.Errorf("%d warning events, want one per failure", warnings)
-			}
-			return
+		if c := ready(got); c.Status != catalog.ConditionTrue {
+			return fmt.Errorf("the relister has not recovered the broker: %+v", c)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	events, _ := s.Events(ctx, b.ID, 0)
+	warnings := 0
+	for _, e := range events {
+		if e.Type == "Warning" {
+			warnings++
+		}
 	}
-	t.Fatal("the relister never recovered the broker")
+	if warnings != 4 {
+		t.Errorf("%d warning events, want one per failure", warnings)
+	}
 }
 
 // TestScheduledRelistClaims runs two relisters (two replicas) against one
-// due broker: it is fetched once per due time, not twice.
+// due broker: it is fetched once per due time, not twice. The first fetch
+// is slow, so the other relister tries its claim many times while the
+// first is in flight; a second fetch it started would have reached the
+// broker before the broker turns Ready.
 func TestScheduledRelistClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
 	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	register(t, s, "shared", fake.URL(), "1h")
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 500 * time.Millisecond, Times: 1})
+	shared := register(t, s, "shared", fake.URL(), "1h")
 	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for range 2 {
 		go s.RunRelister(rctx, 20*time.Millisecond)
 	}
-	time.Sleep(time.Second)
-	cancel()
+	eventually.Succeeds(t, 30*time.Second, func(ctx context.Context) error {
+		got, err := s.GetBroker(ctx, shared.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := ready(got); c.Status != catalog.ConditionTrue {
+			return fmt.Errorf("the shared broker was never fetched: %+v", c)
+		}
+		return nil
+	})
 	if n := fake.Count(osbtest.VerbCatalog); n != 1 {
 		t.Errorf("the due broker was fetched %d times by two relisters", n)
 	}
@@ -311,20 +324,16 @@ func TestBrokerCredentialsInSecret(t *testing.T) {
 	plain := register(t, s, "plain", fake.URL(), "1h")
 	rctx, cancel := context.WithCancel(ctx)
 	go s.RunRelister(rctx, 20*time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
 		got, err := s.GetBroker(ctx, plain.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ready(got).Status == catalog.ConditionTrue {
-			break
+		if c := ready(got); c.Status != catalog.ConditionTrue {
+			return fmt.Errorf("the plain broker was never fetched: %+v", c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the plain broker was never fetched: %+v", ready(got))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if n := fake.Count(osbtest.VerbCatalog); n != 1 {
 		t.Errorf("the fake broker's catalogue was fetched %d times, want once (for the plain broker)", n)

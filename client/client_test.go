@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/client/clientset/versioned/fake"
 	"github.com/bindery-dev/bindery/client/informers/externalversions"
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 // TestClientsetInformerLister wires the generated pieces together over the
@@ -47,15 +49,14 @@ func TestClientsetInformerLister(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for {
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
 		got, err := lister.ServiceInstances("team").Get("db")
-		if err == nil && got.Status.ProvisionStatus == v1beta1.ServiceInstanceProvisionStatusProvisioned {
-			return
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("lister never saw the update: %v %v", got, err)
-		case <-time.After(10 * time.Millisecond):
+		if got.Status.ProvisionStatus != v1beta1.ServiceInstanceProvisionStatusProvisioned {
+			return fmt.Errorf("lister has not seen the update: %+v", got.Status)
 		}
-	}
+		return nil
+	})
 }

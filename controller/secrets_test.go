@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 )
 
@@ -133,26 +135,25 @@ func keys(m map[string][]byte) []string {
 
 func waitSecret(t *testing.T, kube kubernetes.Interface, ns, name string, cond func(*corev1.Secret) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		s, err := kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && cond(s) {
-			return
+	eventually.Succeeds(t, 20*time.Second, func(ctx context.Context) error {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("Secret %s/%s never became as expected", ns, name)
+		if !cond(s) {
+			return fmt.Errorf("Secret %s/%s is not as expected yet", ns, name)
+		}
+		return nil
+	})
 }
 
 func waitNoSecret(t *testing.T, kube kubernetes.Interface, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		_, err := kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
+	eventually.Succeeds(t, 20*time.Second, func(ctx context.Context) error {
+		_, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Secret %s/%s was not deleted (%v)", ns, name, err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("Secret %s/%s was not deleted", ns, name)
+		return nil
+	})
 }

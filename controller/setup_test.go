@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/brokertest"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
@@ -159,18 +161,19 @@ func (e *env) createBinding(name, instance string) *catalog.Binding {
 // waitInstance waits until cond holds for the instance.
 func (e *env) waitInstance(id string, what string, cond func(*catalog.Instance) bool) *catalog.Instance {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var in *catalog.Instance
-	for time.Now().Before(deadline) {
+	err := eventually.Poll(e.t.Context(), 30*time.Second, func(ctx context.Context) error {
 		var err error
-		in, err = e.store.GetInstance(context.Background(), id)
-		if err != nil {
+		if in, err = e.store.GetInstance(ctx, id); err != nil {
 			e.t.Fatal(err)
 		}
-		if cond(in) {
-			return in
+		if !cond(in) {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err == nil {
+		return in
 	}
 	raw, _ := json.MarshalIndent(in.Status, "", "  ")
 	e.t.Fatalf("instance %s never became %s; status:\n%s\nlog:\n%s", in.Name, what, raw, tail(e.logs.String()))
@@ -179,18 +182,19 @@ func (e *env) waitInstance(id string, what string, cond func(*catalog.Instance) 
 
 func (e *env) waitBinding(id string, what string, cond func(*catalog.Binding) bool) *catalog.Binding {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var b *catalog.Binding
-	for time.Now().Before(deadline) {
+	err := eventually.Poll(e.t.Context(), 30*time.Second, func(ctx context.Context) error {
 		var err error
-		b, err = e.store.GetBinding(context.Background(), id)
-		if err != nil {
+		if b, err = e.store.GetBinding(ctx, id); err != nil {
 			e.t.Fatal(err)
 		}
-		if cond(b) {
-			return b
+		if !cond(b) {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err == nil {
+		return b
 	}
 	raw, _ := json.MarshalIndent(b.Status, "", "  ")
 	e.t.Fatalf("binding %s never became %s; status:\n%s\nlog:\n%s", b.Name, what, raw, tail(e.logs.String()))
@@ -200,14 +204,15 @@ func (e *env) waitBinding(id string, what string, cond func(*catalog.Binding) bo
 // waitGone waits until get reports the object gone.
 func (e *env) waitGone(what string, get func() error) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := get(); errors.Is(err, catalog.ErrNotFound) {
-			return
+	err := eventually.Poll(e.t.Context(), 30*time.Second, func(context.Context) error {
+		if err := get(); !errors.Is(err, catalog.ErrNotFound) {
+			return fmt.Errorf("still there: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("%s was never removed; log:\n%s", what, tail(e.logs.String()))
 	}
-	e.t.Fatalf("%s was never removed; log:\n%s", what, tail(e.logs.String()))
 }
 
 func tail(s string) string {

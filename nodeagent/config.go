@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
@@ -27,8 +28,8 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("decode node agent configuration: %w", err)
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	return &c, nil
 }
@@ -46,8 +47,8 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// Validate returns every problem in the configuration at once, each a
-// *deviceplugin.FieldError naming its field path; nil when all is well.
-func (c *Config) Validate() error {
-	return deviceplugin.Validate(c.DevicePlugins, "devicePlugins")
+// Validate returns every problem in the configuration at once, each naming
+// its field path as the Kubernetes API does; empty when all is well.
+func (c *Config) Validate() field.ErrorList {
+	return deviceplugin.Validate(c.DevicePlugins, field.NewPath("devicePlugins"))
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/bindery-dev/bindery/nodeagent"
-	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -81,16 +83,20 @@ devicePlugins:
 					t.Fatal(err)
 				}
 			default:
+				var agg utilerrors.Aggregate
+				if !errors.As(err, &agg) {
+					t.Fatalf("%v is not a list of field errors", err)
+				}
 				var got []string
-				for _, line := range strings.Split(err.Error(), "\n") {
-					got = append(got, strings.SplitN(line, ":", 2)[0])
+				for _, e := range agg.Errors() {
+					var fe *field.Error
+					if !errors.As(e, &fe) {
+						t.Fatalf("%v is not a field error", e)
+					}
+					got = append(got, fe.Field)
 				}
 				if strings.Join(got, " ") != strings.Join(tt.fields, " ") {
 					t.Errorf("problems at %q, want %q (%v)", got, tt.fields, err)
-				}
-				var fe *deviceplugin.FieldError
-				if !errors.As(err, &fe) {
-					t.Errorf("%v is not a FieldError", err)
 				}
 			}
 		})

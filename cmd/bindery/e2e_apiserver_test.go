@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -30,7 +33,6 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 
 	base := servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
-	deadline := time.Now().Add(90 * time.Second)
 	if !strings.Contains(p.stdout.String(), "behind the cluster's aggregation layer") {
 		t.Errorf("stdout: %q", p.stdout.String())
 	}
@@ -63,12 +65,16 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	for status("/readyz") != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitReadyz := func() {
+		t.Helper()
+		eventually.Succeeds(t, 90*time.Second, func(context.Context) error {
+			if got := status("/readyz"); got != http.StatusOK {
+				return fmt.Errorf("/readyz answered %d:\n%s", got, p.stderr.String())
+			}
+			return nil
+		})
 	}
+	waitReadyz()
 
 	const classes = "/apis/servicecatalog.k8s.io/v1beta1/clusterserviceclasses"
 	for _, tc := range []struct {
@@ -97,13 +103,7 @@ func TestServeAPIServerDelegated(t *testing.T) {
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", unused,
 		"--tls-cert-file", filepath.Join(dataDir, "serving.crt"), "--tls-private-key-file", filepath.Join(dataDir, "serving.key"))
 	base = servingURL(t, p, "serving the Kubernetes API behind the cluster's aggregation layer")
-	deadline = time.Now().Add(90 * time.Second)
-	for status("/readyz") != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered 200:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReadyz()
 	if _, err := os.Stat(unused); err == nil {
 		t.Error("the data directory was made though a certificate was given")
 	}
@@ -139,20 +139,17 @@ func TestServeAPIServerStandalone(t *testing.T) {
 func servingURL(t *testing.T, p *proc, msg string) string {
 	t.Helper()
 	re := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `".* url=(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m[1]
+	var url string
+	eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+		p.failIfExited(t)
+		m := re.FindStringSubmatch(p.stderr.String())
+		if m == nil {
+			return fmt.Errorf("bindery never logged %q:\n%s", msg, p.stderr.String())
 		}
-		select {
-		case err := <-p.done:
-			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bindery never logged %q:\n%s", msg, p.stderr.String())
-		}
-	}
+		url = m[1]
+		return nil
+	})
+	return url
 }
 
 // TestServeAPIServerConfigErrors: settings that cannot work are refused at

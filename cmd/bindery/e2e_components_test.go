@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -37,33 +39,29 @@ func (a api) must(status int, method, path string, body any) map[string]any {
 // waitReady polls an object until its Ready condition is True.
 func (a api) waitReady(path string) map[string]any {
 	a.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var last map[string]any
-	for time.Now().Before(deadline) {
+	eventually.Succeeds(a.t, 60*time.Second, func(context.Context) error {
 		_, last = a.do("GET", path, nil)
 		status, _ := last["status"].(map[string]any)
 		conds, _ := status["conditions"].([]any)
 		for _, c := range conds {
 			if m := c.(map[string]any); m["type"] == "Ready" && m["status"] == "True" {
-				return last
+				return nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	a.t.Fatalf("%s never became Ready: %v", path, last)
-	return nil
+		return fmt.Errorf("%s never became Ready: %v", path, last)
+	})
+	return last
 }
 
 func (a api) waitGone(path string) {
 	a.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if status, _ := a.do("GET", path, nil); status == http.StatusNotFound {
-			return
+	eventually.Succeeds(a.t, 60*time.Second, func(context.Context) error {
+		if status, _ := a.do("GET", path, nil); status != http.StatusNotFound {
+			return fmt.Errorf("%s was never removed (%d)", path, status)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	a.t.Fatalf("%s was never removed", path)
+		return nil
+	})
 }
 
 // TestComponents runs the broker, the catalog and the engine as three

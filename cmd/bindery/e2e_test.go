@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
@@ -106,40 +108,45 @@ func (p *proc) wait(t *testing.T) error {
 func serving(t *testing.T, p *proc, msg string) string {
 	t.Helper()
 	re := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `".* addr=(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
-			base := "http://" + m[1]
-			waitHealthy(t, p, base)
-			return base
+	var base string
+	eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+		p.failIfExited(t)
+		m := re.FindStringSubmatch(p.stderr.String())
+		if m == nil {
+			return fmt.Errorf("bindery never logged %q:\n%s", msg, p.stderr.String())
 		}
-		select {
-		case err := <-p.done:
-			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
+		base = "http://" + m[1]
+		return nil
+	})
+	waitHealthy(t, p, base)
+	return base
+}
+
+// failIfExited fails t at once if the process has ended: a test waiting
+// for it to log or answer would otherwise wait for its whole timeout.
+func (p *proc) failIfExited(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
+	default:
 	}
-	t.Fatalf("bindery never logged %q:\n%s", msg, p.stderr.String())
-	return ""
 }
 
 func waitHealthy(t *testing.T, p *proc, base string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if res, err := http.Get(base + "/healthz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
+	eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+		p.failIfExited(t)
+		res, err := http.Get(base + "/healthz")
+		if err != nil {
+			return fmt.Errorf("no /healthz: %w\n%s", err, p.stderr.String())
 		}
-		select {
-		case err := <-p.done:
-			t.Fatalf("bindery exited (%v):\n%s", err, p.stderr.String())
-		case <-time.After(50 * time.Millisecond):
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz: %s\n%s", res.Status, p.stderr.String())
 		}
-	}
-	t.Fatalf("no /healthz within 60s:\n%s", p.stderr.String())
+		return nil
+	})
 }
 
 // osb is a small OSB client for the tests.
@@ -349,20 +356,16 @@ func TestKilledMidOperation(t *testing.T) {
 			second := start(t, brokerEnv(dbURL, key), "serve", "broker", "--listen", "127.0.0.1:0")
 			base = serving(t, second, "serving the OSB API")
 			c.base = base
-			deadline := time.Now().Add(150 * time.Second)
-			for {
+			eventually.Succeeds(t, 150*time.Second, func(context.Context) error {
 				status, body := c.do("PUT", path+"?accepts_incomplete=true", provisionBody())
-				if status == 200 {
-					break
-				}
-				if status != 202 && status != 422 {
+				if status != 200 && status != 202 && status != 422 {
 					t.Fatalf("while resuming: %d %v", status, body)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the provision was not finished by the next process within 150s:\n%s", second.stderr.String())
+				if status != 200 {
+					return fmt.Errorf("the provision was not finished by the next process (%d):\n%s", status, second.stderr.String())
 				}
-				time.Sleep(250 * time.Millisecond)
-			}
+				return nil
+			})
 			bound := c.must(201, "PUT", path+"/service_bindings/b", map[string]any{"service_id": serviceID, "plan_id": planSmall})
 			conn, err := pgx.Connect(ctx, bound["credentials"].(map[string]any)["uri"].(string))
 			if err != nil {
@@ -383,19 +386,17 @@ func waitLockedOn(t *testing.T, adminURL, role string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.Succeeds(t, 30*time.Second, func(ctx context.Context) error {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, role).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
+		if n == 0 {
+			return errors.New("the broker never reached the blocked CREATE ROLE")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the broker never reached the blocked CREATE ROLE")
+		return nil
+	})
 }
 
 // TestUpKeepsState runs `bindery up` on an empty data directory with the
@@ -418,13 +419,12 @@ func TestUpKeepsState(t *testing.T) {
 			"--apiserver-listen", "127.0.0.1:0")
 		base := serving(t, p, "serving the OSB API")
 		// The banner comes once every server is up.
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(p.stdout.String(), "Press Ctrl-C") {
-			if time.Now().After(deadline) {
-				t.Fatalf("no banner:\n%s\n%s", p.stdout.String(), p.stderr.String())
+		eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+			if !strings.Contains(p.stdout.String(), "Press Ctrl-C") {
+				return fmt.Errorf("no banner:\n%s\n%s", p.stdout.String(), p.stderr.String())
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 		return p, printed(p.stdout.String()), base
 	}
 	p, shown, base := run()
@@ -439,18 +439,14 @@ func TestUpKeepsState(t *testing.T) {
 	// The kubeconfig up writes reaches the Kubernetes API with an admin
 	// identity; the built-in broker's class is there.
 	kubectl, _ := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl"))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := exec.Command(kubectl, "--kubeconfig", filepath.Join(dataDir, "kubeconfig"),
+	eventually.Succeeds(t, 30*time.Second, func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", filepath.Join(dataDir, "kubeconfig"),
 			"get", "clusterserviceclasses", "-o", "custom-columns=NAME:.spec.externalName", "--no-headers").CombinedOutput()
-		if err == nil && strings.TrimSpace(string(out)) == "postgresql" {
-			break
+		if err != nil || strings.TrimSpace(string(out)) != "postgresql" {
+			return fmt.Errorf("kubectl with up's kubeconfig: %v\n%s", err, out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl with up's kubeconfig: %v\n%s", err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	c := osb{t: t, base: base, user: shown["broker username"], pass: shown["broker password"]}
 	c.must(201, "PUT", "/v2/service_instances/up-1", provisionBody())
 	creds := c.must(201, "PUT", "/v2/service_instances/up-1/service_bindings/b", map[string]any{"service_id": serviceID, "plan_id": planSmall})["credentials"].(map[string]any)

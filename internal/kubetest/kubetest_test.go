@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-dev/bindery/internal/eventually"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,7 +51,7 @@ func TestCluster(t *testing.T) {
 		}
 		grantSecretReader(t, admin, ns, rbacv1.Subject{Kind: rbacv1.UserKind, Name: Alice})
 		// RBAC reads bindings from an informer: allow it a moment to see the new one.
-		waitFor(t, 10*time.Second, func() error {
+		eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
 			_, err := alice.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 			return err
 		})
@@ -62,7 +63,7 @@ func TestCluster(t *testing.T) {
 	t.Run("groups", func(t *testing.T) {
 		grantSecretReader(t, admin, ns, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "auditors"})
 		carol := clientFor(t, c, "carol")
-		waitFor(t, 10*time.Second, func() error {
+		eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
 			_, err := carol.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 			return err
 		})
@@ -142,7 +143,7 @@ func TestControllerManager(t *testing.T) {
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create cluster role: %v", err)
 	}
-	waitFor(t, 30*time.Second, func() error {
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
 		view, err := admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -161,7 +162,7 @@ func TestControllerManager(t *testing.T) {
 	}
 	// The authorizer reads roles from an informer: allow it a moment to see
 	// the aggregated rule.
-	waitFor(t, 10*time.Second, func() error {
+	eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
 		if out, err := canI(Alice, "list"); out != "yes" {
 			return fmt.Errorf("alice: can-i list widgets = %q, %v; want yes", out, err)
 		}
@@ -289,21 +290,5 @@ func grantSecretReader(t *testing.T, admin kubernetes.Interface, ns string, subj
 	}
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create role binding: %v", err)
-	}
-}
-
-// waitFor calls f until it succeeds, and fails t if it still fails after timeout.
-func waitFor(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -2,11 +2,10 @@ package kubetest
 
 import (
 	"context"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bindery-dev/bindery/internal/pki"
 	"net"
 	"os"
 	"os/exec"
@@ -124,22 +123,23 @@ func (c *Cluster) prepareNode(ports []int) ([]string, error) {
 	}
 	n := &Node{Name: NodeName, Dir: dir, c: c, kubeletPort: ports[0], healthzPort: ports[1]}
 	c.node = n
-	ca, err := newCA("kubetest-kubelet-client-ca")
+	ca, err := pki.NewCA("kubetest-kubelet-client-ca", validity)
 	if err != nil {
 		return nil, err
 	}
 	n.kubeletCA = filepath.Join(dir, "kubelet-client-ca.crt")
-	if err := writeFile(n.kubeletCA, ca.certPEM); err != nil {
+	if err := pki.WriteFile(n.kubeletCA, ca.CertPEM(), 0o600); err != nil {
 		return nil, err
 	}
-	client, err := ca.issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	client, err := ca.Issue(pki.Spec{
+		CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"},
+		Usage: pki.Client, Validity: validity,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n.kubeletClient, err = client.write(filepath.Join(dir, "kubelet-client")); err != nil {
+	n.kubeletClient = keyPair{cert: filepath.Join(dir, "kubelet-client.crt"), key: filepath.Join(dir, "kubelet-client.key")}
+	if err := client.Write(n.kubeletClient.cert, n.kubeletClient.key); err != nil {
 		return nil, err
 	}
 	return []string{

@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bindery-dev/bindery/internal/roottest"
 	"golang.org/x/sys/unix"
 )
 
@@ -350,13 +351,12 @@ func (n *Namespace) run(args ...string) error {
 	return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, msg)
 }
 
-// ipCommand skips t unless the process runs as root, and returns the path of
-// the ip command, which lives in /usr/sbin, often missing from PATH.
+// ipCommand skips t unless the process runs as root (fails it in CI), and
+// returns the path of the ip command, which lives in /usr/sbin, often
+// missing from PATH.
 func ipCommand(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("netnstest: creating a network namespace needs root")
-	}
+	roottest.Require(t, "netnstest: creating a network namespace")
 	if p, err := exec.LookPath("ip"); err == nil {
 		return p
 	}

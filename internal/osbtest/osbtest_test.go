@@ -2,6 +2,7 @@ package osbtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 // client calls a Broker the way a platform does.
@@ -919,9 +922,12 @@ func TestDownUp(t *testing.T) {
 		_, err := c.try("GET", "/v2/catalog", nil)
 		inFlight <- err
 	}()
-	for b.Count(VerbCatalog) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
+		if b.Count(VerbCatalog) == 0 {
+			return errors.New("the catalog request has not arrived")
+		}
+		return nil
+	})
 	b.Down()
 	if err := <-inFlight; err == nil {
 		t.Error("request in flight answered")

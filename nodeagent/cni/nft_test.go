@@ -2,11 +2,11 @@ package cni
 
 import (
 	"net/netip"
-	"os"
 	"os/exec"
 	"slices"
 	"testing"
 
+	"github.com/bindery-dev/bindery/internal/roottest"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 )
@@ -15,9 +15,7 @@ import (
 // table (the rules are replaced, not added to), and over a chain someone
 // re-made with another priority (the table is made again).
 func TestApplyRules(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace")
-	}
+	roottest.Require(t, "TestApplyRules (a network namespace)")
 	n, err := testutils.NewNS()
 	if err != nil {
 		t.Fatal(err)

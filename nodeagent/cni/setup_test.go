@@ -21,6 +21,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 
 	"github.com/bindery-dev/bindery/internal/netnstest"
+	"github.com/bindery-dev/bindery/internal/roottest"
 	"github.com/bindery-dev/bindery/nodeagent/cni"
 )
 
@@ -99,12 +100,10 @@ type lab struct {
 	forwarding  []string // sysctl paths set to 1
 }
 
-// setup builds the lab; it skips unless the test runs as root.
+// setup builds the lab; without root it skips the test (fails it in CI).
 func setup(t testing.TB) *lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("CNI tests need root: they create network namespaces, bridges and nftables tables")
-	}
+	roottest.Require(t, "CNI tests (network namespaces, bridges and nftables tables)")
 	bdir, rdir := buildPlugins(t)
 	tmp := t.TempDir()
 	l := &lab{

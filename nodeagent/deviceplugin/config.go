@@ -1,13 +1,15 @@
 package deviceplugin
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Config describes one device plugin: one extended resource and the node
@@ -93,151 +95,131 @@ const (
 	maxSlots               = 10000
 )
 
-// FieldError is one problem in a configuration, located by its field path
-// (for example devicePlugins[0].devices[1].path).
-type FieldError struct {
-	// Field is the path of the offending field.
-	Field string
-	// Detail says what is wrong.
-	Detail string
-}
-
-// Error reads "field.path: what is wrong".
-func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
-
-// fieldErrors collects problems under a common path.
-type fieldErrors []error
-
-func (fe *fieldErrors) add(field, format string, args ...any) {
-	*fe = append(*fe, &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
-}
-
 // Validate checks the device plugins of a configuration found at path (the
-// field path of the list, such as "devicePlugins") and returns every
-// problem at once, each a *FieldError, joined; nil when all is well.
-func Validate(cfgs []Config, path string) error {
-	var errs fieldErrors
+// field path of the list, such as devicePlugins) and returns every problem
+// at once, as the Kubernetes API does; empty when all is well.
+func Validate(cfgs []Config, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := map[string]int{}
 	for i, c := range cfgs {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		c.validate(p, &errs)
+		p := path.Index(i)
+		errs = append(errs, c.validate(p)...)
 		if c.ResourceName == "" {
 			continue
 		}
-		if j, dup := seen[c.ResourceName]; dup {
-			errs.add(p+".resourceName", "duplicate of %s[%d].resourceName %q", path, j, c.ResourceName)
+		if _, dup := seen[c.ResourceName]; dup {
+			errs = append(errs, field.Duplicate(p.Child("resourceName"), c.ResourceName))
 		} else {
 			seen[c.ResourceName] = i
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
-func (c *Config) validate(p string, errs *fieldErrors) {
+func (c *Config) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if c.ResourceName == "" {
-		errs.add(p+".resourceName", "required")
-	} else if msg := resourceNameProblem(c.ResourceName); msg != "" {
-		errs.add(p+".resourceName", "%q %s", c.ResourceName, msg)
+		errs = append(errs, field.Required(p.Child("resourceName"), "vendor-domain/type"))
+	} else if msgs := resourceNameProblems(c.ResourceName); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("resourceName"), c.ResourceName, strings.Join(msgs, "; ")))
 	}
 	if len(c.Devices) == 0 && c.Slots == 0 {
-		errs.add(p+".devices", "set devices, slots or both")
+		errs = append(errs, field.Required(p.Child("devices"), "set devices, slots or both"))
 	}
 	if c.Slots < 0 || c.Slots > maxSlots {
-		errs.add(p+".slots", "%d is out of range 0..%d", c.Slots, maxSlots)
+		errs = append(errs, field.Invalid(p.Child("slots"), c.Slots, fmt.Sprintf("out of range 0..%d", maxSlots)))
 	}
 	globs := map[string]int{}
 	for i, d := range c.Devices {
-		dp := fmt.Sprintf("%s.devices[%d]", p, i)
-		if j, dup := globs[d.Path]; dup && d.Path != "" {
-			errs.add(dp+".path", "duplicate of %s.devices[%d].path", p, j)
+		dp := p.Child("devices").Index(i)
+		if _, dup := globs[d.Path]; dup && d.Path != "" {
+			errs = append(errs, field.Duplicate(dp.Child("path"), d.Path))
 		}
 		globs[d.Path] = i
-		d.validate(dp, errs)
+		errs = append(errs, d.validate(dp)...)
 	}
 	mounts := map[string]int{}
 	for i, m := range c.Mounts {
-		mp := fmt.Sprintf("%s.mounts[%d]", p, i)
-		checkAbs(mp+".hostPath", m.HostPath, errs)
-		checkAbs(mp+".containerPath", m.ContainerPath, errs)
-		if j, dup := mounts[m.ContainerPath]; dup && m.ContainerPath != "" {
-			errs.add(mp+".containerPath", "duplicate of %s.mounts[%d].containerPath", p, j)
+		mp := p.Child("mounts").Index(i)
+		errs = append(errs, checkAbs(mp.Child("hostPath"), m.HostPath)...)
+		errs = append(errs, checkAbs(mp.Child("containerPath"), m.ContainerPath)...)
+		if _, dup := mounts[m.ContainerPath]; dup && m.ContainerPath != "" {
+			errs = append(errs, field.Duplicate(mp.Child("containerPath"), m.ContainerPath))
 		}
 		mounts[m.ContainerPath] = i
 	}
 	for _, k := range sortedKeys(c.Env) {
 		if !envNameRE.MatchString(k) {
-			errs.add(p+".env."+k, "not a valid environment variable name")
+			errs = append(errs, field.Invalid(p.Child("env").Key(k), k, envNameMsg))
 		}
 	}
 	if c.DeviceIDsEnv != "" {
 		if !envNameRE.MatchString(c.DeviceIDsEnv) {
-			errs.add(p+".deviceIDsEnv", "%q is not a valid environment variable name", c.DeviceIDsEnv)
+			errs = append(errs, field.Invalid(p.Child("deviceIDsEnv"), c.DeviceIDsEnv, envNameMsg))
 		} else if _, clash := c.Env[c.DeviceIDsEnv]; clash {
-			errs.add(p+".deviceIDsEnv", "%q is also set in env", c.DeviceIDsEnv)
+			errs = append(errs, field.Invalid(p.Child("deviceIDsEnv"), c.DeviceIDsEnv, "is also set in env"))
 		}
 	}
 	for _, k := range sortedKeys(c.Annotations) {
-		if msg := qualifiedNameProblem(k); msg != "" {
-			errs.add(p+".annotations."+k, "key %s", msg)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("annotations").Key(k), k, strings.Join(msgs, "; ")))
 		}
 	}
 	for i, name := range c.CDIDevices {
-		if msg := cdiNameProblem(strings.ReplaceAll(name, "{id}", "x")); msg != "" {
-			errs.add(fmt.Sprintf("%s.cdiDevices[%d]", p, i), "%q %s", name, msg)
+		if !validCDIName(strings.ReplaceAll(name, "{id}", "x")) {
+			errs = append(errs, field.Invalid(p.Child("cdiDevices").Index(i), name, "not a fully qualified CDI device name (vendor.com/class=name)"))
 		}
 	}
 	if ps := c.PreStartContainer; ps != nil {
-		pp := p + ".preStartContainer"
+		pp := p.Child("preStartContainer")
 		if len(ps.Command) == 0 {
-			errs.add(pp+".command", "required")
+			errs = append(errs, field.Required(pp.Child("command"), ""))
 		} else {
-			checkAbs(pp+".command[0]", ps.Command[0], errs)
+			errs = append(errs, checkAbs(pp.Child("command").Index(0), ps.Command[0])...)
 		}
 		if ps.TimeoutSeconds < 0 || ps.TimeoutSeconds >= 30 {
-			errs.add(pp+".timeoutSeconds", "%d is out of range 0..29 (the kubelet gives up after 30 s)", ps.TimeoutSeconds)
+			errs = append(errs, field.Invalid(pp.Child("timeoutSeconds"), ps.TimeoutSeconds, "out of range 0..29 (the kubelet gives up after 30 s)"))
 		}
 	}
+	return errs
 }
 
-func (d *DeviceGlob) validate(dp string, errs *fieldErrors) {
-	if checkAbs(dp+".path", d.Path, errs) {
+func (d *DeviceGlob) validate(dp *field.Path) field.ErrorList {
+	errs := checkAbs(dp.Child("path"), d.Path)
+	if len(errs) == 0 {
 		if _, err := filepath.Match(d.Path, ""); err != nil {
-			errs.add(dp+".path", "%q is not a valid glob: %v", d.Path, err)
+			errs = append(errs, field.Invalid(dp.Child("path"), d.Path, fmt.Sprintf("not a valid glob: %v", err)))
 		}
 	}
 	if d.ContainerPath != "" {
-		checkAbs(dp+".containerPath", d.ContainerPath, errs)
+		errs = append(errs, checkAbs(dp.Child("containerPath"), d.ContainerPath)...)
 		if hasMeta(d.Path) {
-			errs.add(dp+".containerPath", "may only be set when path is not a glob")
+			errs = append(errs, field.Forbidden(dp.Child("containerPath"), "may only be set when path is not a glob"))
 		}
 	}
 	if d.Permissions != "" && !validPermissions(d.Permissions) {
-		errs.add(dp+".permissions", "%q must combine r, w and m, each at most once", d.Permissions)
+		errs = append(errs, field.Invalid(dp.Child("permissions"), d.Permissions, "must combine r, w and m, each at most once"))
 	}
+	return errs
 }
 
-// checkAbs reports whether p is a clean absolute path, recording a problem
-// when it is not.
-func checkAbs(field, p string, errs *fieldErrors) bool {
+// checkAbs returns the problem with p unless it is a clean absolute path.
+func checkAbs(f *field.Path, p string) field.ErrorList {
 	switch {
 	case p == "":
-		errs.add(field, "required")
+		return field.ErrorList{field.Required(f, "an absolute path")}
 	case !filepath.IsAbs(p):
-		errs.add(field, "%q must be an absolute path", p)
+		return field.ErrorList{field.Invalid(f, p, "must be an absolute path")}
 	case filepath.Clean(p) != p:
-		errs.add(field, "%q must be a clean path (%q)", p, filepath.Clean(p))
-	default:
-		return true
+		return field.ErrorList{field.Invalid(f, p, fmt.Sprintf("must be a clean path (%q)", filepath.Clean(p)))}
 	}
-	return false
+	return nil
 }
+
+const envNameMsg = "not a valid environment variable name (letters, digits and '_', not starting with a digit)"
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// Kubernetes' qualified-name and DNS-1123 subdomain rules
-	// (k8s.io/apimachinery/pkg/util/validation).
-	nameRE      = regexp.MustCompile(`^[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	subdomainRE = regexp.MustCompile(`^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$`)
 	// CDI names: vendor/class=name (tags.cncf.io/container-device-interface
 	// pkg/parser).
 	cdiVendorRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?$`)
@@ -259,54 +241,27 @@ func validPermissions(s string) bool {
 	return true
 }
 
-// resourceNameProblem applies the kubelet's rule for device plugin
+// resourceNameProblems applies the kubelet's rule for device plugin
 // resources (an extended resource name: a qualified name with a domain
 // outside kubernetes.io that stays valid with a "requests." prefix).
-func resourceNameProblem(name string) string {
+func resourceNameProblems(name string) []string {
 	domain, _, ok := strings.Cut(name, "/")
-	if !ok || domain == "" {
-		return "must be vendor-domain/type"
+	switch {
+	case !ok || domain == "":
+		return []string{"must be vendor-domain/type"}
+	case domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
+		return []string{"is in the kubernetes.io domain, which is reserved for native resources"}
+	case strings.HasPrefix(domain, "requests."):
+		return []string{`must not start with "requests."`}
 	}
-	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
-		return "is in the kubernetes.io domain, which is reserved for native resources"
-	}
-	if strings.HasPrefix(domain, "requests.") {
-		return `must not start with "requests."`
-	}
-	if msg := qualifiedNameProblem("requests." + name); msg != "" {
-		return msg
-	}
-	return ""
+	return validation.IsQualifiedName("requests." + name)
 }
 
-// qualifiedNameProblem checks an optional DNS-subdomain prefix and a name
-// of at most 63 characters, as Kubernetes does for label and annotation
-// keys.
-func qualifiedNameProblem(s string) string {
-	prefix, name, hasPrefix := strings.Cut(s, "/")
-	if !hasPrefix {
-		name, prefix = prefix, ""
-	}
-	if strings.Contains(name, "/") {
-		return "must have at most one '/'"
-	}
-	if hasPrefix && (prefix == "" || len(prefix) > 253 || !subdomainRE.MatchString(prefix)) {
-		return "must have a lower-case DNS subdomain before '/'"
-	}
-	if name == "" || len(name) > 63 || !nameRE.MatchString(name) {
-		return "must have a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	}
-	return ""
-}
-
-// cdiNameProblem checks a fully qualified CDI device name.
-func cdiNameProblem(s string) string {
+// validCDIName checks a fully qualified CDI device name.
+func validCDIName(s string) bool {
 	kind, dev, ok := strings.Cut(s, "=")
 	vendor, class, ok2 := strings.Cut(kind, "/")
-	if !ok || !ok2 || !cdiVendorRE.MatchString(vendor) || !cdiClassRE.MatchString(class) || !cdiDeviceRE.MatchString(dev) {
-		return "is not a fully qualified CDI device name (vendor.com/class=name)"
-	}
-	return ""
+	return ok && ok2 && cdiVendorRE.MatchString(vendor) && cdiClassRE.MatchString(class) && cdiDeviceRE.MatchString(dev)
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

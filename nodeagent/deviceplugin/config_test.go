@@ -1,10 +1,11 @@
 package deviceplugin_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 )
@@ -59,10 +60,10 @@ func TestValidate(t *testing.T) {
 			"devicePlugins[0].mounts[0].hostPath", "devicePlugins[0].mounts[1].containerPath",
 			"devicePlugins[0].mounts[2].hostPath", "devicePlugins[0].mounts[2].containerPath",
 		}},
-		{"env names", foo(func(c *deviceplugin.Config) { c.Env = map[string]string{"1X": "", "A-B": "", "OK": ""} }), []string{"devicePlugins[0].env.1X", "devicePlugins[0].env.A-B"}},
+		{"env names", foo(func(c *deviceplugin.Config) { c.Env = map[string]string{"1X": "", "A-B": "", "OK": ""} }), []string{"devicePlugins[0].env[1X]", "devicePlugins[0].env[A-B]"}},
 		{"device IDs env", foo(func(c *deviceplugin.Config) { c.DeviceIDsEnv = "X Y" }), []string{"devicePlugins[0].deviceIDsEnv"}},
 		{"device IDs env clash", foo(func(c *deviceplugin.Config) { c.Env, c.DeviceIDsEnv = map[string]string{"X": ""}, "X" }), []string{"devicePlugins[0].deviceIDsEnv"}},
-		{"annotation key", foo(func(c *deviceplugin.Config) { c.Annotations = map[string]string{"Bad.Domain/x": ""} }), []string{"devicePlugins[0].annotations.Bad.Domain/x"}},
+		{"annotation key", foo(func(c *deviceplugin.Config) { c.Annotations = map[string]string{"Bad.Domain/x": ""} }), []string{"devicePlugins[0].annotations[Bad.Domain/x]"}},
 		{"CDI names", foo(func(c *deviceplugin.Config) { c.CDIDevices = []string{"foo", "example.com/foo=", "example.com/foo=ok"} }), []string{"devicePlugins[0].cdiDevices[0]", "devicePlugins[0].cdiDevices[1]"}},
 		{"pre-start", foo(func(c *deviceplugin.Config) { c.PreStartContainer = &deviceplugin.PreStart{TimeoutSeconds: 30} }), []string{"devicePlugins[0].preStartContainer.command", "devicePlugins[0].preStartContainer.timeoutSeconds"}},
 		{"pre-start relative command", foo(func(c *deviceplugin.Config) { c.PreStartContainer = &deviceplugin.PreStart{Command: []string{"reset"}} }), []string{"devicePlugins[0].preStartContainer.command[0]"}},
@@ -78,29 +79,18 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := fields(deviceplugin.Validate(tt.cfgs, "devicePlugins")); !slices.Equal(got, tt.want) {
+			if got := fields(deviceplugin.Validate(tt.cfgs, field.NewPath("devicePlugins"))); !slices.Equal(got, tt.want) {
 				t.Errorf("problems at %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
-// fields lists the field paths of the *FieldErrors in err.
-func fields(err error) []string {
+// fields lists the field paths of errs.
+func fields(errs field.ErrorList) []string {
 	var out []string
-	var walk func(error)
-	walk = func(err error) {
-		var fe *deviceplugin.FieldError
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-		} else if errors.As(err, &fe) {
-			out = append(out, fe.Field)
-		} else if err != nil {
-			out = append(out, "not a field error: "+err.Error())
-		}
+	for _, e := range errs {
+		out = append(out, e.Field)
 	}
-	walk(err)
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -53,8 +54,8 @@ type Manager struct {
 // NewManager checks the configuration and finds each plugin's devices; Run
 // serves them.
 func NewManager(cfgs []Config, opts Options) (*Manager, error) {
-	if err := Validate(cfgs, "devicePlugins"); err != nil {
-		return nil, fmt.Errorf("device plugin configuration: %w", err)
+	if errs := Validate(cfgs, field.NewPath("devicePlugins")); len(errs) > 0 {
+		return nil, fmt.Errorf("device plugin configuration: %w", errs.ToAggregate())
 	}
 	dir, err := filepath.Abs(cmp.Or(opts.Dir, DefaultDir))
 	if err != nil {

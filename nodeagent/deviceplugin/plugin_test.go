@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin"
 	"github.com/bindery-dev/bindery/nodeagent/deviceplugin/kubelettest"
 )
@@ -520,31 +521,15 @@ func fakeSysfs(t testing.TB, root string, nodes map[string]string) {
 // waitReady polls the readiness check, as a kubelet's probe would.
 func waitReady(t testing.TB, m *deviceplugin.Manager) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := m.Ready(context.Background())
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a probe; not an assertion
-	}
+	eventually.Succeeds(t, 5*time.Second, m.Ready)
 }
 
 func waitFile(t testing.TB, path string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", path)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a file; not an assertion
-	}
+	eventually.Succeeds(t, 5*time.Second, func(context.Context) error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 func fmtDevices(m map[string]string) string {
