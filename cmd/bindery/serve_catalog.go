@@ -77,7 +77,7 @@ func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *
 	log = log.With("component", "catalog")
 	reg := serve.NewRegistry()
 	api := restapi.New(store, log)
-	e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
+	e := serve.NewEcho(log, reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	web.Register(e, store, log)

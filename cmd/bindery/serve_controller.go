@@ -153,7 +153,7 @@ func runController(ctx context.Context, log *slog.Logger, store *catalog.Store, 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return engine.Run(gctx) })
 	g.Go(func() error {
-		e := serve.NewEcho(reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
+		e := serve.NewEcho(log, reg, func(ctx context.Context) error { return store.Pool().Ping(ctx) })
 		return serve.Run(gctx, l, e, log)
 	})
 	return g.Wait()

@@ -98,7 +98,7 @@ func runNodeagent(ctx context.Context, log *slog.Logger, cfg *nodeagent.Config, 
 	})
 	g.Go(func() error {
 		log.Info("serving health and metrics", "addr", l.Addr().String())
-		return serve.Run(ctx, l, serve.NewEcho(reg, m.Ready), log)
+		return serve.Run(ctx, l, serve.NewEcho(log, reg, m.Ready), log)
 	})
 	return g.Wait()
 }
