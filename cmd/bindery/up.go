@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
@@ -76,10 +76,9 @@ func runUp(ctx context.Context, e env, args []string) error {
 				log.Warn("stop the embedded PostgreSQL", "error", err)
 			}
 		}()
-		if err := ensureDatabase(ctx, srv.URL("postgres"), "bindery"); err != nil {
+		if db.url, err = srv.EnsureDatabase(ctx, "bindery"); err != nil {
 			return err
 		}
-		db.url = srv.URL("bindery")
 	}
 	if bo.encryptionKey == "" {
 		if bo.encryptionKey, err = readOrCreate(filepath.Join(dir, "encryption.key"), keyring.Generate); err != nil {
@@ -225,24 +224,6 @@ func ensureAdminToken(ctx context.Context, store *catalog.Store, token string) (
 	return store.CreateToken(ctx, catalog.RoleAdmin)
 }
 
-// ensureDatabase creates database name on the server of adminURL.
-func ensureDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to the embedded PostgreSQL: %w", err)
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return err
-	}
-	if exists {
-		return nil
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	return err
-}
-
 // readOrCreate returns the content of path, creating it (mode 0600) with
 // make() the first time.
 func readOrCreate(path string, make func() string) (string, error) {
@@ -294,16 +275,12 @@ func randomSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// redact hides the password of a connection URL.
-func redact(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			cred := rest[:at]
-			if c := strings.Index(cred, ":"); c >= 0 {
-				return u[:i+3] + cred[:c] + ":***@" + rest[at+1:]
-			}
-		}
+// redact hides the password of a connection URL; a connection string
+// that is not a URL is shown as given.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
 	}
-	return u
+	return u.Redacted()
 }
