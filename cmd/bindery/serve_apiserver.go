@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/apiserver"
-	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -74,9 +73,10 @@ func (o *apiserverOptions) validate() []error {
 // one is configured, else standalone with the admin kubeconfig it writes
 // printed on stdout.
 func runServeAPIServer(ctx context.Context, e env, args []string) error {
+	var s server
 	var o apiserverOptions
-	log, pool, err := startServer(ctx, e, "serve apiserver", args, o.addFlags,
-		func(*dbOptions) []error { return o.validate() }, migrations.Catalog)
+	log, pool, _, err := s.start(ctx, e, "serve apiserver", args, "", o.addFlags,
+		func(*dbOptions) error { return errors.Join(o.validate()...) }, migrations.Catalog)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	// k8s.io/apiserver logs through klog: send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "apiserver"))
 	// No encryption keys: the API server reads and writes no secret.
-	store := catalog.NewStore(pool, nil, log.With("component", "catalog"))
+	store := newStore(pool, nil, log)
 	opts := o.options()
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
 		if opts.Delegated() {
