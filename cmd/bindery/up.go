@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
@@ -107,7 +109,6 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err := errors.Join(err, o.broker.Validate(), o.catalog.Validate(), o.controller.Validate()); err != nil {
 		return err
 	}
-
 	pool, err := o.db.open(ctx, log, migrations.Schemas()...)
 	if err != nil {
 		return err
@@ -120,12 +121,36 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err := saveGenerated(filepath.Join(dir, credentialsFile), creds); err != nil {
 		return err
 	}
+	u := &up{o: &o, log: log, dir: dir, pool: pool, keys: keys, store: store, creds: creds, stdout: e.stdout}
+	if err := u.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// up is `bindery up` once its database is ready: the components to run
+// together.
+type up struct {
+	o      *upOptions
+	log    *slog.Logger
+	dir    string
+	pool   *pgxpool.Pool
+	keys   *keyring.Keyring
+	store  *catalog.Store
+	creds  generated
+	stdout io.Writer
+}
+
+// run runs every component until ctx ends or one fails, and returns once
+// all have stopped.
+func (u *up) run(ctx context.Context) error {
+	o, log, store := u.o, u.log, u.store
 	ls, err := listenAll(o.broker.Listen, o.catalog.Listen, o.controller.Listen)
 	if err != nil {
 		return err
 	}
 	brokerL, catalogL, controllerL := ls[0], ls[1], ls[2]
-
 	g, gctx := errgroup.WithContext(ctx)
 	cluster, err := o.controller.ConnectCluster(gctx, store)
 	if err != nil {
@@ -133,7 +158,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	g.Go(func() error { return cluster.Run(gctx) })
-	g.Go(func() error { return runBroker(gctx, log, pool, keys, &o.broker, brokerL) })
+	g.Go(func() error { return runBroker(gctx, log, u.pool, u.keys, &o.broker, brokerL) })
 	g.Go(func() error {
 		return runCatalog(gctx, log, store, &o.catalog, catalogL)
 	})
@@ -142,11 +167,11 @@ func runUp(ctx context.Context, e env, args []string) error {
 	})
 	alog := log.With("component", "apiserver")
 	klog.SetSlogLogger(alog)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kubeconfig := filepath.Join(u.dir, "kubeconfig")
 	apiReady := make(chan string, 1)
 	g.Go(func() error {
 		return apiserver.Run(gctx, &apiserver.Options{
-			Listen: o.apiListen, DataDir: filepath.Join(dir, "apiserver"), Kubeconfig: kubeconfig,
+			Listen: o.apiListen, DataDir: filepath.Join(u.dir, "apiserver"), Kubeconfig: kubeconfig,
 		}, store, alog, func(c *apiserver.Config) { apiReady <- c.Server })
 	})
 	var apiURL string
@@ -165,28 +190,26 @@ func runUp(ctx context.Context, e env, args []string) error {
 		}
 		return nil
 	})
+	u.printUp(catalogL.Addr(), brokerL.Addr(), apiURL, kubeconfig)
+	return g.Wait()
+}
 
-	// The one place credentials are shown: stdout, never the log.
-	w := e.stdout
+// printUp is the one place credentials are shown: stdout, never the log.
+func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string) {
+	w, o := u.stdout, u.o
 	fmt.Fprintln(w, "Bindery is up.")
-	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogL.Addr())
+	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogAddr)
 	fmt.Fprintf(w, "  Kubernetes API:  %s (kubectl --kubeconfig %s get serviceinstances -A)\n", apiURL, kubeconfig)
-	fmt.Fprintf(w, "  admin token:     %s\n", creds.AdminToken)
-	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerL.Addr())
+	fmt.Fprintf(w, "  admin token:     %s\n", u.creds.AdminToken)
+	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerAddr)
 	fmt.Fprintf(w, "  broker username: %s\n", o.broker.Username)
 	fmt.Fprintf(w, "  broker password: %s\n", o.broker.Password)
 	if o.broker.Token != "" {
 		fmt.Fprintf(w, "  broker token:    %s\n", o.broker.Token)
 	}
 	fmt.Fprintf(w, "  database:        %s\n", redact(o.db.url))
-	fmt.Fprintf(w, "  data directory:  %s\n", dir)
+	fmt.Fprintf(w, "  data directory:  %s\n", u.dir)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
-
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	log.Info("stopped")
-	return nil
 }
 
 // startEmbedded starts the PostgreSQL kept in the data directory.
