@@ -463,10 +463,13 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 func (s *Server) Run(ctx context.Context) error {
 	defer s.relists.Wait()
 	defer s.stopBg()
+	// The hub and the prune loop end with hubCtx, before Run returns.
+	var bg sync.WaitGroup
+	defer bg.Wait()
 	hubCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go s.hub.run(hubCtx)
-	go s.pruneLoop(hubCtx)
+	bg.Go(func() { s.hub.run(hubCtx) })
+	bg.Go(func() { s.pruneLoop(hubCtx) })
 	if err := s.generic.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
