@@ -52,8 +52,8 @@ func TestEnsureAdminToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if role, err := s.NewTokenCache(0).Role(ctx, admin); err != nil || role != catalog.RoleAdmin {
-		t.Fatalf("new token's role %q, %v; want admin", role, err)
+	if tok, err := s.LookupToken(ctx, admin); err != nil || tok.Role != catalog.RoleAdmin || !tok.AllNamespaces() {
+		t.Fatalf("new token %+v, %v; want an admin's over every namespace", tok, err)
 	}
 	if again, err := catalog.EnsureAdminToken(ctx, s, admin); err != nil || again != admin {
 		t.Errorf("known admin token replaced: %v", err)
@@ -70,8 +70,8 @@ func TestEnsureAdminToken(t *testing.T) {
 		if got == tok {
 			t.Errorf("token %q kept as the admin's", tok)
 		}
-		if role, err := s.NewTokenCache(0).Role(ctx, got); err != nil || role != catalog.RoleAdmin {
-			t.Errorf("replacement's role %q, %v; want admin", role, err)
+		if rt, err := s.LookupToken(ctx, got); err != nil || rt.Role != catalog.RoleAdmin {
+			t.Errorf("replacement %+v, %v; want an admin's", rt, err)
 		}
 	}
 }
