@@ -46,7 +46,9 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = controller.Options{Workers: 1}
+	o = controller.Options{Workers: 1, Retry: controller.Config{
+		RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
+	}}
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
