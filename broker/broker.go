@@ -172,7 +172,7 @@ func (b *Broker) Stop(ctx context.Context) error {
 func (b *Broker) Handler() http.Handler { return b.handler }
 
 func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
-	e := serve.NewEcho(reg, func(ctx context.Context) error { return b.pool.Ping(ctx) })
+	e := serve.NewEcho(b.log, reg, func(ctx context.Context) error { return b.pool.Ping(ctx) })
 	e.HTTPErrorHandler = b.errorHandler
 	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, storableParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)

@@ -105,7 +105,7 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Cleanup(pool.Close)
 	store := catalog.NewStore(pool, nil, nil)
 	api := restapi.New(store, slog.New(slog.DiscardHandler))
-	e := serve.NewEcho(prometheus.NewRegistry())
+	e := serve.NewEcho(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	srv := httptest.NewServer(e)

@@ -62,7 +62,7 @@ func setup(t testing.TB, o setupOptions) *bundle {
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
-	e := serve.NewEcho(prometheus.NewRegistry())
+	e := serve.NewEcho(log, prometheus.NewRegistry())
 	web.Register(e, store, log)
 	var h http.Handler = e
 	if o.wrap != nil {

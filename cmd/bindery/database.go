@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -64,29 +66,63 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 	return pool, nil
 }
 
-// startServer parses a server command's flags — the database's, the
-// component's (addFlags) and --log-level — checks them all together (the
-// database's and check's problems in one error), and opens the database
-// with the given schemas migrated.
-func startServer(ctx context.Context, e env, name string, args []string, addFlags func(*flag.FlagSet), check func(*dbOptions) []error, schemas ...string) (*slog.Logger, *pgxpool.Pool, error) {
+// keyOptions is the flag of the components that seal secrets at rest; in
+// `bindery up` they share one.
+type keyOptions struct {
+	encryptionKey string
+}
+
+// addFlags registers --encryption-key; what describes what the keys seal.
+func (o *keyOptions) addFlags(fs *flag.FlagSet, what string) {
+	fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing "+what+" at rest; the first encrypts")
+}
+
+func (o *keyOptions) keyring() (*keyring.Keyring, error) { return keyring.Parse(o.encryptionKey) }
+
+// server is what every server command has: the database, the encryption
+// keys (when the component seals secrets) and the log level.
+type server struct {
+	db    dbOptions
+	keys  keyOptions
+	level string
+}
+
+// start parses a server command's flags — the database's, the keys' (when
+// keysSeal names what they seal), the component's (addFlags) and
+// --log-level — checks them all together (check gets the database options
+// to derive from them), and opens the database with the given schemas
+// migrated. keys is nil when the command has no --encryption-key.
+func (s *server) start(ctx context.Context, e env, name string, args []string, keysSeal string, addFlags func(*flag.FlagSet), check func(*dbOptions) error, schemas ...string) (log *slog.Logger, pool *pgxpool.Pool, keys *keyring.Keyring, err error) {
 	fs := newFlagSet(e, name)
-	var db dbOptions
-	db.addFlags(fs)
+	s.db.addFlags(fs)
+	if keysSeal != "" {
+		s.keys.addFlags(fs, keysSeal)
+	}
 	addFlags(fs)
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&s.level, "log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := errors.Join(append(db.validate(), check(&db)...)...); err != nil {
-		return nil, nil, err
+	errs := s.db.validate()
+	if keysSeal != "" {
+		if keys, err = s.keys.keyring(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	log, err := e.logger(*level)
-	if err != nil {
-		return nil, nil, err
+	if err := errors.Join(append(errs, check(&s.db))...); err != nil {
+		return nil, nil, nil, err
 	}
-	pool, err := db.open(ctx, log, schemas...)
-	if err != nil {
-		return nil, nil, err
+	if log, err = e.logger(s.level); err != nil {
+		return nil, nil, nil, err
 	}
-	return log, pool, nil
+	if pool, err = s.db.open(ctx, log, schemas...); err != nil {
+		return nil, nil, nil, err
+	}
+	return log, pool, keys, nil
+}
+
+// newStore is the catalog's store over pool; keys may be nil where no
+// secret is read or written.
+func newStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts ...catalog.Option) *catalog.Store {
+	return catalog.NewStore(pool, keys, log.With("component", "catalog"), opts...)
 }

@@ -2,8 +2,28 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"sort"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
+
+	"github.com/bindery-dev/bindery/broker"
+	"github.com/bindery-dev/bindery/broker/postgresql"
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/migrations"
+	"github.com/bindery-dev/bindery/nodeagent"
+	"github.com/bindery-dev/bindery/nodeagent/cni"
+	"github.com/bindery-dev/bindery/restapi"
+	"github.com/bindery-dev/bindery/web"
 )
 
 // components are the servers `bindery serve NAME` runs, one per package.
@@ -33,4 +53,142 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("serve: unknown component %q (have %v)", args[0], componentNames())
 	}
 	return run(ctx, e, args[1:])
+}
+
+// What --encryption-key's keys seal, per component.
+const (
+	sealsCredentials = "credentials"
+	sealsSecrets     = "secrets"
+)
+
+func runServeBroker(ctx context.Context, e env, args []string) error {
+	var s server
+	var o broker.Options
+	log, pool, keys, err := s.start(ctx, e, "serve broker", args, sealsCredentials,
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8081") },
+		func(db *dbOptions) error { o.Complete(db.url); return o.Validate() }, migrations.Broker)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	l, err := serve.Listen(o.Listen)
+	if err != nil {
+		return err
+	}
+	return runBroker(ctx, log, pool, keys, &o, l)
+}
+
+// runBroker serves the broker, with the PostgreSQL driver, on l until ctx
+// ends.
+func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *keyring.Keyring, o *broker.Options, l net.Listener) error {
+	log = log.With("component", "broker")
+	cfg, err := o.Config(pool, keys, log)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	pg, err := postgresql.New(ctx, o.TargetURL, log)
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("postgresql driver: %w", err)
+	}
+	defer pg.Close()
+	cfg.Drivers["postgresql"] = pg
+	return broker.Run(ctx, cfg, l)
+}
+
+func runServeCatalog(ctx context.Context, e env, args []string) error {
+	var s server
+	var o restapi.Options
+	log, pool, keys, err := s.start(ctx, e, "serve catalog", args, sealsSecrets,
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8080") },
+		func(*dbOptions) error { return o.Validate() }, migrations.Catalog)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	l, err := serve.Listen(o.Listen)
+	if err != nil {
+		return err
+	}
+	return runCatalog(ctx, log, newStore(pool, keys, log), &o, l)
+}
+
+func runServeController(ctx context.Context, e env, args []string) error {
+	var s server
+	var o controller.Options
+	log, pool, keys, err := s.start(ctx, e, "serve controller", args, sealsSecrets,
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8082") },
+		func(*dbOptions) error { return o.Validate() }, migrations.Catalog)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// client-go (its informers, the Events recorder) logs through klog:
+	// send it to the same handler.
+	clog := log.With("component", "controller")
+	klog.SetSlogLogger(clog)
+	g, gctx := errgroup.WithContext(ctx)
+	cluster, err := o.ConnectCluster(gctx)
+	if err != nil {
+		return err
+	}
+	store := newStore(pool, keys, log, cluster.StoreOptions()...)
+	l, err := serve.Listen(o.Listen)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return cluster.Run(gctx) })
+	g.Go(func() error { return controller.Run(gctx, o.Config(store, cluster, clog), l) })
+	return g.Wait()
+}
+
+func runServeNodeagent(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "serve nodeagent")
+	var o nodeagent.Options
+	o.AddFlags(fs)
+	var cniOpts cni.InstallOptions
+	cniOpts.AddFlags(fs)
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if cniOpts.Requested() {
+		return runInstallCNI(e, *level, &cniOpts)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log, err := e.logger(*level)
+	if err != nil {
+		return err
+	}
+	cfg, err := o.Config(log.With("component", "nodeagent"))
+	if err != nil {
+		return err
+	}
+	l, err := serve.Listen(o.Listen)
+	if err != nil {
+		return err
+	}
+	return nodeagent.Run(ctx, cfg, l)
+}
+
+// runInstallCNI installs or uninstalls bindery-cni on this node and returns:
+// it runs as the node agent's init container, before the agent serves.
+func runInstallCNI(e env, level string, o *cni.InstallOptions) error {
+	log, err := e.logger(level)
+	if err != nil {
+		return err
+	}
+	return o.Run(log.With("component", "nodeagent", "task", "cni"))
+}
+
+// runCatalog serves the REST API, with the web UI mounted beside it, on l
+// and relists brokers until ctx ends.
+func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *restapi.Options, l net.Listener) error {
+	log = log.With("component", "catalog")
+	cfg := o.Config(store, log)
+	cfg.Mount = append(cfg.Mount, func(e *echo.Echo) { web.Register(e, store, log) })
+	return restapi.Run(ctx, cfg, l)
 }

@@ -6,21 +6,29 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/apiserver"
+	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
+	"github.com/bindery-dev/bindery/restapi"
 )
 
 // generated are the credentials `bindery up` makes once and keeps in the
@@ -36,38 +44,51 @@ type generated struct {
 // broker in the catalog.
 const builtinBroker = "bindery"
 
+// upOptions are the flags of `bindery up`: every component's, the shared
+// database and encryption key, and where the state is kept.
+type upOptions struct {
+	db         dbOptions
+	keys       keyOptions
+	broker     broker.Options
+	catalog    restapi.Options
+	controller controller.Options
+	apiListen  string
+	dataDir    string
+	level      string
+}
+
+func (o *upOptions) addFlags(fs *flag.FlagSet) {
+	o.db.addFlags(fs)
+	o.keys.addFlags(fs, sealsCredentials)
+	o.broker.AddFlags(fs, "broker-listen", "127.0.0.1:8081")
+	o.catalog.AddFlags(fs, "catalog-listen", "127.0.0.1:8080")
+	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
+	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
+	fs.StringVar(&o.dataDir, "data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
+	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
+}
+
 // runUp is `bindery up`: everything on one machine, state in --data-dir.
 func runUp(ctx context.Context, e env, args []string) error {
+	var o upOptions
 	fs := newFlagSet(e, "up")
-	var db dbOptions
-	var bo brokerOptions
-	var co catalogOptions
-	var ko controllerOptions
-	db.addFlags(fs)
-	bo.addFlags(fs, "broker-listen", "127.0.0.1:8081")
-	co.addFlags(fs, "catalog-listen", "127.0.0.1:8080")
-	ko.addFlags(fs, "controller-listen", "127.0.0.1:8082")
-	apiListen := fs.String("apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
-	dataDir := fs.String("data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	o.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	log, err := e.logger(*level)
+	log, err := e.logger(o.level)
 	if err != nil {
 		return err
 	}
-	dir, err := filepath.Abs(*dataDir)
+	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-
-	if db.url == "" {
-		log.Info("starting the embedded PostgreSQL", "dir", filepath.Join(dir, "pg"))
-		srv, err := pgserver.Start(ctx, filepath.Join(dir, "pg"), pgserver.Options{})
+	if o.db.url == "" {
+		srv, err := startEmbedded(ctx, log, dir)
 		if err != nil {
 			return err
 		}
@@ -76,75 +97,83 @@ func runUp(ctx context.Context, e env, args []string) error {
 				log.Warn("stop the embedded PostgreSQL", "error", err)
 			}
 		}()
-		if err := ensureDatabase(ctx, srv.URL("postgres"), "bindery"); err != nil {
-			return err
-		}
-		db.url = srv.URL("bindery")
-	}
-	if bo.encryptionKey == "" {
-		if bo.encryptionKey, err = readOrCreate(filepath.Join(dir, "encryption.key"), keyring.Generate); err != nil {
+		if o.db.url, err = srv.EnsureDatabase(ctx, "bindery"); err != nil {
 			return err
 		}
 	}
-	co.encryptionKey, ko.encryptionKey = bo.encryptionKey, bo.encryptionKey
-	credsPath := filepath.Join(dir, "credentials.json")
-	creds, err := loadGenerated(credsPath)
+	creds, err := o.completeFromDataDir(dir)
 	if err != nil {
 		return err
 	}
-	if bo.username == "" && bo.password == "" && bo.token == "" {
-		bo.username, bo.password, bo.token = creds.BrokerUsername, creds.BrokerPassword, creds.BrokerToken
-	}
-	if err := errors.Join(bo.complete(&db), co.complete()); err != nil {
+	keys, err := o.keys.keyring()
+	if err := errors.Join(err, o.broker.Validate(), o.catalog.Validate(), o.controller.Validate()); err != nil {
 		return err
 	}
-
-	pool, err := db.open(ctx, log, migrations.Schemas()...)
+	pool, err := o.db.open(ctx, log, migrations.Schemas()...)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	kube, storeOpts, err := withCluster(gctx, &ko)
+	cluster, err := o.controller.ConnectCluster(ctx)
 	if err != nil {
 		return err
 	}
-	store, err := newCatalogStore(pool, co.encryptionKey, log, storeOpts...)
-	if err != nil {
+	store := newStore(pool, keys, log, cluster.StoreOptions()...)
+	if creds.AdminToken, err = catalog.EnsureAdminToken(ctx, store, creds.AdminToken); err != nil {
 		return err
 	}
-	if creds.AdminToken, err = ensureAdminToken(ctx, store, creds.AdminToken); err != nil {
+	if err := saveGenerated(filepath.Join(dir, credentialsFile), creds); err != nil {
 		return err
 	}
-	if err := saveGenerated(credsPath, creds); err != nil {
+	u := &up{o: &o, log: log, dir: dir, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout}
+	if err := u.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	brokerL, err := serve.Listen(bo.listen)
-	if err != nil {
-		return err
-	}
-	catalogL, err := serve.Listen(co.listen)
-	if err != nil {
-		brokerL.Close()
-		return err
-	}
-	controllerL, err := serve.Listen(ko.listen)
-	if err != nil {
-		brokerL.Close()
-		catalogL.Close()
-		return err
-	}
+	log.Info("stopped")
+	return nil
+}
 
-	g.Go(func() error { return runBroker(gctx, log, pool, &bo, brokerL) })
-	g.Go(func() error { return runCatalog(gctx, log, store, &co, catalogL) })
-	g.Go(func() error { return runController(gctx, log, store, kube, &ko, controllerL) })
-	klog.SetSlogLogger(log.With("component", "apiserver"))
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+// up is `bindery up` once its database is ready: the components to run
+// together.
+type up struct {
+	o       *upOptions
+	log     *slog.Logger
+	dir     string
+	pool    *pgxpool.Pool
+	keys    *keyring.Keyring
+	store   *catalog.Store
+	cluster *controller.Cluster
+	creds   generated
+	stdout  io.Writer
+}
+
+// run runs every component until ctx ends or one fails, and returns once
+// all have stopped.
+func (u *up) run(ctx context.Context) error {
+	o, log, store := u.o, u.log, u.store
+	ls, err := listenAll(o.broker.Listen, o.catalog.Listen, o.controller.Listen)
+	if err != nil {
+		return err
+	}
+	brokerL, catalogL, controllerL := ls[0], ls[1], ls[2]
+	g, gctx := errgroup.WithContext(ctx)
+	cluster := u.cluster
+	g.Go(func() error { return cluster.Run(gctx) })
+	g.Go(func() error { return runBroker(gctx, log, u.pool, u.keys, &o.broker, brokerL) })
+	g.Go(func() error {
+		return runCatalog(gctx, log, store, &o.catalog, catalogL)
+	})
+	g.Go(func() error {
+		return controller.Run(gctx, o.controller.Config(store, cluster, log.With("component", "controller")), controllerL)
+	})
+	alog := log.With("component", "apiserver")
+	klog.SetSlogLogger(alog)
+	kubeconfig := filepath.Join(u.dir, "kubeconfig")
 	apiReady := make(chan string, 1)
 	g.Go(func() error {
 		return apiserver.Run(gctx, &apiserver.Options{
-			Listen: *apiListen, DataDir: filepath.Join(dir, "apiserver"), Kubeconfig: kubeconfig,
-		}, store, log.With("component", "apiserver"), func(c *apiserver.Config) { apiReady <- c.Server })
+			Listen: o.apiListen, DataDir: filepath.Join(u.dir, "apiserver"), Kubeconfig: kubeconfig,
+		}, store, alog, func(c *apiserver.Config) { apiReady <- c.Server })
 	})
 	var apiURL string
 	select {
@@ -155,89 +184,84 @@ func runUp(ctx context.Context, e env, args []string) error {
 	g.Go(func() error {
 		// The built-in broker is the catalog's first broker; a failure to
 		// reach it shows in its status and is retried by the relister.
-		err := registerBuiltin(gctx, store, "http://"+brokerL.Addr().String(), bo.username, bo.password)
+		auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: o.broker.Username, Password: o.broker.Password}}
+		err := catalog.EnsureBroker(gctx, store, builtinBroker, "http://"+brokerL.Addr().String(), auth)
 		if err != nil && gctx.Err() == nil {
 			log.Warn("register the built-in broker", "error", err)
 		}
 		return nil
 	})
+	u.printUp(catalogL.Addr(), brokerL.Addr(), apiURL, kubeconfig)
+	return g.Wait()
+}
 
-	// The one place credentials are shown: stdout, never the log.
-	w := e.stdout
+// printUp is the one place credentials are shown: stdout, never the log.
+func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string) {
+	w, o := u.stdout, u.o
 	fmt.Fprintln(w, "Bindery is up.")
-	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogL.Addr())
+	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogAddr)
 	fmt.Fprintf(w, "  Kubernetes API:  %s (kubectl --kubeconfig %s get serviceinstances -A)\n", apiURL, kubeconfig)
-	fmt.Fprintf(w, "  admin token:     %s\n", creds.AdminToken)
-	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerL.Addr())
-	fmt.Fprintf(w, "  broker username: %s\n", bo.username)
-	fmt.Fprintf(w, "  broker password: %s\n", bo.password)
-	if bo.token != "" {
-		fmt.Fprintf(w, "  broker token:    %s\n", bo.token)
+	fmt.Fprintf(w, "  admin token:     %s\n", u.creds.AdminToken)
+	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerAddr)
+	fmt.Fprintf(w, "  broker username: %s\n", o.broker.Username)
+	fmt.Fprintf(w, "  broker password: %s\n", o.broker.Password)
+	if o.broker.Token != "" {
+		fmt.Fprintf(w, "  broker token:    %s\n", o.broker.Token)
 	}
-	fmt.Fprintf(w, "  database:        %s\n", redact(db.url))
-	fmt.Fprintf(w, "  data directory:  %s\n", dir)
+	fmt.Fprintf(w, "  database:        %s\n", redact(o.db.url))
+	fmt.Fprintf(w, "  data directory:  %s\n", u.dir)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
-
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	log.Info("stopped")
-	return nil
 }
 
-// registerBuiltin registers (or points again) the catalog's broker named
-// "bindery" at this process's broker, and fetches its catalogue.
-func registerBuiltin(ctx context.Context, store *catalog.Store, url, username, password string) error {
-	auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: username, Password: password}}
-	b, err := store.GetBroker(ctx, builtinBroker)
-	switch {
-	case errors.Is(err, catalog.ErrNotFound):
-		b = &catalog.Broker{Spec: catalog.BrokerSpec{URL: url}}
-		b.Name = builtinBroker
-		if b, err = store.CreateBroker(ctx, b, auth); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
-	default:
-		if b, err = store.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
-			b.Spec.URL = url
-			return auth, nil
-		}); err != nil {
-			return err
-		}
-	}
-	_, err = store.Relist(ctx, b.ID)
-	return err
+// startEmbedded starts the PostgreSQL kept in the data directory.
+func startEmbedded(ctx context.Context, log *slog.Logger, dir string) (*pgserver.Server, error) {
+	log.Info("starting the embedded PostgreSQL", "dir", filepath.Join(dir, "pg"))
+	return pgserver.Start(ctx, filepath.Join(dir, "pg"), pgserver.Options{})
 }
 
-// ensureAdminToken returns token if the catalog knows it, or a new admin
-// token.
-func ensureAdminToken(ctx context.Context, store *catalog.Store, token string) (string, error) {
-	if token != "" {
-		if t, err := store.LookupToken(ctx, token); err == nil && t.Role == catalog.RoleAdmin && t.AllNamespaces() {
-			return token, nil
+// credentialsFile is where, in the data directory, the generated
+// credentials are kept.
+const credentialsFile = "credentials.json"
+
+// completeFromDataDir fills what the flags leave out from the data
+// directory, generating it the first time: the encryption key and the
+// broker's credentials. It returns the generated credentials.
+func (o *upOptions) completeFromDataDir(dir string) (generated, error) {
+	var err error
+	if o.keys.encryptionKey == "" {
+		if o.keys.encryptionKey, err = readOrCreate(filepath.Join(dir, "encryption.key"), keyring.Generate); err != nil {
+			return generated{}, err
 		}
 	}
-	return store.CreateToken(ctx, catalog.RoleAdmin)
-}
-
-// ensureDatabase creates database name on the server of adminURL.
-func ensureDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
+	creds, err := loadGenerated(filepath.Join(dir, credentialsFile))
 	if err != nil {
-		return fmt.Errorf("connect to the embedded PostgreSQL: %w", err)
+		return generated{}, err
 	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return err
+	if !o.broker.HasCredentials() {
+		o.broker.Username, o.broker.Password, o.broker.Token = creds.BrokerUsername, creds.BrokerPassword, creds.BrokerToken
 	}
-	if exists {
-		return nil
+	o.broker.Complete(o.db.url)
+	return creds, nil
+}
+
+// listenAll opens every address, or none.
+func listenAll(addrs ...string) ([]net.Listener, error) {
+	var ls []net.Listener
+	for _, a := range addrs {
+		l, err := serve.Listen(a)
+		if err != nil {
+			closeAll(ls)
+			return nil, err
+		}
+		ls = append(ls, l)
 	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	return err
+	return ls, nil
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		_ = l.Close()
+	}
 }
 
 // readOrCreate returns the content of path, creating it (mode 0600) with
@@ -291,16 +315,12 @@ func randomSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// redact hides the password of a connection URL.
-func redact(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			cred := rest[:at]
-			if c := strings.Index(cred, ":"); c >= 0 {
-				return u[:i+3] + cred[:c] + ":***@" + rest[at+1:]
-			}
-		}
+// redact hides the password of a connection URL; a connection string
+// that is not a URL is shown as given.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
 	}
-	return u
+	return u.Redacted()
 }

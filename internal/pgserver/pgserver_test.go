@@ -69,6 +69,24 @@ func TestRestartKeepsDataAndPassword(t *testing.T) {
 		c.Close(ctx)
 		t.Fatal("connected with a wrong password")
 	}
+
+	// EnsureDatabase creates a database once; asking again finds it.
+	for i := range 2 {
+		u, err := s2.EnsureDatabase(ctx, "app-db")
+		if err != nil {
+			t.Fatalf("EnsureDatabase #%d: %v", i+1, err)
+		}
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatalf("connect to the ensured database: %v", err)
+		}
+		var name string
+		err = c.QueryRow(ctx, "SELECT current_database()").Scan(&name)
+		c.Close(ctx)
+		if err != nil || name != "app-db" {
+			t.Fatalf("current_database() = %q, %v; want app-db", name, err)
+		}
+	}
 }
 
 // tempBase makes a directory the postgres user can traverse.

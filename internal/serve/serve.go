@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,12 +30,14 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// NewEcho returns an echo instance with the probes and metrics mounted.
-// ready checks are run on every /readyz request.
-func NewEcho(reg *prometheus.Registry, ready ...Check) *echo.Echo {
+// NewEcho returns an echo instance that logs every request to log (see
+// RequestLog), with the probes and metrics mounted. ready checks are run on
+// every /readyz request.
+func NewEcho(log *slog.Logger, reg *prometheus.Registry, ready ...Check) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	e.Use(RequestLog(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
@@ -48,6 +51,33 @@ func NewEcho(reg *prometheus.Registry, ready ...Check) *echo.Echo {
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	return e
+}
+
+// RequestLog logs one line per request at info level (debug for the
+// probes and /metrics, which scrapers call every few seconds): method, path,
+// status and latency. The query string is left out (a token or password may
+// ride in it), and so are headers and bodies.
+func RequestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod:   true,
+		LogURIPath:  true,
+		LogStatus:   true,
+		LogLatency:  true,
+		HandleError: true, // the status logged is the one the error handler sends
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			switch v.URIPath {
+			case "/healthz", "/readyz", "/metrics":
+				level = slog.LevelDebug
+			}
+			log.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("method", v.Method),
+				slog.String("path", v.URIPath),
+				slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency))
+			return nil
+		},
+	})
 }
 
 // Listen opens addr; a port of 0 picks a free one (see Addr on the listener).

@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/serve"
+)
+
+// Options are the broker's command-line settings. The database and the
+// encryption keys, which every component shares, are not among them: the
+// command that runs the broker owns those flags and hands Config the pool
+// and keys.
+type Options struct {
+	// Listen is HOST:PORT to serve the OSB API on.
+	Listen   string
+	Username string
+	Password string
+	Token    string
+	// CatalogFile is a YAML catalogue; empty: the embedded one.
+	CatalogFile string
+	// TargetURL is the PostgreSQL cluster where instances are created.
+	TargetURL        string
+	OperationTimeout time.Duration
+	Workers          int
+}
+
+// AddFlags registers the broker's flags; listenFlag names the listen
+// address's flag (it differs when several components share a command).
+func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
+	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the OSB API on")
+	fs.StringVar(&o.Username, "broker-username", "", "HTTP basic auth username platforms must present")
+	fs.StringVar(&o.Password, "broker-password", "", "HTTP basic auth password platforms must present")
+	fs.StringVar(&o.Token, "broker-token", "", "bearer token platforms may present instead of basic auth")
+	fs.StringVar(&o.CatalogFile, "catalog", "", "YAML catalogue file (default: the embedded PostgreSQL catalogue)")
+	fs.StringVar(&o.TargetURL, "target-database-url", "", "PostgreSQL cluster where instances are created (default: the cluster of --database-url)")
+	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
+	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
+}
+
+// HasCredentials reports whether any way for platforms to authenticate
+// is set.
+func (o *Options) HasCredentials() bool {
+	return o.Username != "" || o.Password != "" || o.Token != ""
+}
+
+// Complete fills what the flags leave to be derived: instances go to the
+// catalog's own cluster unless --target-database-url names another.
+func (o *Options) Complete(databaseURL string) {
+	if o.TargetURL == "" {
+		o.TargetURL = databaseURL
+	}
+}
+
+// Validate reports every problem with the options together.
+func (o *Options) Validate() error {
+	var errs []error
+	if !o.HasCredentials() {
+		errs = append(errs, errors.New("no broker credentials: set --broker-username and --broker-password (BINDERY_BROKER_USERNAME, BINDERY_BROKER_PASSWORD) or --broker-token"))
+	} else if (o.Username == "") != (o.Password == "") {
+		errs = append(errs, errors.New("--broker-username and --broker-password go together"))
+	}
+	if o.OperationTimeout <= 0 {
+		errs = append(errs, errors.New("--operation-timeout: must be positive"))
+	}
+	if o.Workers <= 0 {
+		errs = append(errs, errors.New("--workers: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Config loads the catalogue and returns the broker's Config, with its own
+// metrics registry and no drivers: the caller adds those, which live in
+// packages that import this one.
+func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger) (Config, error) {
+	catalog, err := LoadCatalog(o.CatalogFile)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{
+		Pool:             pool,
+		Catalog:          catalog,
+		Drivers:          map[string]Driver{},
+		Keys:             keys,
+		Auth:             Auth{Username: o.Username, Password: o.Password, Token: o.Token},
+		Logger:           log,
+		Registry:         serve.NewRegistry(),
+		OperationTimeout: o.OperationTimeout,
+		Workers:          o.Workers,
+	}, nil
+}
+
+// Run starts a broker's job engine and serves its API on l until ctx ends,
+// then stops the engine, giving running operations up to 15 seconds.
+func Run(ctx context.Context, cfg Config, l net.Listener) error {
+	b, err := New(ctx, cfg)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	if err := b.Start(ctx); err != nil {
+		_ = l.Close()
+		return fmt.Errorf("start job engine: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		if err := b.Stop(stopCtx); err != nil {
+			b.log.Warn("stop job engine", "error", err)
+		}
+	}()
+	b.log.Info("serving the OSB API", "addr", l.Addr().String())
+	return serve.Run(ctx, l, b.Handler(), b.log)
+}

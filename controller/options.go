@@ -1,0 +1,178 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/serve"
+)
+
+// Options are the engine's command-line settings. The database and the
+// encryption keys belong to the command, which hands Config the store.
+type Options struct {
+	// Listen is HOST:PORT for the engine's health and metrics.
+	Listen string
+	// Kubeconfig is the cluster bindings are written to as Secrets.
+	Kubeconfig    string
+	ClusterID     string
+	Workers       int
+	Resync        time.Duration
+	BrokerTimeout time.Duration
+	// RelistCheck is how often the engine relists brokers; 0: never.
+	RelistCheck time.Duration
+	// Retry holds the backoff and polling flags (RetryBase, RetryCap,
+	// MaxPollingDuration), which Config.AddFlags registers.
+	Retry Config
+}
+
+// AddFlags registers the engine's flags; listenFlag names the listen
+// address's flag (it differs when several components share a command).
+// --relist-check-interval is left to a component that registered it
+// first: in `bindery up` the catalog server relists and the engine does
+// not.
+func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
+	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT for the engine's health and metrics")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster bindings are written to as Secrets (also KUBECONFIG; in a Pod the in-cluster configuration is used); none: no cluster")
+	fs.StringVar(&o.ClusterID, "cluster-id", "bindery", "identifies this platform to brokers (organization_guid, context.clusterid)")
+	fs.IntVar(&o.Workers, "controller-workers", 8, "objects reconciled at once")
+	fs.DurationVar(&o.Resync, "resync", 5*time.Minute, "how often every unsettled object is looked at again")
+	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", 60*time.Second, "timeout of each broker request")
+	o.Retry.AddFlags(fs)
+	// On its own the engine runs a relister (several replicas share the
+	// work through claims), the only one that can read brokers'
+	// credentials from Secrets.
+	if fs.Lookup("relist-check-interval") == nil {
+		fs.DurationVar(&o.RelistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due; 0: never")
+	}
+}
+
+// Validate reports every problem with the options together.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Workers <= 0 {
+		errs = append(errs, errors.New("--controller-workers: must be positive"))
+	}
+	if o.RelistCheck < 0 {
+		errs = append(errs, errors.New("--relist-check-interval: must not be negative"))
+	}
+	errs = append(errs, o.Retry.ValidateFlags()...)
+	return errors.Join(errs...)
+}
+
+// KubeClient is the configured cluster, or nil: --kubeconfig or
+// KUBECONFIG, else in-cluster when running in a Pod; never an implicit
+// ~/.kube/config.
+func (o *Options) KubeClient() (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case o.Kubeconfig != "":
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err = rest.InClusterConfig()
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return kubernetes.NewForConfig(cfg)
+}
+
+// Cluster is the engine's cluster, connected to the store: brokers
+// registered through the Kubernetes API keep their credentials in its
+// Secrets, and the store's history goes to it as Events too.
+type Cluster struct {
+	Kube   kubernetes.Interface
+	events *Events
+}
+
+// ConnectCluster returns the cluster of o, or nil when none is configured.
+// Build the store with its StoreOptions, and run the cluster (Run) until the
+// store is no longer used.
+func (o *Options) ConnectCluster(ctx context.Context) (*Cluster, error) {
+	kube, err := o.KubeClient()
+	if err != nil || kube == nil {
+		return nil, err
+	}
+	c := &Cluster{Kube: kube, events: NewEvents(kube)}
+	if err := c.events.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("start recording Kubernetes Events: %w", err)
+	}
+	return c, nil
+}
+
+// StoreOptions connect a store to the cluster: brokers registered through
+// the Kubernetes API keep their credentials in its Secrets, and the store's
+// history goes to it as Events too. A nil Cluster gives none.
+func (c *Cluster) StoreOptions() []catalog.Option {
+	if c == nil {
+		return nil
+	}
+	return []catalog.Option{catalog.ReadSecretsWith(KubeSecrets{Kube: c.Kube}), catalog.PublishEventsTo(c.events.Publish)}
+}
+
+// Run sends Events until ctx ends, then stops the broadcaster. A nil
+// Cluster returns at once.
+func (c *Cluster) Run(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	<-ctx.Done()
+	c.events.broadcaster.Shutdown()
+	return nil
+}
+
+// Config returns the engine's Config over store; cluster is the one from
+// ConnectCluster, or nil.
+func (o *Options) Config(store *catalog.Store, cluster *Cluster, log *slog.Logger) Config {
+	cfg := Config{
+		Store: store, ClusterID: o.ClusterID, Logger: log,
+		Workers: o.Workers, Resync: o.Resync, BrokerTimeout: o.BrokerTimeout, RelistCheck: o.RelistCheck,
+		RetryBase: o.Retry.RetryBase, RetryCap: o.Retry.RetryCap, MaxPollingDuration: o.Retry.MaxPollingDuration,
+	}
+	if cluster != nil {
+		cfg.Kube = cluster.Kube
+	}
+	return cfg
+}
+
+// Run runs the engine, with its health and metrics served on l, until ctx
+// ends; it returns once both have stopped. The engine's metrics are
+// registered on a registry of its own, which l's /metrics serves.
+func Run(ctx context.Context, cfg Config, l net.Listener) error {
+	reg := serve.NewRegistry()
+	cfg.Registry = reg
+	engine, err := New(cfg)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return engine.Run(gctx) })
+	// Whichever processes own the catalog prune its change feed; a claim in
+	// PostgreSQL makes one of them do each round.
+	g.Go(func() error {
+		cfg.Store.Feed().RunPruner(gctx, catalog.Retention{})
+		return nil
+	})
+	g.Go(func() error {
+		e := serve.NewEcho(engine.log, reg, func(ctx context.Context) error { return cfg.Store.Ping(ctx) })
+		return serve.Run(gctx, l, e, engine.log)
+	})
+	return g.Wait()
+}

@@ -1,0 +1,55 @@
+package controller_test
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/controller"
+)
+
+// TestOptionsRelistFlag leaves --relist-check-interval to a component
+// that registered it first, as the catalog server does in `bindery up`:
+// the engine then does not relist.
+func TestOptionsRelistFlag(t *testing.T) {
+	fs := flag.NewFlagSet("alone", flag.ContinueOnError)
+	var alone controller.Options
+	alone.AddFlags(fs, "listen", ":0")
+	if err := fs.Parse([]string{"--relist-check-interval", "3s"}); err != nil {
+		t.Fatal(err)
+	}
+	if alone.RelistCheck != 3*time.Second {
+		t.Errorf("alone: RelistCheck %s, want 3s", alone.RelistCheck)
+	}
+
+	fs = flag.NewFlagSet("shared", flag.ContinueOnError)
+	var other time.Duration
+	fs.DurationVar(&other, "relist-check-interval", time.Second, "the catalog server's")
+	var shared controller.Options
+	shared.AddFlags(fs, "controller-listen", ":0")
+	if err := fs.Parse([]string{"--relist-check-interval", "3s"}); err != nil {
+		t.Fatal(err)
+	}
+	if shared.RelistCheck != 0 || other != 3*time.Second {
+		t.Errorf("shared: engine's RelistCheck %s (want 0), the other's %s (want 3s)", shared.RelistCheck, other)
+	}
+}
+
+// TestOptionsValidateReportsAll checks that every problem is reported in
+// one error, each naming its flag.
+func TestOptionsValidateReportsAll(t *testing.T) {
+	o := controller.Options{Workers: 0, RelistCheck: -time.Second}
+	err := o.Validate()
+	for _, want := range []string{"--controller-workers", "--relist-check-interval"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	o = controller.Options{Workers: 1, Retry: controller.Config{
+		RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
+	}}
+	if err := o.Validate(); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+package pgserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnsureDatabase creates the database name unless the server has it
+// already, and returns the superuser's URL for it.
+func (s *Server) EnsureDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return "", fmt.Errorf("connect to the embedded PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	return s.URL(name), nil
+}

@@ -1,0 +1,90 @@
+package serve_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
+)
+
+// TestRequestLogKeepsSecretsOut sends what a client's secrets ride in — a
+// bearer token, a password in the body, a token in the query string — and
+// checks that the request is logged with its method, path and status but
+// none of them.
+func TestRequestLogKeepsSecretsOut(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := serve.NewEcho(log, prometheus.NewRegistry())
+	e.POST("/api/v1/brokers", func(c echo.Context) error {
+		if _, err := io.ReadAll(c.Request().Body); err != nil {
+			return err
+		}
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, "spec.url: required")
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+
+	const (
+		token    = "tok-3f9a1c0e5b7d"
+		password = "pw-8e2b6d4a1c9f"
+		query    = "qs-5c1e9b3a7d2f"
+	)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/brokers?access_token="+query,
+		strings.NewReader(`{"name":"b","auth":{"basic":{"username":"u","password":"`+password+`"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422", resp.StatusCode)
+	}
+
+	out := logs.String()
+	for _, want := range []string{"method=POST", "path=/api/v1/brokers ", "status=422", "latency="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("request log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{token, password, query, "Bearer", "access_token"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("request log contains %q:\n%s", secret, out)
+		}
+	}
+}
+
+// TestRequestLogProbesAtDebug checks that the probes, which kubelet and
+// scrapers call every few seconds, stay out of an info-level log.
+func TestRequestLogProbesAtDebug(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	e := serve.NewEcho(slog.New(slog.NewTextHandler(logs, nil)), prometheus.NewRegistry())
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/nothing-here"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	out := logs.String()
+	if strings.Contains(out, "/healthz") || strings.Contains(out, "/readyz") || strings.Contains(out, "/metrics") {
+		t.Errorf("probes logged at info:\n%s", out)
+	}
+	if !strings.Contains(out, "path=/nothing-here status=404") {
+		t.Errorf("other requests not logged at info:\n%s", out)
+	}
+}
