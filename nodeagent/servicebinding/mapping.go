@@ -1,14 +1,18 @@
 package servicebinding
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 )
@@ -310,3 +314,21 @@ func removeField(obj map[string]any, path []string) {
 		unstructured.RemoveNestedField(obj, path[:i]...)
 	}
 }
+
+// lookupMapping returns the mapping of a workload kind: its
+// ClusterWorkloadResourceMapping, named <resource>.<group>, when one
+// exists, else the built-in or default one.
+func lookupMapping(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (Mapping, error) {
+	var cwrm sbv1.ClusterWorkloadResourceMapping
+	err := r.Get(ctx, client.ObjectKey{Name: gvr.GroupResource().String()}, &cwrm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return MappingFor(gvk.GroupKind(), gvk.Version, nil)
+	case err != nil:
+		return Mapping{}, fmt.Errorf("get clusterworkloadresourcemapping %s: %w", gvr.GroupResource(), err)
+	}
+	return MappingFor(gvk.GroupKind(), gvk.Version, &cwrm)
+}
+
+// equalTemplates compares templates as the API server would store them.
+func equalTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Semantic.DeepEqual(a, b) }
