@@ -87,12 +87,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		controllerutil.RemoveFinalizer(&sb, Finalizer)
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &sb))
+		if err := r.client.Update(ctx, &sb); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		others := requests(r.listBindings(ctx, sb.Namespace), func(o *sbv1.ServiceBinding) bool { return o.UID != sb.UID })
+		return reconcile.Result{}, r.labelNamespace(ctx, sb.Namespace, len(others) > 0)
 	}
 	if controllerutil.AddFinalizer(&sb, Finalizer) {
 		if err := r.client.Update(ctx, &sb); err != nil {
 			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+	}
+	if err := r.labelNamespace(ctx, sb.Namespace, true); err != nil {
+		return reconcile.Result{}, err
 	}
 	status := sb.Status.DeepCopy()
 	status.ObservedGeneration = sb.Generation
@@ -120,6 +127,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, &sb, status)
+}
+
+// NamespaceLabel marks the namespaces that hold ServiceBindings; the
+// webhook configuration's namespaceSelector matches it, so that workloads
+// elsewhere never cost a webhook call.
+const NamespaceLabel = "servicebinding.bindery.dev/bound"
+
+// labelNamespace sets or removes NamespaceLabel on ns.
+func (r *Reconciler) labelNamespace(ctx context.Context, ns string, bound bool) error {
+	var n metav1.PartialObjectMetadata
+	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if (n.Labels[NamespaceLabel] == "true") == bound {
+		return nil
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if bound {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[NamespaceLabel] = "true"
+	} else {
+		delete(n.Labels, NamespaceLabel)
+	}
+	if err := r.client.Patch(ctx, &n, patch); err != nil {
+		return fmt.Errorf("label namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 // problem is a condition the user must fix; it is written to the status

@@ -19,12 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 	sbv1beta1 "github.com/bindery-dev/bindery/apis/servicebinding/v1beta1"
@@ -138,13 +135,12 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		WebhookServer:          srv,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{},
-		Client:                 client.Options{},
 	})
 	if err != nil {
 		return fmt.Errorf("start manager: %w", err)
 	}
-	srv.Register(MutatePath, &webhook.Admission{Handler: NewWebhook(mgr.GetClient()), RecoverPanic: ptrTrue()})
+	// GetWebhookServer, unlike the server itself, adds it to the manager.
+	mgr.GetWebhookServer().Register(MutatePath, &webhook.Admission{Handler: NewWebhook(mgr.GetClient()), RecoverPanic: ptrTrue()})
 	if o.Controller {
 		if _, err := SetupReconciler(mgr, log); err != nil {
 			return err
@@ -155,5 +151,3 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 }
 
 func ptrTrue() *bool { t := true; return &t }
-
-var _ admission.Handler = (*Webhook)(nil)
