@@ -62,7 +62,7 @@ func SetupReconciler(mgr ctrl.Manager, log *slog.Logger) (*Reconciler, error) {
 		For(&sbv1.ServiceBinding{}).
 		Watches(&sbv1.ClusterWorkloadResourceMapping{}, handler.EnqueueRequestsFromMapFunc(r.allBindings)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfService)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptrTrue()}).
 		Build(r)
 	if err != nil {
 		return nil, fmt.Errorf("build servicebinding controller: %w", err)

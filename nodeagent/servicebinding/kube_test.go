@@ -42,7 +42,7 @@ func deployment(ns, name string, lbls map[string]string, containers ...string) *
 
 func secret(ns, name string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Type: "servicebinding.io/postgresql",
+		Type:       "servicebinding.io/postgresql",
 		StringData: map[string]string{"type": "postgresql", "provider": "bindery", "host": "db.example", "port": "5432"}}
 }
 
@@ -304,7 +304,7 @@ func createAccountServiceCRD(t *testing.T, c client.Client) {
 			"names": map[string]any{"plural": "accountservices", "singular": "accountservice", "kind": "AccountService", "listKind": "AccountServiceList"},
 			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
 				"subresources": map[string]any{"status": map[string]any{}},
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
 		},
 	})
 	create(t, c, u)

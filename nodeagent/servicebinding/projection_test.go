@@ -137,8 +137,8 @@ func TestProject(t *testing.T) {
 		},
 	}, {
 		// A variable the user set is never replaced, and the warning says so.
-		name: "user env kept",
-		in:   template(corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "DB_HOST", Value: "mine"}}}),
+		name:    "user env kept",
+		in:      template(corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "DB_HOST", Value: "mine"}}}),
 		binding: Binding{UID: uid, Name: "db", Secret: "s", Env: []sbv1.EnvMapping{{Name: "DB_HOST", Key: "host"}}},
 		want: &corev1.PodTemplateSpec{
 			ObjectMeta: objectMeta(map[string]string{recordPrefix + uid: "{}", rootAnnotation: `["app"]`}),

@@ -44,7 +44,7 @@ type bundle struct {
 // make ReplicaSets and Pods objects; no node, so the Pods stay Pending),
 // installs the CRDs from deploy/servicebinding/crd, runs the webhook and
 // controller on a loopback port and registers the webhook at its URL.
-func setup(t *testing.T, failurePolicy admissionregistrationv1.FailurePolicyType) *bundle {
+func setup(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType) *bundle {
 	t.Helper()
 	cluster := kubetest.Start(t, kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller"))
 	scheme, err := servicebinding.Scheme()
@@ -118,11 +118,11 @@ func setup(t *testing.T, failurePolicy admissionregistrationv1.FailurePolicyType
 	return b
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-func installCRDs(t *testing.T, c client.Client) {
+func installCRDs(t testing.TB, c client.Client) {
 	t.Helper()
 	files, err := filepath.Glob("../../deploy/servicebinding/crd/*.yaml")
 	if err != nil || len(files) != 2 {
@@ -159,7 +159,7 @@ func installCRDs(t *testing.T, c client.Client) {
 
 // registerWebhook registers the webhook as deploy/servicebinding does,
 // except that the API server calls a loopback URL.
-func registerWebhook(t *testing.T, b *bundle, failurePolicy admissionregistrationv1.FailurePolicyType) {
+func registerWebhook(t testing.TB, b *bundle, failurePolicy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	data, err := os.ReadFile("../../deploy/servicebinding/webhook.yaml")
 	if err != nil {
@@ -187,7 +187,7 @@ func registerWebhook(t *testing.T, b *bundle, failurePolicy admissionregistratio
 	time.Sleep(500 * time.Millisecond)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -197,7 +197,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func waitListening(t *testing.T, addr string, done chan error) {
+func waitListening(t testing.TB, addr string, done chan error) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -219,7 +219,7 @@ func waitListening(t *testing.T, addr string, done chan error) {
 }
 
 // eventually polls f until it returns nil or the time is up.
-func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
+func eventually(t testing.TB, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -230,4 +230,3 @@ func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
 		t.Fatalf("%s: %v (last: %v)", what, err, last)
 	}
 }
-
