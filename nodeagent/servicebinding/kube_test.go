@@ -325,7 +325,7 @@ func TestWebhookDown(t *testing.T) {
 	create(t, c, secret(ns, "prod-db"))
 	sb := binding(ns, "account-service", secretRef("prod-db"), deploymentRef("online-banking"))
 	create(t, c, sb)
-	sb = waitReady(t, c, sb, metav1.ConditionTrue, "Projected")
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonWorkloadMissing)
 
 	b.stop()
 	d := deployment(ns, "online-banking", nil, "app")
