@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -86,15 +87,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.unprojectAll(ctx, &sb); err != nil {
 			return reconcile.Result{}, err
 		}
+		orig := sb.DeepCopy()
 		controllerutil.RemoveFinalizer(&sb, Finalizer)
-		if err := r.client.Update(ctx, &sb); err != nil {
+		if err := r.client.Patch(ctx, &sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		others := requests(r.listBindings(ctx, sb.Namespace), func(o *sbv1.ServiceBinding) bool { return o.UID != sb.UID })
 		return reconcile.Result{}, r.labelNamespace(ctx, sb.Namespace, len(others) > 0)
 	}
+	orig := sb.DeepCopy()
 	if controllerutil.AddFinalizer(&sb, Finalizer) {
-		if err := r.client.Update(ctx, &sb); err != nil {
+		if err := r.client.Patch(ctx, &sb, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
@@ -183,7 +186,7 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 		return ref.Name, nil
 	}
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	if err := r.watch(gvk, r.bindingsOfService); err != nil {
+	if err := r.watch(gvk, r.bindingsOfService, false); err != nil {
 		if meta.IsNoMatchError(err) {
 			return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
 		}
@@ -209,7 +212,7 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 // problem for the Ready condition.
 func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.ServiceBinding, secret string) (reason, msg string, err error) {
 	gvk := schema.FromAPIVersionAndKind(sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind)
-	if err := r.watch(gvk, r.bindingsOfWorkload); err != nil {
+	if err := r.watch(gvk, r.bindingsOfWorkload, true); err != nil {
 		if meta.IsNoMatchError(err) {
 			return ReasonWorkloadMissing, fmt.Sprintf("the server does not serve %s %s", sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind), nil
 		}
@@ -338,8 +341,10 @@ func (r *Reconciler) resource(gvk schema.GroupVersionKind) (schema.GroupVersionR
 
 // watch starts, once per kind, a watch on the objects of gvk that wakes
 // the ServiceBindings f names: the kinds of workloads and services are only
-// known from the bindings.
-func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc) error {
+// known from the bindings. The objects land in the manager's cache, which
+// the reconciler then reads. Workloads wake bindings only when their spec
+// or labels change, not on every status update.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc, workload bool) error {
 	if _, err := r.resource(gvk); err != nil {
 		return err
 	}
@@ -348,9 +353,13 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc) error
 	if r.watched[gvk] {
 		return nil
 	}
-	obj := &metav1.PartialObjectMetadata{}
+	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := r.ctrl.Watch(source.Kind(r.mgr.GetCache(), client.Object(obj), handler.EnqueueRequestsFromMapFunc(f))); err != nil {
+	var preds []predicate.Predicate
+	if workload {
+		preds = append(preds, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	}
+	if err := r.ctrl.Watch(source.Kind(r.mgr.GetCache(), client.Object(obj), handler.EnqueueRequestsFromMapFunc(f), preds...)); err != nil {
 		return fmt.Errorf("watch %s: %w", gvk, err)
 	}
 	r.watched[gvk] = true
@@ -393,11 +402,17 @@ func (r *Reconciler) bindingsOfService(ctx context.Context, o client.Object) []r
 	})
 }
 
+// bindingsOfWorkload wakes the bindings that select the workload or that
+// are projected into it (and may have to leave it).
 func (r *Reconciler) bindingsOfWorkload(ctx context.Context, o client.Object) []reconcile.Request {
-	gvk := o.GetObjectKind().GroupVersionKind()
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	m, _ := MappingFor(gvk.GroupKind(), gvk.Version, nil)
 	return requests(r.listBindings(ctx, o.GetNamespace()), func(sb *sbv1.ServiceBinding) bool {
-		gv, _ := schema.ParseGroupVersion(sb.Spec.Workload.APIVersion)
-		return sb.Spec.Workload.Kind == gvk.Kind && gv.Group == gvk.Group
+		return Selects(sb, gvk.GroupKind(), u) || carries(u, m, sb.UID)
 	})
 }
 
@@ -411,9 +426,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sbv1.ServiceBinding, s
 	if equalStatus(&sb.Status, st) {
 		return nil
 	}
+	orig := sb.DeepCopy()
 	sb = sb.DeepCopy()
 	sb.Status = *st
-	if err := r.client.Status().Update(ctx, sb); err != nil {
+	// A merge patch: the status is the controller's alone, so there is no
+	// concurrent writer to lose, and no conflict to retry.
+	if err := r.client.Status().Patch(ctx, sb, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("update status: %w", err))
 	}
 	return nil
