@@ -355,3 +355,78 @@ func TestWebhookDownFail(t *testing.T) {
 }
 
 func equalPodTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Semantic.DeepEqual(a, b) }
+
+// TestEgressAnnotation: Pods into which a Bindery binding is projected
+// carry its endpoints as bindery.dev/egress, and a Pod's creator cannot
+// grant itself endpoints by writing the annotation. The Service Catalog
+// ServiceBinding here is served by a CRD of the same group, kind and JSON
+// as the aggregated API, so that the test needs no network namespace.
+func TestEgressAnnotation(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	createCatalogBindingCRD(t, c)
+	create(t, c, secret(ns, "db-creds"))
+	scb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
+		"metadata": map[string]any{"namespace": ns, "name": "db"},
+	}}
+	create(t, c, scb)
+	scb.Object["status"] = map[string]any{
+		"binding":   map[string]any{"name": "db-creds"},
+		"endpoints": []any{map[string]any{"host": "10.0.0.5", "ports": []any{"5432", "6000-6010"}, "protocol": "tcp"}},
+	}
+	if err := c.Status().Update(ctx, scb); err != nil {
+		t.Fatal(err)
+	}
+	sb := binding(ns, "db", sbv1.ServiceBindingServiceReference{APIVersion: "servicecatalog.k8s.io/v1beta1", Kind: "ServiceBinding", Name: "db"}, deploymentRef("web"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonWorkloadMissing)
+	if sb.Status.Binding == nil || sb.Status.Binding.Name != "db-creds" {
+		t.Fatalf("status.binding = %+v", sb.Status.Binding)
+	}
+	create(t, c, deployment(ns, "web", nil, "app"))
+	const want = `[{"host":"10.0.0.5","ports":["5432","6000-6010"],"protocol":"tcp"}]`
+	eventually(t, "Pods of web carry the egress annotation", func(ctx context.Context) error {
+		pods, err := podsOf(ctx, c, ns, "web")
+		if err != nil {
+			return err
+		}
+		if got := pods[0].Annotations[servicebinding.EgressAnnotation]; got != want {
+			return fmt.Errorf("egress %q, want %q", got, want)
+		}
+		return projected(&pods[0].Spec, string(sb.UID), "db-creds", "/bindings", "db")
+	})
+
+	forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged",
+		Annotations: map[string]string{servicebinding.EgressAnnotation: `[{"host":"0.0.0.0","ports":["1-65535"],"protocol":"all"}]`}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	create(t, c, forged)
+	if v, ok := forged.Annotations[servicebinding.EgressAnnotation]; ok {
+		t.Errorf("a Pod with no binding kept the egress annotation its creator wrote: %s", v)
+	}
+}
+
+func createCatalogBindingCRD(t *testing.T, c client.Client) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetUnstructuredContent(map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "servicebindings.servicecatalog.k8s.io",
+			"annotations": map[string]any{"api-approved.kubernetes.io": "unapproved, test stand-in for the aggregated API"}},
+		"spec": map[string]any{
+			"group": "servicecatalog.k8s.io", "scope": "Namespaced",
+			"names": map[string]any{"plural": "servicebindings", "singular": "servicebinding", "kind": "ServiceBinding", "listKind": "ServiceBindingList"},
+			"versions": []any{map[string]any{"name": "v1beta1", "served": true, "storage": true,
+				"subresources": map[string]any{"status": map[string]any{}},
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	})
+	create(t, c, u)
+	eventually(t, "servicecatalog.k8s.io ServiceBinding served", func(ctx context.Context) error {
+		var l unstructured.UnstructuredList
+		l.SetAPIVersion("servicecatalog.k8s.io/v1beta1")
+		l.SetKind("ServiceBindingList")
+		return c.List(ctx, &l)
+	})
+}

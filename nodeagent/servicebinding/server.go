@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -117,6 +118,10 @@ func (o *Options) Run(ctx context.Context, log *slog.Logger) error {
 // RunWithConfig is Run with the cluster's configuration given.
 func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Options) error {
 	log = log.With("component", "webhook")
+	// controller-runtime's informers and admission decoder log through its
+	// package-level logger whatever the manager is given; without this they
+	// would complain once and then drop their messages.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	scheme, err := Scheme()
 	if err != nil {
 		return err
