@@ -419,7 +419,7 @@ func createCatalogBindingCRD(t *testing.T, c client.Client) {
 			"names": map[string]any{"plural": "servicebindings", "singular": "servicebinding", "kind": "ServiceBinding", "listKind": "ServiceBindingList"},
 			"versions": []any{map[string]any{"name": "v1beta1", "served": true, "storage": true,
 				"subresources": map[string]any{"status": map[string]any{}},
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
 		},
 	})
 	create(t, c, u)
