@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -47,8 +48,10 @@ const (
 // Project. Pods and Jobs are left as they were created.
 type Reconciler struct {
 	client client.Client
-	mapper meta.RESTMapper
-	log    *slog.Logger
+	// apiReader reads past the cache, to retry a conflicting update.
+	apiReader client.Reader
+	mapper    meta.RESTMapper
+	log       *slog.Logger
 
 	ctrl    controller.Controller
 	mu      sync.Mutex
@@ -58,7 +61,7 @@ type Reconciler struct {
 
 // SetupReconciler registers the controller with mgr.
 func SetupReconciler(mgr ctrl.Manager, log *slog.Logger) (*Reconciler, error) {
-	r := &Reconciler{client: mgr.GetClient(), mapper: mgr.GetRESTMapper(), log: log, mgr: mgr, watched: map[schema.GroupVersionKind]bool{}}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), log: log, mgr: mgr, watched: map[schema.GroupVersionKind]bool{}}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&sbv1.ServiceBinding{}).
 		Watches(&sbv1.ClusterWorkloadResourceMapping{}, handler.EnqueueRequestsFromMapFunc(r.allBindings)).
@@ -243,32 +246,21 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 		if selected {
 			matched++
 		}
-		tpl, err := Template(w.Object, m)
+		changed, problem, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) {
+			if selected {
+				Project(tpl, b)
+			} else {
+				Unproject(tpl, sb.UID)
+			}
+		})
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err))
+			return "", "", err
+		}
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+		if !changed {
 			continue
-		}
-		before := tpl.DeepCopy()
-		if selected {
-			Project(tpl, b)
-		} else {
-			Unproject(tpl, sb.UID)
-		}
-		if equalTemplates(before, tpl) {
-			continue
-		}
-		if immutable(gvk.GroupKind()) {
-			problems = append(problems, fmt.Sprintf("%s %s was created without this projection; %ss are projected only when created: recreate it", gvk.Kind, w.GetName(), gvk.Kind))
-			continue
-		}
-		if err := WriteTemplate(w.Object, m, tpl); err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err))
-			continue
-		}
-		if err := r.client.Update(ctx, w); err != nil {
-			// A conflict or a refusal is retried with backoff by the
-			// workqueue; the specification asks not to report conflicts.
-			return "", "", fmt.Errorf("update %s %s: %w", gvk.Kind, w.GetName(), err)
 		}
 		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", secret)
 	}
@@ -284,6 +276,48 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 		return ReasonWorkloadMissing, fmt.Sprintf("%s %s not found", sb.Spec.Workload.Kind, sb.Spec.Workload.Name), nil
 	}
 	return "", "", nil
+}
+
+// apply changes workload w's template with f and writes it back when it
+// changed. A conflict (the cache was behind, or another writer came first)
+// is retried at once on a fresh read from the API server, with jittered
+// backoff, rather than through the workqueue's growing delays; other
+// errors go back to the workqueue. A problem is a message for the Ready
+// condition: a template that cannot be read, or a Pod or Job to change.
+func (r *Reconciler) apply(ctx context.Context, w *unstructured.Unstructured, m Mapping, gvk schema.GroupVersionKind, f func(*corev1.PodTemplateSpec)) (changed bool, problem string, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed, problem = false, ""
+		tpl, err := Template(w.Object, m)
+		if err != nil {
+			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
+			return nil
+		}
+		before := tpl.DeepCopy()
+		f(tpl)
+		if equalTemplates(before, tpl) {
+			return nil
+		}
+		if immutable(gvk.GroupKind()) {
+			problem = fmt.Sprintf("%s %s was created without this projection; %ss are projected only when created: recreate it", gvk.Kind, w.GetName(), gvk.Kind)
+			return nil
+		}
+		if err := WriteTemplate(w.Object, m, tpl); err != nil {
+			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
+			return nil
+		}
+		err = r.client.Update(ctx, w)
+		if apierrors.IsConflict(err) {
+			if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(w), w); gerr != nil {
+				return gerr
+			}
+		}
+		changed = err == nil
+		return err
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("update %s %s: %w", gvk.Kind, w.GetName(), err)
+	}
+	return changed, problem, nil
 }
 
 // unprojectAll removes sb from every workload that carries it.
@@ -310,16 +344,8 @@ func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) 
 		if immutable(gvk.GroupKind()) || !carries(w, m, sb.UID) {
 			continue
 		}
-		tpl, err := Template(w.Object, m)
-		if err != nil {
-			continue
-		}
-		Unproject(tpl, sb.UID)
-		if err := WriteTemplate(w.Object, m, tpl); err != nil {
+		if _, _, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) { Unproject(tpl, sb.UID) }); err != nil && !apierrors.IsNotFound(err) {
 			return err
-		}
-		if err := r.client.Update(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("update %s %s: %w", gvk.Kind, w.GetName(), err)
 		}
 	}
 	return nil
