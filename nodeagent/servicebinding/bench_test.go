@@ -173,6 +173,10 @@ func BenchmarkProjectExisting(b *testing.B) {
 		}
 		lat = append(lat, time.Since(began))
 	}
+	// The first binding of a kind starts the controller's informer for
+	// that kind; it is reported apart from the steady state.
+	b.ReportMetric(float64(lat[0].Microseconds())/1000, "first-ms")
+	lat = lat[1:]
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
