@@ -430,3 +430,39 @@ func createCatalogBindingCRD(t *testing.T, c client.Client) {
 		return c.List(ctx, &l)
 	})
 }
+
+// TestLeastPrivilege runs the webhook and controller with only the rights
+// deploy/servicebinding/rbac.yaml grants (the aggregated ClusterRole, filled
+// by kube-controller-manager): a Direct Secret Reference resolved from
+// metadata, projection into an existing Deployment, and unbinding.
+func TestLeastPrivilege(t *testing.T) {
+	b := setupAs(t, admissionregistrationv1.Ignore, webhookUser)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "prod-db"))
+	d := deployment(ns, "online-banking", nil, "app")
+	create(t, c, d)
+	before := d.DeepCopy()
+	sb := binding(ns, "account-service", secretRef("prod-db"), deploymentRef("online-banking"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, "Projected")
+	var got appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := projected(&got.Spec.Template.Spec, string(sb.UID), "prod-db", "/bindings", "account-service"); err != nil {
+		t.Error(err)
+	}
+	if err := c.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "unprojected", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
+		}
+		if !equalPodTemplates(&before.Spec.Template, &got.Spec.Template) {
+			return fmt.Errorf("template %+v", got.Spec.Template.Spec.Volumes)
+		}
+		return nil
+	})
+}

@@ -9,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
@@ -45,8 +48,20 @@ type bundle struct {
 // installs the CRDs from deploy/servicebinding/crd, runs the webhook and
 // controller on a loopback port and registers the webhook at its URL.
 func setup(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType) *bundle {
+	return setupAs(t, failurePolicy, "")
+}
+
+// webhookUser is the identity the webhook runs as in setupAs, with only
+// the rights deploy/servicebinding/rbac.yaml gives its ServiceAccount.
+const webhookUser = "bindery-webhook"
+
+// setupAs is setup with the webhook and controller running as user, with
+// the RBAC of deploy/servicebinding bound to it; as the cluster's admin
+// when user is empty.
+func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType, user string) *bundle {
 	t.Helper()
-	cluster := kubetest.Start(t, kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller"))
+	cluster := kubetest.Start(t, kubetest.WithUser(webhookUser),
+		kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller", "clusterrole-aggregation-controller"))
 	scheme, err := servicebinding.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +75,11 @@ func setup(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType
 	}
 	ctx := t.Context()
 	installCRDs(t, c)
+	runAs := cluster.Config()
+	if user != "" {
+		installRBAC(t, c, user)
+		runAs = cluster.ConfigFor(user)
+	}
 
 	dir := t.TempDir()
 	cert, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
@@ -92,7 +112,7 @@ func setup(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType
 		var runCtx context.Context
 		runCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		done = make(chan error, 1)
-		go func() { done <- servicebinding.RunWithConfig(runCtx, log, cluster.Config(), o) }()
+		go func() { done <- servicebinding.RunWithConfig(runCtx, log, runAs, o) }()
 		waitListening(t, o.Listen, done)
 	}
 	b.stop = func() {
@@ -155,6 +175,39 @@ func installCRDs(t testing.TB, c client.Client) {
 			t.Fatalf("CRD %s not established: %v", crd.Name, err)
 		}
 	}
+}
+
+// installRBAC creates the ClusterRoles and ClusterRoleBinding of
+// deploy/servicebinding/rbac.yaml, bound to user instead of the
+// ServiceAccount, and waits for the aggregated ClusterRole to be filled.
+func installRBAC(t testing.TB, c client.Client, user string) {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/servicebinding/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() == "ClusterRoleBinding" {
+			u.Object["subjects"] = []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}}
+		}
+		if err := c.Create(t.Context(), &u); err != nil {
+			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	eventually(t, "aggregated ClusterRole filled", func(ctx context.Context) error {
+		var role rbacv1.ClusterRole
+		if err := c.Get(ctx, client.ObjectKey{Name: "bindery-servicebinding"}, &role); err != nil {
+			return err
+		}
+		if len(role.Rules) < 10 {
+			return fmt.Errorf("%d rules", len(role.Rules))
+		}
+		return nil
+	})
 }
 
 // registerWebhook registers the webhook as deploy/servicebinding does,
