@@ -417,6 +417,11 @@ type BindingStatus struct {
 	LastError                  string             `json:"lastError,omitempty"`
 	// Retries is the engine's backoff per failing operation (see Retry).
 	Retries map[string]Retry `json:"retries,omitempty"`
+	// Binding names the binding's Secret once it exists, which makes the
+	// binding a Provisioned Service of the servicebinding.io specification.
+	Binding *SecretReference `json:"binding,omitempty"`
+	// Endpoints are those the broker returned with the credentials.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
 
 // BindingProperties is what was sent to the broker for a binding.

@@ -194,6 +194,10 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
 		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
 		delete(st.Retries, catalog.OperationBind)
+		st.Endpoints = nil
+		for _, e := range result.Endpoints {
+			st.Endpoints = append(st.Endpoints, catalog.Endpoint{Host: e.Host, Ports: e.Ports, Protocol: e.Protocol})
+		}
 		return nil
 	}, creds, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
 	if err != nil {
@@ -213,6 +217,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		msg := "The binding's credentials are stored."
 		if c.kube != nil {
 			msg = fmt.Sprintf("The binding's credentials are in Secret %s/%s.", b.Namespace, b.Spec.SecretName)
+			st.Binding = &catalog.SecretReference{Name: b.Spec.SecretName}
 		}
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionTrue, Reason: reasonBound, Message: msg}, now)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionFalse, Reason: reasonBound}, now)

@@ -42,6 +42,14 @@ func TestSecretsInCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the binding's Secret: %v", err)
 	}
+	// A Provisioned Service of servicebinding.io: status.binding names the
+	// Secret; the broker's endpoints are kept with the binding.
+	if b.Status.Binding == nil || b.Status.Binding.Name != "app" {
+		t.Errorf("status.binding = %+v, want the Secret app", b.Status.Binding)
+	}
+	if len(b.Status.Endpoints) != 1 || b.Status.Endpoints[0].Host == "" || len(b.Status.Endpoints[0].Ports) != 1 || b.Status.Endpoints[0].Protocol != "tcp" {
+		t.Errorf("status.endpoints = %+v, want the database's host and port", b.Status.Endpoints)
+	}
 	if s.Type != "servicebinding.io/postgresql" || string(s.Data["type"]) != "postgresql" || string(s.Data["provider"]) != "bindery" {
 		t.Errorf("Secret type %q, data type %q, provider %q", s.Type, s.Data["type"], s.Data["provider"])
 	}

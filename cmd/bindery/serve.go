@@ -33,6 +33,7 @@ var components = map[string]func(ctx context.Context, e env, args []string) erro
 	"catalog":    runServeCatalog,
 	"controller": runServeController,
 	"nodeagent":  runServeNodeagent,
+	"webhook":    runServeWebhook,
 }
 
 func componentNames() []string {

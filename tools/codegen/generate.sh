@@ -8,6 +8,11 @@
 #   openapi/zz_generated.openapi.go       openapi-gen     (with meta/v1, runtime, version, resource)
 #   client/...                    client-gen, lister-gen, informer-gen
 #
+# and of servicebinding.io/v1 and v1beta1 from apis/servicebinding:
+#
+#   {v1,v1beta1}/zz_generated.deepcopy.go   deepcopy-gen
+#   deploy/servicebinding/crd/*.yaml        controller-gen (sigs.k8s.io/controller-tools)
+#
 # The generators are built from tools/codegen/go.mod (k8s.io/code-generator
 # v0.37.2, as kube_codegen.sh of that release would install them) into
 # bin/codegen, then run here in the main module. Running it twice changes nothing.
@@ -100,5 +105,15 @@ for g in client-gen lister-gen informer-gen; do remove_generated "$client_dir" "
 	"$types_pkg"
 # Directories emptied by a removed kind.
 find "$client_dir" -type d -empty -delete
+
+echo "codegen: servicebinding.io deepcopy, CRDs"
+sb=apis/servicebinding
+for ver in v1 v1beta1; do
+	remove_generated "$sb/$ver" deepcopy-gen
+	"$gobin/deepcopy-gen" -v "$v" --go-header-file "$header" \
+		--output-file zz_generated.deepcopy.go "$module/$sb/$ver"
+done
+rm -f deploy/servicebinding/crd/servicebinding.io_*.yaml
+"$gobin/controller-gen" crd:crdVersions=v1 paths="./$sb/..." output:crd:artifacts:config=deploy/servicebinding/crd
 
 echo "codegen: done"

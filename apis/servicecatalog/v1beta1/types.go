@@ -913,6 +913,36 @@ type ServiceBindingStatus struct {
 	// until an operation succeeds.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+
+	// Binding names the binding's Secret once it exists. It makes every
+	// ServiceBinding a Provisioned Service of the Service Binding
+	// Specification (servicebinding.io), which any implementation can bind.
+	// +optional
+	Binding *ServiceBindingSecretReference `json:"binding,omitempty"`
+
+	// Endpoints are the network endpoints the broker returned with the
+	// credentials (OSB 2.17).
+	// +optional
+	// +listType=atomic
+	Endpoints []ServiceBindingEndpoint `json:"endpoints,omitempty"`
+}
+
+// ServiceBindingSecretReference names a Secret in the binding's namespace.
+type ServiceBindingSecretReference struct {
+	// Name of the Secret.
+	Name string `json:"name"`
+}
+
+// ServiceBindingEndpoint is a network endpoint of a binding.
+type ServiceBindingEndpoint struct {
+	// Host is a host name or IP address.
+	Host string `json:"host"`
+	// Ports are single ports or ranges, such as 5432 or 6000-6010.
+	// +listType=atomic
+	Ports []string `json:"ports"`
+	// Protocol is tcp, udp or all.
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // ServiceBindingCondition is one aspect of a binding's state.

@@ -158,6 +158,11 @@ func (in ServiceBindingCondition) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBindingEndpoint) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBindingEndpoint"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ServiceBindingList) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.ServiceBindingList"
 }
@@ -165,6 +170,11 @@ func (in ServiceBindingList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ServiceBindingPropertiesState) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.ServiceBindingPropertiesState"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBindingSecretReference) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBindingSecretReference"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

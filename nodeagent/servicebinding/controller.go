@@ -1,0 +1,478 @@
+package servicebinding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+)
+
+// Finalizer keeps a ServiceBinding until its projection is removed from
+// the workloads.
+const Finalizer = "servicebinding.bindery.dev/unproject"
+
+// Reasons of the Ready condition.
+const (
+	ReasonProjected         = "Projected"
+	ReasonServiceMissing    = "ServiceMissing"
+	ReasonWorkloadMissing   = "WorkloadNotFound"
+	ReasonWorkloadImmutable = "WorkloadImmutable"
+	ReasonProjectionFailed  = "ProjectionFailed"
+)
+
+// Reconciler projects ServiceBindings into the workloads that exist: when a
+// binding appears, changes (a new Secret: rotation) or goes. Workloads
+// created later are projected at admission by the Webhook; both call
+// Project. Pods and Jobs are left as they were created.
+type Reconciler struct {
+	client client.Client
+	// apiReader reads past the cache, to retry a conflicting update.
+	apiReader client.Reader
+	mapper    meta.RESTMapper
+	log       *slog.Logger
+
+	ctrl    controller.Controller
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+	mgr     ctrl.Manager
+}
+
+// SetupReconciler registers the controller with mgr.
+func SetupReconciler(mgr ctrl.Manager, log *slog.Logger) (*Reconciler, error) {
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), log: log, mgr: mgr, watched: map[schema.GroupVersionKind]bool{}}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&sbv1.ServiceBinding{}).
+		Watches(&sbv1.ClusterWorkloadResourceMapping{}, handler.EnqueueRequestsFromMapFunc(r.allBindings)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfService)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptrTrue()}).
+		Build(r)
+	if err != nil {
+		return nil, fmt.Errorf("build servicebinding controller: %w", err)
+	}
+	r.ctrl = c
+	return r, nil
+}
+
+// Reconcile brings one ServiceBinding's workloads and status in line with
+// its spec, level-triggered.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var sb sbv1.ServiceBinding
+	if err := r.client.Get(ctx, req.NamespacedName, &sb); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log := r.log.With("servicebinding", req.String())
+	if sb.DeletionTimestamp != nil {
+		if !controllerutil.ContainsFinalizer(&sb, Finalizer) {
+			return reconcile.Result{}, nil
+		}
+		if err := r.unprojectAll(ctx, &sb); err != nil {
+			return reconcile.Result{}, err
+		}
+		orig := sb.DeepCopy()
+		controllerutil.RemoveFinalizer(&sb, Finalizer)
+		if err := r.client.Patch(ctx, &sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		others := requests(r.listBindings(ctx, sb.Namespace), func(o *sbv1.ServiceBinding) bool { return o.UID != sb.UID })
+		return reconcile.Result{}, r.labelNamespace(ctx, sb.Namespace, len(others) > 0)
+	}
+	orig := sb.DeepCopy()
+	if controllerutil.AddFinalizer(&sb, Finalizer) {
+		if err := r.client.Patch(ctx, &sb, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	if err := r.labelNamespace(ctx, sb.Namespace, true); err != nil {
+		return reconcile.Result{}, err
+	}
+	status := sb.Status.DeepCopy()
+	status.ObservedGeneration = sb.Generation
+
+	secret, svcErr := r.resolveService(ctx, &sb)
+	if svcErr != nil {
+		var permanent *problem
+		if !errors.As(svcErr, &permanent) {
+			return reconcile.Result{}, svcErr
+		}
+		setCondition(status, sb.Generation, sbv1.ConditionServiceAvailable, metav1.ConditionFalse, permanent.reason, permanent.msg)
+		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionFalse, permanent.reason, permanent.msg)
+		return reconcile.Result{}, r.writeStatus(ctx, &sb, status)
+	}
+	setCondition(status, sb.Generation, sbv1.ConditionServiceAvailable, metav1.ConditionTrue, "Available", "")
+	status.Binding = &sbv1.ServiceBindingSecretReference{Name: secret}
+
+	reason, msg, err := r.projectAll(ctx, log, &sb, secret)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if reason == "" {
+		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionTrue, ReasonProjected, "")
+	} else {
+		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, &sb, status)
+}
+
+// NamespaceLabel marks the namespaces that hold ServiceBindings; the
+// webhook configuration's namespaceSelector matches it, so that workloads
+// elsewhere never cost a webhook call.
+const NamespaceLabel = "servicebinding.bindery.dev/bound"
+
+// labelNamespace sets or removes NamespaceLabel on ns.
+func (r *Reconciler) labelNamespace(ctx context.Context, ns string, bound bool) error {
+	var n metav1.PartialObjectMetadata
+	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if (n.Labels[NamespaceLabel] == "true") == bound {
+		return nil
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if bound {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[NamespaceLabel] = "true"
+	} else {
+		delete(n.Labels, NamespaceLabel)
+	}
+	if err := r.client.Patch(ctx, &n, patch); err != nil {
+		return fmt.Errorf("label namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// problem is a condition the user must fix; it is written to the status
+// rather than retried.
+type problem struct{ reason, msg string }
+
+func (p *problem) Error() string { return p.msg }
+
+// resolveService returns the name of the Secret sb's service exposes: a
+// Direct Secret Reference's own name once the Secret exists (only its
+// metadata is read), else the service's status.binding.name.
+func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
+	ref := sb.Spec.Service
+	key := client.ObjectKey{Namespace: sb.Namespace, Name: ref.Name}
+	if ref.APIVersion == "v1" && ref.Kind == "Secret" {
+		var s metav1.PartialObjectMetadata
+		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := r.client.Get(ctx, key, &s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", &problem{ReasonServiceMissing, fmt.Sprintf("Secret %s not found", ref.Name)}
+			}
+			return "", fmt.Errorf("get secret %s: %w", ref.Name, err)
+		}
+		return ref.Name, nil
+	}
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	if err := r.watch(gvk, r.bindingsOfService, false); err != nil {
+		if meta.IsNoMatchError(err) {
+			return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
+		}
+		return "", err
+	}
+	var svc unstructured.Unstructured
+	svc.SetGroupVersionKind(gvk)
+	if err := r.client.Get(ctx, key, &svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s not found", ref.Kind, ref.Name)}
+		}
+		return "", fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	name, _, _ := unstructured.NestedString(svc.Object, "status", "binding", "name")
+	if name == "" {
+		return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s has no status.binding.name yet", ref.Kind, ref.Name)}
+	}
+	return name, nil
+}
+
+// projectAll projects sb into every workload it selects and removes it from
+// those that carry it but are no longer selected. A non-empty reason is a
+// problem for the Ready condition.
+func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.ServiceBinding, secret string) (reason, msg string, err error) {
+	gvk := schema.FromAPIVersionAndKind(sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind)
+	if err := r.watch(gvk, r.bindingsOfWorkload, true); err != nil {
+		if meta.IsNoMatchError(err) {
+			return ReasonWorkloadMissing, fmt.Sprintf("the server does not serve %s %s", sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind), nil
+		}
+		return "", "", err
+	}
+	gvr, err := r.resource(gvk)
+	if err != nil {
+		return "", "", err
+	}
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.client.List(ctx, &list, client.InNamespace(sb.Namespace)); err != nil {
+		return "", "", fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	m, err := lookupMapping(ctx, r.client, gvk, gvr)
+	if err != nil {
+		return ReasonProjectionFailed, err.Error(), nil
+	}
+	b := BindingFor(sb, secret)
+	var problems []string
+	matched := 0
+	for i := range list.Items {
+		w := &list.Items[i]
+		selected := Selects(sb, gvk.GroupKind(), w)
+		if !selected && !carries(w, m, sb.UID) {
+			continue
+		}
+		if selected {
+			matched++
+		}
+		changed, problem, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) {
+			if selected {
+				Project(tpl, b)
+			} else {
+				Unproject(tpl, sb.UID)
+			}
+		})
+		if err != nil {
+			return "", "", err
+		}
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+		if !changed {
+			continue
+		}
+		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", secret)
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		reason := ReasonProjectionFailed
+		if strings.Contains(problems[0], "projected only when created") {
+			reason = ReasonWorkloadImmutable
+		}
+		return reason, strings.Join(problems, "; "), nil
+	}
+	if matched == 0 && sb.Spec.Workload.Name != "" {
+		return ReasonWorkloadMissing, fmt.Sprintf("%s %s not found", sb.Spec.Workload.Kind, sb.Spec.Workload.Name), nil
+	}
+	return "", "", nil
+}
+
+// apply changes workload w's template with f and writes it back when it
+// changed. A conflict (the cache was behind, or another writer came first)
+// is retried at once on a fresh read from the API server, with jittered
+// backoff, rather than through the workqueue's growing delays; other
+// errors go back to the workqueue. A problem is a message for the Ready
+// condition: a template that cannot be read, or a Pod or Job to change.
+func (r *Reconciler) apply(ctx context.Context, w *unstructured.Unstructured, m Mapping, gvk schema.GroupVersionKind, f func(*corev1.PodTemplateSpec)) (changed bool, problem string, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed, problem = false, ""
+		tpl, err := Template(w.Object, m)
+		if err != nil {
+			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
+			return nil
+		}
+		before := tpl.DeepCopy()
+		f(tpl)
+		if equalTemplates(before, tpl) {
+			return nil
+		}
+		if immutable(gvk.GroupKind()) {
+			problem = fmt.Sprintf("%s %s was created without this projection; %ss are projected only when created: recreate it", gvk.Kind, w.GetName(), gvk.Kind)
+			return nil
+		}
+		if err := WriteTemplate(w.Object, m, tpl); err != nil {
+			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
+			return nil
+		}
+		err = r.client.Update(ctx, w)
+		if apierrors.IsConflict(err) {
+			if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(w), w); gerr != nil {
+				return gerr
+			}
+		}
+		changed = err == nil
+		return err
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("update %s %s: %w", gvk.Kind, w.GetName(), err)
+	}
+	return changed, problem, nil
+}
+
+// unprojectAll removes sb from every workload that carries it.
+func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) error {
+	gvk := schema.FromAPIVersionAndKind(sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind)
+	gvr, err := r.resource(gvk)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m, err := lookupMapping(ctx, r.client, gvk, gvr)
+	if err != nil {
+		m, _ = MappingFor(gvk.GroupKind(), gvk.Version, nil)
+	}
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.client.List(ctx, &list, client.InNamespace(sb.Namespace)); err != nil {
+		return fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		if immutable(gvk.GroupKind()) || !carries(w, m, sb.UID) {
+			continue
+		}
+		if _, _, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) { Unproject(tpl, sb.UID) }); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func carries(w *unstructured.Unstructured, m Mapping, uid types.UID) bool {
+	ann, _, _ := unstructured.NestedStringMap(w.Object, m.Annotations...)
+	_, ok := ann[recordPrefix+string(uid)]
+	return ok
+}
+
+func (r *Reconciler) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	rm, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	return rm.Resource, nil
+}
+
+// watch starts, once per kind, a watch on the objects of gvk that wakes
+// the ServiceBindings f names: the kinds of workloads and services are only
+// known from the bindings. The objects land in the manager's cache, which
+// the reconciler then reads. Workloads wake bindings only when their spec
+// or labels change, not on every status update.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc, workload bool) error {
+	if _, err := r.resource(gvk); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	var preds []predicate.Predicate
+	if workload {
+		preds = append(preds, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	}
+	if err := r.ctrl.Watch(source.Kind(r.mgr.GetCache(), client.Object(obj), handler.EnqueueRequestsFromMapFunc(f), preds...)); err != nil {
+		return fmt.Errorf("watch %s: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+func (r *Reconciler) listBindings(ctx context.Context, ns string) []sbv1.ServiceBinding {
+	var list sbv1.ServiceBindingList
+	opts := []client.ListOption{}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		r.log.Error("list servicebindings", "err", err)
+		return nil
+	}
+	return list.Items
+}
+
+func requests(items []sbv1.ServiceBinding, keep func(*sbv1.ServiceBinding) bool) []reconcile.Request {
+	var out []reconcile.Request
+	for i := range items {
+		if keep(&items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&items[i])})
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) allBindings(ctx context.Context, _ client.Object) []reconcile.Request {
+	return requests(r.listBindings(ctx, ""), func(*sbv1.ServiceBinding) bool { return true })
+}
+
+func (r *Reconciler) bindingsOfService(ctx context.Context, o client.Object) []reconcile.Request {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	return requests(r.listBindings(ctx, o.GetNamespace()), func(sb *sbv1.ServiceBinding) bool {
+		gv, _ := schema.ParseGroupVersion(sb.Spec.Service.APIVersion)
+		return sb.Spec.Service.Name == o.GetName() && sb.Spec.Service.Kind == gvk.Kind && gv.Group == gvk.Group ||
+			(gvk.Kind == "" || gvk.Kind == "Secret") && sb.Spec.Service.Kind == "Secret" && sb.Spec.Service.Name == o.GetName()
+	})
+}
+
+// bindingsOfWorkload wakes the bindings that select the workload or that
+// are projected into it (and may have to leave it).
+func (r *Reconciler) bindingsOfWorkload(ctx context.Context, o client.Object) []reconcile.Request {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	m, _ := MappingFor(gvk.GroupKind(), gvk.Version, nil)
+	return requests(r.listBindings(ctx, o.GetNamespace()), func(sb *sbv1.ServiceBinding) bool {
+		return Selects(sb, gvk.GroupKind(), u) || carries(u, m, sb.UID)
+	})
+}
+
+func setCondition(st *sbv1.ServiceBindingStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+	})
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, sb *sbv1.ServiceBinding, st *sbv1.ServiceBindingStatus) error {
+	if equalStatus(&sb.Status, st) {
+		return nil
+	}
+	orig := sb.DeepCopy()
+	sb = sb.DeepCopy()
+	sb.Status = *st
+	// A merge patch: the status is the controller's alone, so there is no
+	// concurrent writer to lose, and no conflict to retry.
+	if err := r.client.Status().Patch(ctx, sb, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("update status: %w", err))
+	}
+	return nil
+}
+
+func equalStatus(a, b *sbv1.ServiceBindingStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || (a.Binding == nil) != (b.Binding == nil) ||
+		(a.Binding != nil && a.Binding.Name != b.Binding.Name) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range b.Conditions {
+		o := meta.FindStatusCondition(a.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,163 @@
+package servicebinding
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+	sbv1beta1 "github.com/bindery-dev/bindery/apis/servicebinding/v1beta1"
+)
+
+// MutatePath is the URL path of the mutating webhook; the webhook
+// configurations in deploy/servicebinding point at it.
+const MutatePath = "/mutate"
+
+// Options are the flags of `bindery serve webhook`.
+type Options struct {
+	// Listen is HOST:PORT of the TLS server: the webhook, /healthz,
+	// /readyz and /metrics.
+	Listen string
+	// CertDir holds tls.crt and tls.key, reloaded when they change
+	// (cert-manager rotates them in place).
+	CertDir string
+	// Kubeconfig is the cluster to work on; in-cluster configuration when empty.
+	Kubeconfig string
+	// Controller runs the reconciler beside the webhook.
+	Controller bool
+
+	host string
+	port int
+}
+
+// AddFlags adds the options to fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Listen, "listen", ":9443", "HOST:PORT to serve the webhook (TLS), health and metrics on")
+	fs.StringVar(&o.CertDir, "cert-dir", "", "`directory` holding tls.crt and tls.key of the webhook's serving certificate")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster; in-cluster configuration when empty")
+	fs.BoolVar(&o.Controller, "controller", true, "also run the controller that projects ServiceBindings into existing workloads")
+}
+
+// Complete fills in what follows from the flags.
+func (o *Options) Complete() error {
+	host, port, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil // Validate reports it
+	}
+	o.host = host
+	o.port, _ = strconv.Atoi(port)
+	return nil
+}
+
+// Validate returns every problem with the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
+		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT with a port in 1-65535", o.Listen))
+	}
+	if o.CertDir == "" {
+		errs = append(errs, errors.New("--cert-dir is required: the API server calls webhooks over TLS only"))
+	} else {
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
+				errs = append(errs, fmt.Errorf("--cert-dir: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Scheme returns the types the webhook and the controller read and write.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sbv1.AddToScheme, sbv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// RESTConfig returns the cluster configuration the options name.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+}
+
+// Run serves the webhook (and runs the controller) until ctx ends.
+func (o *Options) Run(ctx context.Context, log *slog.Logger) error {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return fmt.Errorf("cluster configuration: %w", err)
+	}
+	return RunWithConfig(ctx, log, cfg, o)
+}
+
+// RunWithConfig is Run with the cluster's configuration given.
+func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Options) error {
+	log = log.With("component", "webhook")
+	// controller-runtime's informers and admission decoder log through its
+	// package-level logger whatever the manager is given; without this they
+	// would complain once and then drop their messages.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/readyz", ok)
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	srv := webhook.NewServer(webhook.Options{
+		Host: o.host, Port: o.port, CertDir: o.CertDir, CertName: "tls.crt", KeyName: "tls.key",
+		WebhookMux: mux,
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 logr.FromSlogHandler(log.Handler()),
+		WebhookServer:          srv,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Workloads and services are read as unstructured objects from the
+		// informers the controller's watches start, not from the API server
+		// on every reconcile.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	if err != nil {
+		return fmt.Errorf("start manager: %w", err)
+	}
+	// GetWebhookServer, unlike the server itself, adds it to the manager.
+	mgr.GetWebhookServer().Register(MutatePath, &webhook.Admission{Handler: NewWebhook(mgr.GetClient()), RecoverPanic: ptrTrue()})
+	if o.Controller {
+		if _, err := SetupReconciler(mgr, log); err != nil {
+			return err
+		}
+	}
+	log.Info("serving webhook", "addr", net.JoinHostPort(o.host, strconv.Itoa(o.port)), "path", MutatePath)
+	return mgr.Start(ctx)
+}
+
+func ptrTrue() *bool { t := true; return &t }

@@ -1,0 +1,240 @@
+package servicebinding
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+)
+
+// EgressAnnotation is the Pod annotation that lists, as a JSON array of OSB
+// endpoint objects, what the Bindery bindings projected into the Pod let it
+// reach; bindery-cni reads it when the Pod's network is set up.
+const EgressAnnotation = "bindery.dev/egress"
+
+// Endpoint is an OSB 2.17 binding endpoint.
+type Endpoint struct {
+	Host     string   `json:"host"`
+	Ports    []string `json:"ports"`
+	Protocol string   `json:"protocol,omitempty"`
+}
+
+// catalogGroup is the group of Bindery's (Service Catalog's) bindings,
+// whose status carries the OSB endpoints.
+const catalogGroup = "servicecatalog.k8s.io"
+
+// Webhook projects, at admission, the ServiceBindings that select the
+// workload being created or updated. It reads through r, the manager's
+// cache, and writes nothing anywhere: sideEffects None, so a dry run gets
+// the very answer a real request would.
+type Webhook struct {
+	r client.Reader
+}
+
+// NewWebhook returns the admission handler.
+func NewWebhook(r client.Reader) *Webhook { return &Webhook{r: r} }
+
+var _ admission.Handler = (*Webhook)(nil)
+
+// Handle answers one AdmissionReview. A workload no binding selects is
+// allowed unchanged; a binding that cannot be projected is a warning that
+// names it, never a denial, so that a broken binding does not stop a
+// rollout. Only an object that cannot be read is denied.
+func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.Response {
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	switch req.Operation {
+	case admissionv1.Create:
+	case admissionv1.Update:
+		// A Pod's and a Job's template cannot change after creation:
+		// projecting on update would only earn the request a refusal.
+		if immutable(gk) {
+			return admission.Allowed("")
+		}
+	default:
+		return admission.Allowed("")
+	}
+	var obj unstructured.Unstructured
+	if err := json.Unmarshal(req.Object.Raw, &obj.Object); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", req.Kind.Kind, err))
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(req.Namespace)
+	}
+	out, warnings, err := w.project(ctx, &obj, schema.GroupVersionKind(req.Kind), schema.GroupVersionResource(req.Resource))
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+	}
+	if out == nil {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(warnings...)
+}
+
+// project returns obj with the bindings that select it projected, or nil
+// when nothing changed.
+func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) ([]byte, []string, error) {
+	var list sbv1.ServiceBindingList
+	if err := w.r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, nil, fmt.Errorf("list servicebindings: %w", err)
+	}
+	isPod := gvk.Group == "" && gvk.Kind == "Pod"
+	var selecting []*sbv1.ServiceBinding
+	for i := range list.Items {
+		if sb := &list.Items[i]; sb.DeletionTimestamp == nil && Selects(sb, gvk.GroupKind(), obj) {
+			selecting = append(selecting, sb)
+		}
+	}
+	if len(selecting) == 0 && !isPod {
+		return nil, nil, nil
+	}
+	m, err := lookupMapping(ctx, w.r, gvk, gvr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl, err := Template(obj.Object, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	before := tpl.DeepCopy()
+	var warnings []string
+	slices.SortFunc(selecting, func(a, b *sbv1.ServiceBinding) int { return strings.Compare(a.Name, b.Name) })
+	for _, sb := range selecting {
+		if sb.Status.Binding == nil || sb.Status.Binding.Name == "" {
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: service %s %s exposes no Secret yet; not projected",
+				sb.Name, sb.Spec.Service.Kind, sb.Spec.Service.Name))
+			continue
+		}
+		for _, msg := range Project(tpl, BindingFor(sb, sb.Status.Binding.Name)) {
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, msg))
+		}
+	}
+	if isPod {
+		ws, err := w.egress(ctx, obj.GetNamespace(), tpl, list.Items)
+		warnings = append(warnings, ws...)
+		if err != nil {
+			return nil, warnings, err
+		}
+	}
+	if equalTemplates(before, tpl) {
+		return nil, warnings, nil
+	}
+	if err := WriteTemplate(obj.Object, m, tpl); err != nil {
+		return nil, warnings, fmt.Errorf("write %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	out, err := json.Marshal(obj.Object)
+	return out, warnings, err
+}
+
+// egress sets EgressAnnotation on a Pod to the endpoints of the Bindery
+// bindings projected into it, whatever the Pod's creator wrote there: the
+// annotation grants network access, so only the webhook decides it.
+func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplateSpec, bindings []sbv1.ServiceBinding) ([]string, error) {
+	byUID := map[types.UID]*sbv1.ServiceBinding{}
+	for i := range bindings {
+		byUID[bindings[i].UID] = &bindings[i]
+	}
+	endpoints := []Endpoint{}
+	var warnings []string
+	for _, uid := range Projected(tpl) {
+		sb, ok := byUID[uid]
+		if !ok || !strings.HasPrefix(sb.Spec.Service.APIVersion, catalogGroup+"/") {
+			continue
+		}
+		eps, err := ServiceEndpoints(ctx, w.r, ns, sb.Spec.Service)
+		if err != nil {
+			return warnings, err
+		}
+		for _, e := range eps {
+			if !slices.ContainsFunc(endpoints, func(x Endpoint) bool { return endpointEqual(x, e) }) {
+				endpoints = append(endpoints, e)
+			}
+		}
+	}
+	if len(endpoints) == 0 {
+		if _, ok := tpl.Annotations[EgressAnnotation]; ok {
+			warnings = append(warnings, fmt.Sprintf("annotation %s removed: no Bindery binding is projected into this Pod", EgressAnnotation))
+		}
+		delete(tpl.Annotations, EgressAnnotation)
+		return warnings, nil
+	}
+	data, err := json.Marshal(endpoints)
+	if err != nil {
+		return warnings, fmt.Errorf("encode endpoints: %w", err)
+	}
+	setAnnotation(tpl, EgressAnnotation, string(data))
+	return warnings, nil
+}
+
+func endpointEqual(a, b Endpoint) bool {
+	return a.Host == b.Host && a.Protocol == b.Protocol && slices.Equal(a.Ports, b.Ports)
+}
+
+// ServiceEndpoints reads the OSB endpoints from a Service Catalog
+// ServiceBinding's status (status.endpoints); none when it has none.
+func ServiceEndpoints(ctx context.Context, r client.Reader, ns string, ref sbv1.ServiceBindingServiceReference) ([]Endpoint, error) {
+	var svc unstructured.Unstructured
+	svc.SetAPIVersion(ref.APIVersion)
+	svc.SetKind(ref.Kind)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	raw, found, err := unstructured.NestedFieldNoCopy(svc.Object, "status", "endpoints")
+	if err != nil || !found {
+		return nil, err
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var eps []Endpoint
+	if err := json.Unmarshal(data, &eps); err != nil {
+		return nil, fmt.Errorf("%s %s: status.endpoints: %w", ref.Kind, ref.Name, err)
+	}
+	return eps, nil
+}
+
+// Selects reports whether sb's workload reference selects obj of kind gk:
+// same group and kind, and the name or the label selector matching. The
+// version is not compared: the API server converts between versions.
+func Selects(sb *sbv1.ServiceBinding, gk schema.GroupKind, obj metav1.Object) bool {
+	ref := sb.Spec.Workload
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != gk.Group || ref.Kind != gk.Kind {
+		return false
+	}
+	if ref.Name != "" {
+		return ref.Name == obj.GetName()
+	}
+	if ref.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(obj.GetLabels()))
+}
+
+// immutable reports whether a kind's Pod template cannot change once
+// created: such workloads are projected at admission only.
+func immutable(gk schema.GroupKind) bool {
+	return (gk.Group == "" && gk.Kind == "Pod") || (gk.Group == "batch" && gk.Kind == "Job")
+}
