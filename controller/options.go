@@ -48,7 +48,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.ClusterID, "cluster-id", "bindery", "identifies this platform to brokers (organization_guid, context.clusterid)")
 	fs.IntVar(&o.Workers, "controller-workers", 8, "objects reconciled at once")
 	fs.DurationVar(&o.Resync, "resync", 5*time.Minute, "how often every unsettled object is looked at again")
-	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", 60*time.Second, "timeout of each broker request")
+	fs.DurationVar(&o.BrokerTimeout, "broker-request-timeout", 60*time.Second, "timeout of each OSB request the engine makes (catalogue fetches use --broker-timeout)")
 	o.Retry.AddFlags(fs)
 	// On its own the engine runs a relister (several replicas share the
 	// work through claims), the only one that can read brokers'

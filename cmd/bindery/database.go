@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
+	osbclient "github.com/bindery-dev/bindery/internal/osb"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -125,4 +127,52 @@ func (s *server) start(ctx context.Context, e env, name string, args []string, k
 // secret is read or written.
 func newStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts ...catalog.Option) *catalog.Store {
 	return catalog.NewStore(pool, keys, log.With("component", "catalog"), opts...)
+}
+
+// brokerCalls are the flags of the processes that call brokers (the
+// catalog server, the engine, `bindery up`): how long a catalogue fetch may
+// take and where brokers may be.
+type brokerCalls struct {
+	timeout       time.Duration
+	allow, deny   string
+	allowLoopback bool
+}
+
+// addFlags registers the flags; loopback says whether brokers on this
+// machine are allowed by default (`bindery up` runs its own there).
+func (o *brokerCalls) addFlags(fs *flag.FlagSet, loopback bool) {
+	fs.DurationVar(&o.timeout, "broker-timeout", catalog.DefaultBrokerTimeout, "how long fetching a broker's catalogue may take (registration answers within it)")
+	fs.StringVar(&o.allow, "broker-egress-allow", "", "comma-separated CIDRs brokers may be in (empty: anywhere not denied)")
+	fs.StringVar(&o.deny, "broker-egress-deny", "", "comma-separated CIDRs brokers may not be in (link-local and cloud metadata addresses are always denied)")
+	fs.BoolVar(&o.allowLoopback, "broker-allow-loopback", loopback, "allow brokers on this machine's loopback addresses")
+}
+
+// storeOptions checks the flags and gives the store's options for them.
+func (o *brokerCalls) storeOptions() ([]catalog.Option, error) {
+	var errs []error
+	if o.timeout <= 0 {
+		errs = append(errs, errors.New("--broker-timeout: must be positive"))
+	}
+	allow, err := osbclient.ParsePrefixes("--broker-egress-allow", strings.Split(o.allow, ","))
+	errs = append(errs, err)
+	deny, err := osbclient.ParsePrefixes("--broker-egress-deny", strings.Split(o.deny, ","))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return []catalog.Option{
+		catalog.WithBrokerTimeout(o.timeout),
+		catalog.WithBrokerEgress(&osbclient.Egress{Allow: allow, Deny: deny, AllowLoopback: o.allowLoopback}),
+	}, nil
+}
+
+// openStore is newStore for the processes that seal or open the catalog's
+// secrets: it refuses keys that are not the ones the catalog was sealed
+// with (keyring VerifyCanary), before anything is written with them.
+func openStore(ctx context.Context, pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts ...catalog.Option) (*catalog.Store, error) {
+	store := newStore(pool, keys, log, opts...)
+	if err := store.CheckKeys(ctx); err != nil {
+		return nil, err
+	}
+	return store, nil
 }

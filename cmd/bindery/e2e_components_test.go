@@ -86,9 +86,9 @@ func TestComponents(t *testing.T) {
 
 	brokerProc := start(t, env, "serve", "broker", "--listen", "127.0.0.1:0")
 	brokerURL := serving(t, brokerProc, "serving the OSB API")
-	catalogProc := start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0")
+	catalogProc := start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
 	catalogURL := serving(t, catalogProc, "serving the REST API")
-	engine := start(t, env, "serve", "controller", "--listen", "127.0.0.1:0")
+	engine := start(t, env, "serve", "controller", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
 	_ = engine
 
 	a := api{t: t, base: catalogURL, token: token}

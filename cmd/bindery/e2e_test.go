@@ -436,6 +436,16 @@ func TestUpKeepsState(t *testing.T) {
 			t.Errorf("data directory lacks %s: %v", f, err)
 		}
 	}
+	// The key, the admin token and PostgreSQL's log are their owner's only.
+	dirMode := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		dirMode = 0o711 // PostgreSQL's user traverses it to reach pg/
+	}
+	for f, want := range map[string]os.FileMode{".": dirMode, "encryption.key": 0o600, "credentials.json": 0o600, "pg": 0o700, "pg/postgres.log": 0o600} {
+		if st, err := os.Stat(filepath.Join(dataDir, f)); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", f, st.Mode().Perm(), err, want)
+		}
+	}
 	// The kubeconfig up writes reaches the Kubernetes API with an admin
 	// identity; the built-in broker's class is there.
 	kubectl, _ := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl"))
@@ -474,6 +484,15 @@ func TestUpKeepsState(t *testing.T) {
 	c.must(200, "DELETE", "/v2/service_instances/up-1?service_id="+serviceID+"&plan_id="+planSmall, nil)
 	if err := p.interrupt(t); err != nil {
 		t.Fatalf("second stop: %v\n%s", err, p.stderr.String())
+	}
+
+	// A wrong but valid key refuses to start, saying why, rather than
+	// sealing new secrets with a key that cannot open the old ones.
+	p = start(t, []string{keyring.EnvVar + "=" + keyring.Generate()}, "up", "--data-dir", dataDir,
+		"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
+		"--apiserver-listen", "127.0.0.1:0")
+	if err := p.wait(t); err == nil || !strings.Contains(p.stderr.String(), "not the keys it was sealed with") {
+		t.Fatalf("up with a wrong key: %v\n%s", err, p.stderr.String())
 	}
 }
 

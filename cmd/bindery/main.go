@@ -21,9 +21,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "bindery:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // help was asked for and printed
 		}
+		fmt.Fprintln(os.Stderr, "bindery:", err)
 		os.Exit(1)
 	}
 }
@@ -87,4 +88,10 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nEvery flag can also be set as BINDERY_<FLAG> (dashes become underscores); DATABASE_URL sets --database-url.")
+}
+
+// helpAsked reports whether args ask for help (-h, --help, help) before
+// naming anything; the caller prints its usage and returns flag.ErrHelp.
+func helpAsked(args []string) bool {
+	return len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help")
 }

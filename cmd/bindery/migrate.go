@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 
@@ -11,6 +12,10 @@ import (
 
 // runMigrate is `bindery migrate up|down|version [--schema S]`.
 func runMigrate(ctx context.Context, e env, args []string) error {
+	if helpAsked(args) {
+		fmt.Fprintln(e.stderr, "usage: bindery migrate up|down|version [flags]\n\nApplies, reverts (one step of one schema) or reports the database migrations; `bindery migrate up -h` lists the flags.")
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || !slices.Contains([]string{"up", "down", "version"}, args[0]) {
 		return errors.New("migrate: want up, down or version")
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"sort"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -46,6 +48,10 @@ func componentNames() []string {
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
+	if helpAsked(args) {
+		fmt.Fprintf(e.stderr, "usage: bindery serve %s [flags]\n\nRuns one component; `bindery serve COMPONENT -h` lists its flags.\n", strings.Join(componentNames(), "|"))
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return fmt.Errorf("serve: name a component: %v", componentNames())
 	}
@@ -101,26 +107,40 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *
 func runServeCatalog(ctx context.Context, e env, args []string) error {
 	var s server
 	var o restapi.Options
+	var bc brokerCalls
+	var storeOpts []catalog.Option
 	log, pool, keys, err := s.start(ctx, e, "serve catalog", args, sealsSecrets,
-		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8080") },
-		func(*dbOptions) error { return o.Validate() }, migrations.Catalog)
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8080"); bc.addFlags(fs, false) },
+		func(*dbOptions) (err error) {
+			storeOpts, err = bc.storeOptions()
+			return errors.Join(o.Validate(), err)
+		}, migrations.Catalog)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	store, err := openStore(ctx, pool, keys, log, storeOpts...)
+	if err != nil {
+		return err
+	}
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
 		return err
 	}
-	return runCatalog(ctx, log, newStore(pool, keys, log), &o, l)
+	return runCatalog(ctx, log, store, &o, l)
 }
 
 func runServeController(ctx context.Context, e env, args []string) error {
 	var s server
 	var o controller.Options
+	var bc brokerCalls
+	var storeOpts []catalog.Option
 	log, pool, keys, err := s.start(ctx, e, "serve controller", args, sealsSecrets,
-		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8082") },
-		func(*dbOptions) error { return o.Validate() }, migrations.Catalog)
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8082"); bc.addFlags(fs, false) },
+		func(*dbOptions) (err error) {
+			storeOpts, err = bc.storeOptions()
+			return errors.Join(o.Validate(), err)
+		}, migrations.Catalog)
 	if err != nil {
 		return err
 	}
@@ -134,7 +154,10 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store := newStore(pool, keys, log, cluster.StoreOptions()...)
+	store, err := openStore(ctx, pool, keys, log, append(storeOpts, cluster.StoreOptions()...)...)
+	if err != nil {
+		return err
+	}
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
 		return err

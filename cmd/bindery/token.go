@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -12,6 +13,10 @@ import (
 // runToken is `bindery token create --role ROLE`: it prints a new API
 // token, alone, on stdout.
 func runToken(ctx context.Context, e env, args []string) error {
+	if helpAsked(args) {
+		fmt.Fprintln(e.stderr, "usage: bindery token create --role viewer|developer|admin [flags]\n\nCreates a REST API token and prints it alone; `bindery token create -h` lists the flags.")
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("token: want `token create --role viewer|developer|admin`")
 	}

@@ -52,6 +52,7 @@ type upOptions struct {
 	broker     broker.Options
 	catalog    restapi.Options
 	controller controller.Options
+	brokers    brokerCalls
 	apiListen  string
 	dataDir    string
 	level      string
@@ -63,6 +64,7 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.broker.AddFlags(fs, "broker-listen", "127.0.0.1:8081")
 	o.catalog.AddFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
+	o.brokers.addFlags(fs, true)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
 	fs.StringVar(&o.dataDir, "data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
@@ -84,8 +86,18 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
+	}
+	// Its owner only: it holds the encryption key and the admin token. As
+	// root, others may traverse it (not list it), so that PostgreSQL's user
+	// reaches its own directory inside.
+	mode := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		mode = 0o711
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return fmt.Errorf("data directory: %w", err)
 	}
 	if o.db.url == "" {
 		srv, err := startEmbedded(ctx, log, dir)
@@ -106,7 +118,8 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	keys, err := o.keys.keyring()
-	if err := errors.Join(err, o.broker.Validate(), o.catalog.Validate(), o.controller.Validate()); err != nil {
+	storeOpts, serr := o.brokers.storeOptions()
+	if err := errors.Join(err, serr, o.broker.Validate(), o.catalog.Validate(), o.controller.Validate()); err != nil {
 		return err
 	}
 	pool, err := o.db.open(ctx, log, migrations.Schemas()...)
@@ -118,7 +131,10 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store := newStore(pool, keys, log, cluster.StoreOptions()...)
+	store, err := openStore(ctx, pool, keys, log, append(storeOpts, cluster.StoreOptions()...)...)
+	if err != nil {
+		return err
+	}
 	if creds.AdminToken, err = catalog.EnsureAdminToken(ctx, store, creds.AdminToken); err != nil {
 		return err
 	}
@@ -269,7 +285,8 @@ func closeAll(ls []net.Listener) {
 func readOrCreate(path string, make func() string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		return strings.TrimSpace(string(b)), nil
+		// Made readable by others by hand or an older version: not any more.
+		return strings.TrimSpace(string(b)), os.Chmod(path, 0o600)
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", err
@@ -305,7 +322,10 @@ func saveGenerated(path string, g generated) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }
 
 // randomSecret is 256 random bits, URL-safe.
