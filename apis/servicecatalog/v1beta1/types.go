@@ -637,6 +637,24 @@ type ServiceInstanceStatus struct {
 	// until an operation succeeds.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+
+	// Retries is the engine's backoff for each failing operation
+	// (Provision, Update, Deprovision): how many attempts failed in a row
+	// and when the next one is due. It is kept in status so that every
+	// engine replica, and an engine after a restart, honours it.
+	// +optional
+	Retries map[string]OperationRetry `json:"retries,omitempty"`
+}
+
+// OperationRetry is the engine's backoff for one failing operation.
+type OperationRetry struct {
+	// Failures is how many attempts in a row failed.
+	Failures int32 `json:"failures"`
+	// NextAttempt is when the operation may be tried again.
+	NextAttempt metav1.Time `json:"nextAttempt"`
+	// Generation is the spec generation the failures were for; a change to
+	// the spec starts afresh.
+	Generation int64 `json:"generation"`
 }
 
 // ServiceInstanceCondition is one aspect of an instance's state.
@@ -913,6 +931,11 @@ type ServiceBindingStatus struct {
 	// until an operation succeeds.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+
+	// Retries is the engine's backoff for each failing operation (Bind,
+	// Unbind), as on ServiceInstanceStatus.
+	// +optional
+	Retries map[string]OperationRetry `json:"retries,omitempty"`
 
 	// Binding names the binding's Secret once it exists. It makes every
 	// ServiceBinding a Provisioned Service of the Service Binding
