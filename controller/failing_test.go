@@ -131,7 +131,7 @@ func TestBackoffSurvivesRestart(t *testing.T) {
 	if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitInstance(in.ID, "failed three times", func(in *catalog.Instance) bool {
+	e.waitInstance(in.ID, "failed three times", func(in *catalog.Instance) bool {
 		return retryOf(in.Status.Retries, catalog.OperationDeprovision).Failures >= 3
 	})
 	e.stop()

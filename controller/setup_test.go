@@ -47,7 +47,6 @@ type engineOptions struct {
 	// maxPolling the platform's maximum polling duration.
 	retryBase, retryCap time.Duration
 	maxPolling          time.Duration
-	registry            *prometheus.Registry
 }
 
 // setup gives a test a catalog on its own database and a running engine.
