@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,18 +14,19 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/bindery-dev/bindery/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // help was asked for and printed
-		}
-		fmt.Fprintln(os.Stderr, "bindery:", err)
-		os.Exit(1)
-	}
+	// The command line client (cli/) reads the command line; the server
+	// commands come back to run. Called as kubectl-bindery, it is a
+	// kubectl plugin.
+	code := cli.Main(ctx, os.Args[0], os.Args[1:], cli.Streams(), cliServer())
+	stop()
+	os.Exit(code)
 }
 
 // env is what every command gets: where to print and how to log.

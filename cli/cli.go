@@ -1,0 +1,194 @@
+// Package cli is Bindery's command line client of the REST API
+// (openapi/openapi.yaml): login, brokers, marketplace, instances, bindings,
+// credentials, describe and tokens, for people (tables, progress) and for
+// scripts (-o json|yaml, stable exit codes). Each verb lives in
+// cli/cmd/NOUN with an Options struct, a constructor that builds its cobra
+// command and a run function tested on injected streams; Main decides the
+// exit code from the error's type.
+//
+// The same binary runs Bindery's servers: the server commands are handed
+// in as Server and run unchanged, with their own flags and BINDERY_*
+// environment variables.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/bindery-dev/bindery/cli/cmd/binding"
+	"github.com/bindery-dev/bindery/cli/cmd/broker"
+	"github.com/bindery-dev/bindery/cli/cmd/describe"
+	"github.com/bindery-dev/bindery/cli/cmd/instance"
+	"github.com/bindery-dev/bindery/cli/cmd/login"
+	"github.com/bindery-dev/bindery/cli/cmd/marketplace"
+	"github.com/bindery-dev/bindery/cli/cmd/token"
+	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
+	"github.com/bindery-dev/bindery/cli/internal/wait"
+)
+
+// The exit codes, stable for scripts.
+const (
+	ExitOK        = 0
+	ExitFailed    = 1
+	ExitUsage     = 2
+	ExitNotFound  = 3
+	ExitForbidden = 4
+)
+
+// IOStreams are the streams the CLI uses; see cmdutil.IOStreams.
+type IOStreams = cmdutil.IOStreams
+
+// Server describes the server commands the binary also runs.
+type Server struct {
+	// Commands are the server commands' names and one-line summaries,
+	// listed in the help. "token" is special: its "create" runs on the
+	// server side, its list and revoke over the REST API.
+	Commands map[string]string
+	// Run runs a server command line, its name first.
+	Run func(ctx context.Context, args []string) error
+}
+
+// PluginName is the name kubectl finds the binary by as a plugin.
+const PluginName = "kubectl-bindery"
+
+// Main runs the command line args (without the program name) as the
+// program called name, and returns the exit code.
+func Main(ctx context.Context, name string, args []string, io IOStreams, srv Server) int {
+	f := cmdutil.NewFactory(io)
+	root := NewRoot(f, name, srv)
+	root.SetArgs(args)
+	started := false
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { started = true; return nil }
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCode(err)
+	if !started && code == ExitFailed {
+		// cobra refused the command line before running anything:
+		// an unknown command, a bad flag, a wrong number of arguments.
+		code = ExitUsage
+		fmt.Fprintf(io.ErrOut, "%s: %v\nRun '%s --help' for usage.\n", root.Name(), err, root.CommandPath())
+		return code
+	}
+	if errors.Is(err, errServer) {
+		return ExitFailed
+	}
+	fmt.Fprintf(io.ErrOut, "%s: %v\n", root.Name(), err)
+	return code
+}
+
+// errServer marks a server command's error, already printed.
+var errServer = errors.New("server command failed")
+
+// ExitCode maps an error to the exit code: 2 for usage, 3 for not found,
+// 4 for a token refused or not allowed, 1 for anything else.
+func ExitCode(err error) int {
+	var u *cmdutil.UsageError
+	var a *api.Error
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u):
+		return ExitUsage
+	case errors.As(err, &a) && a.Status == http.StatusNotFound:
+		return ExitNotFound
+	case errors.As(err, &a) && (a.Status == http.StatusForbidden || a.Status == http.StatusUnauthorized):
+		return ExitForbidden
+	case errors.As(err, &a) && a.Status == http.StatusBadRequest:
+		return ExitUsage
+	case errors.Is(err, wait.ErrFailed):
+		return ExitFailed
+	}
+	return ExitFailed
+}
+
+// NewRoot builds the whole command tree.
+func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
+	use := "bindery"
+	if filepath.Base(name) == PluginName {
+		use = "kubectl bindery" // kubectl's plugin convention for help and usage
+	}
+	root := &cobra.Command{
+		Use:   use,
+		Short: "Bindery: an Open Service Broker marketplace",
+		Long: "Bindery runs an Open Service Broker marketplace and is its command line.\n\n" +
+			"Start with `bindery login URL --token TOKEN`, then `bindery marketplace`, `bindery provision`, `bindery bind`.\n" +
+			"Exit codes: 0 ok, 1 failed operation, 2 usage, 3 not found, 4 forbidden.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		CompletionOptions: cobra.CompletionOptions{
+			HiddenDefaultCmd: false,
+		},
+	}
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetIn(f.IO.In)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&f.Namespace, "namespace", "n", "", "the namespace of instances and bindings (default \"default\")")
+	pf.StringVarP(&f.Output, "output", "o", "", "output format: table, json or yaml (credentials: json, yaml, env, dotenv)")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "env", "dotenv"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (over the REST API):"},
+		&cobra.Group{ID: "server", Title: "Server commands:"})
+	client := []*cobra.Command{
+		login.NewCmd(f, nil), broker.NewCmd(f), marketplace.NewCmd(f, nil),
+		instance.NewProvision(f, nil), instance.NewList(f, nil), instance.NewUpdate(f, nil), instance.NewDeprovision(f, nil),
+		binding.NewBind(f, nil), binding.NewList(f, nil), binding.NewCredentials(f, nil), binding.NewUnbind(f, nil),
+		describe.NewCmd(f, nil),
+	}
+	for _, c := range client {
+		c.GroupID = "client"
+		root.AddCommand(c)
+	}
+	tok := token.NewCmd(f)
+	tok.GroupID = "client"
+	root.AddCommand(tok)
+	for n, summary := range srv.Commands {
+		if n == "token" {
+			tok.AddCommand(serverCmd(srv, "create", "Create an API token on the database: --role, --name, --namespace, --expires-in", "token"))
+			continue
+		}
+		c := serverCmd(srv, n, summary)
+		c.GroupID = "server"
+		root.AddCommand(c)
+	}
+	root.SetHelpCommandGroupID("client")
+	root.SetCompletionCommandGroupID("client")
+	return root
+}
+
+// serverCmd hands a server command line to the server's own parser.
+func serverCmd(srv Server, name, summary string, prefix ...string) *cobra.Command {
+	return &cobra.Command{
+		Use:                name,
+		Short:              summary,
+		DisableFlagParsing: true, // the server commands parse their own flags and BINDERY_* variables
+		RunE: func(cmd *cobra.Command, args []string) error {
+			line := append(append(append([]string{}, prefix...), name), args...)
+			if err := srv.Run(cmd.Context(), line); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					return nil
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "bindery: %v\n", err)
+				return fmt.Errorf("%w: %w", errServer, err)
+			}
+			return nil
+		},
+	}
+}
+
+// Streams returns the process's streams, with a terminal check on stderr.
+func Streams() IOStreams {
+	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal(int(os.Stderr.Fd()))}
+}

@@ -1,0 +1,157 @@
+// Package describe is `bindery describe instance|binding|broker NAME`: the
+// object, its conditions and its history.
+package describe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bindery-dev/bindery/cli/cmd/instance"
+	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
+	"github.com/bindery-dev/bindery/cli/internal/output"
+)
+
+// kinds maps the words the command accepts to the API's collections.
+var kinds = map[string]string{
+	"instance": "instances", "instances": "instances", "si": "instances",
+	"binding": "bindings", "bindings": "bindings", "sb": "bindings",
+	"broker": "brokers", "brokers": "brokers",
+}
+
+// Options are describe's inputs.
+type Options struct {
+	F          *cmdutil.Factory
+	Kind, Name string
+}
+
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory, run func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if run == nil {
+		run = Run
+	}
+	return &cobra.Command{
+		Use:   "describe instance|binding|broker NAME",
+		Short: "Show an object, its conditions and its history",
+		Args:  cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			switch len(args) {
+			case 0:
+				return []cobra.Completion{"instance", "binding", "broker"}, cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				if coll, ok := kinds[args[0]]; ok {
+					return cmdutil.Completer(f, "/"+coll, coll != "brokers", nil)(cmd, args, toComplete)
+				}
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Kind, o.Name = args[0], args[1]
+			return run(cmd.Context(), o)
+		},
+	}
+}
+
+// Run reads the object and its events and prints them.
+func Run(ctx context.Context, o *Options) error {
+	coll, ok := kinds[o.Kind]
+	if !ok {
+		return cmdutil.Usagef("%q: want instance, binding or broker", o.Kind)
+	}
+	if err := output.Check(o.F.Output); err != nil {
+		return cmdutil.Usagef("%w", err)
+	}
+	c, err := o.F.Client()
+	if err != nil {
+		return err
+	}
+	var q url.Values
+	if coll != "brokers" {
+		q = o.F.NSQuery()
+	}
+	obj, err := c.Get(ctx, api.Path(coll, o.Name), q)
+	if err != nil {
+		return err
+	}
+	var events struct {
+		Items []api.Object `json:"items"`
+	}
+	if err := c.Do(ctx, "GET", api.Path(coll, obj.Str("id"), "events"), nil, nil, &events); err != nil {
+		return err
+	}
+	if ok, err := output.Structured(o.F.IO.Out, o.F.Output, map[string]any{"object": obj, "events": events.Items}); ok {
+		return err
+	}
+	w := o.F.IO.Out
+	field := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "%-14s %s\n", k+":", v)
+		}
+	}
+	field("Name", obj.Str("name"))
+	field("Namespace", obj.Str("namespace"))
+	field("ID", obj.Str("id"))
+	switch coll {
+	case "instances":
+		field("Class", obj.Str("spec", "clusterServiceClassExternalName"))
+		field("Plan", obj.Str("spec", "clusterServicePlanExternalName"))
+		field("Dashboard", obj.Str("status", "dashboardURL"))
+	case "bindings":
+		field("Instance", obj.Str("spec", "instanceRef", "name"))
+		field("Secret", obj.Str("spec", "secretName"))
+	case "brokers":
+		field("URL", obj.Str("spec", "url"))
+		field("Last fetch", obj.Str("status", "lastCatalogRetrievalTime"))
+	}
+	if coll != "brokers" {
+		field("Status", instance.Status(obj))
+	}
+	field("Created", obj.Str("creationTimestamp"))
+	field("Deleting since", obj.Str("deletionTimestamp"))
+	field("Last error", obj.Str("status", "lastError"))
+	if p, ok := obj.Get("spec", "parameters").(map[string]any); ok && len(p) > 0 {
+		var keys []string
+		for k := range p {
+			keys = append(keys, k)
+		}
+		field("Parameters", strings.Join(slices.Sorted(slices.Values(keys)), ", "))
+	}
+	conditions(w, obj)
+	fmt.Fprintln(w, "\nHistory:")
+	if len(events.Items) == 0 {
+		fmt.Fprintln(w, "  (none)")
+		return nil
+	}
+	rows := make([][]string, 0, len(events.Items))
+	for _, e := range events.Items {
+		n, _ := e.Get("count").(float64)
+		count := ""
+		if n > 1 {
+			count = fmt.Sprintf("x%d", int(n))
+		}
+		rows = append(rows, []string{"  " + e.Str("time"), e.Str("type"), e.Str("reason"), count, e.Str("message")})
+	}
+	return output.Table(w, []string{"  TIME", "TYPE", "REASON", "", "MESSAGE"}, rows)
+}
+
+func conditions(w io.Writer, obj api.Object) {
+	list, _ := obj.Get("status", "conditions").([]any)
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nConditions:")
+	rows := make([][]string, 0, len(list))
+	for _, c := range list {
+		m, _ := c.(map[string]any)
+		o := api.Object(m)
+		rows = append(rows, []string{"  " + o.Str("type"), o.Str("status"), output.Or(o.Str("reason")), o.Str("message")})
+	}
+	_ = output.Table(w, []string{"  TYPE", "STATUS", "REASON", "MESSAGE"}, rows)
+}

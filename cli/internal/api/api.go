@@ -1,0 +1,205 @@
+// Package api is the CLI's client of Bindery's REST API (openapi/openapi.yaml).
+// Objects are kept as decoded JSON so that -o json|yaml prints every field
+// the server sent, and tables read the few they show through Object.Str.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Object is one object of the API, as decoded JSON.
+type Object map[string]any
+
+// Get walks path through nested objects and returns what is there.
+func (o Object) Get(path ...string) any {
+	var v any = map[string]any(o)
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// Str is Get as a string ("" when absent or not a string).
+func (o Object) Str(path ...string) string {
+	s, _ := o.Get(path...).(string)
+	return s
+}
+
+// Bool is Get as a bool.
+func (o Object) Bool(path ...string) bool {
+	b, _ := o.Get(path...).(bool)
+	return b
+}
+
+// Condition returns the condition of this type in status.conditions.
+func (o Object) Condition(typ string) Object {
+	list, _ := o.Get("status", "conditions").([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// Error is an answer of the API other than 2xx; main turns its status into
+// the exit code.
+type Error struct {
+	Status  int
+	Code    string `json:"error"`
+	Message string `json:"message"`
+	Field   string `json:"field"`
+	Fields  []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"fields"`
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	switch {
+	case len(e.Fields) > 1:
+		b.WriteString(e.Message)
+		for _, f := range e.Fields {
+			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
+		}
+	case e.Message != "":
+		b.WriteString(e.Message)
+	default:
+		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
+	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		b.WriteString(" (the token is not valid, expired or revoked: run `bindery login URL --token TOKEN` with a valid one, or set BINDERY_TOKEN)")
+	case http.StatusForbidden:
+		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
+	}
+	return b.String()
+}
+
+// NotFound tells whether err is a 404 of the API.
+func NotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// Client talks to one server with one token.
+type Client struct {
+	// BaseURL is the server's root, such as http://localhost:8080; the
+	// client adds /api/v1.
+	BaseURL string
+	Token   string
+	HTTP    *http.Client
+}
+
+// New returns a client with a timeout on every request.
+func New(baseURL, token string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Do sends a request with body (nil, or a value marshalled as JSON) and
+// decodes the answer into out (nil to discard it).
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	u := c.BaseURL + "/api/v1" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rdr io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode the request: %w", err)
+		}
+		rdr = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rdr)
+	if err != nil {
+		return fmt.Errorf("server URL %q: %w", c.BaseURL, err)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if body != nil {
+		ct := "application/json"
+		if method == http.MethodPatch {
+			ct = "application/merge-patch+json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach the server at %s: %w (check the URL given to `bindery login` or BINDERY_URL)", c.BaseURL, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s %s: %w", method, path, err)
+	}
+	if res.StatusCode/100 != 2 {
+		e := &Error{Status: res.StatusCode}
+		_ = json.Unmarshal(raw, e)
+		return e
+	}
+	if out == nil || len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Get reads one object.
+func (c *Client) Get(ctx context.Context, path string, query url.Values) (Object, error) {
+	var o Object
+	err := c.Do(ctx, http.MethodGet, path, query, nil, &o)
+	return o, err
+}
+
+// List reads every page of a list.
+func (c *Client) List(ctx context.Context, path string, query url.Values) ([]Object, error) {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	q.Set("limit", "1000")
+	var all []Object
+	for {
+		var page struct {
+			Items    []Object `json:"items"`
+			Continue string   `json:"continue"`
+		}
+		if err := c.Do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.Continue == "" {
+			return all, nil
+		}
+		q.Set("continue", page.Continue)
+	}
+}
+
+// Path joins escaped segments into a path.
+func Path(segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}

@@ -1,0 +1,125 @@
+// Package cmdutil is what every verb of the CLI shares: the streams it
+// writes to, the client it reaches the server with, and the usage error
+// main turns into exit code 2.
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/cli/internal/config"
+)
+
+// IOStreams are the streams a verb reads and writes; tests pass buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// IsTerminal tells whether ErrOut is a terminal (a spinner then).
+	IsTerminal bool
+}
+
+// Factory gives a verb its streams and, lazily, its client.
+type Factory struct {
+	IO     IOStreams
+	Getenv func(string) string
+	// Namespace is the value of the persistent -n flag.
+	Namespace string
+	// Output is the value of the persistent -o flag.
+	Output string
+	// client, when set, replaces the one the configuration describes.
+	client *api.Client
+}
+
+// NewFactory returns a factory reading the process environment.
+func NewFactory(io IOStreams) *Factory {
+	return &Factory{IO: io, Getenv: os.Getenv}
+}
+
+// Client returns the client the configuration and BINDERY_URL and
+// BINDERY_TOKEN describe.
+func (f *Factory) Client() (*api.Client, error) {
+	if f.client != nil {
+		return f.client, nil
+	}
+	c, err := config.Load(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if c.URL == "" {
+		return nil, &UsageError{Err: errors.New("no server: run `bindery login URL --token TOKEN`, or set BINDERY_URL and BINDERY_TOKEN")}
+	}
+	f.client = api.New(c.URL, c.Token)
+	return f.client, nil
+}
+
+// NS is the namespace of namespaced verbs: -n, else "default".
+func (f *Factory) NS() string {
+	if f.Namespace == "" {
+		return "default"
+	}
+	return f.Namespace
+}
+
+// NSQuery is ?namespace=NS, for looking an object up by name.
+func (f *Factory) NSQuery() url.Values { return url.Values{"namespace": {f.NS()}} }
+
+// UsageError is a command line that cannot work as given: exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef makes a UsageError.
+func Usagef(format string, a ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, a...)}
+}
+
+// Completer returns a completion function listing names from path (a
+// namespaced list when namespaced); it fails quietly, as a shell expects.
+func Completer(f *Factory, path string, namespaced bool, extra func(*cobra.Command) url.Values) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		c, err := f.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		q := url.Values{}
+		if extra != nil {
+			q = extra(cmd)
+		}
+		if namespaced {
+			q.Set("namespace", f.NS())
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), defaultCompletionTimeout)
+		defer cancel()
+		items, err := c.List(ctx, path, q)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		seen := map[string]bool{}
+		for _, it := range items {
+			name := it.Str("spec", "externalName")
+			if name == "" {
+				name = it.Str("name")
+			}
+			if strings.HasPrefix(name, toComplete) && !seen[name] {
+				seen[name] = true
+				out = append(out, cobra.CompletionWithDesc(name, it.Str("spec", "description")))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// defaultCompletionTimeout bounds a completion: a shell waits for it.
+const defaultCompletionTimeout = 5 * time.Second
