@@ -63,7 +63,12 @@ const PluginName = "kubectl-bindery"
 // Main runs the command line args (without the program name) as the
 // program called name, and returns the exit code.
 func Main(ctx context.Context, name string, args []string, io IOStreams, srv Server) int {
-	f := cmdutil.NewFactory(io)
+	return run(ctx, cmdutil.NewFactory(io), name, args, srv)
+}
+
+// run is Main with the factory given, so that tests choose the environment.
+func run(ctx context.Context, f *cmdutil.Factory, name string, args []string, srv Server) int {
+	io := f.IO
 	root := NewRoot(f, name, srv)
 	root.SetArgs(args)
 	started := false
@@ -114,12 +119,8 @@ func ExitCode(err error) int {
 
 // NewRoot builds the whole command tree.
 func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
-	use := "bindery"
-	if filepath.Base(name) == PluginName {
-		use = "kubectl bindery" // kubectl's plugin convention for help and usage
-	}
 	root := &cobra.Command{
-		Use:   use,
+		Use:   "bindery",
 		Short: "Bindery: an Open Service Broker marketplace",
 		Long: "Bindery runs an Open Service Broker marketplace and is its command line.\n\n" +
 			"Start with `bindery login URL --token TOKEN`, then `bindery marketplace`, `bindery provision`, `bindery bind`.\n" +
@@ -130,6 +131,10 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 			HiddenDefaultCmd: false,
 		},
 	}
+	if filepath.Base(name) == PluginName {
+		// kubectl's plugin convention: help and usage say `kubectl bindery`.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl bindery"}
+	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
@@ -139,8 +144,10 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	pf.StringVarP(&f.Output, "output", "o", "", "output format: table, json or yaml (credentials: json, yaml, env, dotenv)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "env", "dotenv"}, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (over the REST API):"},
-		&cobra.Group{ID: "server", Title: "Server commands:"})
+	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (over the REST API):"})
+	if len(srv.Commands) > 0 {
+		root.AddGroup(&cobra.Group{ID: "server", Title: "Server commands:"})
+	}
 	client := []*cobra.Command{
 		login.NewCmd(f, nil), broker.NewCmd(f), marketplace.NewCmd(f, nil),
 		instance.NewProvision(f, nil), instance.NewList(f, nil), instance.NewUpdate(f, nil), instance.NewDeprovision(f, nil),

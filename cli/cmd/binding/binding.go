@@ -181,7 +181,7 @@ func NewCredentials(f *cmdutil.Factory, run func(context.Context, *CredentialsOp
 
 // Credentials reads and prints the credentials.
 func Credentials(ctx context.Context, o *CredentialsOptions) error {
-	if o.Format == "" || o.Format == "table" {
+	if o.Format == "" {
 		o.Format = "yaml"
 	}
 	if err := output.Check(o.Format, "json", "yaml", "env", "dotenv"); err != nil {

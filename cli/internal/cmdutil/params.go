@@ -40,4 +40,3 @@ func Params(pairs []string, raw string) (map[string]any, error) {
 	}
 	return out, nil
 }
-
