@@ -102,7 +102,7 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "env")
 	contains(t, "env", r.out, "export PASSWORD='")
 	w.must(ExitUsage, "-n", "team", "credentials", "app", "-o", "table") // credentials are no table
-	w.must(ExitNotFound, "credentials", "app") // the default namespace has none
+	w.must(ExitNotFound, "credentials", "app")                           // the default namespace has none
 
 	r = w.must(0, "-n", "team", "describe", "instance", "db")
 	contains(t, "describe instance", r.out, "Name:", "db", "Class:", "postgresql", "Conditions:", "Ready", "History:", "ProvisionedSuccessfully", "statement_timeout_ms")

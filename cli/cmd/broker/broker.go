@@ -47,7 +47,7 @@ func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions)
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Username, "username", "u", "", "basic auth username")
-	fl.StringVarP(&o.Password, "password", "p", "", "basic auth password (or BINDERY_BROKER_PASSWORD)")
+	fl.StringVarP(&o.Password, "password", "p", "", "basic auth password")
 	fl.StringVar(&o.BearerToken, "bearer-token", "", "a bearer token for the broker instead of basic auth")
 	fl.BoolVar(&o.Insecure, "insecure-skip-tls-verify", false, "do not check the broker's TLS certificate")
 	fl.StringVar(&o.RelistDuration, "relist-duration", "", "how often to fetch the catalogue again, e.g. 15m")
@@ -59,9 +59,6 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 	c, err := o.F.Client()
 	if err != nil {
 		return err
-	}
-	if o.Password == "" {
-		o.Password = o.F.Getenv("BINDERY_BROKER_PASSWORD")
 	}
 	if o.Password != "" && o.Username == "" {
 		return cmdutil.Usagef("--password needs --username")
