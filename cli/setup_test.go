@@ -61,7 +61,7 @@ func setup(t testing.TB, engine bool) *world {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
 	api := restapi.New(store, log)
-	e := serve.NewEcho(prometheus.NewRegistry())
+	e := serve.NewEcho(log, prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	srv := httptest.NewServer(e)
