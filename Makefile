@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: all build image run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -13,6 +13,12 @@ all: build
 build:
 	$(GO) build -o $(BIN)/bindery ./cmd/bindery
 	$(GO) build -o $(BIN)/bindery-cni ./cmd/bindery-cni
+
+## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
+## docker load, podman load and ctr images import (no container engine needed)
+image:
+	@mkdir -p dist
+	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev)
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
 run: deps build
@@ -89,4 +95,4 @@ browser:
 	else echo "Chromium is missing (the web UI's browser tests need it): run 'sudo apt-get install chromium'"; exit 1; fi
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

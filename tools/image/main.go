@@ -3,6 +3,10 @@
 //
 //	go run ./tools/image pause   -o pause.tar   [-ref bindery.test/pause:1]
 //	go run ./tools/image busybox -o busybox.tar [-ref bindery.test/busybox:1] [-busybox /bin/busybox]
+//	go run ./tools/image bindery -o bindery.tar [-ref bindery.test/bindery:1]
+//
+// bindery builds ./cmd/bindery and ./cmd/bindery-cni statically and adds
+// this machine's CA certificates and time zones (`make image`).
 //
 // Run it from the repository root (pause builds ./tools/pause).
 package main
@@ -31,13 +35,15 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: image pause|busybox -o FILE [-ref REF]")
+		return errors.New("usage: image pause|busybox|bindery -o FILE [-ref REF]")
 	}
 	kind := args[0]
 	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
 	out := fs.String("o", "", "output `file` (required)")
 	ref := fs.String("ref", "", "image `reference` the tarball is tagged with (default bindery.test/KIND:1)")
 	busybox := fs.String("busybox", "/bin/busybox", "static busybox `binary` (busybox only)")
+	caFile := fs.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA certificates `file` (bindery only; Debian's ca-certificates)")
+	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "time zone `directory` (bindery only; Debian's tzdata)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -65,8 +71,24 @@ func run(ctx context.Context, args []string) error {
 		if spec, err = ociimage.Busybox(ctx, *busybox); err != nil {
 			return err
 		}
+	case "bindery":
+		tmp, err := os.MkdirTemp("", "bindery-image")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		programs := map[string]string{}
+		for _, p := range []string{"bindery", "bindery-cni"} {
+			programs[p] = filepath.Join(tmp, p)
+			if err := ociimage.BuildStatic(ctx, ".", "./cmd/"+p, programs[p]); err != nil {
+				return err
+			}
+		}
+		if spec, err = ociimage.Bindery(programs, *caFile, *zoneinfo); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("unknown image %q: want pause or busybox", kind)
+		return fmt.Errorf("unknown image %q: want pause, busybox or bindery", kind)
 	}
 	img, err := ociimage.Build(spec)
 	if err != nil {
