@@ -26,6 +26,7 @@ import (
 	"github.com/bindery-dev/bindery/cli/cmd/binding"
 	"github.com/bindery-dev/bindery/cli/cmd/broker"
 	"github.com/bindery-dev/bindery/cli/cmd/describe"
+	"github.com/bindery-dev/bindery/cli/cmd/health"
 	"github.com/bindery-dev/bindery/cli/cmd/instance"
 	"github.com/bindery-dev/bindery/cli/cmd/login"
 	"github.com/bindery-dev/bindery/cli/cmd/marketplace"
@@ -158,6 +159,9 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 		c.GroupID = "client"
 		root.AddCommand(c)
 	}
+	h := health.NewCmd(nil)
+	h.Hidden = true // for containers, not people
+	root.AddCommand(h)
 	tok := token.NewCmd(f)
 	tok.GroupID = "client"
 	root.AddCommand(tok)

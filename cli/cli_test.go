@@ -211,6 +211,9 @@ func TestCompletionAndPlugin(t *testing.T) {
 	r = w.runAs(PluginName, "marketplace")
 	contains(t, "plugin marketplace", r.out, "postgresql")
 
+	w.must(0, "health", w.url)
+	w.must(ExitFailed, "health", "http://127.0.0.1:1")
+
 	w.must(ExitUsage, "frobnicate")
 	w.must(ExitUsage, "provision")
 	w.must(ExitUsage, "instances", "--no-such-flag")

@@ -1,0 +1,32 @@
+# The same image `make image` writes without a container engine: bindery and
+# bindery-cni static, Debian's CA certificates and time zones, user 65532,
+# no shell. `make image` stays the reproducible way (fixed timestamps).
+#
+#   docker build -t bindery .
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bindery ./cmd/bindery && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bindery-cni ./cmd/bindery-cni
+
+FROM debian:bookworm-slim AS files
+RUN apt-get update && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates tzdata && \
+    mkdir -p /rootfs/etc/ssl/certs /rootfs/usr/share /rootfs/home/nonroot /rootfs/tmp && \
+    cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ && \
+    cp -a /usr/share/zoneinfo /rootfs/usr/share/ && \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /rootfs/etc/passwd && \
+    printf 'root:x:0:\nnonroot:x:65532:\n' > /rootfs/etc/group && \
+    chmod 1777 /rootfs/tmp
+
+FROM scratch
+COPY --from=files /rootfs/ /
+COPY --from=build /out/bindery /out/bindery-cni /usr/local/bin/
+USER 65532:65532
+WORKDIR /home/nonroot
+ENV PATH=/usr/local/bin HOME=/home/nonroot SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+LABEL org.opencontainers.image.title=bindery org.opencontainers.image.source=https://github.com/bindery-dev/bindery
+ENTRYPOINT ["/usr/local/bin/bindery"]

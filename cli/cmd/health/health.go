@@ -1,0 +1,57 @@
+// Package health is `bindery health URL`: a health check for images
+// without a shell or curl, as docker-compose.yaml and probes use it.
+package health
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Options are health's inputs.
+type Options struct {
+	URL     string
+	Timeout time.Duration
+}
+
+// NewCmd builds the command.
+func NewCmd(run func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
+	if run == nil {
+		run = Run
+	}
+	cmd := &cobra.Command{
+		Use:   "health URL",
+		Short: "Exit 0 when URL/healthz answers 200 (a container health check)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.URL = args[0]
+			return run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Second, "how long to wait for the answer")
+	return cmd
+}
+
+// Run asks the server's /healthz.
+func Run(ctx context.Context, o *Options) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.URL, "/")+"/healthz", nil)
+	if err != nil {
+		return fmt.Errorf("URL %q: %w", o.URL, err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.URL, err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s/healthz answered %s", o.URL, res.Status)
+	}
+	return nil
+}
