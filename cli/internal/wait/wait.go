@@ -65,22 +65,24 @@ func Follow(ctx context.Context, o Options) (api.Object, error) {
 	start := o.now()
 	delay := o.First
 	last := ""
-	for i := 0; ; i++ {
+	frame := 0
+	for {
 		obj, err := o.Client.Get(ctx, o.Path, o.Query)
 		if o.Goal == Gone && api.NotFound(err) {
 			o.finish(fmt.Sprintf("done: deleted (%s)", elapsed(o.now().Sub(start))))
 			return nil, nil
 		}
 		if err != nil && ctx.Err() == nil {
+			o.finish("")
 			return nil, err
 		}
+		op := last
 		if err == nil {
 			done, failed, msg := state(obj, o.Goal)
-			op := obj.Str("status", "currentOperation")
+			op = obj.Str("status", "currentOperation")
 			if op == "" {
 				op = "waiting for the engine"
 			}
-			line := fmt.Sprintf("%s (%s)", op, elapsed(o.now().Sub(start)))
 			switch {
 			case failed:
 				o.finish(fmt.Sprintf("failed after %s: %s", elapsed(o.now().Sub(start)), msg))
@@ -88,28 +90,34 @@ func Follow(ctx context.Context, o Options) (api.Object, error) {
 			case done:
 				o.finish(fmt.Sprintf("done in %s: %s", elapsed(o.now().Sub(start)), msg))
 				return obj, nil
-			case o.Terminal:
-				fmt.Fprintf(o.Out, "\r\033[K%c %s", spinner[i%len(spinner)], line)
-			case op != last:
-				fmt.Fprintln(o.Out, line)
+			case !o.Terminal && op != last:
+				fmt.Fprintf(o.Out, "%s (%s)\n", op, elapsed(o.now().Sub(start)))
 			}
 			last = op
 		}
-		// Full jitter over the second half of the delay keeps many
-		// waiting clients from polling in step.
-		sleep := delay/2 + rand.N(delay/2+1)
-		if o.Terminal && sleep > 250*time.Millisecond {
-			sleep = 250 * time.Millisecond // the spinner turns; the server sees no more than the cap
+		// Jitter over the second half of the delay keeps many waiting
+		// clients from polling in step; the delay doubles up to Max.
+		next := time.After(delay/2 + rand.N(delay/2+1))
+		delay = min(delay*2, o.Max)
+		tick := time.NewTicker(100 * time.Millisecond)
+	wait:
+		for {
+			if o.Terminal {
+				// The spinner turns between polls; the server sees only the polls.
+				fmt.Fprintf(o.Out, "\r\033[K%c %s (%s)", spinner[frame%len(spinner)], op, elapsed(o.now().Sub(start)))
+				frame++
+			}
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				o.finish("")
+				return nil, fmt.Errorf("stopped waiting after %s: %w (the operation goes on; `bindery describe` shows how it ends)", elapsed(o.now().Sub(start)), ctx.Err())
+			case <-next:
+				break wait
+			case <-tick.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			o.finish("")
-			return nil, fmt.Errorf("stopped waiting after %s: %w (the operation goes on; `bindery describe` shows how it ends)", elapsed(o.now().Sub(start)), ctx.Err())
-		case <-time.After(sleep):
-		}
-		if !o.Terminal || i%4 == 3 {
-			delay = min(delay*2, o.Max)
-		}
+		tick.Stop()
 	}
 }
 
