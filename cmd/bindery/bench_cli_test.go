@@ -105,7 +105,11 @@ func BenchmarkCLIInstances1000(b *testing.B) {
 func servingB(b *testing.B, env []string, args ...string) string {
 	b.Helper()
 	msg := map[string]string{"broker": "serving the OSB API", "catalog": "serving the REST API"}[args[1]]
-	cmd := exec.Command(os.Args[0], append(args, "--listen", "127.0.0.1:0")...)
+	args = append(args, "--listen", "127.0.0.1:0")
+	if args[1] == "catalog" {
+		args = append(args, "--broker-allow-loopback")
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append([]string{runMainEnv + "=1", "HOME=" + b.TempDir()}, env...)
 	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr

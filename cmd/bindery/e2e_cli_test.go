@@ -76,8 +76,8 @@ func TestCLI(t *testing.T) {
 	}
 
 	brokerURL := serving(t, start(t, env, "serve", "broker", "--listen", "127.0.0.1:0"), "serving the OSB API")
-	catalogURL := serving(t, start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0"), "serving the REST API")
-	start(t, env, "serve", "controller", "--listen", "127.0.0.1:0")
+	catalogURL := serving(t, start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0", "--broker-allow-loopback"), "serving the REST API")
+	start(t, env, "serve", "controller", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
 
 	must(0, "login", catalogURL, "--token", admin)
 	st, err := os.Stat(filepath.Join(config, "bindery", "config.yaml"))

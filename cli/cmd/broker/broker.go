@@ -83,6 +83,10 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/brokers", nil, body, &b); err != nil {
 		return err
 	}
+	if r := b.Condition("Ready"); r.Str("status") != "True" {
+		// Registered all the same: the catalogue is fetched again with backoff.
+		fmt.Fprintf(o.F.IO.ErrOut, "warning: broker %s is registered but its catalogue was not fetched: %s\n(it is retried with backoff; `bindery brokers relist %s` tries now)\n", o.Name, r.Str("message"), o.Name)
+	}
 	return printOne(o.F, b)
 }
 
