@@ -45,8 +45,9 @@ func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Durati
 		return "", Session{}, err
 	}
 	err := s.pool.QueryRow(ctx, `INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
-		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2)`,
-		sum[:], tokenSum[:], sess.Expires).Scan(&sess.Role)
+		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 AND (expires_at IS NULL OR expires_at > $4)
+		RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2)`,
+		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return "", Session{}, ErrBadToken
@@ -66,7 +67,7 @@ func (s *Store) LookupSession(ctx context.Context, id string) (Session, error) {
 	var sess Session
 	err := s.pool.QueryRow(ctx, `SELECT t.role, w.expires_at FROM catalog.web_sessions w
 		JOIN catalog.api_tokens t ON t.hash = w.token_hash
-		WHERE w.hash = $1 AND w.expires_at > $2`, sum[:], s.now()).Scan(&sess.Role, &sess.Expires)
+		WHERE w.hash = $1 AND w.expires_at > $2 AND (t.expires_at IS NULL OR t.expires_at > $2)`, sum[:], s.now()).Scan(&sess.Role, &sess.Expires)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return Session{}, ErrNoSession

@@ -69,4 +69,23 @@ func TestSessions(t *testing.T) {
 	if _, err := s.LookupSession(ctx, live); !errors.Is(err, catalog.ErrNoSession) {
 		t.Fatalf("after revocation: %v", err)
 	}
+
+	// An expired token opens no session and ends the ones it opened.
+	tok2, err := s.CreateToken(ctx, catalog.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, _, err := s.CreateSession(ctx, tok2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE catalog.api_tokens SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupSession(ctx, open); !errors.Is(err, catalog.ErrNoSession) {
+		t.Fatalf("session of an expired token: %v", err)
+	}
+	if _, _, err := s.CreateSession(ctx, tok2, time.Hour); !errors.Is(err, catalog.ErrBadToken) {
+		t.Fatalf("sign-in with an expired token: %v, want ErrBadToken", err)
+	}
 }
