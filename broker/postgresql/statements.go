@@ -151,7 +151,11 @@ func UnbindStatements(role string) []string {
 func DeprovisionStatements(n Names, bindingRoles []string) []string {
 	stmts := []string{"DROP DATABASE IF EXISTS " + ident(n.Database) + " WITH (FORCE)"}
 	for _, r := range bindingRoles {
-		stmts = append(stmts, "DROP ROLE IF EXISTS "+ident(r))
+		// DROP OWNED also revokes what the role was granted on shared
+		// objects, such as CONNECT on a database, which would otherwise
+		// keep DROP ROLE from succeeding whenever such a grant outlives
+		// the database drop (seen once, when a resumed provision raced it).
+		stmts = append(stmts, "DROP OWNED BY "+ident(r), "DROP ROLE IF EXISTS "+ident(r))
 	}
 	return append(stmts, "DROP ROLE IF EXISTS "+ident(n.Owner))
 }

@@ -102,7 +102,9 @@ func TestStatements(t *testing.T) {
 		}},
 		{"deprovision", postgresql.DeprovisionStatements(n, []string{"bindery_b_1", "bindery_b_2"}), []string{
 			`DROP DATABASE IF EXISTS "bindery_i_abc" WITH (FORCE)`,
+			`DROP OWNED BY "bindery_b_1"`,
 			`DROP ROLE IF EXISTS "bindery_b_1"`,
+			`DROP OWNED BY "bindery_b_2"`,
 			`DROP ROLE IF EXISTS "bindery_b_2"`,
 			`DROP ROLE IF EXISTS "bindery_o_abc"`,
 		}},
