@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 //go:embed testdata/axe.min.js
@@ -44,6 +46,14 @@ func chromiumPath(t *testing.T) string {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	// The profile is removed by the cleanup below, after the browser is
+	// stopped and with retries: Chromium's helper processes may still be
+	// writing to it for a moment after the browser itself has exited, which
+	// made t.TempDir's own removal fail now and then.
+	profile, err := os.MkdirTemp("", "bindery-web-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -52,7 +62,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.WindowSize(1280, 900),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
@@ -84,6 +94,9 @@ func newBrowser(t *testing.T) *browser {
 		}
 		cancelCtx()
 		cancelAlloc()
+		if err := eventually.Poll(context.Background(), 10*time.Second, func(context.Context) error { return os.RemoveAll(profile) }); err != nil {
+			t.Logf("browser profile %s left behind: %v", profile, err)
+		}
 	})
 	return b
 }
