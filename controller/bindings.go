@@ -233,7 +233,7 @@ func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalo
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
-		c.failed(&st.Retries, catalog.OperationBind, b.Generation, cause)
+		c.failedMitigated(&st.Retries, catalog.OperationBind, b.Generation, cause)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reasonOrphanMitigation, Message: "Unbinding what the failed bind may have created: " + msg}, now)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reasonBindFailed, Message: msg}, now)

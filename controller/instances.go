@@ -321,7 +321,7 @@ func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Inst
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress = true, false
 		st.LastError = msg
-		c.failed(&st.Retries, catalog.OperationProvision, in.Generation, cause)
+		c.failedMitigated(&st.Retries, catalog.OperationProvision, in.Generation, cause)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reasonOrphanMitigation, Message: "Deprovisioning what the failed provision may have created: " + msg}, now)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,

@@ -59,6 +59,11 @@ func (b backoff) delay(n int) time.Duration {
 	return d
 }
 
+// mitigatedDelay is the wait after the n-th failure in a row of a
+// provision or bind that was orphan-mitigated: each such failure cost the
+// broker two calls (the attempt and the cleanup), so it counts twice.
+func (b backoff) mitigatedDelay(n int) time.Duration { return b.delay(2 * n) }
+
 func newBackoff(base, limit time.Duration) backoff {
 	return backoff{base: base, cap: limit, random: rand.Float64}
 }
@@ -76,10 +81,20 @@ func (c *Controller) retryWait(retries map[string]catalog.Retry, op string, gen 
 // failed counts one more failure of op and returns the wait before the
 // next attempt: the backoff's, or the broker's Retry-After when longer.
 func (c *Controller) failed(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
+	return c.recordFailure(retries, op, gen, cause, c.backoff.delay)
+}
+
+// failedMitigated is failed for a provision or bind whose failure is
+// orphan-mitigated: its wait is the backoff's mitigatedDelay.
+func (c *Controller) failedMitigated(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
+	return c.recordFailure(retries, op, gen, cause, c.backoff.mitigatedDelay)
+}
+
+func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string, gen int64, cause error, delay func(int) time.Duration) time.Duration {
 	r, _ := catalog.RetryFor(*retries, op, gen)
 	r.Failures++
 	r.Generation = gen
-	wait := max(c.backoff.delay(r.Failures), retryAfter(cause))
+	wait := max(delay(r.Failures), retryAfter(cause))
 	r.NextAttempt = c.now().UTC().Add(wait)
 	if *retries == nil {
 		*retries = map[string]catalog.Retry{}

@@ -50,3 +50,24 @@ func TestFirstMinute(t *testing.T) {
 	}
 	t.Logf("at most %d calls in the first minute", calls)
 }
+
+// TestFirstMinuteMitigated: a provision or bind that fails and is
+// orphan-mitigated costs the broker two calls (the attempt and the
+// cleanup); the first minute still holds at most 10 calls per object,
+// however the jitter falls.
+func TestFirstMinuteMitigated(t *testing.T) {
+	t.Parallel()
+	b := backoff{base: DefaultRetryBase, cap: DefaultRetryCap, random: func() float64 { return 0.999999 }}
+	attempts, at := 1, time.Duration(0)
+	for {
+		at += b.mitigatedDelay(attempts)
+		if at > time.Minute {
+			break
+		}
+		attempts++
+	}
+	if calls := 2 * attempts; calls > 10 {
+		t.Errorf("%d calls (%d attempts, each with its cleanup) in the first minute, want at most 10", calls, attempts)
+	}
+	t.Logf("at most %d attempts with their cleanup in the first minute", attempts)
+}
