@@ -172,6 +172,7 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 	})
 	g.Go(func() error {
 		e := serve.NewEcho(engine.log, reg, func(ctx context.Context) error { return cfg.Store.Ping(ctx) })
+		engine.log.Info("serving health and metrics", "addr", l.Addr().String())
 		return serve.Run(gctx, l, e, engine.log)
 	})
 	return g.Wait()
