@@ -175,12 +175,13 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 }
 
 // List reads a page of objects, filtered by label and field selectors.
-// The selectors are applied to what the catalog returns; with a limit, List
-// reads on (at most fillReads times) while the page is short and the catalog
-// has more, as kube-apiserver's own storage does. A page can still come
-// back short with a continue token when the selector matches few objects
-// (the API conventions allow it; client-go's pager and kubectl follow
-// continue). The page's resourceVersion is that of its first read.
+// The catalog selects by label (in SQL, through an index); field selectors
+// are applied to what it returns: with a limit, List then reads on (at most
+// fillReads times) while the page is short and the catalog has more, as
+// kube-apiserver's own storage does. A page can still come back short with
+// a continue token when a field selector matches few objects (the API
+// conventions allow it; client-go's pager and kubectl follow continue). The
+// page's resourceVersion is that of its first read.
 func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
@@ -207,8 +208,10 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		}
 	} else {
 		limit := int(opts.Limit)
-		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit}
-		filtered := !pred.label.Empty() || !pred.field.Empty()
+		// The label selector is answered by the catalog (in SQL); field
+		// selectors are applied here.
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label}
+		filtered := !pred.field.Empty()
 		for read := 1; ; read++ {
 			l, err := st.store.ListRaw(ctx, st.kind, lo)
 			if err != nil {

@@ -346,7 +346,7 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 	}
 	last := req.from
 	if req.initial {
-		l, err := st.store.ListRaw(ctx, st.kind, catalog.ListOptions{Namespace: req.pred.namespace})
+		l, err := st.store.ListRaw(ctx, st.kind, catalog.ListOptions{Namespace: req.pred.namespace, Labels: req.pred.label})
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
 			return

@@ -5,13 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/bindery-dev/bindery/internal/pgtext"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // Reading objects: every table has the same leading columns, so one scan
@@ -105,6 +107,9 @@ type ListOptions struct {
 	Limit int
 	// Continue is the token from the previous page.
 	Continue string
+	// Labels, when not nil, selects objects by their labels (Kubernetes'
+	// label selectors).
+	Labels labels.Selector
 }
 
 // List is one page of objects.
@@ -170,6 +175,7 @@ func pageRows(ctx context.Context, q querier, kind string, f *filter, order stri
 		}
 		after(f, c)
 	}
+	f.addLabels(opts.Labels)
 	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
 	if opts.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)

@@ -1,0 +1,84 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// TestLabelSelectors: every kind of requirement, answered in SQL, selects
+// exactly what Kubernetes' own selector matches on the same objects, and
+// pages of a selective list are full.
+func TestLabelSelectors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	if _, err := s.Relist(ctx, register(t, s, "fake", fake.URL(), "").ID); err != nil {
+		t.Fatal(err)
+	}
+	sets := []map[string]string{
+		nil,
+		{"team": "a"},
+		{"team": "b", "tier": "3"},
+		{"team": "c", "tier": "12"},
+		{"tier": "x"},
+		{"team": "a", "env": "prod", "tier": "0"},
+		{"app.kubernetes.io/name": "db"},
+	}
+	all := map[string]map[string]string{}
+	for i := range 70 {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanSync}}
+		in.Name, in.Namespace, in.Labels = fmt.Sprintf("db-%02d", i), "ns", sets[i%len(sets)]
+		if _, err := s.CreateInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		all[in.Name] = in.Labels
+	}
+	for _, sel := range []string{
+		"team=a", "team==a", "team!=a", "team in (a,b)", "team notin (a,b)", "team", "!team",
+		"tier>2", "tier<3", "tier>0,team", "team=a,env=prod", "app.kubernetes.io/name=db", "team=zzz", "",
+	} {
+		parsed, err := labels.Parse(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for name, l := range all {
+			if parsed.Matches(labels.Set(l)) {
+				want = append(want, name)
+			}
+		}
+		slices.Sort(want)
+		var got []string
+		opts := catalog.ListOptions{Labels: parsed, Limit: 7}
+		for {
+			page, err := s.ListInstances(ctx, opts)
+			if err != nil {
+				t.Fatalf("%q: %v", sel, err)
+			}
+			if page.Continue != "" && len(page.Items) != 7 {
+				t.Errorf("%q: a page of %d items before the last", sel, len(page.Items))
+			}
+			for _, in := range page.Items {
+				got = append(got, in.Name)
+			}
+			raw, err := s.ListRaw(ctx, catalog.KindInstance, opts)
+			if err != nil || len(raw.Items) != len(page.Items) {
+				t.Fatalf("%q: ListRaw gave %d items, ListInstances %d (%v)", sel, len(raw.Items), len(page.Items), err)
+			}
+			if opts.Continue = page.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q selected %v, want %v", sel, got, want)
+		}
+	}
+}
