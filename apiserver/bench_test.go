@@ -25,7 +25,7 @@ func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan str
 	inParallel(tb, n, func(i int) error {
 		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: class, ClusterServicePlanExternalName: plan}}
 		in.Name, in.Namespace = fmt.Sprintf("instance-%05d", i), fmt.Sprintf("team-%d", i%10)
-		in.Labels = map[string]string{"app": "bench"}
+		in.Labels = map[string]string{"app": "bench", "team": fmt.Sprintf("t%d", i%100)}
 		_, err := store.CreateInstance(ctx, in)
 		return err
 	})
