@@ -254,7 +254,7 @@ func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 		return 0, fmt.Errorf("next revision: %w", err)
 	}
 	ids := map[string][]string{}
-	rows := make([][]any, 0, len(w.changes))
+	var kinds, objectIDs, namespaces, names, types, docs []string
 	seen := map[string]int{}
 	for _, c := range w.changes {
 		m := c.obj.meta()
@@ -266,29 +266,32 @@ func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		row := []any{rev, c.obj.kind(), m.ID, m.Namespace, m.Name, c.typ, doc}
+		typ := c.typ
 		// An object written twice in one transaction appears once, as it ended.
 		if i, dup := seen[m.ID]; dup {
-			if rows[i][5] == Added && c.typ == Modified {
-				row[5] = Added
+			if types[i] == Added && typ == Modified {
+				typ = Added
 			}
-			rows[i] = row
+			kinds[i], namespaces[i], names[i], types[i], docs[i] = c.obj.kind(), m.Namespace, m.Name, typ, string(doc)
 			continue
 		}
-		seen[m.ID] = len(rows)
-		rows = append(rows, row)
+		seen[m.ID] = len(kinds)
+		kinds, objectIDs, namespaces = append(kinds, c.obj.kind()), append(objectIDs, m.ID), append(namespaces, m.Namespace)
+		names, types, docs = append(names, m.Name), append(types, typ), append(docs, string(doc))
 	}
+	// The rest goes in one round trip: the revision is held until the
+	// commit, so every round trip here is time no other writer can commit.
+	batch := &pgx.Batch{}
 	for table, list := range ids {
-		if _, err := w.Exec(ctx, `UPDATE `+table+` SET resource_version = $1 WHERE id = ANY($2::uuid[])`, rev, list); err != nil {
-			return 0, fmt.Errorf("stamp revision: %w", err)
-		}
+		batch.Queue(`UPDATE `+table+` SET resource_version = $1 WHERE id = ANY($2::uuid[])`, rev, list)
 	}
-	if _, err := w.CopyFrom(ctx, pgx.Identifier{"catalog", "changes"},
-		[]string{"revision", "kind", "object_id", "namespace", "name", "type", "object"}, pgx.CopyFromRows(rows)); err != nil {
+	batch.Queue(`INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
+		SELECT $1, kind, object_id, namespace, name, type, object::jsonb
+		FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[]) AS c(kind, object_id, namespace, name, type, object)`,
+		rev, kinds, objectIDs, namespaces, names, types, docs)
+	batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, strconv.FormatInt(rev, 10))
+	if err := w.SendBatch(ctx, batch).Close(); err != nil {
 		return 0, fmt.Errorf("record changes: %w", err)
-	}
-	if _, err := w.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, strconv.FormatInt(rev, 10)); err != nil {
-		return 0, fmt.Errorf("notify: %w", err)
 	}
 	return rev, nil
 }
