@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,9 +45,10 @@ const cleanupTimeout = 30 * time.Second
 // refuses concurrent changes to one database's privileges ("tuple
 // concurrently updated"), which concurrent binds and unbinds would make.
 type Driver struct {
-	pool   *pgxpool.Pool
-	log    *slog.Logger
-	target target
+	pool       *pgxpool.Pool
+	log        *slog.Logger
+	target     target
+	extensions extensionCache
 }
 
 // target is where applications reach the cluster, taken from the target
@@ -162,7 +164,7 @@ func (d *Driver) provision(ctx context.Context, conn *pgx.Conn, req broker.Insta
 	}
 	n := InstanceNames(req.InstanceID)
 	log := d.log.With("instance", req.InstanceID, "database", n.Database)
-	if err := checkExtensions(ctx, conn, cfg.Extensions); err != nil {
+	if err := d.extensions.check(ctx, conn, cfg.Extensions); err != nil {
 		return err
 	}
 	var have Existing
@@ -246,7 +248,7 @@ func (d *Driver) update(ctx context.Context, conn *pgx.Conn, req broker.Instance
 	if !exists {
 		return errors.New("its database does not exist")
 	}
-	if err := checkExtensions(ctx, conn, cfg.Extensions); err != nil {
+	if err := d.extensions.check(ctx, conn, cfg.Extensions); err != nil {
 		return err
 	}
 	if err := d.inDatabase(ctx, n.Database, ExtensionStatements(cfg)); err != nil {
@@ -515,19 +517,15 @@ func instanceConfig(req broker.InstanceRequest) (PlanConfig, error) {
 	return cfg.WithParameters(req.Parameters)
 }
 
-// checkExtensions refuses extensions the cluster does not have before
-// anything is created, with a message a user can act on.
-func checkExtensions(ctx context.Context, conn *pgx.Conn, exts []string) error {
+// check refuses extensions the cluster does not have before anything is
+// created, with a message a user can act on.
+func (c *extensionCache) check(ctx context.Context, conn *pgx.Conn, exts []string) error {
 	if len(exts) == 0 {
 		return nil
 	}
-	var missing []string
-	err := conn.QueryRow(ctx, `
-		SELECT coalesce(array_agg(e ORDER BY o), '{}')
-		FROM unnest($1::text[]) WITH ORDINALITY AS w(e, o)
-		WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = w.e)`, exts).Scan(&missing)
+	missing, err := c.missing(ctx, conn, exts)
 	if err != nil {
-		return fmt.Errorf("list available extensions: %w", err)
+		return err
 	}
 	switch len(missing) {
 	case 0:
@@ -540,6 +538,51 @@ func checkExtensions(ctx context.Context, conn *pgx.Conn, exts []string) error {
 		quoted[i] = strconv.Quote(m)
 	}
 	return fmt.Errorf("extensions %s are not available on the target cluster", strings.Join(quoted, ", "))
+}
+
+// extensionCache holds the names of the extensions the target cluster
+// has. Reading pg_available_extensions reads every extension's control
+// file, the slowest step of a provision's checks, and the set changes only
+// when packages are installed on the server: it is read again when it is
+// older than extensionCacheTTL or lacks a name asked for. CREATE EXTENSION
+// stays the authority: the check only refuses early what would fail later.
+type extensionCache struct {
+	mu    sync.Mutex
+	names map[string]bool
+	read  time.Time
+}
+
+const extensionCacheTTL = time.Minute
+
+// missing returns the extensions of exts the cluster does not have, in
+// their order.
+func (c *extensionCache) missing(ctx context.Context, conn *pgx.Conn, exts []string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lacking := func() (out []string) {
+		for _, e := range exts {
+			if !c.names[e] {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if time.Since(c.read) < extensionCacheTTL && len(lacking()) == 0 {
+		return nil, nil
+	}
+	rows, err := conn.Query(ctx, `SELECT name FROM pg_available_extensions`)
+	if err != nil {
+		return nil, fmt.Errorf("list available extensions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list available extensions: %w", err)
+	}
+	c.names, c.read = make(map[string]bool, len(names)), time.Now()
+	for _, n := range names {
+		c.names[n] = true
+	}
+	return lacking(), nil
 }
 
 func roleExists(ctx context.Context, conn *pgx.Conn, role string) (bool, error) {
