@@ -53,6 +53,9 @@ func NewTestStore(t testing.TB) *catalog.Store {
 // a row what no API writes (labels on a class).
 var testPools sync.Map // *catalog.Store → *pgxpool.Pool
 
+// PoolOf is poolOf for the tests outside the package.
+func PoolOf(store *catalog.Store) *pgxpool.Pool { return poolOf(store) }
+
 func poolOf(store *catalog.Store) *pgxpool.Pool {
 	p, _ := testPools.Load(store)
 	return p.(*pgxpool.Pool)

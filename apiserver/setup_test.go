@@ -45,7 +45,13 @@ func setup(t testing.TB) *bundle {
 	t.Helper()
 	store := apiserver.NewTestStore(t)
 	_, b := apiserver.RegisterFakeBroker(t, store)
+	return serve(t, store, b)
+}
 
+// serve starts an API server on store (another replica when store's
+// database already has one).
+func serve(t testing.TB, store *catalog.Store, b *catalog.Broker) *bundle {
+	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -274,7 +274,10 @@ func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOpti
 		rv = opts.ResourceVersion
 		req.bookmarks = opts.AllowWatchBookmarks
 		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-			req.initial, req.initialMark = true, true
+			// The server defaults sendInitialEvents for a watch without a
+			// resourceVersion; only a watch that also allows bookmarks (a
+			// watch-list request) is told where the initial events end.
+			req.initial, req.initialMark = true, opts.AllowWatchBookmarks
 		}
 	}
 	switch rv {

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,5 +149,56 @@ func TestWatchExtra(t *testing.T) {
 	defer replay.Stop()
 	for _, typ := range []watch.EventType{watch.Added, watch.Modified, watch.Modified, watch.Deleted} {
 		check("replay", nextEvent(t, replay), typ)
+	}
+}
+
+// TestWatchWithoutResourceVersion: a watch with no resourceVersion (the
+// server defaults sendInitialEvents for it, without bookmarks) sends the
+// current objects as ADDED and goes on; with allowWatchBookmarks as well,
+// the initial events end with the annotated bookmark, as kube-apiserver's
+// own storage does.
+func TestWatchWithoutResourceVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ServiceInstances("team")
+	if _, err := c.Create(ctx, newInstance("team", "db"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bookmarks := range []bool{false, true} {
+		w, err := c.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: bookmarks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []watch.EventType
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				t.Fatalf("bookmarks %v: the watch failed: %v", bookmarks, ev.Object)
+			}
+			if ev.Type == watch.Bookmark {
+				if m, _ := ev.Object.(metav1.Object); m == nil || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					continue // a periodic bookmark
+				}
+			}
+			types = append(types, ev.Type)
+			if len(types) == 1 && !bookmarks {
+				if _, err := c.Create(ctx, newInstance("team", "db2"), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if (bookmarks && len(types) == 3) || (!bookmarks && len(types) == 2) {
+				break
+			}
+		}
+		w.Stop()
+		// Without bookmarks: db, then db2 created meanwhile. With them: db
+		// and db2, then the end of the initial events.
+		want := []watch.EventType{watch.Added, watch.Added}
+		if bookmarks {
+			want = []watch.EventType{watch.Added, watch.Added, watch.Bookmark}
+		}
+		if !slices.Equal(types, want) {
+			t.Errorf("bookmarks %v: events %v, want %v", bookmarks, types, want)
+		}
 	}
 }
