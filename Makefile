@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all build image run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: bench-scale all build image run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -53,6 +53,14 @@ bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./web/
 	cd bench && $(GO) run ./cmd/osbbench
+
+## bench-scale: the figures at scale (100,000 objects, 10,000 through the engine, 1,000 watchers, replicas); about 30 minutes
+bench-scale: deps kube build
+	$(GO) test -run '^$$' -bench Create100k -benchtime 1x -timeout 60m ./restapi/
+	$(GO) test -run '^$$' -bench AggregatedGet100k -benchtime 3x -timeout 60m ./apiserver/
+	$(GO) test -run '^$$' -bench Watch1000 -benchtime 200x ./apiserver/
+	$(GO) test -run '^$$' -bench Engine10k -benchtime 1x -timeout 60m ./controller/
+	$(GO) test -run '^$$' -bench EngineReplicas -benchtime 1x ./cmd/bindery/
 
 ## kube: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl v1.36.3 in ./bin
 ## for the Kubernetes tests (built once from the Go module proxy; rebuilt only when tools/kube/go.mod or

@@ -1,6 +1,7 @@
 package restapi_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,23 +70,57 @@ func BenchmarkListPlans1000(b *testing.B) {
 func BenchmarkCreateInstances(b *testing.B) {
 	bb := setup(b)
 	bb.registerBindery("bindery")
+	b.ResetTimer()
+	start := time.Now()
+	createMany(b, bb, b.N, "/instances", instanceBody)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+}
+
+// BenchmarkCreate100k creates 100,000 instances and then a binding of
+// each through the API from 16 clients at once (`make bench-scale`), and
+// reports the rate of each and the catalog's size on disk per object.
+func BenchmarkCreate100k(b *testing.B) {
+	const n = 100000
+	for b.Loop() {
+		bb := setup(b)
+		bb.registerBindery("bindery")
+		start := time.Now()
+		createMany(b, bb, n, "/instances", instanceBody)
+		instances := time.Since(start)
+		createMany(b, bb, n, "/bindings", func(i int64) string {
+			return fmt.Sprintf(`{"name":"app-%d","namespace":"bench","spec":{"instanceRef":{"name":"db-%d"}}}`, i, i)
+		})
+		all := time.Since(start)
+		b.ReportMetric(n/instances.Seconds(), "instances/s")
+		b.ReportMetric(n/(all-instances).Seconds(), "bindings/s")
+		b.ReportMetric(2*n/all.Seconds(), "objects/s")
+		var bytes int64
+		if err := bb.pool.QueryRow(context.Background(), `SELECT sum(pg_total_relation_size(c.oid))
+			FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+			WHERE s.nspname = 'catalog' AND c.relkind IN ('r', 'm')`).Scan(&bytes); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(bytes)/(2*n), "catalog-bytes/object")
+	}
+}
+
+func instanceBody(i int64) string {
+	return fmt.Sprintf(`{"name":"db-%d","namespace":"bench","labels":{"team":"t%d"},"spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`, i, i%100)
+}
+
+// createMany POSTs n bodies (body(1) … body(n)) to path from 16 clients.
+func createMany(b *testing.B, bb *bundle, n int, path string, body func(int64) string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	per := (b.N + 15) / 16
 	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range per {
+		wg.Go(func() {
+			for {
 				i := next.Add(1)
-				if i > int64(b.N) {
+				if i > int64(n) {
 					return
 				}
-				body := fmt.Sprintf(`{"name":"db-%d","namespace":"bench","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`, i)
-				req, _ := http.NewRequest("POST", bb.url+"/instances", strings.NewReader(body))
+				req, _ := http.NewRequest("POST", bb.url+path, strings.NewReader(body(i)))
 				req.Header.Set("Authorization", "Bearer "+bb.admin)
 				req.Header.Set("Content-Type", "application/json")
 				res, err := client.Do(req)
@@ -96,14 +131,13 @@ func BenchmarkCreateInstances(b *testing.B) {
 				_, _ = io.Copy(io.Discard, res.Body)
 				res.Body.Close()
 				if res.StatusCode != http.StatusCreated {
-					b.Errorf("create: %d", res.StatusCode)
+					b.Errorf("POST %s: %d", path, res.StatusCode)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
