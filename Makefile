@@ -40,10 +40,10 @@ $(BIN)/staticcheck:
 
 ## bench: the performance figures (see README: Benchmarks)
 bench: deps node-deps kube build
-	$(GO) test -run '^$$' -bench . -benchtime 1000x ./restapi/
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./controller/
-	$(GO) test -run '^$$' -bench 'KubectlGet|Watch' -benchtime 1x ./apiserver/
-	$(GO) test -run '^$$' -bench Aggregated -benchtime 5x ./apiserver/
+	$(GO) test -run '^$$' -bench 'RegisterBroker|ListPlans|CreateInstances' -benchtime 1000x ./restapi/
+	$(GO) test -run '^$$' -bench 'Engine1000|FailureStorm' -benchtime 1x ./controller/
+	$(GO) test -run '^$$' -bench 'KubectlGet|Watch100$$' -benchtime 1x ./apiserver/
+	$(GO) test -run '^$$' -bench AggregatedGet10k -benchtime 5x ./apiserver/
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'NodeStart' -benchtime 3x ./internal/kubetest/
