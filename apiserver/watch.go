@@ -80,6 +80,8 @@ type hubEvent struct {
 	rev int64
 	typ watch.EventType
 	obj runtime.Object
+	// shared is obj as every watcher sends it: encoded once per encoding.
+	shared runtime.Object
 	// prev is the object before the change, when the hub knows it: a
 	// watch with a selector turns a MODIFIED into ADDED or DELETED when
 	// the object starts or stops matching.
@@ -232,6 +234,7 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 			continue
 		}
 		a := attrsOf(ev.obj, c.Object.Extra)
+		ev.shared = share(ev.obj)
 		h.kmu.Lock()
 		ev.prev = h.known[c.Object.ID]
 		if ev.typ == watch.Deleted {
@@ -414,7 +417,7 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 		if !ok {
 			return true
 		}
-		return send(watch.Event{Type: typ, Object: ev.obj.DeepCopyObject()})
+		return send(watch.Event{Type: typ, Object: ev.shared})
 	}
 	var tick <-chan time.Time
 	if req.bookmarks {
