@@ -43,6 +43,9 @@ type Server struct {
 	pass    string
 	runAs   *user.User // nil when the current user runs PostgreSQL
 	dataDir string
+	// lock is held while this process runs the server; nil when the
+	// server was adopted from the process that runs it (Use).
+	lock *dirLock
 }
 
 // ErrNoBinaries says that no PostgreSQL server binaries were found.
@@ -50,10 +53,65 @@ var ErrNoBinaries = errors.New("no PostgreSQL server binaries (initdb, pg_ctl) o
 	"install them (apt-get install postgresql) or set DATABASE_URL to an existing server")
 
 // Start initialises dir if it holds no cluster yet and starts PostgreSQL on
-// a free loopback port, with its unix socket inside dir. The superuser's
-// password is generated once and kept in dir, so a restart finds the same
-// cluster and credentials.
+// the loopback port kept in dir (a free one the first time), with its unix
+// socket inside dir. The superuser's password is generated once and kept in
+// dir, so a restart finds the same cluster and credentials. The server is
+// this process's until Stop: another Start on dir is refused while it
+// runs, and Use adopts it.
 func Start(ctx context.Context, dir string, opts Options) (*Server, error) {
+	s, err := prepare(dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.lock, err = s.acquire(ctx, roleServe); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := s.initdb(ctx); err != nil {
+			s.lock.release()
+			return nil, err
+		}
+	}
+	if err := s.startLocked(ctx, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrNoCluster says that a directory holds no cluster for Use.
+var ErrNoCluster = errors.New("no PostgreSQL cluster")
+
+// Use gives access, for a moment, to the cluster kept in dir: the server a
+// Start runs there, adopted (Stop leaves it running), or else a server it
+// starts itself as Start would, which Stop stops. It never creates a
+// cluster: a dir without one is ErrNoCluster.
+func Use(ctx context.Context, dir string, opts Options) (*Server, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "data", "PG_VERSION")); err != nil {
+		return nil, fmt.Errorf("%s: %w (%v)", abs, ErrNoCluster, err)
+	}
+	s, err := prepare(abs)
+	if err != nil {
+		return nil, err
+	}
+	if s.lock, err = s.acquire(ctx, roleUse); err != nil {
+		return nil, err
+	}
+	if s.lock == nil {
+		return s, nil // adopted
+	}
+	if err := s.startLocked(ctx, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare finds the binaries and readies dir: its owner and mode, and the
+// superuser's password.
+func prepare(dir string) (*Server, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err
@@ -85,15 +143,54 @@ func Start(ctx context.Context, dir string, opts Options) (*Server, error) {
 	if err := s.ensurePassword(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		if err := s.initdb(ctx); err != nil {
+	return s, nil
+}
+
+// acquire takes dir's lock as role. A server that a Start runs is refused
+// to another Start and adopted by a Use (acquire then returns nil and the
+// server's port); a Use that runs its own server for a moment is waited
+// for, at most lockWait.
+func (s *Server) acquire(ctx context.Context, role string) (*dirLock, error) {
+	deadline := time.Now().Add(lockWait)
+	var last holder
+	for attempt := 0; ; attempt++ {
+		l, h, err := tryLock(s.dir, role)
+		if err != nil || l != nil {
+			return l, err
+		}
+		last = h
+		if h.role == roleServe && h.alive() {
+			if role == roleServe {
+				return nil, fmt.Errorf("the PostgreSQL of %s is run by %s: stop that first, or use another data directory", s.dir, h)
+			}
+			if h.state == stateReady {
+				if s.port, err = s.keptPort(); err != nil {
+					return nil, err
+				}
+				return nil, nil
+			}
+		}
+		if err := backoff(ctx, attempt, deadline); err != nil {
+			if errors.Is(err, errLockWait) {
+				return nil, fmt.Errorf("the PostgreSQL of %s stayed busy for %s (held by %s)", s.dir, lockWait, last)
+			}
 			return nil, err
 		}
 	}
+}
+
+// startLocked starts the server under the lock taken, and marks it ready; on
+// failure the lock is released.
+func (s *Server) startLocked(ctx context.Context, opts Options) error {
 	if err := s.start(ctx, opts); err != nil {
-		return nil, err
+		s.lock.release()
+		return err
 	}
-	return s, nil
+	if err := s.lock.set(stateReady); err != nil {
+		_ = s.Stop()
+		return err
+	}
+	return nil
 }
 
 // URL is a connection string for the superuser over TCP with password
@@ -112,13 +209,22 @@ func (s *Server) URL(database string) string {
 // Port is the TCP port the server listens on.
 func (s *Server) Port() int { return s.port }
 
-// Stop shuts the server down (fast mode: open sessions are ended).
+// Stop shuts the server down (fast mode: open sessions are ended) and
+// releases the directory; an adopted server is left running for the
+// process that runs it.
 func (s *Server) Stop() error {
+	if s.lock == nil {
+		return nil
+	}
+	defer s.lock.release()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "fast", "-w", "stop")
 	return err
 }
+
+// Adopted tells whether the server is run by another process (see Use).
+func (s *Server) Adopted() bool { return s.lock == nil }
 
 func (s *Server) ensurePassword() error {
 	path := filepath.Join(s.dir, "superuser.password")
@@ -222,12 +328,8 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 // credentials handed out name it, so a taken port is an error to fix, never
 // a reason to move.
 func (s *Server) choosePort() (int, error) {
-	portFile := filepath.Join(s.dir, "port")
-	if b, err := os.ReadFile(portFile); err == nil {
-		p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || p <= 0 || p > 65535 {
-			return 0, fmt.Errorf("%s holds no port number (%q): remove it to pick a new port, which breaks credentials issued before", portFile, bytes.TrimSpace(b))
-		}
+	p, err := s.keptPort()
+	if err == nil {
 		if !portFree(p) {
 			return 0, fmt.Errorf("port %d of the embedded PostgreSQL in %s is in use by another program: stop that program (credentials issued by Bindery name this port), or set DATABASE_URL", p, s.dir)
 		}
@@ -235,12 +337,26 @@ func (s *Server) choosePort() (int, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return 0, err
 	}
-	p, err := freePort()
+	if p, err = freePort(); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "port"), []byte(strconv.Itoa(p)+"\n"), 0o600); err != nil {
+		return 0, err
+	}
+	return p, nil
+}
+
+// keptPort reads the port kept in dir; os.ErrNotExist before the first
+// start.
+func (s *Server) keptPort() (int, error) {
+	portFile := filepath.Join(s.dir, "port")
+	b, err := os.ReadFile(portFile)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(portFile, []byte(strconv.Itoa(p)+"\n"), 0o600); err != nil {
-		return 0, err
+	p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || p <= 0 || p > 65535 {
+		return 0, fmt.Errorf("%s holds no port number (%q): remove it to pick a new port, which breaks credentials issued before", portFile, bytes.TrimSpace(b))
 	}
 	return p, nil
 }

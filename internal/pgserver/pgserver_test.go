@@ -2,12 +2,14 @@ package pgserver
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -116,12 +118,16 @@ func TestCrashKeepsPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No Stop: the server keeps running, as after kill -9 of its owner.
+	// No Stop: the server keeps running, as after kill -9 of its owner,
+	// whose lock on the directory dies with it.
+	crash := func(s *Server) { s.lock.release() }
+	crash(first)
 	for i := 0; i < 2; i++ {
 		s, err := Start(ctx, dir, Options{Fast: true})
 		if err != nil {
 			t.Fatalf("start %d after a crash: %v", i+2, err)
 		}
+		crash(s)
 		if s.Port() != first.Port() {
 			t.Fatalf("start %d after a crash: port %d, want %d", i+2, s.Port(), first.Port())
 		}
@@ -131,7 +137,11 @@ func TestCrashKeepsPort(t *testing.T) {
 		}
 		conn.Close(ctx)
 	}
-	if err := first.Stop(); err != nil {
+	last, err := Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -181,5 +191,104 @@ func TestFileModes(t *testing.T) {
 		if got := st.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestUse: a command that needs the database for a moment adopts the
+// server a Start runs (and leaves it running), or runs the server itself
+// and stops it afterwards; it waits for another such command, and a second
+// Start is refused while one runs.
+func TestUse(t *testing.T) {
+	base := tempBase(t)
+	ctx := context.Background()
+	if _, err := Use(ctx, filepath.Join(base, "none"), Options{Fast: true}); !errors.Is(err, ErrNoCluster) {
+		t.Fatalf("Use of a directory without a cluster: %v, want ErrNoCluster", err)
+	}
+	dir := filepath.Join(base, "pg")
+	s, err := Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustQuery(t, s.URL("postgres"), "CREATE TABLE kept (v int)")
+	port := s.Port()
+
+	// Adopted while Start runs the server: Stop leaves it running.
+	u, err := Use(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.Adopted() || u.Port() != port || u.URL("postgres") != s.URL("postgres") {
+		t.Fatalf("Use while served: adopted=%v port=%d, want adopted on %d", u.Adopted(), u.Port(), port)
+	}
+	mustQuery(t, u.URL("postgres"), "INSERT INTO kept VALUES (1)")
+	if err := u.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mustQuery(t, s.URL("postgres"), "INSERT INTO kept VALUES (2)")
+	if s2, err := Start(ctx, dir, Options{Fast: true}); err == nil || !strings.Contains(err.Error(), "is run by process") {
+		if s2 != nil {
+			s2.Stop()
+		}
+		t.Fatalf("a second Start while one serves: %v, want a refusal naming the process", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nobody runs it: Use starts it on the same port and stops it.
+	u, err = Use(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Adopted() || u.Port() != port {
+		t.Fatalf("Use of a stopped cluster: adopted=%v port=%d, want its own server on %d", u.Adopted(), u.Port(), port)
+	}
+	mustQuery(t, u.URL("postgres"), "INSERT INTO kept VALUES (3)")
+	// Another Use and a Start wait for it, then run the server themselves.
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		released <- time.Now()
+		_ = u.Stop()
+	}()
+	u2, err := Use(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := <-released; u2.Adopted() || time.Now().Before(at) {
+		t.Fatalf("second Use: adopted=%v; it must wait for the first and run its own server", u2.Adopted())
+	}
+	if err := u2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the server Use started still runs after Stop: %v", err)
+	}
+	s, err = Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	var n int
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM kept").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("rows written through every server: %d (%v), want 3", n, err)
+	}
+}
+
+func mustQuery(t *testing.T, url, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }
