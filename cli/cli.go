@@ -48,14 +48,20 @@ const (
 // IOStreams are the streams the CLI uses; see cmdutil.IOStreams.
 type IOStreams = cmdutil.IOStreams
 
+// UsageError is a command line that cannot work as given (exit code 2);
+// the server commands return it for their flags.
+type UsageError = cmdutil.UsageError
+
 // Server describes the server commands the binary also runs.
 type Server struct {
 	// Commands are the server commands' names and one-line summaries,
-	// listed in the help. "token" is special: its "create" runs on the
-	// server side, its list and revoke over the REST API.
+	// listed in the help.
 	Commands map[string]string
 	// Run runs a server command line, its name first.
 	Run func(ctx context.Context, args []string) error
+	// Tokens opens databases' tokens for `bindery token`; without it, the
+	// token commands go over the REST API only.
+	Tokens *token.Databases
 }
 
 // PluginName is the name kubectl finds the binary by as a plugin.
@@ -87,7 +93,7 @@ func run(ctx context.Context, f *cmdutil.Factory, name string, args []string, sr
 		return code
 	}
 	if errors.Is(err, errServer) {
-		return ExitFailed
+		return code // printed already
 	}
 	fmt.Fprintf(io.ErrOut, "%s: %v\n", root.Name(), err)
 	return code
@@ -106,7 +112,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &u):
 		return ExitUsage
-	case errors.As(err, &a) && a.Status == http.StatusNotFound:
+	case errors.As(err, &a) && a.Status == http.StatusNotFound, errors.Is(err, token.ErrNotFound):
 		return ExitNotFound
 	case errors.As(err, &a) && (a.Status == http.StatusForbidden || a.Status == http.StatusUnauthorized):
 		return ExitForbidden
@@ -162,14 +168,13 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	h := health.NewCmd(nil)
 	h.Hidden = true // for containers, not people
 	root.AddCommand(h)
-	tok := token.NewCmd(f)
-	tok.GroupID = "client"
+	tok := token.NewCmd(f, srv.Tokens)
+	tok.GroupID = "server"
+	if len(srv.Commands) == 0 {
+		tok.GroupID = "client"
+	}
 	root.AddCommand(tok)
 	for n, summary := range srv.Commands {
-		if n == "token" {
-			tok.AddCommand(serverCmd(srv, "create", "Create an API token on the database: --role, --name, --namespace, --expires-in", "token"))
-			continue
-		}
 		c := serverCmd(srv, n, summary)
 		c.GroupID = "server"
 		root.AddCommand(c)
@@ -180,14 +185,13 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 }
 
 // serverCmd hands a server command line to the server's own parser.
-func serverCmd(srv Server, name, summary string, prefix ...string) *cobra.Command {
+func serverCmd(srv Server, name, summary string) *cobra.Command {
 	return &cobra.Command{
 		Use:                name,
 		Short:              summary,
 		DisableFlagParsing: true, // the server commands parse their own flags and BINDERY_* variables
 		RunE: func(cmd *cobra.Command, args []string) error {
-			line := append(append(append([]string{}, prefix...), name), args...)
-			if err := srv.Run(cmd.Context(), line); err != nil {
+			if err := srv.Run(cmd.Context(), append([]string{name}, args...)); err != nil {
 				if errors.Is(err, flag.ErrHelp) {
 					return nil
 				}

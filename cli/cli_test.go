@@ -134,7 +134,7 @@ func TestLifecycle(t *testing.T) {
 	contains(t, "deregister", r.out, "deregistered")
 }
 
-// TestTokensAndRoles: token list and revoke over REST; a viewer cannot
+// TestTokensAndRoles: token create, list and revoke over REST; a viewer cannot
 // provision (exit 4); a revoked token stops working at once; BINDERY_URL
 // and BINDERY_TOKEN override the saved configuration.
 func TestTokensAndRoles(t *testing.T) {
@@ -149,11 +149,19 @@ func TestTokensAndRoles(t *testing.T) {
 	w.must(ExitUsage, "login", "localhost:80", "--token", "x")
 	w.login(w.admin)
 
+	// Away from a data directory, a logged-in admin creates tokens over
+	// the REST API too.
+	made := strings.TrimSpace(w.must(0, "token", "create", "--role", "developer", "--name", "rest-made", "-n", "team", "-n", "qa", "--expires-in", "1h").out)
+	if !strings.HasPrefix(made, "bdy_") {
+		t.Fatalf("token create printed %q", made)
+	}
+	w.must(ExitUsage, "token", "create", "--role", "root")
 	r = w.must(0, "token", "list")
-	contains(t, "token list", r.out, "ci-viewer", "viewer", "team", "admin", "*")
-	if strings.Contains(r.out, viewer) || strings.Contains(r.out, w.admin) {
+	contains(t, "token list", r.out, "ci-viewer", "viewer", "team", "admin", "*", "rest-made", "qa,team")
+	if strings.Contains(r.out, viewer) || strings.Contains(r.out, w.admin) || strings.Contains(r.out, made) {
 		t.Error("token list shows a token")
 	}
+	w.must(0, "token", "revoke", "rest-made")
 
 	w.env["BINDERY_TOKEN"] = viewer
 	r = w.must(ExitForbidden, "-n", "team", "provision", "db", "-c", "postgresql", "-p", "small")

@@ -20,5 +20,6 @@ func cliServer() cli.Server {
 		Run: func(ctx context.Context, args []string) error {
 			return run(ctx, args, os.Stdout, os.Stderr)
 		},
+		Tokens: tokenDatabases(env{stdout: os.Stdout, stderr: os.Stderr}),
 	}
 }

@@ -72,6 +72,9 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 // `bindery up` they share one.
 type keyOptions struct {
 	encryptionKey string
+	// source is where the keys came from (the flag, its variable, a
+	// file), which the errors about them name.
+	source string
 }
 
 // addFlags registers --encryption-key; what describes what the keys seal.
@@ -79,7 +82,12 @@ func (o *keyOptions) addFlags(fs *flag.FlagSet, what string) {
 	fs.StringVar(&o.encryptionKey, "encryption-key", "", "comma-separated base64 32-byte keys sealing "+what+" at rest; the first encrypts")
 }
 
-func (o *keyOptions) keyring() (*keyring.Keyring, error) { return keyring.Parse(o.encryptionKey) }
+// complete records where the parsed flag's keys came from.
+func (o *keyOptions) complete(fs *flag.FlagSet) { o.source = flagSource(fs, "encryption-key") }
+
+func (o *keyOptions) keyring() (*keyring.Keyring, error) {
+	return keyring.ParseFrom(o.source, o.encryptionKey)
+}
 
 // server is what every server command has: the database, the encryption
 // keys (when the component seals secrets) and the log level.
@@ -105,6 +113,7 @@ func (s *server) start(ctx context.Context, e env, name string, args []string, k
 	if err := parseFlags(fs, args); err != nil {
 		return nil, nil, nil, err
 	}
+	s.keys.complete(fs)
 	errs := s.db.validate()
 	if keysSeal != "" {
 		if keys, err = s.keys.keyring(); err != nil {

@@ -70,7 +70,7 @@ func TestCLI(t *testing.T) {
 	if !strings.HasPrefix(dev, "bdy_") {
 		t.Fatalf("token create printed %q", out)
 	}
-	_, errOut := must(1, "token", "create", "--role", "developer", "--expires-in", "-1h")
+	_, errOut := must(2, "token", "create", "--role", "developer", "--expires-in", "-1h")
 	if !strings.Contains(errOut, "--expires-in") {
 		t.Errorf("a negative --expires-in: %s", errOut)
 	}

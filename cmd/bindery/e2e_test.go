@@ -467,10 +467,45 @@ func TestUpKeepsState(t *testing.T) {
 		t.Error("a credential appears in the log")
 	}
 
+	// With up stopped, `bindery token` starts the data directory's
+	// PostgreSQL for the moment it needs it, on the port issued
+	// credentials name, and stops it afterwards.
+	port, err := os.ReadFile(filepath.Join(dataDir, "pg", "port"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenCmd(t, nil, 0, "token", "create", "--data-dir", dataDir, "--role", "developer", "--name", "made-offline")
+	offline := strings.TrimSpace(tok)
+	if !strings.HasPrefix(offline, "bdy_") {
+		t.Fatalf("token create printed %q", tok)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "pg", "data", "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("token create left the embedded PostgreSQL running (%v)", err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dataDir, "pg", "port")); string(again) != string(port) {
+		t.Fatalf("token create moved the embedded PostgreSQL from port %s to %s", port, again)
+	}
+
 	p, again, base := run()
 	c.base = base
 	if again["broker password"] != shown["broker password"] {
 		t.Error("the broker password changed across a restart")
+	}
+	// While up runs, `bindery token` uses its PostgreSQL and leaves it
+	// running; the data directory comes from BINDERY_DATA_DIR too.
+	rest := api{t: t, base: strings.TrimSuffix(again["REST API"], "/api/v1"), token: offline}
+	rest.must(http.StatusOK, "GET", "/instances", nil)
+	list := tokenCmd(t, []string{"BINDERY_DATA_DIR=" + dataDir}, 0, "token", "list", "-o", "json")
+	if !strings.Contains(list, `"made-offline"`) || strings.Contains(list, offline) {
+		t.Fatalf("token list while up runs:\n%s", list)
+	}
+	tokenCmd(t, nil, 0, "token", "revoke", "--data-dir", dataDir, "made-offline")
+	rest.must(http.StatusUnauthorized, "GET", "/instances", nil)
+	tokenCmd(t, nil, 3, "token", "revoke", "--data-dir", dataDir, "made-offline")
+	rest.token = again["admin token"]
+	rest.must(http.StatusOK, "GET", "/instances", nil)
+	if _, err := os.Stat(filepath.Join(dataDir, "pg", "data", "postmaster.pid")); err != nil {
+		t.Fatalf("the token commands stopped the PostgreSQL up runs: %v", err)
 	}
 	fetched := c.must(200, "GET", "/v2/service_instances/up-1/service_bindings/b", nil)["credentials"].(map[string]any)
 	if fetched["uri"] != creds["uri"] {
@@ -486,14 +521,62 @@ func TestUpKeepsState(t *testing.T) {
 		t.Fatalf("second stop: %v\n%s", err, p.stderr.String())
 	}
 
-	// A wrong but valid key refuses to start, saying why, rather than
-	// sealing new secrets with a key that cannot open the old ones.
-	p = start(t, []string{keyring.EnvVar + "=" + keyring.Generate()}, "up", "--data-dir", dataDir,
-		"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
-		"--apiserver-listen", "127.0.0.1:0")
-	if err := p.wait(t); err == nil || !strings.Contains(p.stderr.String(), "not the keys it was sealed with") {
-		t.Fatalf("up with a wrong key: %v\n%s", err, p.stderr.String())
+	// A wrong but valid key refuses to start, saying why and where the
+	// key came from, rather than sealing new secrets with a key that
+	// cannot open the old ones; so does a key that is no key.
+	keyFile := filepath.Join(dataDir, "encryption.key")
+	rightKey, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		env  []string
+		file string
+		says []string
+	}{
+		{[]string{keyring.EnvVar + "=" + keyring.Generate()}, "", []string{"not the keys it was sealed with", "from " + keyring.EnvVar}},
+		{nil, keyring.Generate(), []string{"not the keys it was sealed with", "from " + keyFile}},
+		{[]string{keyring.EnvVar + "=c2hvcnQ="}, "", []string{"has 5 bytes", "from " + keyring.EnvVar}},
+		{nil, "c2hvcnQ=", []string{"has 5 bytes", "from " + keyFile}},
+	} {
+		if tc.file != "" {
+			if err := os.WriteFile(keyFile, []byte(tc.file+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p = start(t, tc.env, "up", "--data-dir", dataDir,
+			"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
+			"--apiserver-listen", "127.0.0.1:0")
+		err := p.wait(t)
+		for _, want := range tc.says {
+			if err == nil || !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("up with key %v file %q: %v; stderr does not say %q:\n%s", tc.env, tc.file, err, want, p.stderr.String())
+			}
+		}
+		if strings.Count(p.stderr.String(), "bindery: ") != 1 {
+			t.Errorf("the error is not printed exactly once:\n%s", p.stderr.String())
+		}
+		if err := os.WriteFile(keyFile, rightKey, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tokenCmd runs `bindery token ...` to its end, expecting exit code want,
+// and returns its stdout.
+func tokenCmd(t *testing.T, env []string, want int, args ...string) string {
+	t.Helper()
+	p := start(t, append([]string{"HOME=" + t.TempDir()}, env...), args...)
+	err := p.wait(t)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	if code != want {
+		t.Fatalf("bindery %s: exit %d (%v), want %d\n%s", strings.Join(args, " "), code, err, want, p.stderr.String())
+	}
+	return p.stdout.String()
 }
 
 // printed reads the "  name: value" lines of up's banner.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/bindery-dev/bindery/cli"
 )
 
 // envName is the environment variable that stands for a flag.
@@ -17,8 +20,19 @@ func envName(flagName string) string {
 // line from its BINDERY_<FLAG> variable; --database-url also reads
 // DATABASE_URL, and --kubeconfig KUBECONFIG. Problems are reported together.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints a parse error and then the whole usage; the
+	// error is printed once, by whoever handles it, with a pointer to -h.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(out, "usage: bindery %s [flags]\n\nflags (each also BINDERY_<FLAG>, dashes as underscores):\n", fs.Name())
+		fs.PrintDefaults()
 		return err
+	}
+	if err != nil {
+		return &cli.UsageError{Err: fmt.Errorf("%w (`bindery %s -h` lists the flags)", err, fs.Name())}
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -27,12 +41,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if given[f.Name] {
 			return
 		}
-		name := envName(f.Name)
-		v, ok := os.LookupEnv(name)
-		if std, has := standardEnv[f.Name]; !ok && has {
-			name = std
-			v, ok = os.LookupEnv(name)
-		}
+		name, v, ok := lookupEnv(f.Name)
 		if !ok {
 			return
 		}
@@ -41,7 +50,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+		errs = append(errs, &cli.UsageError{Err: fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))})
 	}
 	if f := fs.Lookup("kubeconfig"); f != nil && strings.ContainsRune(f.Value.String(), os.PathListSeparator) {
 		// KUBECONFIG may list several files for kubectl to merge; the
@@ -49,6 +58,32 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		errs = append(errs, fmt.Errorf("--kubeconfig (or KUBECONFIG) %q: name one file", f.Value.String()))
 	}
 	return errors.Join(errs...)
+}
+
+// lookupEnv finds the variable that sets a flag: BINDERY_<FLAG>, else the
+// standard one other tools use.
+func lookupEnv(flagName string) (name, value string, ok bool) {
+	name = envName(flagName)
+	value, ok = os.LookupEnv(name)
+	if std, has := standardEnv[flagName]; !ok && has {
+		name = std
+		value, ok = os.LookupEnv(name)
+	}
+	return name, value, ok
+}
+
+// flagSource says where a parsed flag's value came from: the command line
+// (--NAME), a variable (its name), or nowhere ("").
+func flagSource(fs *flag.FlagSet, flagName string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == flagName })
+	if given {
+		return "--" + flagName
+	}
+	if name, _, ok := lookupEnv(flagName); ok {
+		return name
+	}
+	return ""
 }
 
 // standardEnv are the variables other tools use for the same settings.

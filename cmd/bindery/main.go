@@ -1,6 +1,7 @@
 // Command bindery runs Bindery: `bindery up` starts everything on one
 // machine, `bindery serve COMPONENT` runs one component, and `bindery
-// migrate` and `bindery token` manage the database.
+// migrate` and `bindery token` manage the database; the rest of the
+// command line is the REST API's client (cli/).
 package main
 
 import (
@@ -54,7 +55,6 @@ func commands() map[string]command {
 		"up":      {"run everything on this machine (embedded PostgreSQL unless DATABASE_URL is set)", runUp},
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
-		"token":   {"create a REST API token: token create --role viewer|developer|admin", runToken},
 	}
 }
 

@@ -3,79 +3,126 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"strings"
-	"time"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/cli/cmd/token"
+	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
-// runToken is `bindery token create --role ROLE [--name N] [--namespace
-// NS]... [--expires-in D]`: it prints a new API token, alone, on stdout.
-// It works on the database, since the first admin token cannot come from
-// the REST API; `bindery token list|revoke` go through the REST API.
-func runToken(ctx context.Context, e env, args []string) error {
-	if helpAsked(args) {
-		fmt.Fprintln(e.stderr, "usage: bindery token create --role viewer|developer|admin [flags]\n\nCreates a REST API token and prints it alone; `bindery token create -h` lists the flags.")
-		return flag.ErrHelp
+// tokenDatabases is the database side of `bindery token` (cli/cmd/token):
+// DATABASE_URL, or the data directory's embedded PostgreSQL — the one
+// `bindery up` runs, or started for the command and stopped after it.
+func tokenDatabases(e env) *token.Databases {
+	return &token.Databases{
+		DefaultDataDir: defaultDataDir,
+		Open: func(ctx context.Context, db token.Database) (token.Store, error) {
+			return openTokens(ctx, e, db)
+		},
 	}
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("token: want `token create --role viewer|developer|admin`")
-	}
-	fs := newFlagSet(e, "token create")
-	var db dbOptions
-	db.addFlags(fs)
-	role := fs.String("role", "", "the token's role: viewer, developer or admin")
-	name := fs.String("name", "", "a name for the token, unique, to list and revoke it by")
-	var namespaces stringList
-	fs.Var(&namespaces, "namespace", "limit the token to this namespace (repeatable; none: every namespace and the cluster-scoped objects)")
-	expiresIn := fs.Duration("expires-in", 0, "the token stops working after this long, e.g. 720h (0: never)")
-	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	}
-	errs := db.validate()
-	if *role == "" {
-		errs = append(errs, errors.New("--role is required: viewer, developer or admin"))
-	}
-	if *expiresIn < 0 {
-		errs = append(errs, fmt.Errorf("--expires-in %s: want a positive duration such as 720h, or 0 for no expiry", *expiresIn))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	log, err := e.logger(*level)
+}
+
+func openTokens(ctx context.Context, e env, db token.Database) (token.Store, error) {
+	log, err := e.logger("warn")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pool, err := db.open(ctx, log, migrations.Catalog)
-	if err != nil {
-		return err
+	o := dbOptions{url: db.URL, noMigrate: db.NoMigrate}
+	s := &tokenStore{}
+	if o.url == "" {
+		dir, err := filepath.Abs(db.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if s.srv, o.url, err = embeddedDatabase(ctx, log, dir, pgserver.Use); err != nil {
+			if errors.Is(err, pgserver.ErrNoCluster) {
+				return nil, fmt.Errorf("%s holds no Bindery database (no PostgreSQL in %s): run `bindery up --data-dir %s` first, or give the right --data-dir, or DATABASE_URL",
+					dir, filepath.Join(dir, "pg"), db.DataDir)
+			}
+			return nil, err
+		}
 	}
-	defer pool.Close()
+	if s.pool, err = o.open(ctx, log, migrations.Catalog); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	// Tokens need no encryption key: only their hash is stored.
-	req := catalog.TokenRequest{Role: *role, Name: *name, Namespaces: namespaces}
-	if *expiresIn > 0 {
-		at := time.Now().Add(*expiresIn).UTC()
-		req.ExpiresAt = &at
-	}
-	token, _, err := catalog.NewStore(pool, nil, log).IssueToken(ctx, req)
+	s.store = catalog.NewStore(s.pool, nil, log)
+	return s, nil
+}
+
+// tokenStore is token.Store over the catalog.
+type tokenStore struct {
+	srv   *pgserver.Server // nil with DATABASE_URL
+	pool  *pgxpool.Pool
+	store *catalog.Store
+}
+
+func (s *tokenStore) Create(ctx context.Context, req token.Request) (string, error) {
+	tok, _, err := s.store.IssueToken(ctx, catalog.TokenRequest(req))
+	return tok, tokenError(err)
+}
+
+func (s *tokenStore) List(ctx context.Context) ([]token.Record, error) {
+	l, err := s.store.ListTokens(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintln(e.stdout, token)
+	out := make([]token.Record, len(l))
+	for i, t := range l {
+		out[i] = token.Record(*t)
+	}
+	return out, nil
+}
+
+func (s *tokenStore) Revoke(ctx context.Context, idOrName string) error {
+	return tokenError(s.store.RevokeToken(ctx, idOrName))
+}
+
+// Close closes the pool and stops the server started for the command (an
+// adopted one keeps running).
+func (s *tokenStore) Close() error {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	if s.srv != nil {
+		return s.srv.Stop()
+	}
 	return nil
 }
 
-// stringList is a repeatable flag.
-type stringList []string
+// tokenError gives the catalog's errors the kinds the command line's exit
+// codes follow.
+func tokenError(err error) error {
+	if _, ok := catalog.AsValidation(err); ok {
+		return fmt.Errorf("%w: %w", token.ErrInvalid, err)
+	}
+	if errors.Is(err, catalog.ErrNotFound) {
+		return token.ErrNotFound
+	}
+	return err
+}
 
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-// Set adds one value.
-func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
+// embeddedDatabase gives the URL of Bindery's database in the data
+// directory dir's embedded PostgreSQL (dir/pg), run by start: pgserver.Start
+// for `bindery up`, which serves it for its life, or pgserver.Use for a
+// command that needs it for a moment.
+func embeddedDatabase(ctx context.Context, log *slog.Logger, dir string, start func(context.Context, string, pgserver.Options) (*pgserver.Server, error)) (*pgserver.Server, string, error) {
+	pg := filepath.Join(dir, "pg")
+	log.Info("starting the embedded PostgreSQL", "dir", pg)
+	srv, err := start(ctx, pg, pgserver.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	url, err := srv.EnsureDatabase(ctx, "bindery")
+	if err != nil {
+		_ = srv.Stop()
+		return nil, "", err
+	}
+	return srv, url, nil
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
@@ -26,7 +27,6 @@ import (
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
-	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/restapi"
 )
@@ -66,11 +66,17 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
 	o.brokers.addFlags(fs, true)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
-	fs.StringVar(&o.dataDir, "data-dir", ".bindery", "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
+	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 }
 
+// defaultDataDir is where `bindery up` keeps its state unless told
+// otherwise; `bindery token` looks there too.
+const defaultDataDir = ".bindery"
+
 // runUp is `bindery up`: everything on one machine, state in --data-dir.
+// What can be checked without the database is, before anything is made:
+// the flags, the listeners' ports and the encryption key.
 func runUp(ctx context.Context, e env, args []string) error {
 	var o upOptions
 	fs := newFlagSet(e, "up")
@@ -78,30 +84,33 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	o.keys.complete(fs)
 	log, err := e.logger(o.level)
 	if err != nil {
 		return err
 	}
-	dir, err := filepath.Abs(o.dataDir)
+	storeOpts, err := o.brokers.storeOptions()
+	if err := errors.Join(err, o.catalog.Validate(), o.controller.Validate()); err != nil {
+		return err
+	}
+	ls, err := o.listen()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+	// The servers close their listeners when they stop; this closes them
+	// on the way out before (closing twice is harmless).
+	defer closeAll(ls)
+	dir, err := prepareDataDir(o.dataDir)
+	if err != nil {
+		return err
 	}
-	// Its owner only: it holds the encryption key and the admin token. As
-	// root, others may traverse it (not list it), so that PostgreSQL's user
-	// reaches its own directory inside.
-	mode := os.FileMode(0o700)
-	if os.Geteuid() == 0 {
-		mode = 0o711
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	keys, err := o.completeKeys(dir)
+	if err != nil {
+		return err
 	}
 	if o.db.url == "" {
-		srv, err := startEmbedded(ctx, log, dir)
-		if err != nil {
+		var srv *pgserver.Server
+		if srv, o.db.url, err = embeddedDatabase(ctx, log, dir, pgserver.Start); err != nil {
 			return err
 		}
 		defer func() {
@@ -109,17 +118,12 @@ func runUp(ctx context.Context, e env, args []string) error {
 				log.Warn("stop the embedded PostgreSQL", "error", err)
 			}
 		}()
-		if o.db.url, err = srv.EnsureDatabase(ctx, "bindery"); err != nil {
-			return err
-		}
 	}
 	creds, err := o.completeFromDataDir(dir)
 	if err != nil {
 		return err
 	}
-	keys, err := o.keys.keyring()
-	storeOpts, serr := o.brokers.storeOptions()
-	if err := errors.Join(err, serr, o.broker.Validate(), o.catalog.Validate(), o.controller.Validate()); err != nil {
+	if err := o.broker.Validate(); err != nil {
 		return err
 	}
 	pool, err := o.db.open(ctx, log, migrations.Schemas()...)
@@ -141,12 +145,62 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err := saveGenerated(filepath.Join(dir, credentialsFile), creds); err != nil {
 		return err
 	}
-	u := &up{o: &o, log: log, dir: dir, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout}
+	u := &up{o: &o, log: log, dir: dir, ls: ls, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout}
 	if err := u.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// prepareDataDir makes the data directory, its owner's only: it holds the
+// encryption key and the admin token. As root, others may traverse it (not
+// list it), so that PostgreSQL's user reaches its own directory inside.
+func prepareDataDir(path string) (string, error) {
+	dir, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create data directory: %w", err)
+	}
+	mode := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		mode = 0o711
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return "", fmt.Errorf("data directory: %w", err)
+	}
+	return dir, nil
+}
+
+// listen opens every listener of up (broker, catalog, controller,
+// apiserver, the order up.run takes them), or none; every address that
+// cannot be listened on is reported with its flag.
+func (o *upOptions) listen() ([]net.Listener, error) {
+	var ls []net.Listener
+	var errs []error
+	for _, f := range []struct{ flag, addr string }{
+		{"broker-listen", o.broker.Listen},
+		{"catalog-listen", o.catalog.Listen},
+		{"controller-listen", o.controller.Listen},
+		{"apiserver-listen", o.apiListen},
+	} {
+		l, err := net.Listen("tcp", f.addr)
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			errs = append(errs, fmt.Errorf("--%s %s: the port is in use by another program (another bindery up?): stop it, or give --%s another address (port 0 picks a free one)", f.flag, f.addr, f.flag))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--%s %s: %w", f.flag, f.addr, err))
+		default:
+			ls = append(ls, l)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		closeAll(ls)
+		return nil, err
+	}
+	return ls, nil
 }
 
 // up is `bindery up` once its database is ready: the components to run
@@ -155,6 +209,7 @@ type up struct {
 	o       *upOptions
 	log     *slog.Logger
 	dir     string
+	ls      []net.Listener // broker, catalog, controller, apiserver
 	pool    *pgxpool.Pool
 	keys    *keyring.Keyring
 	store   *catalog.Store
@@ -167,11 +222,7 @@ type up struct {
 // all have stopped.
 func (u *up) run(ctx context.Context) error {
 	o, log, store := u.o, u.log, u.store
-	ls, err := listenAll(o.broker.Listen, o.catalog.Listen, o.controller.Listen)
-	if err != nil {
-		return err
-	}
-	brokerL, catalogL, controllerL := ls[0], ls[1], ls[2]
+	brokerL, catalogL, controllerL, apiL := u.ls[0], u.ls[1], u.ls[2], u.ls[3]
 	g, gctx := errgroup.WithContext(ctx)
 	cluster := u.cluster
 	g.Go(func() error { return cluster.Run(gctx) })
@@ -188,7 +239,7 @@ func (u *up) run(ctx context.Context) error {
 	apiReady := make(chan string, 1)
 	g.Go(func() error {
 		return apiserver.Run(gctx, &apiserver.Options{
-			Listen: o.apiListen, DataDir: filepath.Join(u.dir, "apiserver"), Kubeconfig: kubeconfig,
+			Listener: apiL, DataDir: filepath.Join(u.dir, "apiserver"), Kubeconfig: kubeconfig,
 		}, store, alog, func(c *apiserver.Config) { apiReady <- c.Server })
 	})
 	var apiURL string
@@ -229,26 +280,28 @@ func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
 
-// startEmbedded starts the PostgreSQL kept in the data directory.
-func startEmbedded(ctx context.Context, log *slog.Logger, dir string) (*pgserver.Server, error) {
-	log.Info("starting the embedded PostgreSQL", "dir", filepath.Join(dir, "pg"))
-	return pgserver.Start(ctx, filepath.Join(dir, "pg"), pgserver.Options{})
-}
-
 // credentialsFile is where, in the data directory, the generated
 // credentials are kept.
 const credentialsFile = "credentials.json"
 
-// completeFromDataDir fills what the flags leave out from the data
-// directory, generating it the first time: the encryption key and the
-// broker's credentials. It returns the generated credentials.
-func (o *upOptions) completeFromDataDir(dir string) (generated, error) {
-	var err error
+// completeKeys reads the encryption keys from the data directory's file,
+// made the first time, unless the flag or its variable gives them.
+func (o *upOptions) completeKeys(dir string) (*keyring.Keyring, error) {
 	if o.keys.encryptionKey == "" {
-		if o.keys.encryptionKey, err = readOrCreate(filepath.Join(dir, "encryption.key"), keyring.Generate); err != nil {
-			return generated{}, err
+		path := filepath.Join(dir, "encryption.key")
+		var err error
+		if o.keys.encryptionKey, err = readOrCreate(path, keyring.Generate); err != nil {
+			return nil, err
 		}
+		o.keys.source = path
 	}
+	return o.keys.keyring()
+}
+
+// completeFromDataDir fills the broker's credentials the flags leave out
+// from the data directory, generating them the first time, and returns the
+// generated credentials.
+func (o *upOptions) completeFromDataDir(dir string) (generated, error) {
 	creds, err := loadGenerated(filepath.Join(dir, credentialsFile))
 	if err != nil {
 		return generated{}, err
@@ -258,20 +311,6 @@ func (o *upOptions) completeFromDataDir(dir string) (generated, error) {
 	}
 	o.broker.Complete(o.db.url)
 	return creds, nil
-}
-
-// listenAll opens every address, or none.
-func listenAll(addrs ...string) ([]net.Listener, error) {
-	var ls []net.Listener
-	for _, a := range addrs {
-		l, err := serve.Listen(a)
-		if err != nil {
-			closeAll(ls)
-			return nil, err
-		}
-		ls = append(ls, l)
-	}
-	return ls, nil
 }
 
 func closeAll(ls []net.Listener) {

@@ -29,7 +29,7 @@ func (k *Keyring) SealCanary(aad string) []byte {
 func (k *Keyring) CheckCanary(sealed []byte, aad string) error {
 	plain, err := k.Open(sealed, []byte(aad))
 	if err != nil || subtle.ConstantTimeCompare(plain, []byte(canaryText)) != 1 {
-		return fmt.Errorf("%s: %w", aad, ErrWrongKeys)
+		return k.wrongKeys(aad)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (k *Keyring) VerifyCanary(ctx context.Context, aad string, store CanaryStor
 		}
 		if old != nil {
 			if _, err := k.Open(old, oldAAD); err != nil {
-				return fmt.Errorf("%s: %w", aad, ErrWrongKeys)
+				return k.wrongKeys(aad)
 			}
 		}
 		if err := store.StoreCanary(ctx, k.SealCanary(aad)); err != nil {
@@ -74,4 +74,9 @@ func (k *Keyring) VerifyCanary(ctx context.Context, aad string, store CanaryStor
 		}
 	}
 	return k.CheckCanary(sealed, aad)
+}
+
+// wrongKeys is ErrWrongKeys for store aad, naming where the keys came from.
+func (k *Keyring) wrongKeys(aad string) error {
+	return fmt.Errorf("%s, with the encryption keys from %s: %w", aad, k.source, ErrWrongKeys)
 }

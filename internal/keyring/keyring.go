@@ -39,21 +39,28 @@ type key struct {
 // Keyring encrypts with its first key and decrypts with any of its keys.
 type Keyring struct {
 	keys []key
+	// source says where the keys came from, for the errors about them.
+	source string
 }
 
-// Parse reads comma-separated base64 keys of 32 bytes each.
-func Parse(s string) (*Keyring, error) {
+// Parse reads comma-separated base64 keys of 32 bytes each, from EnvVar.
+func Parse(s string) (*Keyring, error) { return ParseFrom(EnvVar, s) }
+
+// ParseFrom is Parse for keys that came from source: a flag, a variable or
+// a file, which the errors about the keys name so that the operator knows
+// which to fix.
+func ParseFrom(source, s string) (*Keyring, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, ErrNoKey
 	}
-	var k Keyring
+	k := Keyring{source: source}
 	for i, part := range strings.Split(s, ",") {
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %d is not base64: %w", EnvVar, i+1, err)
+			return nil, fmt.Errorf("encryption keys from %s: key %d is not base64: %w", source, i+1, err)
 		}
 		if len(raw) != 32 {
-			return nil, fmt.Errorf("%s: key %d has %d bytes, want 32", EnvVar, i+1, len(raw))
+			return nil, fmt.Errorf("encryption keys from %s: key %d has %d bytes, want 32", source, i+1, len(raw))
 		}
 		block, err := aes.NewCipher(raw)
 		if err != nil {

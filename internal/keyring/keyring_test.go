@@ -3,6 +3,7 @@ package keyring
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -44,10 +45,22 @@ func TestParseErrors(t *testing.T) {
 		{"", "is not set"},
 		{"!!!", "not base64"},
 		{"c2hvcnQ=", "has 5 bytes"},
+		{Generate() + ",c2hvcnQ=", "key 2 has 5 bytes"},
 	} {
 		_, err := Parse(tc.in)
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 			t.Errorf("Parse(%q) = %v, want error containing %q", tc.in, err, tc.want)
+		}
+		if tc.in == "" {
+			continue
+		}
+		// The error names where the keys came from, so the operator
+		// knows which to fix.
+		for _, source := range []string{EnvVar, "/data/encryption.key"} {
+			_, err := ParseFrom(source, tc.in)
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte("from "+source+":")) {
+				t.Errorf("ParseFrom(%q, %q) = %v, want it to name %s", source, tc.in, err, source)
+			}
 		}
 	}
 }
@@ -65,13 +78,16 @@ func TestCanary(t *testing.T) {
 		{other, "catalog", false},            // a wrong but valid key
 		{old, "broker", false},               // another store's canary
 	} {
-		ring, err := Parse(tc.keys)
+		ring, err := ParseFrom("--encryption-key", tc.keys)
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = ring.CheckCanary(sealed, tc.aad)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrWrongKeys)) {
 			t.Errorf("keys %q aad %q: %v, want ok=%v", tc.keys, tc.aad, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "keys from --encryption-key") {
+			t.Errorf("keys %q aad %q: %v does not say where the keys came from", tc.keys, tc.aad, err)
 		}
 	}
 }
