@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -81,6 +82,46 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/tokens", s.createToken, clusterAdmin)
 	g.GET("/tokens", s.listTokens, clusterAdmin)
 	g.DELETE("/tokens/:id", s.revokeToken, clusterAdmin)
+
+	// What no route takes is answered here, as JSON, rather than by what
+	// is mounted beside the API at / (the web UI's pages).
+	g.Any("", unrouted(e))
+	g.Any("/*", unrouted(e))
+}
+
+// unrouted answers a request no route of the API takes: 405 with Allow when
+// the path is one of the API's under another method, else 404.
+func unrouted(e *echo.Echo) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		path := strings.Split(strings.TrimSuffix(c.Request().URL.Path, "/"), "/")
+		var allow []string
+		for _, r := range e.Routes() {
+			if r.Method != echo.RouteNotFound && r.Method != c.Request().Method && !strings.HasSuffix(r.Path, "*") &&
+				strings.HasPrefix(r.Path, "/api/v1/") && routeMatches(strings.Split(r.Path, "/"), path) && !slices.Contains(allow, r.Method) {
+				allow = append(allow, r.Method)
+			}
+		}
+		if len(allow) == 0 {
+			return apiError(http.StatusNotFound, "not_found", "%s %s: no such path in the API (openapi/openapi.yaml lists them)", c.Request().Method, c.Request().URL.Path)
+		}
+		slices.Sort(allow)
+		c.Response().Header().Set("Allow", strings.Join(allow, ", "))
+		return apiError(http.StatusMethodNotAllowed, "method_not_allowed", "%s %s: the path takes %s", c.Request().Method, c.Request().URL.Path, strings.Join(allow, ", "))
+	}
+}
+
+// routeMatches tells whether a route's path segments (":name" for any)
+// match a request's.
+func routeMatches(route, path []string) bool {
+	if len(route) != len(path) {
+		return false
+	}
+	for i, seg := range route {
+		if !strings.HasPrefix(seg, ":") && seg != path[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // APIError is the body of every error: a code, a message and, for bad

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -106,6 +107,33 @@ func TestComponents(t *testing.T) {
 	bid := bnd["id"].(string)
 	a.waitReady("/bindings/" + bid)
 	creds := a.must(200, "GET", "/bindings/"+bid+"/credentials", nil)
+	// What the API does not take is answered by the API, as JSON, not by
+	// the web UI mounted beside it.
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"PATCH", "/bindings/" + bid, 405, "method_not_allowed", "DELETE, GET"},
+		{"PUT", "/instances/" + id, 405, "method_not_allowed", "DELETE, GET, PATCH"},
+		{"POST", "/bindings/" + bid + "/credentials", 405, "method_not_allowed", "GET"},
+		{"GET", "/nosuch", 404, "not_found", ""},
+		{"DELETE", "", 404, "not_found", ""},
+	} {
+		req, _ := http.NewRequest(tc.method, catalogURL+"/api/v1"+tc.path, strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		derr := json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != tc.status || derr != nil || body["error"] != tc.code || res.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d %v (%v), Allow %q; want %d %s, Allow %q", tc.method, tc.path, res.StatusCode, body, derr, res.Header.Get("Allow"), tc.status, tc.code, tc.allow)
+		}
+	}
 	conn, err := pgx.Connect(ctx, creds["uri"].(string))
 	if err != nil {
 		t.Fatalf("connect with the binding's credentials: %v", err)
