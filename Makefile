@@ -9,10 +9,24 @@ STATICCHECK_VERSION := v0.7.0
 
 all: build
 
+# What the binaries are built from: this module's files (embedded templates,
+# migrations and catalogues included), not the other modules under tools/ and
+# bench/, nor tests and docs. A binary is rebuilt only when one changed.
+SOURCES := go.mod go.sum $(shell find . \( -path ./tools -o -path ./bench -o -path ./bin -o -path ./dist \
+	-o -path ./.git -o -path ./.bindery -o -path ./deploy \) -prune -o -type f ! -name '*_test.go' ! -name '*.md' \
+	! -path '*/testdata/*' -print)
+
 ## build: the bindery and bindery-cni binaries in ./bin
-build:
-	$(GO) build -o $(BIN)/bindery ./cmd/bindery
-	$(GO) build -o $(BIN)/bindery-cni ./cmd/bindery-cni
+build: $(BIN)/bindery $(BIN)/bindery-cni
+
+# One line per step: the first build downloads the Go modules (once, quietly)
+# and compiles every dependency, which takes minutes; later builds compile
+# what changed.
+$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES)
+	@GOPROXY=off $(GO) list -deps ./cmd/bindery ./cmd/bindery-cni >/dev/null 2>&1 || \
+		{ echo "make: downloading the Go modules (once)"; $(GO) mod download; }
+	@echo "make: building bin/$(@F) (the first build compiles every dependency: a few minutes)"
+	@$(GO) build -o $@ ./cmd/$(@F)
 
 ## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
 ## docker load, podman load and ctr images import (no container engine needed)
@@ -21,8 +35,9 @@ image:
 	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev)
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
-run: deps build
-	$(BIN)/bindery up
+run: deps $(BIN)/bindery
+	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
+	@$(BIN)/bindery up
 
 ## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
 test: deps node-deps kube cni browser
@@ -76,7 +91,7 @@ cni:
 ## deps: PostgreSQL server binaries, needed by `run` (without DATABASE_URL) and the tests
 deps:
 	@if [ -n "$$DATABASE_URL" ] || command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
-	elif [ "$$(id -u)" = 0 ]; then echo "installing PostgreSQL server binaries (apt-get install postgresql)"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "make: installing PostgreSQL server binaries (apt-get install postgresql)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "PostgreSQL server binaries are missing: run 'sudo apt-get install postgresql' or set DATABASE_URL"; exit 1; fi
 

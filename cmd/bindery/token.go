@@ -81,7 +81,10 @@ func (s *tokenStore) List(ctx context.Context) ([]token.Record, error) {
 }
 
 func (s *tokenStore) Revoke(ctx context.Context, idOrName string) error {
-	return tokenError(s.store.RevokeToken(ctx, idOrName))
+	if err := tokenError(s.store.RevokeToken(ctx, idOrName)); err != nil {
+		return fmt.Errorf("revoke %s: %w", idOrName, err)
+	}
+	return nil
 }
 
 // Close closes the pool and stops the server started for the command (an
