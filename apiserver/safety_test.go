@@ -78,3 +78,28 @@ func TestImmutableRefs(t *testing.T) {
 		t.Fatalf("changing the plan reference: %v, want 422 Invalid naming spec.clusterServicePlanRef.name", err)
 	}
 }
+
+// TestBrokerInputRefused: a broker whose URL holds credentials, or whose
+// metadata PostgreSQL cannot store (a NUL byte), is 422 Invalid naming the
+// field, never a 500, and the credentials are not quoted back.
+func TestBrokerInputRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ClusterServiceBrokers()
+	for _, tc := range []struct {
+		name  string
+		url   string
+		annot map[string]string
+		field string
+	}{
+		{"credentials in the URL", "http://user:hunter2@broker.example", nil, "spec.url"},
+		{"a NUL byte in an annotation", "http://broker.example", map[string]string{"note": "a\x00b"}, "metadata.annotations[note]"},
+	} {
+		_, err := c.Create(ctx, &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "refused", Annotations: tc.annot},
+			Spec: v1beta1.ClusterServiceBrokerSpec{URL: tc.url}}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v, want 422 Invalid naming %s without the password", tc.name, err, tc.field)
+		}
+	}
+}

@@ -58,12 +58,17 @@ func defaultBroker(b *Broker) {
 // validateBroker checks a defaulted broker's spec and its credentials.
 func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 	errs := validateName(field.NewPath("name"), b.Name)
+	errs = append(errs, validateMeta(&b.Meta)...)
 	s := &b.Spec
 	spec := field.NewPath("spec")
 	if u, err := url.Parse(s.URL); s.URL == "" {
 		errs = append(errs, field.Required(spec.Child("url"), ""))
 	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, bad(spec.Child("url"), "must be an absolute http or https URL"))
+	} else if u.User != nil {
+		// Never stored, shown or quoted: credentials go in the auth
+		// fields, which are sealed.
+		errs = append(errs, bad(spec.Child("url"), "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed"))
 	}
 	switch s.RelistBehavior {
 	case RelistDuration:

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,6 +28,11 @@ func TestValidateBroker(t *testing.T) {
 		{name: "secret without namespace", b: Broker{Meta: Meta{Name: "b"}, Spec: BrokerSpec{URL: "http://b", RelistBehavior: RelistManual,
 			AuthInfo: &BrokerAuthInfo{Bearer: &BearerAuthInfo{SecretRef: &ObjectRef{Name: "s"}}}}},
 			want: []string{"FieldValueRequired spec.authInfo.bearer.secretRef.namespace"}},
+		{name: "credentials in the URL", b: Broker{Meta: Meta{Name: "b"}, Spec: BrokerSpec{URL: "https://user:secret@b.example"}},
+			want: []string{"FieldValueInvalid spec.url"}},
+		{name: "metadata PostgreSQL and kubectl cannot hold", b: Broker{Meta: Meta{Name: "b", Labels: map[string]string{"bad key!": "v"},
+			Annotations: map[string]string{"a": "x\x00y"}}, Spec: BrokerSpec{URL: "https://b.example"}},
+			want: []string{"FieldValueInvalid labels", "FieldValueInvalid annotations[a]"}},
 		{name: "unknown relist behavior", b: Broker{Meta: Meta{Name: "b"}, Spec: BrokerSpec{URL: "http://b", RelistBehavior: "Sometimes"}},
 			want: []string{"FieldValueInvalid spec.relistBehavior"}},
 	} {
@@ -38,6 +44,9 @@ func TestValidateBroker(t *testing.T) {
 			got := make([]string, len(errs))
 			for i, e := range errs {
 				got[i] = string(e.Type) + " " + e.Field
+				if strings.Contains(FieldMessage(e), "secret") {
+					t.Errorf("%s: the message quotes the value: %s", e.Field, FieldMessage(e))
+				}
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("errors %q, want %q", got, tc.want)

@@ -80,8 +80,14 @@ func TestUnstorableInput(t *testing.T) {
 			t.Errorf("%s %s: %d field %q, want %d field %q: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.status, tc.field, r.raw)
 		}
 	}
+	// Credentials in a broker's URL are refused without being quoted back:
+	// they belong in the sealed auth fields.
+	r := b.do(b.token("admin"), "POST", "/brokers", `{"name":"creds","url":"http://user:hunter2@127.0.0.1:1"}`)
+	if r.status != 400 || r.str("field") != "url" || strings.Contains(string(r.raw), "hunter2") {
+		t.Errorf("a broker URL with credentials: %d %s", r.status, r.raw)
+	}
 	// A continue token that decodes to a NUL-holding cursor.
-	r := b.do(dev, "GET", "/instances?continue="+base64.RawURLEncoding.EncodeToString([]byte(`{"n":"\u0000","i":"\u0000"}`)), "")
+	r = b.do(dev, "GET", "/instances?continue="+base64.RawURLEncoding.EncodeToString([]byte(`{"n":"\u0000","i":"\u0000"}`)), "")
 	if r.status != 400 || r.str("field") != "continue" {
 		t.Errorf("crafted continue token: %d %s", r.status, r.raw)
 	}

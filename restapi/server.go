@@ -12,8 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
