@@ -89,13 +89,23 @@ func Listen(addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// Run serves h on l until ctx ends, then shuts down gracefully, giving
-// in-flight requests up to 10 seconds.
+// drainGrace is how long requests in flight at a shutdown may go on before
+// their contexts are cancelled.
+const drainGrace = time.Second
+
+// Run serves h on l until ctx ends, then shuts down gracefully: requests in
+// flight get a second to finish on their own, then their contexts are
+// cancelled — a catalogue fetch from a broker that does not answer, or an
+// event stream, would otherwise hold the shutdown for as long as it lasts —
+// and up to 10 seconds in all to return.
 func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) error {
+	reqCtx, stopRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRequests()
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -104,6 +114,8 @@ func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) 
 		return err
 	case <-ctx.Done():
 	}
+	drained := time.AfterFunc(drainGrace, stopRequests)
+	defer drained.Stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

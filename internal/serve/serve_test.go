@@ -1,12 +1,15 @@
 package serve_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,5 +89,56 @@ func TestRequestLogProbesAtDebug(t *testing.T) {
 	}
 	if !strings.Contains(out, "path=/nothing-here status=404") {
 		t.Errorf("other requests not logged at info:\n%s", out)
+	}
+}
+
+// TestRunCancelsLingeringRequests: at a shutdown, a request that waits on
+// something slow (a broker that does not answer) is cancelled after a short
+// grace instead of holding the process for the whole shutdown timeout, and
+// still answers.
+func TestRunCancelsLingeringRequests(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		select {
+		case <-r.Context().Done():
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case <-time.After(time.Minute):
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve.Run(ctx, l, h, slog.New(slog.DiscardHandler)) }()
+	answered := make(chan int, 1)
+	go func() {
+		res, err := http.Get("http://" + l.Addr().String() + "/slow")
+		if err != nil {
+			answered <- 0
+			return
+		}
+		res.Body.Close()
+		answered <- res.StatusCode
+	}()
+	<-entered
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shutdown waited for the lingering request")
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Errorf("the request was cancelled after %s, before its grace", took)
+	}
+	if code := <-answered; code != http.StatusServiceUnavailable {
+		t.Errorf("the cancelled request answered %d, want the handler's 503", code)
 	}
 }
