@@ -70,8 +70,13 @@ func TestRelistOfHungBroker(t *testing.T) {
 	b2 := register(t, s2, "hung2", url, "")
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	if _, err := s2.Relist(cctx, b2.ID); err == nil {
+	// The caller gets the error and the broker as recorded, to answer with.
+	recorded, err := s2.Relist(cctx, b2.ID)
+	if err == nil {
 		t.Fatal("a cancelled relist succeeded")
+	}
+	if recorded == nil || !strings.Contains(ready(recorded).Message, "cancelled") {
+		t.Fatalf("a cancelled relist returned %+v, want the broker with its new status", recorded)
 	}
 	got, err = s.GetBroker(ctx, b2.ID)
 	if err != nil {

@@ -112,11 +112,12 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 		if ctx.Err() != nil {
 			// Cancelled (a shutdown, a client that went away): the broker
 			// still gets a status and a next attempt, or it would be left
-			// without either until someone relists it by hand.
+			// without either until someone relists it by hand. The caller
+			// gets it, to answer with, beside the error.
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer rcancel()
-			_, _ = s.relistFailed(rctx, id, ReasonErrorFetchingCatalog, errors.New("the catalogue fetch was cancelled before the broker answered"))
-			return nil, ctx.Err()
+			recorded, _ := s.relistFailed(rctx, id, ReasonErrorFetchingCatalog, errors.New("the catalogue fetch was cancelled before the broker answered"))
+			return recorded, ctx.Err()
 		}
 		if osb.IsTimeout(err) {
 			err = fmt.Errorf("the broker did not answer within %s: %w", s.brokerTimeout, err)

@@ -215,3 +215,78 @@ func TestTokens(t *testing.T) {
 	b.must(401, b.do(exp.str("token"), "GET", "/instances", nil))
 	b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": "2001-01-01T00:00:00Z"}))
 }
+
+// TestShutdownDuringRegistration: a shutdown while a registration waits on
+// a broker that does not answer cancels the fetch within the server's
+// grace, and the client still gets the broker, registered, with a status
+// that says the fetch was cancelled (and a next attempt) — not a 500.
+func TestShutdownDuringRegistration(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	log := slog.New(slog.DiscardHandler)
+	api := restapi.New(b.store, log)
+	e := serve.NewEcho(log, prometheus.NewRegistry())
+	e.HTTPErrorHandler = api.ErrorHandler
+	api.Register(e)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve.Run(ctx, l, e, log) }()
+	time.AfterFunc(300*time.Millisecond, stop)
+	start := time.Now()
+	req, _ := http.NewRequest("POST", "http://"+l.Addr().String()+"/api/v1/brokers",
+		strings.NewReader(`{"name":"silent","url":"http://`+silent.Addr().String()+`"}`))
+	req.Header.Set("Authorization", "Bearer "+b.admin)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := b.client.Do(req) // checked against the OpenAPI description
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if took := time.Since(start); res.StatusCode != http.StatusCreated || !strings.Contains(string(body), "cancelled") || took > 5*time.Second {
+		t.Fatalf("registration cut by a shutdown: %d after %s: %s", res.StatusCode, took, body)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCutShortRequest: a request whose context ends (a shutdown past its
+// grace, a client gone) answers 503 with Retry-After, not a 500.
+func TestCutShortRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.must(200, b.do(b.admin, "GET", "/instances", nil)) // the suite checks at least one exchange
+	log := slog.New(slog.DiscardHandler)
+	api := restapi.New(b.store, log)
+	e := serve.NewEcho(log, prometheus.NewRegistry())
+	e.HTTPErrorHandler = api.ErrorHandler
+	api.Register(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/instances", nil)
+	req.Header.Set("Authorization", "Bearer "+b.admin)
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("a request cut short: %d %s", rec.Code, rec.Body)
+	}
+}

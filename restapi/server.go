@@ -184,6 +184,11 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 		s.log.WarnContext(c.Request().Context(), "database unavailable", "method", c.Request().Method, "path", c.Path(), "error", err)
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		ae = apiError(http.StatusServiceUnavailable, "unavailable", "The database cannot be reached right now; try again in %s seconds.", retryAfterSeconds)
+	case c.Request().Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// The request's own context ended: the server is stopping (or the
+		// client left); nothing failed that a retry would not fix.
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		ae = apiError(http.StatusServiceUnavailable, "unavailable", "The request was cut short (the server is stopping); try again in %s seconds.", retryAfterSeconds)
 	case errors.As(err, &he):
 		msg := http.StatusText(he.Code)
 		if m, ok := he.Message.(string); ok {
