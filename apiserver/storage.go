@@ -195,7 +195,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		// kubectl wait and delete ask for one object by name.
 		var err error
 		if rev, err = st.store.Revision(ctx); err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, st.apiError(err, "", false)
 		}
 		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
 		switch {
@@ -218,7 +218,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 				if _, ok := catalog.AsValidation(err); ok {
 					return nil, apierrors.NewBadRequest(err.Error())
 				}
-				return nil, apierrors.NewInternalError(err)
+				return nil, st.apiError(err, "", false)
 			}
 			if read == 1 {
 				rev = l.ResourceVersion

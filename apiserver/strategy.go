@@ -192,9 +192,14 @@ func userInfo(ctx context.Context) *v1beta1.UserInfo {
 	return ui
 }
 
+// unavailableRetrySeconds is the Retry-After of an answer given while the
+// database is unreachable.
+const unavailableRetrySeconds = 5
+
 // apiError turns a catalog error into a Kubernetes Status error: field
 // errors become 422 Invalid with their paths, a taken name 409
-// AlreadyExists on create, a stale resourceVersion 409 Conflict.
+// AlreadyExists on create, a stale resourceVersion 409 Conflict, an
+// unreachable database 503 with Retry-After.
 func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name string, creating bool) error {
 	if err == nil {
 		return nil
@@ -230,6 +235,12 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 		}}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(err.Error(), 1)
+	case catalog.IsUnavailable(err):
+		// As the REST API and /readyz: the database is down, not the
+		// request wrong; clients retry after the delay (Retry-After).
+		st := apierrors.NewServiceUnavailable("the database cannot be reached right now; try again in a few seconds")
+		st.ErrStatus.Details = &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name, RetryAfterSeconds: unavailableRetrySeconds}
+		return st
 	}
 	return apierrors.NewInternalError(err)
 }
