@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 func TestRegisterBrokerAndBrowse(t *testing.T) {
@@ -222,6 +224,21 @@ func TestInstancesAndBindings(t *testing.T) {
 	}
 	b.must(404, b.do(dev, "GET", "/instances/00000000-0000-0000-0000-000000000000", nil))
 	b.must(404, b.do(dev, "GET", "/instances/not-a-uuid", nil))
+	// A name is looked up in a namespace, and the answer says which.
+	b.must(200, b.do(dev, "GET", "/bindings/app?namespace=demo", nil))
+	for path, says := range map[string]string{
+		"/bindings/app":                     `no binding is named "app" in namespace "default"`,
+		"/bindings/app?namespace=qa":        `no binding is named "app" in namespace "qa"`,
+		"/instances/db/events":              `no instance is named "db" in namespace "default"`,
+		"/brokers/nosuch":                   `no broker is named "nosuch"`,
+		"/bindings/" + uuid.NewString():     "does not exist",
+		"/serviceplans/" + uuid.NewString(): "does not exist",
+	} {
+		r := b.must(404, b.do(dev, "GET", path, nil))
+		if !strings.Contains(r.str("message"), says) {
+			t.Errorf("GET %s: %q, want it to say %q", path, r.str("message"), says)
+		}
+	}
 }
 
 func TestPagination(t *testing.T) {

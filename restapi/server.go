@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -216,12 +217,27 @@ var kindNames = map[string]string{
 	"instances": "instance", "bindings": "binding",
 }
 
+// notFoundMessage says what was looked for: an id, or a name — and, for
+// instances and bindings, in which namespace (lookup), since a name without
+// ?namespace= is looked for in "default".
 func notFoundMessage(c echo.Context) string {
-	if id := c.Param("id"); id != "" {
-		kind := kindNames[strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]]
+	id := c.Param("id")
+	if id == "" {
+		return "not found"
+	}
+	resource := strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]
+	kind := kindNames[resource]
+	if _, err := uuid.Parse(id); err == nil {
 		return fmt.Sprintf("%s %q does not exist", kind, id)
 	}
-	return "not found"
+	if resource != "instances" && resource != "bindings" {
+		return fmt.Sprintf("no %s is named %q", kind, id)
+	}
+	ns := c.QueryParam("namespace")
+	if ns == "" {
+		ns = catalog.DefaultNamespace
+	}
+	return fmt.Sprintf("no %s is named %q in namespace %q (a name is looked up in ?namespace=, default %q; an id finds it anywhere)", kind, id, ns, catalog.DefaultNamespace)
 }
 
 // require authenticates the bearer token and checks its role before
