@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,7 +118,11 @@ func tokenError(err error) error {
 // command that needs it for a moment.
 func embeddedDatabase(ctx context.Context, log *slog.Logger, dir string, start func(context.Context, string, pgserver.Options) (*pgserver.Server, error)) (*pgserver.Server, string, error) {
 	pg := filepath.Join(dir, "pg")
-	log.Info("starting the embedded PostgreSQL", "dir", pg)
+	if _, err := os.Stat(filepath.Join(pg, "data", "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		log.Info("creating the embedded PostgreSQL (first start, a few seconds)", "dir", pg)
+	} else {
+		log.Info("starting the embedded PostgreSQL", "dir", pg)
+	}
 	srv, err := start(ctx, pg, pgserver.Options{})
 	if err != nil {
 		return nil, "", err
