@@ -104,17 +104,32 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *
 	return broker.Run(ctx, cfg, l)
 }
 
-func runServeCatalog(ctx context.Context, e env, args []string) error {
-	var s server
-	var o restapi.Options
+// brokerCaller is the Options of a component that calls brokers with the
+// catalog's store (the catalog, the engine).
+type brokerCaller interface {
+	AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string)
+	Validate() error
+}
+
+// startBrokerCaller is server.start for a component that calls brokers:
+// its flags (--listen defaulting to listen), the broker-call flags and the
+// catalog's schema; it gives the store's options too.
+func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
 	var bc brokerCalls
 	var storeOpts []catalog.Option
-	log, pool, keys, err := s.start(ctx, e, "serve catalog", args, sealsSecrets,
-		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8080"); bc.addFlags(fs, false) },
+	log, pool, keys, err := s.start(ctx, e, name, args, sealsSecrets,
+		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", listen); bc.addFlags(fs, false) },
 		func(*dbOptions) (err error) {
 			storeOpts, err = bc.storeOptions()
 			return errors.Join(o.Validate(), err)
 		}, migrations.Catalog)
+	return log, pool, keys, storeOpts, err
+}
+
+func runServeCatalog(ctx context.Context, e env, args []string) error {
+	var s server
+	var o restapi.Options
+	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve catalog", args, &o, ":8080")
 	if err != nil {
 		return err
 	}
@@ -133,14 +148,7 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 func runServeController(ctx context.Context, e env, args []string) error {
 	var s server
 	var o controller.Options
-	var bc brokerCalls
-	var storeOpts []catalog.Option
-	log, pool, keys, err := s.start(ctx, e, "serve controller", args, sealsSecrets,
-		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8082"); bc.addFlags(fs, false) },
-		func(*dbOptions) (err error) {
-			storeOpts, err = bc.storeOptions()
-			return errors.Join(o.Validate(), err)
-		}, migrations.Catalog)
+	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve controller", args, &o, ":8082")
 	if err != nil {
 		return err
 	}
