@@ -70,3 +70,18 @@ func TestTokenWithoutDatabase(t *testing.T) {
 		t.Errorf("token create made %v in a directory without a database", entries)
 	}
 }
+
+// TestMigrateConfigErrors: every problem of a migrate command line is
+// reported at once, each once.
+func TestMigrateConfigErrors(t *testing.T) {
+	t.Parallel()
+	p := start(t, nil, "migrate", "down")
+	if err := p.wait(t); err == nil {
+		t.Fatal("migrate down ran without a database or a schema")
+	}
+	for _, want := range []string{"--database-url", "--schema is required"} {
+		if n := strings.Count(p.stderr.String(), want); n != 1 {
+			t.Errorf("%q is said %d times:\n%s", want, n, p.stderr.String())
+		}
+	}
+}

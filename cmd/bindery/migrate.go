@@ -28,21 +28,22 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if errs := db.validate(); len(errs) > 0 {
-		return errors.Join(errs...)
+	errs := db.validate()
+	schemas := migrations.Schemas()
+	if *schema != "" {
+		if !slices.Contains(schemas, *schema) {
+			errs = append(errs, fmt.Errorf("--schema: unknown schema %q (have %v)", *schema, schemas))
+		}
+		schemas = []string{*schema}
+	} else if action == "down" {
+		errs = append(errs, fmt.Errorf("migrate down: --schema is required (one of %v)", schemas))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	log, err := e.logger(*level)
 	if err != nil {
 		return err
-	}
-	schemas := migrations.Schemas()
-	if *schema != "" {
-		if !slices.Contains(schemas, *schema) {
-			return fmt.Errorf("--schema: unknown schema %q (have %v)", *schema, schemas)
-		}
-		schemas = []string{*schema}
-	} else if action == "down" {
-		return fmt.Errorf("migrate down: --schema is required (one of %v)", schemas)
 	}
 	db.noMigrate = true
 	pool, err := db.open(ctx, log)
