@@ -157,8 +157,8 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	}
 	client := []*cobra.Command{
 		login.NewCmd(f, nil), broker.NewCmd(f), marketplace.NewCmd(f, nil),
-		instance.NewProvision(f, nil), instance.NewList(f, nil), instance.NewUpdate(f, nil), instance.NewDeprovision(f, nil),
-		binding.NewBind(f, nil), binding.NewList(f, nil), binding.NewCredentials(f, nil), binding.NewUnbind(f, nil),
+		instance.NewProvision(f, nil), instance.NewList(f), instance.NewUpdate(f, nil), instance.NewDeprovision(f),
+		binding.NewBind(f, nil), binding.NewList(f), binding.NewCredentials(f, nil), binding.NewUnbind(f),
 		describe.NewCmd(f, nil),
 	}
 	for _, c := range client {

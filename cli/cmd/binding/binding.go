@@ -26,7 +26,7 @@ type BindOptions struct {
 	SecretName string
 	Params     []string
 	ParamsJSON string
-	Wait       instance.WaitFlags
+	Wait       cmdutil.WaitFlags
 }
 
 // NewBind builds `bind NAME --instance INSTANCE`.
@@ -77,78 +77,22 @@ func Bind(ctx context.Context, o *BindOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/bindings", nil, map[string]any{"name": o.Name, "namespace": o.F.NS(), "spec": spec}, &b); err != nil {
 		return err
 	}
-	return finish(ctx, o.F, c, b, o.Wait, wait.Settled)
+	return Kind.Finish(ctx, o.F, c, b, o.Wait, wait.Settled)
 }
 
-func finish(ctx context.Context, f *cmdutil.Factory, c *api.Client, b api.Object, w instance.WaitFlags, goal wait.Goal) error {
-	last, err := w.Follow(ctx, f, c, api.Path("bindings", b.Str("id")), goal)
-	if last != nil {
-		b = last
-	}
-	if err != nil {
-		return err
-	}
-	if goal == wait.Gone && w.Wait {
-		return nil
-	}
-	return PrintList(f, []api.Object{b}, true)
-}
-
-// ListOptions are `bindings`'s inputs.
-type ListOptions struct {
-	F   *cmdutil.Factory
-	All bool
+// Kind is how the verbs list, follow and print bindings.
+var Kind = cmdutil.Kind{
+	Plural: "bindings", Singular: "binding",
+	Header: []string{"NAMESPACE", "NAME", "INSTANCE", "SECRET", "STATUS"},
+	Row: func(b api.Object) []string {
+		return []string{b.Str("namespace"), b.Str("name"), b.Str("spec", "instanceRef", "name"),
+			b.Str("spec", "secretName"), instance.Status(b)}
+	},
 }
 
 // NewList builds `bindings`.
-func NewList(f *cmdutil.Factory, run func(context.Context, *ListOptions) error) *cobra.Command {
-	o := &ListOptions{F: f}
-	if run == nil {
-		run = List
-	}
-	cmd := &cobra.Command{
-		Use: "bindings", Aliases: []string{"binding", "sb"}, Short: "List bindings", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
-	}
-	cmd.Flags().BoolVarP(&o.All, "all-namespaces", "A", false, "list the bindings of every namespace")
-	return cmd
-}
-
-// List prints the bindings of the namespace.
-func List(ctx context.Context, o *ListOptions) error {
-	if err := output.Check(o.F.Output); err != nil {
-		return cmdutil.Usagef("%w", err)
-	}
-	c, err := o.F.Client()
-	if err != nil {
-		return err
-	}
-	q := o.F.NSQuery()
-	if o.All {
-		q = nil
-	}
-	items, err := c.List(ctx, "/bindings", q)
-	if err != nil {
-		return err
-	}
-	return PrintList(o.F, items, false)
-}
-
-// PrintList prints bindings as a table, or as JSON or YAML.
-func PrintList(f *cmdutil.Factory, items []api.Object, one bool) error {
-	var v any = map[string]any{"items": items}
-	if one && len(items) == 1 {
-		v = items[0]
-	}
-	if ok, err := output.Structured(f.IO.Out, f.Output, v); ok {
-		return err
-	}
-	rows := make([][]string, 0, len(items))
-	for _, b := range items {
-		rows = append(rows, []string{b.Str("namespace"), b.Str("name"), b.Str("spec", "instanceRef", "name"),
-			b.Str("spec", "secretName"), instance.Status(b)})
-	}
-	return output.Table(f.IO.Out, []string{"NAMESPACE", "NAME", "INSTANCE", "SECRET", "STATUS"}, rows)
+func NewList(f *cmdutil.Factory) *cobra.Command {
+	return Kind.NewList(f, "List bindings", "binding", "sb")
 }
 
 // CredentialsOptions are `credentials`'s inputs.
@@ -247,43 +191,7 @@ func scalar(v any) string {
 	return strings.TrimSpace(b.String())
 }
 
-// UnbindOptions are `unbind`'s inputs.
-type UnbindOptions struct {
-	F    *cmdutil.Factory
-	Name string
-	Wait instance.WaitFlags
-}
-
 // NewUnbind builds `unbind BINDING`.
-func NewUnbind(f *cmdutil.Factory, run func(context.Context, *UnbindOptions) error) *cobra.Command {
-	o := &UnbindOptions{F: f}
-	if run == nil {
-		run = Unbind
-	}
-	cmd := &cobra.Command{
-		Use: "unbind BINDING", Short: "Delete a binding; the broker revokes its credentials", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/bindings", true, nil),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return run(cmd.Context(), o)
-		},
-	}
-	o.Wait.Add(cmd)
-	return cmd
-}
-
-// Unbind deletes the binding and, with --wait, waits until it is gone.
-func Unbind(ctx context.Context, o *UnbindOptions) error {
-	c, err := o.F.Client()
-	if err != nil {
-		return err
-	}
-	var b api.Object
-	if err := c.Do(ctx, http.MethodDelete, api.Path("bindings", o.Name), o.F.NSQuery(), nil, &b); err != nil {
-		return err
-	}
-	if !o.Wait.Wait {
-		fmt.Fprintf(o.F.IO.ErrOut, "binding %s/%s is being unbound\n", o.F.NS(), o.Name)
-	}
-	return finish(ctx, o.F, c, b, o.Wait, wait.Gone)
+func NewUnbind(f *cmdutil.Factory) *cobra.Command {
+	return Kind.NewDelete(f, "unbind BINDING", "Delete a binding; the broker revokes its credentials", "unbound")
 }

@@ -4,10 +4,8 @@ package instance
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,27 +15,6 @@ import (
 	"github.com/bindery-dev/bindery/cli/internal/wait"
 )
 
-// WaitFlags are --wait and --timeout, shared by the verbs that change.
-type WaitFlags struct {
-	Wait    bool
-	Timeout time.Duration
-}
-
-// Add registers the flags.
-func (w *WaitFlags) Add(cmd *cobra.Command) {
-	cmd.Flags().BoolVarP(&w.Wait, "wait", "w", false, "follow the operation until it ends, showing its progress")
-	cmd.Flags().DurationVar(&w.Timeout, "timeout", 0, "with --wait, stop waiting after this long (0: no limit)")
-}
-
-// Follow waits when asked to; a failed operation is an error.
-func (w WaitFlags) Follow(ctx context.Context, f *cmdutil.Factory, c *api.Client, path string, goal wait.Goal) (api.Object, error) {
-	if !w.Wait {
-		return nil, nil
-	}
-	return wait.Follow(ctx, wait.Options{Client: c, Path: path, Query: f.NSQuery(), Goal: goal,
-		Out: f.IO.ErrOut, Terminal: f.IO.IsTerminal, Timeout: w.Timeout})
-}
-
 // ProvisionOptions are `provision`'s inputs.
 type ProvisionOptions struct {
 	F           *cmdutil.Factory
@@ -45,7 +22,7 @@ type ProvisionOptions struct {
 	Class, Plan string
 	Params      []string
 	ParamsJSON  string
-	Wait        WaitFlags
+	Wait        cmdutil.WaitFlags
 }
 
 // NewProvision builds `provision NAME -c CLASS -p PLAN`.
@@ -103,79 +80,22 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/instances", nil, body, &in); err != nil {
 		return err
 	}
-	return finish(ctx, o.F, c, in, o.Wait, wait.Settled)
+	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)
 }
 
-func finish(ctx context.Context, f *cmdutil.Factory, c *api.Client, in api.Object, w WaitFlags, goal wait.Goal) error {
-	last, err := w.Follow(ctx, f, c, api.Path("instances", in.Str("id")), goal)
-	if last != nil {
-		in = last
-	}
-	if err != nil {
-		return err
-	}
-	if goal == wait.Gone && w.Wait {
-		return nil
-	}
-	return PrintList(f, []api.Object{in}, true)
-}
-
-// ListOptions are `instances`'s inputs.
-type ListOptions struct {
-	F   *cmdutil.Factory
-	All bool
+// Kind is how the verbs list, follow and print instances.
+var Kind = cmdutil.Kind{
+	Plural: "instances", Singular: "instance",
+	Header: []string{"NAMESPACE", "NAME", "CLASS", "PLAN", "STATUS"},
+	Row: func(in api.Object) []string {
+		return []string{in.Str("namespace"), in.Str("name"), in.Str("spec", "clusterServiceClassExternalName"),
+			in.Str("spec", "clusterServicePlanExternalName"), Status(in)}
+	},
 }
 
 // NewList builds `instances`.
-func NewList(f *cmdutil.Factory, run func(context.Context, *ListOptions) error) *cobra.Command {
-	o := &ListOptions{F: f}
-	if run == nil {
-		run = List
-	}
-	cmd := &cobra.Command{
-		Use: "instances", Aliases: []string{"instance", "si"}, Short: "List service instances", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
-	}
-	cmd.Flags().BoolVarP(&o.All, "all-namespaces", "A", false, "list the instances of every namespace")
-	return cmd
-}
-
-// List prints the instances of the namespace.
-func List(ctx context.Context, o *ListOptions) error {
-	if err := output.Check(o.F.Output); err != nil {
-		return cmdutil.Usagef("%w", err)
-	}
-	c, err := o.F.Client()
-	if err != nil {
-		return err
-	}
-	q := o.F.NSQuery()
-	if o.All {
-		q = nil
-	}
-	items, err := c.List(ctx, "/instances", q)
-	if err != nil {
-		return err
-	}
-	return PrintList(o.F, items, false)
-}
-
-// PrintList prints instances as a table, or the list (or the one object)
-// as JSON or YAML.
-func PrintList(f *cmdutil.Factory, items []api.Object, one bool) error {
-	var v any = map[string]any{"items": items}
-	if one && len(items) == 1 {
-		v = items[0]
-	}
-	if ok, err := output.Structured(f.IO.Out, f.Output, v); ok {
-		return err
-	}
-	rows := make([][]string, 0, len(items))
-	for _, in := range items {
-		rows = append(rows, []string{in.Str("namespace"), in.Str("name"), in.Str("spec", "clusterServiceClassExternalName"),
-			in.Str("spec", "clusterServicePlanExternalName"), Status(in)})
-	}
-	return output.Table(f.IO.Out, []string{"NAMESPACE", "NAME", "CLASS", "PLAN", "STATUS"}, rows)
+func NewList(f *cmdutil.Factory) *cobra.Command {
+	return Kind.NewList(f, "List service instances", "instance", "si")
 }
 
 // Status is an object's state in a word or two: the operation under way,
@@ -203,7 +123,7 @@ type UpdateOptions struct {
 	Plan       string
 	Params     []string
 	ParamsJSON string
-	Wait       WaitFlags
+	Wait       cmdutil.WaitFlags
 }
 
 // NewUpdate builds `update NAME [-p PLAN] [--param k=v]`.
@@ -253,46 +173,10 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 	if err := c.Do(ctx, http.MethodPatch, api.Path("instances", o.Name), o.F.NSQuery(), map[string]any{"spec": spec}, &in); err != nil {
 		return err
 	}
-	return finish(ctx, o.F, c, in, o.Wait, wait.Settled)
-}
-
-// DeprovisionOptions are `deprovision`'s inputs.
-type DeprovisionOptions struct {
-	F    *cmdutil.Factory
-	Name string
-	Wait WaitFlags
+	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)
 }
 
 // NewDeprovision builds `deprovision NAME`.
-func NewDeprovision(f *cmdutil.Factory, run func(context.Context, *DeprovisionOptions) error) *cobra.Command {
-	o := &DeprovisionOptions{F: f}
-	if run == nil {
-		run = Deprovision
-	}
-	cmd := &cobra.Command{
-		Use: "deprovision NAME", Short: "Delete a service instance (its bindings first)", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/instances", true, nil),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return run(cmd.Context(), o)
-		},
-	}
-	o.Wait.Add(cmd)
-	return cmd
-}
-
-// Deprovision deletes the instance and, with --wait, waits until it is gone.
-func Deprovision(ctx context.Context, o *DeprovisionOptions) error {
-	c, err := o.F.Client()
-	if err != nil {
-		return err
-	}
-	var in api.Object
-	if err := c.Do(ctx, http.MethodDelete, api.Path("instances", o.Name), o.F.NSQuery(), nil, &in); err != nil {
-		return err
-	}
-	if !o.Wait.Wait {
-		fmt.Fprintf(o.F.IO.ErrOut, "instance %s/%s is being deprovisioned\n", o.F.NS(), o.Name)
-	}
-	return finish(ctx, o.F, c, in, o.Wait, wait.Gone)
+func NewDeprovision(f *cmdutil.Factory) *cobra.Command {
+	return Kind.NewDelete(f, "deprovision NAME", "Delete a service instance (its bindings first)", "deprovisioned")
 }
