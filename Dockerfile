@@ -2,15 +2,21 @@
 # bindery-cni static, Debian's CA certificates and time zones, user 65532,
 # no shell. `make image` stays the reproducible way (fixed timestamps).
 #
-#   docker build -t bindery .
+#   docker build --build-arg VERSION=$(tools/version.sh) -t bindery .
+#
+# VERSION is the version the programs report (the build context leaves
+# .git out, so the build cannot work it out itself).
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bindery ./cmd/bindery && \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bindery-cni ./cmd/bindery-cni
+ARG VERSION
+RUN test -n "$VERSION" || { echo 'build with --build-arg VERSION=$(tools/version.sh)' >&2; exit 1; } && \
+    ldflags="-s -w -X github.com/bindery-dev/bindery/internal/version.version=$VERSION" && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o /out/bindery ./cmd/bindery && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o /out/bindery-cni ./cmd/bindery-cni
 
 FROM debian:bookworm-slim AS files
 RUN apt-get update && \
@@ -28,5 +34,7 @@ COPY --from=build /out/bindery /out/bindery-cni /usr/local/bin/
 USER 65532:65532
 WORKDIR /home/nonroot
 ENV PATH=/usr/local/bin HOME=/home/nonroot SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
-LABEL org.opencontainers.image.title=bindery org.opencontainers.image.source=https://github.com/bindery-dev/bindery
+ARG VERSION
+LABEL org.opencontainers.image.title=bindery org.opencontainers.image.source=https://github.com/bindery-dev/bindery \
+      org.opencontainers.image.version=$VERSION
 ENTRYPOINT ["/usr/local/bin/bindery"]

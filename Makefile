@@ -3,6 +3,9 @@
 
 GO        ?= go
 BIN       := $(CURDIR)/bin
+# The version the programs report (the API server at /version, `bindery version`).
+VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
+LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
 .PHONY: bench-scale all build image run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
@@ -22,17 +25,24 @@ build: $(BIN)/bindery $(BIN)/bindery-cni
 # One line per step: the first build downloads the Go modules (once, quietly)
 # and compiles every dependency, which takes minutes; later builds compile
 # what changed.
-$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES)
+$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES) $(BIN)/.version
 	@GOPROXY=off $(GO) list -deps ./cmd/bindery ./cmd/bindery-cni >/dev/null 2>&1 || \
 		{ echo "make: downloading the Go modules (once)"; $(GO) mod download; }
 	@echo "make: building bin/$(@F) (the first build compiles every dependency: a few minutes)"
-	@$(GO) build -o $@ ./cmd/$(@F)
+	@$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/$(@F)
+
+# The version the binaries were last built as, rewritten only when it
+# changes: a new commit rebuilds them, so that they report it.
+$(BIN)/.version: FORCE
+	@mkdir -p $(BIN); echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+
+FORCE:
 
 ## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
 ## docker load, podman load and ctr images import (no container engine needed)
 image:
 	@mkdir -p dist
-	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev)
+	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev) -version $(VERSION)
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
 run: deps $(BIN)/bindery

@@ -56,6 +56,7 @@ import (
 	"github.com/bindery-dev/bindery/apis/servicecatalog/openapi"
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/version"
 )
 
 var scheme, codecs = newScheme()
@@ -236,7 +237,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	rc := genericapiserver.NewRecommendedConfig(codecs)
 	cfg := &rc.Config
 	cfg.Serializer = withoutProtobuf{codecs}
-	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.EffectiveVersion = newReportedVersion(compatibility.DefaultBuildEffectiveVersion(), version.String())
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = l
 	// The aggregator multiplexes every client's requests, watches

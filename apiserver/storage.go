@@ -45,6 +45,7 @@ var (
 	_ rest.Scoper               = (*storage)(nil)
 	_ rest.SingularNameProvider = (*storage)(nil)
 	_ rest.ShortNamesProvider   = (*storage)(nil)
+	_ rest.CategoriesProvider   = (*storage)(nil)
 )
 
 // New returns an empty object of the resource.
@@ -64,6 +65,14 @@ func (st *storage) GetSingularName() string { return st.singular }
 
 // ShortNames are kubectl's abbreviations of the resource.
 func (st *storage) ShortNames() []string { return st.shortNames }
+
+// categories are the groups of resources every kind of the API belongs
+// to, as Service Catalog declared them: `kubectl get all` and `kubectl get
+// svcat` list them.
+var categories = []string{"all", "svcat"}
+
+// Categories are the groups kubectl expands to this resource.
+func (st *storage) Categories() []string { return categories }
 
 // ConvertToTable gives kubectl its columns.
 func (st *storage) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {

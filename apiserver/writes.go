@@ -120,7 +120,7 @@ func (st *storage) create(ctx context.Context, obj runtime.Object, createValidat
 			return nil, err
 		}
 	}
-	m, err := catalogMeta(objectMetaOf(obj))
+	m, err := catalogMeta(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -249,7 +249,7 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, oldObj, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			o, old := obj.(*v1beta1.ServiceInstance), oldObj.(*v1beta1.ServiceInstance)
-			m, err := catalogMeta(&o.ObjectMeta)
+			m, err := catalogMeta(o)
 			if err != nil {
 				return nil, err
 			}
@@ -345,7 +345,7 @@ func (s *bindingStorage) Update(ctx context.Context, name string, objInfo rest.U
 	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
-			m, err := catalogMeta(&obj.(*v1beta1.ServiceBinding).ObjectMeta)
+			m, err := catalogMeta(obj)
 			if err != nil {
 				return nil, err
 			}
@@ -465,7 +465,7 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			o := obj.(*v1beta1.ClusterServiceBroker)
-			m, err := catalogMeta(&o.ObjectMeta)
+			m, err := catalogMeta(o)
 			if err != nil {
 				return nil, err
 			}

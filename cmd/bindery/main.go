@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/bindery-dev/bindery/cli"
+	"github.com/bindery-dev/bindery/internal/version"
 )
 
 func main() {
@@ -55,7 +57,20 @@ func commands() map[string]command {
 		"up":      {"run everything on this machine (embedded PostgreSQL unless DATABASE_URL is set)", runUp},
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
+		"version": {"print the version Bindery was built as", runVersion},
 	}
+}
+
+func runVersion(_ context.Context, e env, args []string) error {
+	if helpAsked(args) {
+		fmt.Fprintln(e.stderr, "usage: bindery version")
+		return flag.ErrHelp
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("version takes no arguments, got %q", args)
+	}
+	_, err := fmt.Fprintln(e.stdout, version.String())
+	return err
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -218,9 +218,10 @@ func Busybox(ctx context.Context, binary string) (Spec, error) {
 
 // BuildStatic builds the Go package pkg (such as "./tools/pause") of the
 // module at moduleDir into out as a static binary (no cgo), the form a
-// program needs in an image without a C library.
-func BuildStatic(ctx context.Context, moduleDir, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+// program needs in an image without a C library; ldflags are added to
+// the linker's (-X settings such as Bindery's version).
+func BuildStatic(ctx context.Context, moduleDir, pkg, out string, ldflags ...string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+strings.Join(append([]string{"-s", "-w"}, ldflags...), " "), "-o", out, pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

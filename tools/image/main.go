@@ -3,7 +3,7 @@
 //
 //	go run ./tools/image pause   -o pause.tar   [-ref bindery.test/pause:1]
 //	go run ./tools/image busybox -o busybox.tar [-ref bindery.test/busybox:1] [-busybox /bin/busybox]
-//	go run ./tools/image bindery -o bindery.tar [-ref bindery.test/bindery:1]
+//	go run ./tools/image bindery -o bindery.tar [-ref bindery.test/bindery:1] [-version v1.2.3]
 //
 // bindery builds ./cmd/bindery and ./cmd/bindery-cni statically and adds
 // this machine's CA certificates and time zones (`make image`).
@@ -17,11 +17,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/bindery-dev/bindery/internal/ociimage"
+	binderyversion "github.com/bindery-dev/bindery/internal/version"
 )
 
 func main() {
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string) error {
 	busybox := fs.String("busybox", "/bin/busybox", "static busybox `binary` (busybox only)")
 	caFile := fs.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA certificates `file` (bindery only; Debian's ca-certificates)")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "time zone `directory` (bindery only; Debian's tzdata)")
+	version := fs.String("version", "", "Bindery's `version` the programs report (bindery only; default: what tools/version.sh prints)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -77,10 +81,20 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
+		if *version == "" {
+			out, err := exec.CommandContext(ctx, "tools/version.sh").Output()
+			if err != nil {
+				return fmt.Errorf("tools/version.sh: %w (or give -version)", err)
+			}
+			*version = strings.TrimSpace(string(out))
+		}
+		if _, err := binderyversion.Parse(*version); err != nil {
+			return err
+		}
 		programs := map[string]string{}
 		for _, p := range []string{"bindery", "bindery-cni"} {
 			programs[p] = filepath.Join(tmp, p)
-			if err := ociimage.BuildStatic(ctx, ".", "./cmd/"+p, programs[p]); err != nil {
+			if err := ociimage.BuildStatic(ctx, ".", "./cmd/"+p, programs[p], "-X", binderyversion.LinkerVariable+"="+*version); err != nil {
 				return err
 			}
 		}
