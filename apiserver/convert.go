@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -18,9 +19,18 @@ import (
 
 // Finalizer is on every ServiceInstance and ServiceBinding the API shows:
 // the engine's work between a delete (deletionTimestamp) and the removal of
-// the row. It is not stored; the API adds it on the way out and drops it on
-// the way in, so a client cannot remove it.
-const Finalizer = "servicecatalog.k8s.io/bindery"
+// the row. It is Service Catalog's own, so that its clients find it where
+// they look (svcat deprovision --abandon removes it). It is not stored: the
+// API adds it on the way out while the engine has work to do, and drops it
+// on the way in. A client that removes it abandons the object
+// (catalog.AbandonAnnotation): its deletion will not call the broker, as
+// Service Catalog's controller did not once its finalizer was gone.
+const Finalizer = "kubernetes-incubator/service-catalog"
+
+// formerFinalizer is the name Bindery's finalizer had before it took
+// Service Catalog's: a client that read it then may still send it, and it
+// is Bindery's, not one to keep.
+const formerFinalizer = "servicecatalog.k8s.io/bindery"
 
 // Conversion between catalog objects and servicecatalog.k8s.io/v1beta1.
 // Spec and status are field-compatible JSON (v1beta1's roundtrip_test.go
@@ -64,7 +74,7 @@ func catalogMeta(obj runtime.Object) (catalog.Meta, error) {
 	m := catalog.Meta{
 		ID: string(om.UID), Name: om.Name, Namespace: om.Namespace,
 		Labels: withoutKeys(om.Labels, v1beta1.SpecLabelKeys(obj)), Annotations: om.Annotations,
-		Finalizers: slices.DeleteFunc(slices.Clone(om.Finalizers), func(f string) bool { return f == Finalizer }),
+		Finalizers: slices.DeleteFunc(slices.Clone(om.Finalizers), func(f string) bool { return f == Finalizer || f == formerFinalizer }),
 	}
 	if len(m.Finalizers) == 0 {
 		m.Finalizers = nil
@@ -83,6 +93,21 @@ func catalogMeta(obj runtime.Object) (catalog.Meta, error) {
 		m.Extra = raw
 	}
 	return m, nil
+}
+
+// abandoning marks m abandoned (catalog.AbandonAnnotation) when an update
+// of an instance or a binding removes Bindery's finalizer, which the object
+// had (old) and the update has not (obj).
+func abandoning(old, obj runtime.Object, m *catalog.Meta) {
+	if !slices.Contains(objectMetaOf(old).Finalizers, Finalizer) || slices.Contains(objectMetaOf(obj).Finalizers, Finalizer) {
+		return
+	}
+	annotations := maps.Clone(m.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[catalog.AbandonAnnotation] = "true"
+	m.Annotations = annotations
 }
 
 // setMeta copies what a client may change of metadata into a catalog Meta.
@@ -123,6 +148,9 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 		}
 	default:
 		return nil, fmt.Errorf("convert %s: unknown kind", kind)
+	}
+	if finalizer && catalog.Abandoned(&r.Meta) {
+		finalizer = false
 	}
 	if finalizer && len(r.Status) > 0 {
 		// Bindery's finalizer is shown until the engine is done with an
@@ -206,6 +234,20 @@ func rawOf(m catalog.Meta, spec, status any) (*catalog.RawObject, error) {
 		return nil, fmt.Errorf("encode status of %s: %w", m.Name, err)
 	}
 	return &catalog.RawObject{Meta: m, Spec: s, Status: st}, nil
+}
+
+// sameSpec reports whether two specs hold the same JSON. Parameters are
+// raw JSON, which a client gives back reformatted (the catalog hands them
+// out as PostgreSQL formats jsonb): a Go comparison would see a change.
+func sameSpec(a, b any) bool {
+	var x, y any
+	if err := convertJSON(a, &x); err != nil {
+		return false
+	}
+	if err := convertJSON(b, &y); err != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // convertJSON moves a value to another field-compatible type through JSON.

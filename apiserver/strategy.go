@@ -124,7 +124,7 @@ func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object
 		if o.Spec.ExternalID == "" {
 			o.Spec.ExternalID = prev.Spec.ExternalID // a replace that leaves it out keeps it
 		}
-		if !apiequality.Semantic.DeepEqual(o.Spec, prev.Spec) {
+		if !sameSpec(&o.Spec, &prev.Spec) {
 			o.Spec.UserInfo = userInfo(ctx)
 		}
 	case *v1beta1.ServiceBinding:
@@ -161,7 +161,7 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	}
 	switch o := obj.(type) {
 	case *v1beta1.ServiceBinding:
-		if !apiequality.Semantic.DeepEqual(o.Spec, old.(*v1beta1.ServiceBinding).Spec) {
+		if !sameSpec(&o.Spec, &old.(*v1beta1.ServiceBinding).Spec) {
 			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
 		}
 	case *v1beta1.ClusterServiceBroker:

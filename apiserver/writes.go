@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -253,8 +252,9 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 			if err != nil {
 				return nil, err
 			}
+			abandoning(old, o, &m)
 			var in *catalog.Instance
-			if apiequality.Semantic.DeepEqual(o.Spec, old.Spec) {
+			if sameSpec(&o.Spec, &old.Spec) {
 				in, err = s.store.UpdateInstanceMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
 			} else {
 				var spec catalog.InstanceSpec
@@ -344,11 +344,12 @@ func (s *bindingStorage) Update(ctx context.Context, name string, objInfo rest.U
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
-		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+		func(ctx context.Context, old, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
 			m, err := catalogMeta(obj)
 			if err != nil {
 				return nil, err
 			}
+			abandoning(old, obj, &m)
 			b, err := s.store.UpdateBindingMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
 			if err != nil {
 				return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,11 +254,22 @@ func updateMeta[T any, P interface {
 			return err
 		}
 		name, ns := m.Name, m.Namespace
+		finalizers := slices.Clone(m.Finalizers)
 		if err := fn(m); err != nil {
 			return err
 		}
 		m.Name, m.Namespace = name, ns
-		if err := invalid(validateMeta(m)); err != nil {
+		errs := validateMeta(m)
+		if m.DeletionTimestamp != nil {
+			// As Kubernetes: finalizers can go, but none can come, once a
+			// delete was asked for.
+			for i, f := range m.Finalizers {
+				if !slices.Contains(finalizers, f) {
+					errs = append(errs, field.Forbidden(field.NewPath("finalizers").Index(i), "no finalizer can be added while the object is being deleted"))
+				}
+			}
+		}
+		if err := invalid(errs); err != nil {
 			return err
 		}
 		after, err := encodeMeta(m)

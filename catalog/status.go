@@ -18,6 +18,17 @@ import (
 // object being deleted, and finalizers that are not Bindery's keep it.
 const ReasonWaitingForFinalizers = "WaitingForFinalizers"
 
+// AbandonAnnotation on an instance or a binding (value "true") makes its
+// deletion skip the broker, also when set on an object already being
+// deleted, whatever it waits for: for operators who know the broker is
+// gone for good, or will never answer about this object. The Kubernetes
+// API sets it when a client removes Bindery's finalizer.
+const AbandonAnnotation = "bindery.dev/abandon"
+
+// Abandoned reports whether the object's deletion skips the broker
+// (AbandonAnnotation).
+func Abandoned(m *Meta) bool { return m.Annotations[AbandonAnnotation] == "true" }
+
 // Released reports whether the engine is done with an object being
 // deleted, so only its other finalizers keep it.
 func Released(obj any) bool {

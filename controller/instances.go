@@ -33,10 +33,8 @@ const (
 )
 
 // AbandonAnnotation on an instance or a binding (value "true") makes its
-// deletion skip the broker — also when set on an object already being
-// deleted, whatever it waits for: for operators who know the broker is
-// gone for good, or will never answer about this object.
-const AbandonAnnotation = "bindery.dev/abandon"
+// deletion skip the broker (catalog.AbandonAnnotation).
+const AbandonAnnotation = catalog.AbandonAnnotation
 
 // CascadeAnnotation on an instance (value "true") makes its deletion
 // delete its bindings first instead of waiting for them.
