@@ -18,6 +18,7 @@ import (
 	"github.com/bindery-dev/bindery/client/clientset/versioned"
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
 
@@ -37,6 +38,7 @@ type bundle struct {
 	kubeconfig string
 	dir        string
 	broker     *catalog.Broker
+	fake       *osbtest.Broker
 }
 
 // setup starts the API server on a fresh database with a fake broker
@@ -44,8 +46,10 @@ type bundle struct {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	store := apiserver.NewTestStore(t)
-	_, b := apiserver.RegisterFakeBroker(t, store)
-	return serve(t, store, b)
+	fake, b := apiserver.RegisterFakeBroker(t, store)
+	bb := serve(t, store, b)
+	bb.fake = fake
+	return bb
 }
 
 // serve starts an API server on store (another replica when store's

@@ -154,12 +154,19 @@ func prepareStatusUpdate(obj, old runtime.Object) {
 }
 
 // ValidateUpdate checks the rules of an update the catalog does not: a
-// binding's spec cannot change.
+// binding's spec cannot change, nor that of an instance being deleted
+// (Kubernetes' own rules for metadata, such as no new finalizers then,
+// are rest.BeforeUpdate's).
 func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	if s.status {
 		return nil
 	}
 	switch o := obj.(type) {
+	case *v1beta1.ServiceInstance:
+		if prev := old.(*v1beta1.ServiceInstance); prev.DeletionTimestamp != nil && !sameSpec(&o.Spec, &prev.Spec) {
+			return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+				"cannot change while the instance is being deleted: only labels, annotations and the removal of finalizers can")}
+		}
 	case *v1beta1.ServiceBinding:
 		if !sameSpec(&o.Spec, &old.(*v1beta1.ServiceBinding).Spec) {
 			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -276,8 +278,32 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 
 // Delete marks the instance for deletion (catalog.DeleteInstance); the
 // engine deprovisions it and removes it, which watchers see as DELETED.
+//
+// An instance's bindings are its dependents, and the propagation policy
+// says what becomes of them, as Kubernetes users know it: Background (or
+// none), Service Catalog's way, waits for them to be deleted before
+// deprovisioning; Foreground deletes them first (catalog.CascadeAnnotation);
+// Orphan would leave them without their instance, which no broker can
+// serve, so it is refused while there are any, saying what to do instead.
 func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	return s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, _ runtime.Object, id string) (runtime.Object, bool, error) {
+		switch propagation(opts) {
+		case metav1.DeletePropagationOrphan:
+			if err := s.refuseOrphans(ctx, name, id); err != nil {
+				return nil, false, err
+			}
+		case metav1.DeletePropagationForeground:
+			if _, err := s.store.UpdateInstanceMeta(ctx, id, 0, func(m *catalog.Meta) error {
+				m.Annotations = maps.Clone(m.Annotations)
+				if m.Annotations == nil {
+					m.Annotations = map[string]string{}
+				}
+				m.Annotations[catalog.CascadeAnnotation] = "true"
+				return nil
+			}); err != nil {
+				return nil, false, err
+			}
+		}
 		in, err := s.store.DeleteInstance(ctx, id)
 		if err != nil {
 			return nil, false, err
@@ -285,6 +311,47 @@ func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidat
 		out, err := typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
 		return out, false, err
 	})
+}
+
+// propagation is the delete's propagation policy, from the deprecated
+// orphanDependents too; "" when it gives none.
+func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	switch {
+	case opts == nil:
+		return ""
+	case opts.PropagationPolicy != nil:
+		return *opts.PropagationPolicy
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.DeletePropagationOrphan
+	}
+	return ""
+}
+
+// refuseOrphans answers 409 when the instance has bindings that are not
+// being deleted: an orphaning delete would leave them without it.
+func (s *instanceStorage) refuseOrphans(ctx context.Context, name, id string) error {
+	bindings, err := s.store.BindingsOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	var live []string
+	for _, b := range bindings {
+		if b.DeletionTimestamp == nil {
+			live = append(live, b.Name)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("its bindings (%s) would be left without their instance: delete them first, "+
+		"or delete with propagationPolicy Foreground (kubectl delete --cascade=foreground) to delete them with it", strings.Join(live, ", "))
+	gk := s.groupKind()
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonConflict,
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name, Causes: []metav1.StatusCause{
+			{Type: metav1.CauseTypeFieldValueNotSupported, Field: "propagationPolicy", Message: msg}}},
+		Message: fmt.Sprintf("%s %q cannot be deleted with propagationPolicy Orphan: %s", gk.Kind, name, msg),
+	}}
 }
 
 // DeleteCollection marks every instance the selectors match for deletion,

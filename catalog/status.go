@@ -25,6 +25,11 @@ const ReasonWaitingForFinalizers = "WaitingForFinalizers"
 // API sets it when a client removes Bindery's finalizer.
 const AbandonAnnotation = "bindery.dev/abandon"
 
+// CascadeAnnotation on an instance (value "true") makes its deletion
+// delete its bindings first instead of waiting for them. The Kubernetes
+// API sets it on a delete with propagationPolicy Foreground.
+const CascadeAnnotation = "bindery.dev/cascade-delete"
+
 // Abandoned reports whether the object's deletion skips the broker
 // (AbandonAnnotation).
 func Abandoned(m *Meta) bool { return m.Annotations[AbandonAnnotation] == "true" }

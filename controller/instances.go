@@ -37,8 +37,9 @@ const (
 const AbandonAnnotation = catalog.AbandonAnnotation
 
 // CascadeAnnotation on an instance (value "true") makes its deletion
-// delete its bindings first instead of waiting for them.
-const CascadeAnnotation = "bindery.dev/cascade-delete"
+// delete its bindings first instead of waiting for them
+// (catalog.CascadeAnnotation).
+const CascadeAnnotation = catalog.CascadeAnnotation
 
 // instanceEnv is what a reconcile of an instance works with.
 type instanceEnv struct {
