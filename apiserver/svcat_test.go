@@ -408,6 +408,8 @@ spec:
 		}
 	})
 
+	walkthrough(t, a, step)
+
 	step("version and completion", func(t *testing.T) {
 		out := sc.must(t, "version")
 		if !strings.Contains(out, "Server Version: v1.36.3") {
@@ -432,5 +434,5 @@ spec:
 			t.Errorf("create class: %v, want it refused as a method the server does not allow", err)
 		}
 	})
-	t.Logf("svcat: every verb in %s", time.Since(began).Round(time.Millisecond))
+	t.Logf("every svcat verb and the walkthrough in %s", time.Since(began).Round(time.Millisecond))
 }
