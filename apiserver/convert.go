@@ -66,14 +66,13 @@ func objectMeta(m *catalog.Meta, finalizer bool) (metav1.ObjectMeta, error) {
 }
 
 // catalogMeta builds a catalog Meta from a Kubernetes object's metadata.
-// The catalog sets generation, resourceVersion and the timestamps itself;
-// the labels derived from the spec (v1beta1.SpecLabelKeys) are not stored,
-// as fromRaw derives them again.
+// The catalog sets generation, resourceVersion and the timestamps itself,
+// and Service Catalog's labels from the spec.
 func catalogMeta(obj runtime.Object) (catalog.Meta, error) {
 	om := objectMetaOf(obj)
 	m := catalog.Meta{
 		ID: string(om.UID), Name: om.Name, Namespace: om.Namespace,
-		Labels: withoutKeys(om.Labels, v1beta1.SpecLabelKeys(obj)), Annotations: om.Annotations,
+		Labels: om.Labels, Annotations: om.Annotations,
 		Finalizers: slices.DeleteFunc(slices.Clone(om.Finalizers), func(f string) bool { return f == Finalizer || f == formerFinalizer }),
 	}
 	if len(m.Finalizers) == 0 {
@@ -181,46 +180,12 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 			return nil, fmt.Errorf("decode spec of %s %s: %w", kind, r.Name, err)
 		}
 	}
-	setSpecLabels(om, obj)
 	if len(r.Status) > 0 {
 		if err := json.Unmarshal(r.Status, status); err != nil {
 			return nil, fmt.Errorf("decode status of %s %s: %w", kind, r.Name, err)
 		}
 	}
 	return obj, nil
-}
-
-// setSpecLabels puts the labels Service Catalog derived from the spec
-// (v1beta1.SpecLabels) on obj's metadata, over any stored under their
-// keys, so that they always follow the spec: a relist that renames a
-// class, a plan change of an instance.
-func setSpecLabels(om *metav1.ObjectMeta, obj runtime.Object) {
-	keys := v1beta1.SpecLabelKeys(obj)
-	if len(keys) == 0 {
-		return
-	}
-	labels := withoutKeys(om.Labels, keys)
-	derived := v1beta1.SpecLabels(obj)
-	if len(derived) > 0 && labels == nil {
-		labels = make(map[string]string, len(derived))
-	}
-	maps.Copy(labels, derived)
-	om.Labels = labels
-}
-
-// withoutKeys is a copy of labels without keys (nil when none is left).
-func withoutKeys(labels map[string]string, keys []string) map[string]string {
-	var out map[string]string
-	for k, v := range labels {
-		if slices.Contains(keys, k) {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]string, len(labels))
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // rawOf turns a typed catalog object's parts into a RawObject.

@@ -190,6 +190,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 		in.Status = InstanceStatus{DeprovisionStatus: DeprovisionNotRequired}
 		SetCondition(&in.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse,
 			Reason: "Pending", Message: "The instance has not been provisioned yet."}, now)
+		setSpecLabels(in)
 		md, err := encodeMeta(&in.Meta)
 		if err != nil {
 			return err
@@ -341,6 +342,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		if err := invalid(errs); err != nil {
 			return err
 		}
+		setSpecLabels(in)
 		md, err := encodeMeta(&in.Meta)
 		if err != nil {
 			return err

@@ -259,6 +259,7 @@ func updateMeta[T any, P interface {
 			return err
 		}
 		m.Name, m.Namespace = name, ns
+		setSpecLabels(obj)
 		errs := validateMeta(m)
 		if m.DeletionTimestamp != nil {
 			// As Kubernetes: finalizers can go, but none can come, once a

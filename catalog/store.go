@@ -258,6 +258,7 @@ func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 	seen := map[string]int{}
 	for _, c := range w.changes {
 		m := c.obj.meta()
+		setSpecLabels(c.obj)
 		if c.typ != Deleted {
 			m.ResourceVersion = rev
 			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
