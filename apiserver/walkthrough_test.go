@@ -212,6 +212,26 @@ spec:
 		wait(t, "servicebinding/gitops-binding -n test-ns", "Ready")
 	})
 
+	// kubectl delete of an instance with a binding, as Kubernetes users
+	// write it: orphaning is refused while the binding is there;
+	// foreground deletes the binding, then the instance, and kubectl
+	// returns once both are gone.
+	step("kubectl delete --cascade", func(t *testing.T) {
+		_, err := a.cluster.KubectlAs(t, kubetest.Admin, nil, "delete", "serviceinstance", "test-instance", "-n", "test-ns", "--cascade=orphan")
+		if err == nil || !strings.Contains(err.Error(), "test-binding") {
+			t.Errorf("kubectl delete --cascade=orphan of an instance with a binding: %v", err)
+		}
+		unbinds, deprovisions := tests.Count(osbtest.VerbUnbind), tests.Count(osbtest.VerbDeprovision)
+		a.kubectl(kubetest.Admin, nil, "delete", "serviceinstance", "test-instance", "-n", "test-ns", "--cascade=foreground", "--timeout=60s")
+		if out, err := a.cluster.KubectlAs(t, kubetest.Admin, nil, "get", "servicebinding", "test-binding", "-n", "test-ns"); err == nil {
+			t.Errorf("the binding is still there:\n%s", out)
+		}
+		if tests.Count(osbtest.VerbUnbind) != unbinds+1 || tests.Count(osbtest.VerbDeprovision) != deprovisions+1 {
+			t.Errorf("the broker was asked %d unbinds and %d deprovisions, want one each",
+				tests.Count(osbtest.VerbUnbind)-unbinds, tests.Count(osbtest.VerbDeprovision)-deprovisions)
+		}
+	})
+
 	step("walkthrough: every manifest", func(t *testing.T) {
 		for _, name := range names {
 			switch {
