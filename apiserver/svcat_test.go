@@ -17,15 +17,6 @@ import (
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
-// Service Catalog's statuses as svcat shows them (its controller's
-// condition reasons and messages, cmd/svcat/output's format): the status
-// columns of these tests hold Bindery to them.
-const (
-	scInstanceReady = "/Ready - The instance was provisioned successfully @ " + svcatTime + "/"
-	scBindingReady  = "/Ready - Injected bind result @ " + svcatTime + "/"
-	scBrokerReady   = "/Ready - Successfully fetched catalog entries from broker @ " + svcatTime + "/"
-)
-
 // TestSvcat drives every verb of svcat v0.3.1, Service Catalog's own
 // command line (built by tools/svcat/build.sh), at cluster scope, against
 // Bindery behind a real kube-apiserver's aggregation layer with the

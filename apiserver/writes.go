@@ -321,6 +321,7 @@ func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
 		return ""
 	case opts.PropagationPolicy != nil:
 		return *opts.PropagationPolicy
+	//lint:ignore SA1019 clients may still send it, and Kubernetes still honours it
 	case opts.OrphanDependents != nil && *opts.OrphanDependents:
 		return metav1.DeletePropagationOrphan
 	}
