@@ -70,6 +70,7 @@ bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench 'KubectlGet|Watch100$$' -benchtime 1x ./apiserver/
 	$(GO) test -run '^$$' -bench AggregatedGet10k -benchtime 5x ./apiserver/
 	$(GO) test -run '^$$' -bench 'SpecLabelSelector' -benchtime 3x ./apiserver/
+	$(GO) test -run '^$$' -bench 'SpecLabelsTrigger' -benchtime 20x ./catalog/
 	$(GO) test -run '^$$' -bench Allocate -benchtime 10000x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'Restart|Removal' -benchtime 200x ./nodeagent/deviceplugin/
 	$(GO) test -run '^$$' -bench 'NodeStart' -benchtime 3x ./internal/kubetest/
