@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,12 +18,23 @@ var ErrNoSession = errors.New("no such session")
 // sessionPrefix marks web session ids, as tokenPrefix marks API tokens.
 const sessionPrefix = "bds_"
 
-// Session is a signed-in browser: the role of the API token it was opened
-// with, read again from the token on every lookup, so a revoked token ends
-// its sessions.
+// Session is a signed-in browser: the role and namespaces of the API token
+// it was opened with, read again from the token on every lookup, so a
+// revoked token ends its sessions.
 type Session struct {
-	Role    string
-	Expires time.Time
+	Role string
+	// Namespaces limits the session to these namespaces, as its token is;
+	// empty means all (and cluster-scoped objects, such as brokers).
+	Namespaces []string
+	Expires    time.Time
+}
+
+// AllNamespaces tells whether the session is not limited to namespaces.
+func (s Session) AllNamespaces() bool { return len(s.Namespaces) == 0 }
+
+// AllowsNamespace tells whether the session may see and act in namespace ns.
+func (s Session) AllowsNamespace(ns string) bool {
+	return s.AllNamespaces() || slices.Contains(s.Namespaces, ns)
 }
 
 // CreateSession checks an API token and opens a session for it that lasts
@@ -46,13 +58,17 @@ func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Durati
 	}
 	err := s.pool.QueryRow(ctx, `INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
 		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 AND (expires_at IS NULL OR expires_at > $4)
-		RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2)`,
-		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role)
+		RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2),
+			(SELECT coalesce(namespaces, '{}') FROM catalog.api_tokens WHERE hash = $2)`,
+		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role, &sess.Namespaces)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return "", Session{}, ErrBadToken
 		}
 		return "", Session{}, fmt.Errorf("open session: %w", mapErr(err))
+	}
+	if len(sess.Namespaces) == 0 {
+		sess.Namespaces = nil
 	}
 	return id, sess, nil
 }
@@ -65,14 +81,17 @@ func (s *Store) LookupSession(ctx context.Context, id string) (Session, error) {
 	}
 	sum := sha256.Sum256([]byte(id))
 	var sess Session
-	err := s.pool.QueryRow(ctx, `SELECT t.role, w.expires_at FROM catalog.web_sessions w
+	err := s.pool.QueryRow(ctx, `SELECT t.role, coalesce(t.namespaces, '{}'), w.expires_at FROM catalog.web_sessions w
 		JOIN catalog.api_tokens t ON t.hash = w.token_hash
-		WHERE w.hash = $1 AND w.expires_at > $2 AND (t.expires_at IS NULL OR t.expires_at > $2)`, sum[:], s.now()).Scan(&sess.Role, &sess.Expires)
+		WHERE w.hash = $1 AND w.expires_at > $2 AND (t.expires_at IS NULL OR t.expires_at > $2)`, sum[:], s.now()).Scan(&sess.Role, &sess.Namespaces, &sess.Expires)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return Session{}, ErrNoSession
 		}
 		return Session{}, fmt.Errorf("read session: %w", mapErr(err))
+	}
+	if len(sess.Namespaces) == 0 {
+		sess.Namespaces = nil
 	}
 	return sess, nil
 }

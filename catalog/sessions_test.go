@@ -89,3 +89,40 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("sign-in with an expired token: %v, want ErrBadToken", err)
 	}
 }
+
+// TestSessionNamespaces: a session is limited to its token's namespaces,
+// read from the token on every lookup.
+func TestSessionNamespaces(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	tok, _, err := s.IssueToken(ctx, catalog.TokenRequest{Role: catalog.RoleDeveloper, Namespaces: []string{"team-b", "team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, sess, err := s.CreateSession(ctx, tok, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.AllNamespaces() || !sess.AllowsNamespace("team-a") || sess.AllowsNamespace("default") {
+		t.Fatalf("new session %+v", sess)
+	}
+	got, err := s.LookupSession(ctx, id)
+	if err != nil || len(got.Namespaces) != 2 || !got.AllowsNamespace("team-b") || got.AllowsNamespace("team-c") {
+		t.Fatalf("lookup: %+v %v", got, err)
+	}
+	// The token's limits are read again: widened to all namespaces, the
+	// session follows.
+	if _, err := pool.Exec(ctx, `UPDATE catalog.api_tokens SET namespaces = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LookupSession(ctx, id); err != nil || !got.AllNamespaces() || got.Namespaces != nil {
+		t.Fatalf("after widening: %+v %v", got, err)
+	}
+	all, err := s.CreateToken(ctx, catalog.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sess, err := s.CreateSession(ctx, all, time.Hour); err != nil || !sess.AllNamespaces() {
+		t.Fatalf("session of an unlimited token: %+v %v", sess, err)
+	}
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,8 +13,9 @@ import (
 )
 
 // bindingReveal shows a binding's credentials, on an explicit request
-// (a POST, with the CSRF token) of a role allowed to read them. They are
-// sent as text, never in an attribute, and never cached.
+// (a POST, with the CSRF token) of a role allowed to read them, in a
+// namespace the session may see. They are sent as text, never in an
+// attribute, and never cached.
 func (s *Server) bindingReveal(c echo.Context) error {
 	ctx := c.Request().Context()
 	v, err := s.bindingView(c, c.Param("id"))
@@ -21,7 +23,7 @@ func (s *Server) bindingReveal(c echo.Context) error {
 		return err
 	}
 	creds, err := s.store.Credentials(ctx, v.Binding.ID)
-	if err == catalog.ErrNoCredentials {
+	if errors.Is(err, catalog.ErrNoCredentials) {
 		return echo.NewHTTPError(http.StatusConflict, "The binding has no credentials yet: wait until it is Ready.")
 	}
 	if err != nil {

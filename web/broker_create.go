@@ -18,6 +18,31 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		Name: strings.TrimSpace(c.FormValue("name")), URL: strings.TrimSpace(c.FormValue("url")),
 		Username: strings.TrimSpace(c.FormValue("username")), Auth: c.FormValue("auth"),
 	}
+	if problems := inputProblems(c); problems != nil {
+		f.Errors = map[string]string{}
+		for k, p := range problems {
+			switch k {
+			case "name", "url", "username", "password", "token":
+				f.Errors[k] = p
+			default:
+				f.Other = append(f.Other, printable(k)+": "+p)
+			}
+		}
+		// Text that cannot be stored is not shown back.
+		if problems["name"] != "" {
+			f.Name = ""
+		}
+		if problems["url"] != "" {
+			f.URL = ""
+		}
+		if problems["username"] != "" {
+			f.Username = ""
+		}
+		if f.Auth != "basic" && f.Auth != "bearer" {
+			f.Auth = "none"
+		}
+		return s.renderBrokers(c, http.StatusBadRequest, f)
+	}
 	b := &catalog.Broker{}
 	b.Name, b.Spec.URL = f.Name, f.URL
 	var auth *catalog.BrokerAuth

@@ -35,13 +35,13 @@ func (s *Server) history(k historyKind) func(echo.Context) error {
 			}
 			id, v.Kind, v.Name, v.Back = b.ID, "Broker", b.Name, "/brokers"
 		case kindInstance:
-			in, err := s.store.GetInstance(ctx, c.Param("id"))
+			in, err := s.instance(c, c.Param("id"))
 			if err != nil {
 				return err
 			}
 			id, v.Kind, v.Name, v.Back = in.ID, "Instance", in.Namespace+"/"+in.Name, "/instances/"+in.ID
 		case kindBinding:
-			b, err := s.store.GetBinding(ctx, c.Param("id"))
+			b, err := s.binding(c, c.Param("id"))
 			if err != nil {
 				return err
 			}

@@ -10,21 +10,27 @@ import (
 
 type instanceListView struct {
 	Instances []*catalog.Instance
+	Pager     pager
+}
+
+// instanceListData reads the page of instances the request asks for,
+// among those the session may see.
+func (s *Server) instanceListData(c echo.Context) (instanceListView, error) {
+	q, err := readListQuery(c)
+	if err != nil {
+		return instanceListView{}, err
+	}
+	l, err := s.store.ListInstances(c.Request().Context(), q.options(c))
+	if err != nil {
+		return instanceListView{}, err
+	}
+	return instanceListView{Instances: l.Items, Pager: newPager(c, q, "/instances", "/live/instances", l.Continue)}, nil
 }
 
 func (s *Server) instanceList(c echo.Context) error {
-	l, err := s.store.ListInstances(c.Request().Context(), catalog.ListOptions{})
+	v, err := s.instanceListData(c)
 	if err != nil {
 		return err
 	}
-	return s.page(c, http.StatusOK, "instances", "Instances", "instances", instanceListView{Instances: l.Items})
-}
-
-// instanceRows renders the instances table alone, for live updates.
-func (s *Server) instanceRows(c echo.Context) (string, error) {
-	l, err := s.store.ListInstances(c.Request().Context(), catalog.ListOptions{})
-	if err != nil {
-		return "", err
-	}
-	return s.renderString(c, "instances", "instance-rows", instanceListView{Instances: l.Items})
+	return s.page(c, http.StatusOK, "instances", "Instances", "instances", v)
 }

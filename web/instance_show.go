@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,22 +41,23 @@ func (s *Server) instanceShow(c echo.Context) error {
 	return s.page(c, http.StatusOK, "instance", v.Instance.Name, "instances", v)
 }
 
-// instanceView reads an instance with its plan, class and bindings, and
-// builds its update form from values (the instance's parameters when nil).
-func (s *Server) instanceView(c echo.Context, id string, values map[string]any, errs map[string]string) (*instanceView, error) {
+// instanceView reads an instance the session may see with its plan, class
+// and bindings, and builds its update form from posted (the instance's
+// parameters when nil) and errs.
+func (s *Server) instanceView(c echo.Context, id string, posted url.Values, errs map[string]string) (*instanceView, error) {
 	ctx := c.Request().Context()
-	in, err := s.store.GetInstance(ctx, id)
+	in, err := s.instance(c, id)
 	if err != nil {
 		return nil, err
 	}
 	v := &instanceView{Instance: in, Errors: errs}
 	if in.Spec.ClusterServicePlanRef != nil {
-		if v.Plan, err = s.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil && err != catalog.ErrNotFound {
+		if v.Plan, err = s.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return nil, err
 		}
 	}
 	if in.Spec.ClusterServiceClassRef != nil {
-		if v.Class, err = s.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil && err != catalog.ErrNotFound {
+		if v.Class, err = s.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return nil, err
 		}
 	}
@@ -73,13 +76,16 @@ func (s *Server) instanceView(c echo.Context, id string, values map[string]any, 
 			}
 			v.Plans = l.Items
 		}
-		if values == nil {
-			values = map[string]any{}
+		if posted != nil {
+			v.Fields, err = form.Refill(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted, errs)
+		} else {
+			values := map[string]any{}
 			if len(in.Spec.Parameters) > 0 {
 				_ = json.Unmarshal(in.Spec.Parameters, &values)
 			}
+			v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, errs)
 		}
-		if v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, errs); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		if v.BindFields, err = form.Fields(v.Plan.Spec.ServiceBindingCreateParameterSchema, bindPrefix, nil, nil); err != nil {

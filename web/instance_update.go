@@ -21,20 +21,24 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 	if cur.Plan == nil {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "The instance's plan is gone: it cannot be updated.")
 	}
-	posted, err := c.FormParams()
-	if err != nil {
-		return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
-	}
+	posted, _ := c.FormParams()
 	errs := map[string]string{}
-	params, perrs, err := form.Parse(cur.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted)
-	if err != nil {
-		return err
+	problems := inputProblems(c)
+	for k, v := range problems {
+		errs[k] = v
 	}
-	for _, e := range perrs {
-		errs[e.Field] = e.Message
+	var params map[string]any
+	if len(errs) == 0 {
+		var perrs []form.Error
+		if params, perrs, err = form.Parse(cur.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted); err != nil {
+			return err
+		}
+		for _, e := range perrs {
+			errs[e.Field] = e.Message
+		}
 	}
 	var newPlan *catalog.ServicePlan
-	if id := posted.Get("plan"); id != "" && id != cur.Plan.ID {
+	if id := posted.Get("plan"); len(errs) == 0 && id != "" && id != cur.Plan.ID {
 		if newPlan, err = s.store.GetPlan(ctx, id); err != nil {
 			errs["plan"] = "no such plan"
 		}
@@ -73,10 +77,11 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 			return redirect(c, "/instances/"+cur.Instance.ID, "Update recorded: the engine sends it to the broker now.")
 		}
 	}
-	v, err := s.instanceView(c, c.Param("id"), formValues(posted), errs)
+	v, err := s.instanceView(c, c.Param("id"), posted, errs)
 	if err != nil {
 		return err
 	}
-	v.Other = otherErrors(errs, append(flatNames(v.Fields), "plan"))
+	blankProblems(v.Fields, problems)
+	v.Other = otherErrors(errs, append(form.Names(v.Fields), "plan"))
 	return s.page(c, http.StatusBadRequest, "instance", v.Instance.Name, "instances", v)
 }

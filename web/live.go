@@ -106,9 +106,12 @@ func (s *Server) renderString(c echo.Context, page, name string, data any) (stri
 }
 
 // liveInstance keeps an instance's page current: its status and its
-// bindings.
+// bindings. An instance the session may not see is not found.
 func (s *Server) liveInstance(c echo.Context) error {
 	id := c.Param("id")
+	if _, err := s.instance(c, id); err != nil {
+		return err
+	}
 	return s.live(c, func(ch change) bool {
 		return ch.ObjectID == id || (ch.Kind == catalog.KindBinding && ch.InstanceID == id)
 	}, func() ([]sseEvent, error) {
@@ -131,9 +134,13 @@ func (s *Server) liveInstance(c echo.Context) error {
 	})
 }
 
-// liveBinding keeps a binding's status current.
+// liveBinding keeps a binding's status current. A binding the session may
+// not see is not found.
 func (s *Server) liveBinding(c echo.Context) error {
 	id := c.Param("id")
+	if _, err := s.binding(c, id); err != nil {
+		return err
+	}
 	return s.live(c, func(ch change) bool { return ch.ObjectID == id }, func() ([]sseEvent, error) {
 		v, err := s.bindingView(c, id)
 		if errors.Is(err, catalog.ErrNotFound) {
@@ -150,11 +157,48 @@ func (s *Server) liveBinding(c echo.Context) error {
 	})
 }
 
-// liveInstances keeps the instances table current.
+// listChanges selects the changes of kind that a list page asking for q
+// shows: in its namespace, or in any the session may see. Other
+// namespaces' changes do not even wake the stream.
+func listChanges(c echo.Context, kind string, q listQuery) func(change) bool {
+	sess, _ := sessionOf(c)
+	return func(ch change) bool {
+		if ch.Kind != kind || !sess.AllowsNamespace(ch.Namespace) {
+			return false
+		}
+		return q.Namespace == "" || ch.Namespace == q.Namespace
+	}
+}
+
+// liveInstances keeps a page of the instances list current.
 func (s *Server) liveInstances(c echo.Context) error {
-	return s.live(c, func(ch change) bool { return ch.Kind == catalog.KindInstance }, func() ([]sseEvent, error) {
-		rows, err := s.instanceRows(c)
-		return []sseEvent{{"rows", rows}}, err
+	q, err := readListQuery(c)
+	if err != nil {
+		return err
+	}
+	return s.live(c, listChanges(c, catalog.KindInstance, q), func() ([]sseEvent, error) {
+		v, err := s.instanceListData(c)
+		if err != nil {
+			return nil, err
+		}
+		list, err := s.renderString(c, "instances", "instance-list", v)
+		return []sseEvent{{"list", list}}, err
+	})
+}
+
+// liveBindings keeps a page of the bindings list current.
+func (s *Server) liveBindings(c echo.Context) error {
+	q, err := readListQuery(c)
+	if err != nil {
+		return err
+	}
+	return s.live(c, listChanges(c, catalog.KindBinding, q), func() ([]sseEvent, error) {
+		v, err := s.bindingListData(c)
+		if err != nil {
+			return nil, err
+		}
+		list, err := s.renderString(c, "bindings", "binding-list", v)
+		return []sseEvent{{"list", list}}, err
 	})
 }
 

@@ -26,6 +26,9 @@ type feed struct {
 // change is what a page needs to know of a committed change.
 type change struct {
 	Kind, ObjectID string
+	// Namespace is the object's namespace ("" for brokers, classes and
+	// plans).
+	Namespace string
 	// InstanceID is, for a binding, its instance's id.
 	InstanceID string
 }
@@ -77,7 +80,7 @@ func (f *feed) follow(ctx context.Context, after int64, done chan struct{}) {
 	defer close(done)
 	f.store.Feed().Follow(ctx, after, catalog.FollowOptions{NamesOnly: true}, func(_ context.Context, page []catalog.Change) error {
 		for _, c := range page {
-			f.dispatch(change{Kind: c.Kind, ObjectID: c.Object.ID, InstanceID: c.InstanceID})
+			f.dispatch(change{Kind: c.Kind, ObjectID: c.Object.ID, Namespace: c.Object.Namespace, InstanceID: c.InstanceID})
 		}
 		return nil
 	})

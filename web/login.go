@@ -33,6 +33,13 @@ func (s *Server) loginForm(c echo.Context) error {
 func (s *Server) login(c echo.Context) error {
 	token := strings.TrimSpace(c.FormValue("token"))
 	next := safeNext(c.FormValue("next"))
+	if problems := inputProblems(c); problems != nil {
+		msg := problems["token"]
+		if msg == "" {
+			return s.refuseProblems(c)
+		}
+		return s.page(c, http.StatusBadRequest, "login", "Sign in", "", loginView{Next: "/", Error: msg})
+	}
 	id, _, err := s.store.CreateSession(c.Request().Context(), token, SessionTTL)
 	if errors.Is(err, catalog.ErrBadToken) {
 		msg := "This token is not valid. Create one with: bindery token create --role viewer|developer|admin"

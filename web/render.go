@@ -68,9 +68,11 @@ func parsePages() (pages, error) {
 
 // pageData is what every page template gets.
 type pageData struct {
-	Title   string
-	Nav     string
-	Role    string
+	Title string
+	Nav   string
+	Role  string
+	// Namespaces are those the session is limited to; none means all.
+	Namespaces []string
 	CSRF    string
 	Status  int
 	Message string
@@ -80,6 +82,10 @@ type pageData struct {
 
 // Can reports whether the signed-in role includes want.
 func (d pageData) Can(want string) bool { return catalog.Allows(d.Role, want) }
+
+// CanBrokers reports whether the session may register, relist and
+// deregister brokers: an admin for all namespaces.
+func (d pageData) CanBrokers() bool { return d.Can(catalog.RoleAdmin) && len(d.Namespaces) == 0 }
 
 func (p pages) render(w io.Writer, page string, d pageData) error {
 	t, ok := p[page]
@@ -108,7 +114,8 @@ func (s *Server) fragment(c echo.Context, status int, page, name string, data an
 }
 
 func (s *Server) data(c echo.Context, title, nav string, data any) pageData {
-	return pageData{Title: title, Nav: nav, Role: role(c), CSRF: csrf.Token(c.Request().Context()),
+	sess, _ := sessionOf(c)
+	return pageData{Title: title, Nav: nav, Role: sess.Role, Namespaces: sess.Namespaces, CSRF: csrf.Token(c.Request().Context()),
 		Data: data}
 }
 

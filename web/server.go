@@ -76,41 +76,48 @@ func (s *Server) Register(e *echo.Echo) {
 		return strings.HasPrefix(c.Request().URL.Path, "/live/")
 	}})
 	e.GET("/static/*", s.static, gzip)
-	g := e.Group("", gzip, s.headers, echo.WrapMiddleware(func(next http.Handler) http.Handler {
+	g := e.Group("", gzip, s.headers, s.input, echo.WrapMiddleware(func(next http.Handler) http.Handler {
 		return csrf.Protect(next, s.forged)
 	}), s.authenticate)
 	viewer, developer, admin := s.need(catalog.RoleViewer), s.need(catalog.RoleDeveloper), s.need(catalog.RoleAdmin)
+	// Brokers belong to no namespace: changing them needs an admin token
+	// for all namespaces.
+	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(s.clusterWide(next)) }
 
 	g.GET("/login", s.h(s.loginForm))
-	g.POST("/login", s.h(s.login))
+	g.POST("/login", s.form(s.login))
 	g.POST("/logout", s.h(s.logout))
 
 	g.GET("/", s.h(s.marketplace), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
 	g.GET("/brokers", s.h(s.brokerList), viewer)
-	g.POST("/brokers", s.h(s.brokerCreate), admin)
-	g.POST("/brokers/:id/relist", s.h(s.brokerRelist), admin)
-	g.POST("/brokers/:id/delete", s.h(s.brokerDelete), admin)
+	g.POST("/brokers", s.form(s.brokerCreate), clusterAdmin)
+	g.POST("/brokers/:id/relist", s.h(s.brokerRelist), clusterAdmin)
+	g.GET("/brokers/:id/delete", s.h(s.brokerDeleteConfirm), clusterAdmin)
+	g.POST("/brokers/:id/delete", s.form(s.brokerDelete), clusterAdmin)
 	g.GET("/brokers/:id/events", s.h(s.history(kindBroker)), viewer)
 
 	g.GET("/instances", s.h(s.instanceList), viewer)
 	g.GET("/instances/new", s.h(s.instanceNew), developer)
-	g.POST("/instances", s.h(s.instanceCreate), developer)
+	g.POST("/instances", s.form(s.instanceCreate), developer)
 	g.GET("/instances/:id", s.h(s.instanceShow), viewer)
-	g.POST("/instances/:id", s.h(s.instanceUpdate), developer)
-	g.POST("/instances/:id/delete", s.h(s.instanceDelete), developer)
+	g.POST("/instances/:id", s.form(s.instanceUpdate), developer)
+	g.GET("/instances/:id/delete", s.h(s.instanceDeleteConfirm), developer)
+	g.POST("/instances/:id/delete", s.form(s.instanceDelete), developer)
 	g.GET("/instances/:id/events", s.h(s.history(kindInstance)), viewer)
-	g.POST("/instances/:id/bindings", s.h(s.bindingCreate), developer)
+	g.POST("/instances/:id/bindings", s.form(s.bindingCreate), developer)
 
 	g.GET("/bindings", s.h(s.bindingList), viewer)
 	g.GET("/bindings/:id", s.h(s.bindingShow), viewer)
 	g.POST("/bindings/:id/reveal", s.h(s.bindingReveal), developer)
-	g.POST("/bindings/:id/delete", s.h(s.bindingDelete), developer)
+	g.GET("/bindings/:id/delete", s.h(s.bindingDeleteConfirm), developer)
+	g.POST("/bindings/:id/delete", s.form(s.bindingDelete), developer)
 	g.GET("/bindings/:id/events", s.h(s.history(kindBinding)), viewer)
 
 	g.GET("/live/instances", s.h(s.liveInstances), viewer)
 	g.GET("/live/instances/:id", s.h(s.liveInstance), viewer)
+	g.GET("/live/bindings", s.h(s.liveBindings), viewer)
 	g.GET("/live/bindings/:id", s.h(s.liveBinding), viewer)
 	g.GET("/live/brokers", s.h(s.liveBrokers), viewer)
 }
@@ -128,14 +135,8 @@ func (s *Server) headers(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// role is the signed-in role of the request, or "".
-func role(c echo.Context) string {
-	r, _ := c.Get("role").(string)
-	return r
-}
-
-// authenticate reads the session, if any, and with it the current role of
-// its token.
+// authenticate reads the session, if any, and with it the current role and
+// namespaces of its token.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := session.ID(c.Request())
@@ -149,7 +150,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		case err != nil:
 			return s.fail(c, err)
 		default:
-			c.Set("role", sess.Role)
+			c.Set(sessionKey, sess)
 		}
 		return next(c)
 	}
@@ -175,8 +176,25 @@ func (s *Server) need(want string) echo.MiddlewareFunc {
 	}
 }
 
-// h adapts a handler that returns errors into one that renders them.
+// h adapts a handler that returns errors into one that renders them. A
+// request with posted text the catalog could not store is refused before
+// fn runs (400, naming the field).
 func (s *Server) h(fn func(echo.Context) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if len(inputProblems(c)) > 0 {
+			return s.refuseProblems(c)
+		}
+		if err := fn(c); err != nil {
+			return s.fail(c, err)
+		}
+		return nil
+	}
+}
+
+// form is h for the handlers of forms: they show the problems of posted
+// text (inputProblems) next to their fields themselves, with 400, and
+// send nothing of such input to the catalog.
+func (s *Server) form(fn func(echo.Context) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := fn(c); err != nil {
 			return s.fail(c, err)

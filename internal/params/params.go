@@ -62,6 +62,10 @@ func Compile(raw json.RawMessage, requireDialect bool) (*Schema, error) {
 	return &Schema{s: s}, nil
 }
 
+// Compiled is the compiled schema itself, with every $ref resolved, for
+// readers that walk its keywords (the web UI builds its forms from it).
+func (s *Schema) Compiled() *jsonschema.Schema { return s.s }
+
 var printer = message.NewPrinter(language.English)
 
 // Validate checks params (JSON-shaped values; numbers as json.Number or

@@ -1,32 +1,52 @@
 // Package form turns a plan's parameter schema (JSON Schema, as OSB
 // brokers give it) into the fields of an HTML form, and the posted form
-// back into parameters, naming the field of every problem. It knows the
-// parts of JSON Schema that make a form — types, enums, defaults,
-// required, nested objects, bounds — and leaves validation proper to the
-// catalog, which checks the parameters against the whole schema.
+// back into parameters, naming the field of every problem.
+//
+// The schema is compiled by the JSON Schema library the catalog validates
+// with (santhosh-tekuri/jsonschema, through internal/params), which resolves
+// every $ref; this package only reads the compiled keywords that make a
+// form — types, enums and consts, defaults, required, nested objects,
+// bounds, allOf, and oneOf/anyOf as a choice between alternatives — and
+// asks the library which alternative a value matches. Validation proper is
+// left to the catalog, which checks the parameters against the whole
+// schema.
 package form
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/bindery-dev/bindery/internal/params"
 )
 
-// Field is one input of a generated form, or a group of them (an object).
+// Field is one input of a generated form, a group of them (an object), or
+// a choice between alternatives (oneOf, anyOf).
 type Field struct {
-	// Name is the form field's name and the path the catalog names in its
-	// errors: the prefix, then the property names, joined by dots.
+	// Name is the input's name, unique in the form: the prefix, then the
+	// property names, joined by dots; an alternative's inputs add "~N"
+	// (its index) to the choice's name, and the choice's radio buttons are
+	// named after the choice with "~".
 	Name string
+	// Path is where the value goes in the parameters, as the catalog names
+	// it in its errors: Name without the alternatives' marks.
+	Path string
 	// ID is the element id, derived from Name.
 	ID          string
 	Label       string
 	Description string
 	// Type is the JSON type: string, integer, number, boolean, object or
-	// array (of scalars, one per line).
+	// array (of scalars, one per line); "choice" for oneOf and anyOf,
+	// "const" for a value the schema fixes.
 	Type     string
 	Enum     []string
 	Required bool
@@ -40,11 +60,28 @@ type Field struct {
 	Secret bool
 	Error  string
 	Fields []Field
+	// Alternatives are a choice's options, one of them Chosen; AnyOf says
+	// the schema would accept several at once (the form offers one).
+	Alternatives []Alternative
+	AnyOf        bool
+}
+
+// Alternative is one option of a choice: its label and its inputs.
+type Alternative struct {
+	Index  int
+	ID     string
+	Label  string
+	Chosen bool
+	Fields []Field
 }
 
 // Input names the kind of control the field is shown as.
 func (f Field) Input() string {
 	switch {
+	case f.Type == "choice":
+		return "choice"
+	case f.Type == "const":
+		return "const"
 	case f.Type == "object":
 		return "group"
 	case len(f.Enum) > 0:
@@ -69,73 +106,391 @@ func (f Field) Step() string {
 	return "any"
 }
 
-// schema is the part of JSON Schema a form is made of.
-type schema struct {
-	Type        any                `json:"type"`
-	Title       string             `json:"title"`
-	Description string             `json:"description"`
-	Properties  map[string]*schema `json:"properties"`
-	Required    []string           `json:"required"`
-	Enum        []any              `json:"enum"`
-	Default     any                `json:"default"`
-	Minimum     *float64           `json:"minimum"`
-	Maximum     *float64           `json:"maximum"`
-	Format      string             `json:"format"`
-	WriteOnly   bool               `json:"writeOnly"`
-	Items       *schema            `json:"items"`
+// ChoiceName is the name of a choice's radio buttons.
+func (f Field) ChoiceName() string { return f.Name + choiceMark }
+
+// DescribedBy lists the ids of the field's hint and error, for
+// aria-describedby.
+func (f Field) DescribedBy() string {
+	var ids []string
+	if f.Description != "" {
+		ids = append(ids, f.ID+"-hint")
+	}
+	if f.Error != "" {
+		ids = append(ids, f.ID+"-error")
+	}
+	return strings.Join(ids, " ")
 }
 
-func (s *schema) typ() string {
-	switch t := s.Type.(type) {
-	case string:
-		return t
-	case []any:
-		// ["string", "null"] and the like: the first non-null type.
-		for _, v := range t {
-			if str, ok := v.(string); ok && str != "null" {
-				return str
+// choiceMark separates a choice's name from the index of an alternative.
+const choiceMark = "~"
+
+// maxDepth bounds how deep a form goes: a schema may refer to itself.
+const maxDepth = 8
+
+// compiled keeps compiled schemas by their text: a plan's schema is read
+// on every form of it, and compiling costs more than the page.
+var compiled struct {
+	sync.Mutex
+	m map[string]*schema
+}
+
+// schema is a compiled schema with its document, where the annotations
+// the compiler does not keep (format, when formats are not asserted) are
+// read at each compiled schema's location.
+type schema struct {
+	root *jsonschema.Schema
+	doc  any
+}
+
+func compile(raw json.RawMessage) (*schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	key := string(raw)
+	compiled.Lock()
+	s, ok := compiled.m[key]
+	compiled.Unlock()
+	if ok {
+		return s, nil
+	}
+	p, err := params.Compile(raw, false)
+	if err != nil {
+		return nil, fmt.Errorf("parameter schema: %w", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parameter schema: %w", err)
+	}
+	s = &schema{root: p.Compiled(), doc: doc}
+	compiled.Lock()
+	defer compiled.Unlock()
+	if compiled.m == nil || len(compiled.m) >= 1024 {
+		compiled.m = map[string]*schema{}
+	}
+	compiled.m[key] = s
+	return s, nil
+}
+
+// keyword reads the keyword of the schema object at a compiled schema's
+// location (a JSON pointer after '#'), or nil.
+func (s *schema) keyword(at *jsonschema.Schema, name string) any {
+	_, ptr, _ := strings.Cut(at.Location, "#")
+	v := s.doc
+	if ptr != "" {
+		for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+			tok, err := url.PathUnescape(tok)
+			if err != nil {
+				return nil
+			}
+			tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+			switch t := v.(type) {
+			case map[string]any:
+				v = t[tok]
+			case []any:
+				i, err := strconv.Atoi(tok)
+				if err != nil || i < 0 || i >= len(t) {
+					return nil
+				}
+				v = t[i]
+			default:
+				return nil
 			}
 		}
 	}
-	if s.Properties != nil {
-		return "object"
+	obj, _ := v.(map[string]any)
+	return obj[name]
+}
+
+// node is what a form needs of one place in a schema: the keywords of the
+// schema there, of what its $ref names and of its allOf, the first found
+// winning for single values, properties and required names united.
+type node struct {
+	sc *schema
+	// at is the schema itself, which values are validated against.
+	at          *jsonschema.Schema
+	types       []string
+	title       string
+	description string
+	def         *any
+	enum        []any
+	konst       *any
+	min, max    *big.Rat
+	format      string
+	writeOnly   bool
+	props       map[string]*jsonschema.Schema
+	required    []string
+	alts        []*jsonschema.Schema
+	anyOf       bool
+	items       *jsonschema.Schema
+}
+
+func (sc *schema) view(s *jsonschema.Schema) *node {
+	n := &node{sc: sc, at: s, props: map[string]*jsonschema.Schema{}}
+	seen := map[*jsonschema.Schema]bool{}
+	var add func(s *jsonschema.Schema)
+	add = func(s *jsonschema.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		if s.Types != nil && n.types == nil {
+			for _, t := range s.Types.ToStrings() {
+				if t != "null" {
+					n.types = append(n.types, t)
+				}
+			}
+		}
+		if n.title == "" {
+			n.title = s.Title
+		}
+		if n.description == "" {
+			n.description = s.Description
+		}
+		if n.def == nil {
+			n.def = s.Default
+		}
+		if s.Enum != nil && n.enum == nil {
+			n.enum = s.Enum.Values
+		}
+		if n.konst == nil {
+			n.konst = s.Const
+		}
+		if n.min == nil {
+			n.min = s.Minimum
+		}
+		if n.max == nil {
+			n.max = s.Maximum
+		}
+		if f, ok := sc.keyword(s, "format").(string); ok && n.format == "" {
+			n.format = f
+		}
+		n.writeOnly = n.writeOnly || s.WriteOnly
+		for k, p := range s.Properties {
+			if _, ok := n.props[k]; !ok {
+				n.props[k] = p
+			}
+		}
+		for _, r := range s.Required {
+			if !slices.Contains(n.required, r) {
+				n.required = append(n.required, r)
+			}
+		}
+		if n.alts == nil {
+			switch {
+			case len(s.OneOf) > 0:
+				n.alts = s.OneOf
+			case len(s.AnyOf) > 0:
+				n.alts, n.anyOf = s.AnyOf, true
+			}
+		}
+		if n.items == nil {
+			n.items = itemsOf(s)
+		}
+		add(s.Ref)
+		for _, a := range s.AllOf {
+			add(a)
+		}
 	}
-	if len(s.Enum) > 0 {
-		return "string"
+	add(s)
+	return n
+}
+
+// itemsOf is the schema of an array's items, whichever draft's keyword
+// gives it.
+func itemsOf(s *jsonschema.Schema) *jsonschema.Schema {
+	if s.Items2020 != nil {
+		return s.Items2020
+	}
+	if it, ok := s.Items.(*jsonschema.Schema); ok {
+		return it
+	}
+	return nil
+}
+
+// alternative is alternative i of a choice: the keywords around the
+// choice (the properties every alternative shares) with the alternative's
+// own, which win.
+func (n *node) alternative(i int) *node {
+	a := n.sc.view(n.alts[i])
+	m := *n
+	m.alts, m.anyOf = nil, false
+	m.props = map[string]*jsonschema.Schema{}
+	for k, p := range n.props {
+		m.props[k] = p
+	}
+	for k, p := range a.props {
+		m.props[k] = p
+	}
+	m.required = slices.Clone(n.required)
+	for _, r := range a.required {
+		if !slices.Contains(m.required, r) {
+			m.required = append(m.required, r)
+		}
+	}
+	if a.types != nil {
+		m.types = a.types
+	}
+	m.enum, m.konst, m.items = a.enum, a.konst, a.items
+	if a.min != nil {
+		m.min = a.min
+	}
+	if a.max != nil {
+		m.max = a.max
+	}
+	if a.format != "" {
+		m.format = a.format
+	}
+	m.writeOnly = n.writeOnly || a.writeOnly
+	if a.def != nil {
+		m.def = a.def
+	}
+	if a.alts != nil {
+		m.alts, m.anyOf = a.alts, a.anyOf
+	}
+	return &m
+}
+
+// label names alternative i for a person: its title, else the value its
+// schema fixes for a property (a discriminator such as "kind": "s3"), else
+// the name of the definition it refers to, else its type.
+func (n *node) label(i int) string {
+	alt := n.alts[i]
+	a := n.sc.view(alt)
+	if a.title != "" {
+		return a.title
+	}
+	if a.konst != nil {
+		return text(*a.konst)
+	}
+	for _, k := range sortedKeys((a.props)) {
+		if p := n.sc.view(a.props[k]); p.konst != nil {
+			return text(*p.konst)
+		}
+	}
+	if alt.Ref != nil {
+		loc := alt.Ref.Location
+		if j := strings.LastIndexAny(loc, "/#"); j >= 0 && j+1 < len(loc) {
+			if name, err := url.PathUnescape(loc[j+1:]); err == nil {
+				return name
+			}
+		}
+	}
+	if t := a.typ(); t != "object" || len(a.props) == 0 {
+		return t
+	}
+	return fmt.Sprintf("Option %d", i+1)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := mapKeys(m)
+	slices.Sort(out)
+	return out
+}
+
+// typ is the node's JSON type for a form: the first non-null type given,
+// else what its other keywords imply.
+func (n *node) typ() string {
+	if len(n.types) > 0 {
+		return n.types[0]
+	}
+	switch {
+	case len(n.props) > 0:
+		return "object"
+	case n.konst != nil:
+		return jsonType(*n.konst)
+	case len(n.enum) > 0:
+		return jsonType(n.enum[0])
+	case n.items != nil:
+		return "array"
 	}
 	return "string"
 }
 
-func parse(raw json.RawMessage) (*schema, error) {
-	s := &schema{}
-	if len(raw) == 0 {
-		return s, nil
+func jsonType(v any) string {
+	switch t := v.(type) {
+	case bool:
+		return "boolean"
+	case json.Number:
+		if _, err := t.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case float64:
+		if t == math.Trunc(t) {
+			return "integer"
+		}
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
 	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return nil, fmt.Errorf("parameter schema: %w", err)
-	}
-	return s, nil
+	return "string"
+}
+
+// isObject tells whether the node's inputs are its properties.
+func (n *node) isObject() bool { return n.typ() == "object" }
+
+// source is where a form's values come from: the parameters (JSON
+// values; none given means the schema's defaults) or a posted form.
+type source struct {
+	posted url.Values
+	errs   map[string]string
 }
 
 // Fields builds the fields of an object schema under prefix, filled with
-// values (the current parameters, or nil for defaults) and errors (by
-// field name).
+// values (the current parameters, or nil for the schema's defaults) and
+// errors (by input name or by parameter path).
 func Fields(raw json.RawMessage, prefix string, values map[string]any, errs map[string]string) ([]Field, error) {
-	s, err := parse(raw)
-	if err != nil {
+	s, err := compile(raw)
+	if s == nil || err != nil {
 		return nil, err
 	}
-	return build(s, prefix, values, values != nil, errs), nil
+	var v any
+	if values != nil {
+		v = values
+	}
+	return rootFields(s.view(s.root), prefix, &source{errs: errs}, v, values != nil), nil
 }
 
-func build(s *schema, prefix string, values map[string]any, given bool, errs map[string]string) []Field {
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
+// Refill builds the fields of an object schema under prefix as a posted
+// form had them, with errors (by input name or by parameter path), to show
+// the form again.
+func Refill(raw json.RawMessage, prefix string, posted url.Values, errs map[string]string) ([]Field, error) {
+	s, err := compile(raw)
+	if s == nil || err != nil {
+		return nil, err
 	}
-	// Required fields first, then by name: JSON objects carry no order.
+	return rootFields(s.view(s.root), prefix, &source{posted: posted, errs: errs}, nil, true), nil
+}
+
+func rootFields(n *node, prefix string, src *source, v any, given bool) []Field {
+	if n.alts != nil {
+		f := src.field(n, prefix, prefix, "Parameters", true, v, given, true, 0)
+		return []Field{f}
+	}
+	return src.props(n, prefix, prefix, v, given, true, 0)
+}
+
+// props builds the fields of an object node's properties: required first,
+// then by name (JSON objects carry no order).
+func (src *source) props(n *node, name, path string, v any, given, active bool, depth int) []Field {
+	if depth > maxDepth {
+		return nil
+	}
+	values, _ := v.(map[string]any)
+	names := mapKeys(n.props)
 	slices.SortFunc(names, func(a, b string) int {
-		ra, rb := slices.Contains(s.Required, a), slices.Contains(s.Required, b)
+		ra, rb := slices.Contains(n.required, a), slices.Contains(n.required, b)
 		if ra != rb {
 			if ra {
 				return -1
@@ -145,56 +500,138 @@ func build(s *schema, prefix string, values map[string]any, given bool, errs map
 		return strings.Compare(a, b)
 	})
 	out := make([]Field, 0, len(names))
-	for _, n := range names {
-		p := s.Properties[n]
-		if p == nil {
-			p = &schema{}
+	for _, k := range names {
+		pv, ok := values[k]
+		if !ok {
+			pv = nil
 		}
-		name := prefix + "." + n
-		f := Field{
-			Name: name, ID: "f-" + strings.NewReplacer(".", "-", "_", "-").Replace(name),
-			Label: p.Title, Description: p.Description, Type: p.typ(),
-			Required: slices.Contains(s.Required, n), Secret: p.WriteOnly || p.Format == "password",
-			Error: errs[name],
-		}
-		if f.Label == "" {
-			f.Label = n
-		}
-		if p.Minimum != nil {
-			f.Min = strconv.FormatFloat(*p.Minimum, 'f', -1, 64)
-		}
-		if p.Maximum != nil {
-			f.Max = strconv.FormatFloat(*p.Maximum, 'f', -1, 64)
-		}
-		for _, e := range p.Enum {
-			f.Enum = append(f.Enum, text(e))
-		}
-		v, ok := values[n]
-		if !ok && !given {
-			v, ok = p.Default, p.Default != nil
-		}
-		switch f.Type {
-		case "object":
-			sub, _ := v.(map[string]any)
-			f.Fields = build(p, name, sub, given && sub != nil, errs)
-		case "boolean":
-			f.Checked = v == true
-		case "array":
-			if list, isList := v.([]any); isList {
-				lines := make([]string, len(list))
-				for i, e := range list {
-					lines[i] = text(e)
-				}
-				f.Value = strings.Join(lines, "\n")
-			}
-		default:
-			if ok && !f.Secret {
-				f.Value = text(v)
-			}
-		}
-		out = append(out, f)
+		out = append(out, src.field(n.sc.view(n.props[k]), name+"."+k, path+"."+k, k, slices.Contains(n.required, k), pv, given, active, depth+1))
 	}
 	return out
+}
+
+// field builds the field of one node, named name in the form and path in
+// the parameters. v is its current value (nil: none) when given says
+// values were given, else its default applies. active says the field is
+// not in an alternative that is not chosen: only then are errors named by
+// path its own.
+func (src *source) field(n *node, name, path, key string, required bool, v any, given, active bool, depth int) Field {
+	f := Field{
+		Name: name, Path: path, ID: "f-" + strings.NewReplacer(".", "-", "_", "-", choiceMark, "-").Replace(name),
+		Label: n.title, Description: n.description, Type: n.typ(), Required: required,
+		Secret: n.writeOnly || n.format == "password",
+	}
+	if f.Label == "" {
+		f.Label = key
+	}
+	f.Error = src.errs[name]
+	if f.Error == "" && active {
+		f.Error = src.errs[path]
+	}
+	if !given && v == nil && n.def != nil {
+		v = *n.def
+	}
+	if n.min != nil {
+		f.Min = ratText(n.min)
+	}
+	if n.max != nil {
+		f.Max = ratText(n.max)
+	}
+	switch {
+	case n.alts != nil:
+		f.Type, f.AnyOf = "choice", n.anyOf
+		chosen := src.chosen(n, name, v)
+		for i := range n.alts {
+			a := n.alternative(i)
+			alt := Alternative{Index: i, ID: f.ID + "-alt-" + strconv.Itoa(i), Label: n.label(i), Chosen: i == chosen}
+			an := name + choiceMark + strconv.Itoa(i)
+			av, ag := v, given
+			if i != chosen {
+				av, ag = nil, false
+			}
+			if a.isObject() {
+				alt.Fields = src.props(a, an, path, av, ag, active && i == chosen, depth+1)
+			} else {
+				sub := src.field(a, an, path, alt.Label, true, av, ag, active && i == chosen, depth+1)
+				sub.Label = alt.Label
+				alt.Fields = []Field{sub}
+			}
+			f.Alternatives = append(f.Alternatives, alt)
+		}
+		return f
+	case n.konst != nil:
+		f.Type, f.Value = "const", text(*n.konst)
+		return f
+	case f.Type == "object":
+		f.Fields = src.props(n, name, path, v, given && v != nil, active, depth)
+		return f
+	}
+	for _, e := range n.enum {
+		f.Enum = append(f.Enum, text(e))
+	}
+	if f.Type == "array" && f.Error == "" && active {
+		// An item's problem (path.2) is the field's.
+		for _, k := range sortedKeys((src.errs)) {
+			if strings.HasPrefix(k, path+".") {
+				f.Error = src.errs[k]
+				break
+			}
+		}
+	}
+	if src.posted != nil {
+		switch f.Type {
+		case "boolean":
+			f.Checked = src.posted.Get(name) != ""
+		default:
+			if !f.Secret {
+				f.Value = src.posted.Get(name)
+			}
+		}
+		return f
+	}
+	switch f.Type {
+	case "boolean":
+		f.Checked = v == true
+	case "array":
+		if list, ok := v.([]any); ok {
+			lines := make([]string, len(list))
+			for i, e := range list {
+				lines[i] = text(e)
+			}
+			f.Value = strings.Join(lines, "\n")
+		}
+	default:
+		if v != nil && !f.Secret {
+			f.Value = text(v)
+		}
+	}
+	return f
+}
+
+// chosen is the index of the alternative a choice shows selected: the one
+// posted, else the first whose schema the current value (or the default)
+// is valid against, as the library judges it.
+func (src *source) chosen(n *node, name string, v any) int {
+	if src.posted != nil {
+		if i, err := strconv.Atoi(src.posted.Get(name + choiceMark)); err == nil && i >= 0 && i < len(n.alts) {
+			return i
+		}
+		return 0
+	}
+	if v == nil {
+		return 0
+	}
+	for i, a := range n.alts {
+		if a.Validate(v) == nil {
+			return i
+		}
+	}
+	return 0
+}
+
+func ratText(r *big.Rat) string {
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // text shows a JSON value as a form shows it.
@@ -204,6 +641,8 @@ func text(v any) string {
 		return ""
 	case string:
 		return t
+	case int64:
+		return strconv.FormatInt(t, 10)
 	case float64:
 		return strconv.FormatFloat(t, 'f', -1, 64)
 	case json.Number:
@@ -215,7 +654,7 @@ func text(v any) string {
 	return string(b)
 }
 
-// Error is a problem with one posted field.
+// Error is a problem with one posted field, named by its input's name.
 type Error struct {
 	Field, Message string
 }
@@ -223,79 +662,142 @@ type Error struct {
 // Parse reads the fields of an object schema under prefix from a posted
 // form into parameters. Values that cannot have the schema's type are
 // errors naming their field; so are required fields left empty. Empty
-// optional fields are left out, so the broker's defaults apply.
+// optional fields are left out, so the broker's defaults apply, and so is
+// an optional object none of whose fields was filled in. Of a choice,
+// only the chosen alternative is read.
 func Parse(raw json.RawMessage, prefix string, posted url.Values) (map[string]any, []Error, error) {
-	s, err := parse(raw)
+	s, err := compile(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	var errs []Error
-	out := read(s, prefix, posted, &errs)
-	if out == nil {
+	out := map[string]any{}
+	if s == nil {
+		return out, nil, nil
+	}
+	r := &reader{posted: posted}
+	n := s.view(s.root)
+	var v any
+	if n.alts != nil {
+		v, _ = r.value(n, prefix, true, 0)
+	} else {
+		v, _ = r.object(n, prefix, true, 0)
+	}
+	if m, ok := v.(map[string]any); ok {
+		out = m
+	}
+	return out, r.errs, nil
+}
+
+type reader struct {
+	posted url.Values
+	errs   []Error
+}
+
+// object reads an object node's properties; touched says whether anything
+// was filled in (a checkbox left at false does not count).
+func (r *reader) object(n *node, name string, required bool, depth int) (map[string]any, bool) {
+	if depth > maxDepth {
+		return nil, false
+	}
+	outer := r.errs
+	r.errs = nil
+	var out map[string]any
+	touched := false
+	for _, k := range sortedKeys((n.props)) {
+		v, t := r.value(n.sc.view(n.props[k]), name+"."+k, slices.Contains(n.required, k), depth+1)
+		if v != nil {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = v
+		}
+		touched = touched || t
+	}
+	mine := r.errs
+	r.errs = outer
+	if !touched && !required {
+		// An optional object left alone is left out, with the required
+		// fields it would have had.
+		for _, e := range mine {
+			if e.Message != "required" {
+				r.errs = append(r.errs, e)
+			}
+		}
+		return nil, false
+	}
+	r.errs = append(r.errs, mine...)
+	if out == nil && required {
 		out = map[string]any{}
 	}
-	return out, errs, nil
+	return out, touched
 }
 
-func read(s *schema, prefix string, posted url.Values, errs *[]Error) map[string]any {
-	var out map[string]any
-	set := func(k string, v any) {
-		if out == nil {
-			out = map[string]any{}
+// value reads the field of one node; nil is a value left out.
+func (r *reader) value(n *node, name string, required bool, depth int) (any, bool) {
+	if n.alts != nil {
+		i, err := strconv.Atoi(r.posted.Get(name + choiceMark))
+		if err != nil || i < 0 || i >= len(n.alts) {
+			i = 0
 		}
-		out[k] = v
+		a := n.alternative(i)
+		an := name + choiceMark + strconv.Itoa(i)
+		// Choosing another alternative than the first is filling in.
+		if a.isObject() {
+			m, t := r.object(a, an, required || i != 0, depth+1)
+			if m == nil {
+				return nil, t || i != 0
+			}
+			return m, t || i != 0
+		}
+		v, t := r.value(a, an, required, depth+1)
+		return v, t || i != 0
 	}
-	for n, p := range s.Properties {
-		if p == nil {
-			p = &schema{}
-		}
-		name := prefix + "." + n
-		required := slices.Contains(s.Required, n)
-		typ := p.typ()
-		if typ == "object" {
-			if sub := read(p, name, posted, errs); sub != nil {
-				set(n, sub)
-			} else if required {
-				set(n, map[string]any{})
-			}
-			continue
-		}
-		if typ == "boolean" && len(p.Enum) == 0 {
-			switch {
-			case posted.Get(name) != "":
-				set(n, true)
-			case required || p.Default != nil || posted.Has(name+".present"):
-				set(n, false)
-			}
-			continue
-		}
-		v := strings.TrimSpace(posted.Get(name))
-		if typ == "array" {
-			v = posted.Get(name)
-		}
-		if v == "" {
-			if required {
-				*errs = append(*errs, Error{name, "required"})
-			}
-			continue
-		}
-		val, msg := convert(typ, p, v)
-		if msg != "" {
-			*errs = append(*errs, Error{name, msg})
-			continue
-		}
-		set(n, val)
+	if n.konst != nil {
+		return *n.konst, false
 	}
-	return out
+	typ := n.typ()
+	switch {
+	case typ == "object":
+		m, t := r.object(n, name, required, depth)
+		if m == nil {
+			return nil, t
+		}
+		return m, t
+	case typ == "boolean" && len(n.enum) == 0:
+		switch {
+		case r.posted.Get(name) != "":
+			return true, true
+		case required || n.def != nil || r.posted.Has(name+".present"):
+			return false, n.def != nil && *n.def == true
+		}
+		return nil, false
+	}
+	v := strings.TrimSpace(r.posted.Get(name))
+	if typ == "array" {
+		v = r.posted.Get(name)
+	}
+	if strings.TrimSpace(v) == "" {
+		if required {
+			r.errs = append(r.errs, Error{name, "required"})
+		}
+		return nil, false
+	}
+	val, msg := convert(typ, n, v)
+	if msg != "" {
+		r.errs = append(r.errs, Error{name, msg})
+		return nil, true
+	}
+	// A default the form showed and nobody changed is not filling in.
+	return val, n.def == nil || text(val) != text(*n.def)
 }
 
-func convert(typ string, p *schema, v string) (any, string) {
-	val, msg := convertType(typ, p, v)
-	if msg != "" || len(p.Enum) == 0 || typ == "array" {
+func convert(typ string, n *node, v string) (any, string) {
+	val, msg := convertType(typ, n, v)
+	if msg != "" || len(n.enum) == 0 || typ == "array" {
 		return val, msg
 	}
 	// An enum's choices post the text of their value.
-	for _, e := range p.Enum {
+	for _, e := range n.enum {
 		if text(e) == v {
 			return val, ""
 		}
@@ -303,14 +805,14 @@ func convert(typ string, p *schema, v string) (any, string) {
 	return nil, "must be one of the listed values"
 }
 
-func convertType(typ string, p *schema, v string) (any, string) {
+func convertType(typ string, n *node, v string) (any, string) {
 	switch typ {
 	case "integer":
-		n, err := strconv.ParseInt(v, 10, 64)
+		i, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return nil, "must be a whole number"
 		}
-		return n, ""
+		return i, ""
 	case "number":
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -324,9 +826,9 @@ func convertType(typ string, p *schema, v string) (any, string) {
 		}
 		return b, ""
 	case "array":
-		item := &schema{}
-		if p.Items != nil {
-			item = p.Items
+		item := &node{}
+		if n.items != nil {
+			item = n.sc.view(n.items)
 		}
 		var list []any
 		for _, line := range strings.Split(v, "\n") {
@@ -348,15 +850,23 @@ func convertType(typ string, p *schema, v string) (any, string) {
 	return v, ""
 }
 
-// DescribedBy lists the ids of the field's hint and error, for
-// aria-describedby.
-func (f Field) DescribedBy() string {
-	var ids []string
-	if f.Description != "" {
-		ids = append(ids, f.ID+"-hint")
+// Names lists the input names and parameter paths of fields and of what
+// they hold (the chosen alternatives' fields only, by path), so that a page
+// can tell which errors its form shows.
+func Names(fields []Field) []string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, f.Name, f.Path)
+		out = append(out, Names(f.Fields)...)
+		for _, a := range f.Alternatives {
+			if a.Chosen {
+				out = append(out, Names(a.Fields)...)
+			} else {
+				for _, sub := range a.Fields {
+					out = append(out, sub.Name)
+				}
+			}
+		}
 	}
-	if f.Error != "" {
-		ids = append(ids, f.ID+"-error")
-	}
-	return strings.Join(ids, " ")
+	return out
 }
