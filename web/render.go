@@ -73,11 +73,11 @@ type pageData struct {
 	Role  string
 	// Namespaces are those the session is limited to; none means all.
 	Namespaces []string
-	CSRF    string
-	Status  int
-	Message string
-	Flash   string
-	Data    any
+	CSRF       string
+	Status     int
+	Message    string
+	Flash      string
+	Data       any
 }
 
 // Can reports whether the signed-in role includes want.
