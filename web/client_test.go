@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bindery-dev/bindery/web/csrf"
 )
@@ -50,6 +52,26 @@ func (c *client) get(path string) *http.Response {
 		c.t.Fatal(err)
 	}
 	return res
+}
+
+// getSoon is get for addresses that might answer with an endless event
+// stream: the answer must come, whole, within a few seconds.
+func (c *client) getSoon(path string) (int, string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Errorf("GET %s: %v", path, err)
+		return 0, ""
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Errorf("GET %s: %d, then %v", path, res.StatusCode, err)
+	}
+	return res.StatusCode, string(raw)
 }
 
 // post sends a form with the CSRF token (unless the form has one).
