@@ -325,3 +325,43 @@ func TestRootChoice(t *testing.T) {
 		t.Fatalf("%v %v %#v", err, errs, got)
 	}
 }
+
+// FuzzParse reads posted forms of the fuzzer's against a schema with
+// every construct the form knows: no panic, every error names an input of
+// the form, and the parameters read are JSON.
+//
+//	go test ./web/form -run '^$' -fuzz FuzzParse -fuzztime 30s
+func FuzzParse(f *testing.F) {
+	f.Add("p.size", "8", "p.backup~", "1")
+	f.Add("p.backup~1.path", "/x", "p.connections~", "0")
+	f.Add("p.connections~0", "1e400", "p.layout.child.child.name", "\x00")
+	f.Add("p.tls.mode", "verify-full", "p.backup~", "-1")
+	f.Add("p.size", "", "p.backup~0.region", "eu-west-1")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		posted := url.Values{k1: {v1}}
+		posted.Add(k2, v2)
+		got, errs, err := form.Parse(json.RawMessage(choices), "p", posted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(got); err != nil {
+			t.Fatalf("parameters are not JSON: %v", err)
+		}
+		fields, err := form.Refill(json.RawMessage(choices), "p", posted, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, n := range form.Names(fields) {
+			names[n] = true
+		}
+		for _, a := range index(fields) {
+			names[a.Name] = true
+		}
+		for _, e := range errs {
+			if !names[e.Field] {
+				t.Fatalf("error of %q, which the form does not have (%s)", e.Field, e.Message)
+			}
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package web_test
+
+import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/web/csrf"
+)
+
+// inputBundle is a catalogue, an instance, a binding and a broker to aim
+// bad input at, and an admin signed in.
+type inputBundle struct {
+	*bundle
+	admin   *client
+	plan    *catalog.ServicePlan
+	in      *catalog.Instance
+	binding *catalog.Binding
+	broker  *catalog.Broker
+}
+
+func inputSetup(t testing.TB) *inputBundle {
+	b := setup(t, setupOptions{})
+	ib := &inputBundle{bundle: b}
+	ib.plan = b.fakeBroker(t, "fake", osbtest.GenerateCatalog(1, 1))
+	ib.in = b.instance(t, ib.plan, "default", "target")
+	ib.binding = b.binding(t, ib.in, "target-app")
+	brokers, err := b.store.ListBrokers(t.Context(), catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib.broker = brokers.Items[0]
+	ib.admin = b.client(t, catalog.RoleAdmin)
+	return ib
+}
+
+// TestUnstorableInput: text PostgreSQL cannot hold (a NUL character,
+// invalid UTF-8) in any form field, query or path parameter is refused
+// with 400, shown next to its field where a form shows one, and nothing of
+// it is stored.
+func TestUnstorableInput(t *testing.T) {
+	b := inputSetup(t)
+	nul, bad := "a\x00b", "a\xffb"
+	forms := []struct {
+		path   string
+		form   url.Values
+		errID  string // the element that must show the error, or "" for an error page
+		phrase string
+	}{
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {nul}}, "f-name-error", "NUL"},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "namespace": {bad}}, "f-namespace-error", "UTF-8"},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "spec.parameters.size": {bad}}, "f-spec-parameters-size-error", "UTF-8"},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "spec.parameters.region": {nul}}, "f-spec-parameters-region-error", "NUL"},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "x\x00y": {"1"}}, "", "has a name that contains a NUL"},
+		{"/instances", url.Values{"plan": {nul}, "name": {"ok"}}, "", "plan"},
+		{"/instances/" + b.in.ID, url.Values{"spec.parameters.size": {nul}}, "f-spec-parameters-size-error", "NUL"},
+		{"/instances/" + b.in.ID + "/bindings", url.Values{"name": {bad}}, "bind-name-error", "UTF-8"},
+		{"/instances/" + b.in.ID + "/bindings", url.Values{"name": {"ok"}, "binding.parameters.region": {nul}}, "f-binding-parameters-region-error", "NUL"},
+		{"/instances/" + b.in.ID + "/delete", url.Values{"confirm": {nul}}, "confirm-error", "NUL"},
+		{"/bindings/" + b.binding.ID + "/delete", url.Values{"confirm": {bad}}, "confirm-error", "UTF-8"},
+		{"/brokers/" + b.broker.ID + "/delete", url.Values{"confirm": {nul}}, "confirm-error", "NUL"},
+		{"/brokers", url.Values{"name": {nul}, "url": {"http://127.0.0.1:1"}, "auth": {"none"}}, "b-name-error", "NUL"},
+		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1/" + bad}, "auth": {"none"}}, "b-url-error", "UTF-8"},
+		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"basic"}, "username": {"u"}, "password": {nul}}, "b-pass-error", "NUL"},
+		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"bearer"}, "token": {bad}}, "b-token-error", "UTF-8"},
+		{"/brokers/" + b.broker.ID + "/relist", url.Values{"note": {nul}}, "", "note&#34; contains a NUL"},
+		{"/bindings/" + b.binding.ID + "/reveal", url.Values{"why": {bad}}, "", "why&#34; is not valid UTF-8"},
+		{"/login", url.Values{"token": {nul}}, "token-error", "NUL"},
+	}
+	for _, tc := range forms {
+		res := b.admin.post(tc.path, tc.form)
+		page := body(t, res)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, tc.phrase) {
+			t.Errorf("POST %s %q: %d, want 400 saying %q", tc.path, tc.form, res.StatusCode, tc.phrase)
+			continue
+		}
+		if tc.errID != "" && !strings.Contains(page, `id="`+tc.errID+`"`) {
+			t.Errorf("POST %s %q: no error next to the field (#%s)", tc.path, tc.form, tc.errID)
+		}
+		if strings.Contains(page, nul) || strings.Contains(page, bad) {
+			t.Errorf("POST %s: the bad text is shown back", tc.path)
+		}
+	}
+	// The same from a multipart form.
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for k, v := range map[string]string{csrf.FieldName: b.admin.csrf(), "plan": b.plan.ID, "name": nul} {
+		_ = mw.WriteField(k, v)
+	}
+	_ = mw.Close()
+	res, err := b.admin.http.Post(b.url+"/instances", mw.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := body(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="f-name-error"`) {
+		t.Errorf("multipart: %d", res.StatusCode)
+	}
+	// A body over the limit.
+	big := url.Values{"plan": {b.plan.ID}, "name": {strings.Repeat("x", 2<<20)}}
+	if res := b.admin.post("/instances", big); res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("2 MiB form: %d, want 413", res.StatusCode)
+	}
+
+	for _, p := range []string{
+		"/?q=%00", "/?tag=%FF", "/?broker=a%00", "/?price=%C3%28", "/?%00=1",
+		"/instances?namespace=%00", "/instances?continue=%FF", "/bindings?namespace=%FF", "/live/instances?namespace=%00",
+		"/login?next=%00", "/plans/%00", "/plans/%FF", "/instances/%00", "/instances/a%FFb/events",
+		"/bindings/%00/delete", "/brokers/%FF/events", "/live/bindings/%00", "/instances/new?plan=%00",
+		"/?q=%zz",
+	} {
+		status, page := b.admin.getSoon(p)
+		if status != http.StatusBadRequest {
+			t.Errorf("GET %s: %d, want 400", p, status)
+		}
+		if !utf8.ValidString(page) || strings.Contains(page, "\x00") {
+			t.Errorf("GET %s: the page carries the bad text back", p)
+		}
+	}
+
+	// Nothing was stored.
+	if l, _ := b.store.ListInstances(t.Context(), catalog.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d instances", len(l.Items))
+	}
+	if l, _ := b.store.ListBrokers(t.Context(), catalog.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d brokers", len(l.Items))
+	}
+	if strings.Contains(b.logs.String(), "web request failed") {
+		t.Errorf("a request failed:\n%s", b.logs.String())
+	}
+}
