@@ -197,6 +197,23 @@ func (f *Feed) KeptAfter(ctx context.Context) (int64, error) {
 	return *oldest - 1, nil
 }
 
+// LastOf is the position of the newest change of the given kinds: it
+// moves on whenever an object of those kinds changes, and not otherwise,
+// so a reader can keep what it made of them keyed by it. Once changes are
+// pruned it may move on without such a change, but it never comes back to
+// a position it had before one (pruning keeps a suffix of the feed).
+func (f *Feed) LastOf(ctx context.Context, kinds ...string) (int64, error) {
+	var rev int64
+	err := f.s.pool.QueryRow(ctx, `SELECT coalesce(
+		(SELECT max(m) FROM (SELECT (SELECT max(revision) FROM catalog.changes c WHERE c.kind = k) AS m FROM unnest($1::text[]) AS k) x),
+		(SELECT min(revision) - 1 FROM catalog.changes),
+		(SELECT value FROM catalog.revision))`, kinds).Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("read the change feed's position: %w", mapErr(err))
+	}
+	return rev, nil
+}
+
 // Revision is the newest revision of the catalog.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	var rev int64

@@ -245,3 +245,38 @@ func TestRunPrunerReturns(t *testing.T) {
 		t.Fatal("RunPruner did not return after its context ended")
 	}
 }
+
+// TestLastOf: the position of the newest change of some kinds moves on
+// with their changes only, and never comes back to an earlier position,
+// pruned or not.
+func TestLastOf(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newStoreAndPool(t)
+	register(t, s, "b-0", "http://127.0.0.1:1", "")
+	brokers0, err := s.Feed().LastOf(ctx, catalog.KindBroker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans0, err := s.Feed().LastOf(ctx, catalog.KindServiceClass, catalog.KindServicePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, s, "b-1", "http://127.0.0.1:1", "")
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Feed().LastOf(ctx, catalog.KindBroker); got != rev || got <= brokers0 {
+		t.Fatalf("after a broker change: %d, want %d", got, rev)
+	}
+	if got, _ := s.Feed().LastOf(ctx, catalog.KindServiceClass, catalog.KindServicePlan); got != plans0 {
+		t.Fatalf("classes and plans moved with a broker: %d, was %d", got, plans0)
+	}
+	if _, err := s.Feed().PruneBefore(ctx, rev+1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Feed().LastOf(ctx, catalog.KindBroker); got < rev {
+		t.Fatalf("after pruning everything: %d, back before %d", got, rev)
+	}
+}

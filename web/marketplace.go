@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -31,17 +34,28 @@ type marketView struct {
 	// anything), rather than nothing that matches.
 	Empty bool
 	// Table is the rendered table of classes and plans, the same for
-	// every role.
+	// every role; in the page it is tableMark until the page is sent.
 	Table template.HTML
+	// table is Table compressed once, for every page that shows it.
+	table *deflated
 }
 
-// marketCache keeps the marketplace's views of the catalog's current
-// revision: reading and rendering a thousand plans costs far more than
-// asking for the revision, and the catalogue rarely changes.
+// tableMark stands for the table while the rest of the page is rendered:
+// a NUL is in no rendered page otherwise (no stored text has one, and
+// html/template replaces the character).
+const tableMark = "\x00market-table\x00"
+
+// marketCache keeps the marketplace's views, rendered and compressed, at
+// the change feed's position of the newest change of the catalogue
+// (Feed.LastOf brokers, classes and plans): reading and rendering a
+// thousand plans costs far more than asking for the position, and the
+// catalogue rarely changes. Loads that miss together read the catalog
+// once.
 type marketCache struct {
 	mu    sync.Mutex
 	rev   int64
 	views map[marketFilter]*marketView
+	fill  singleflight.Group
 }
 
 func (m *marketCache) get(rev int64, f marketFilter) *marketView {
@@ -62,39 +76,64 @@ func (m *marketCache) put(rev int64, f marketFilter, v *marketView) {
 	m.views[f] = v
 }
 
+// noTable is the table of a page that has none.
+var noTable = newDeflated(nil)
+
 // marketplace lists the service classes and their plans, filtered by
 // text, tag, broker and price.
 func (s *Server) marketplace(c echo.Context) error {
-	ctx := c.Request().Context()
-	rev, err := s.store.Revision(ctx)
+	// The catalogue is brokers, classes and plans: instances and bindings
+	// changing (which they do all the time) leave the page as it is.
+	rev, err := s.store.Feed().LastOf(c.Request().Context(), catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan)
 	if err != nil {
 		return err
 	}
 	f := marketFilter{Q: strings.TrimSpace(c.QueryParam("q")), Tag: c.QueryParam("tag"), Broker: c.QueryParam("broker"), Price: c.QueryParam("price")}
-	pf := catalog.PlanFilter{Broker: f.Broker}
-	switch f.Price {
-	case "free", "paid":
-		free := f.Price == "free"
-		pf.Free = &free
-	default:
+	if f.Price != "free" && f.Price != "paid" {
 		f.Price = ""
 	}
-	if v := s.market.get(rev, f); v != nil {
-		return s.page(c, http.StatusOK, "marketplace", "Marketplace", "marketplace", v)
+	v := s.market.get(rev, f)
+	if v == nil {
+		got, err, _ := s.market.fill.Do(fmt.Sprint(rev, f), func() (any, error) {
+			if v := s.market.get(rev, f); v != nil {
+				return v, nil
+			}
+			v, err := s.marketView(c, f)
+			if err != nil {
+				return nil, err
+			}
+			s.market.put(rev, f, v)
+			return v, nil
+		})
+		if err != nil {
+			return err
+		}
+		v = got.(*marketView)
+	}
+	return s.sendMarketplace(c, v)
+}
+
+// marketView reads the catalogue and renders its table for a filter.
+func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error) {
+	ctx := c.Request().Context()
+	pf := catalog.PlanFilter{Broker: f.Broker}
+	if f.Price != "" {
+		free := f.Price == "free"
+		pf.Free = &free
 	}
 	classes, err := s.store.ListClasses(ctx, catalog.ClassFilter{Broker: f.Broker}, catalog.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans, err := s.store.ListPlans(ctx, pf, catalog.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	brokers, err := s.store.ListBrokers(ctx, catalog.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	v := marketView{Filter: f, Empty: len(classes.Items) == 0 && f.Broker == ""}
+	v := &marketView{Filter: f, Empty: len(classes.Items) == 0 && f.Broker == ""}
 	for _, b := range brokers.Items {
 		v.Brokers = append(v.Brokers, b.Name)
 	}
@@ -131,11 +170,38 @@ func (s *Server) marketplace(c echo.Context) error {
 	slices.Sort(v.Tags)
 	table, err := s.renderString(c, "marketplace", "market-table", v)
 	if err != nil {
+		return nil, err
+	}
+	v.Table, v.table = tableMark, newDeflated([]byte(table))
+	return v, nil
+}
+
+// sendMarketplace renders the page around the cached table and sends it;
+// compressed, only the page around the table is compressed now.
+func (s *Server) sendMarketplace(c echo.Context, v *marketView) error {
+	d := s.data(c, "Marketplace", "marketplace", v)
+	d.Status, d.Flash = http.StatusOK, takeFlash(c)
+	var buf bytes.Buffer
+	if err := s.pages.render(&buf, "marketplace", d); err != nil {
 		return err
 	}
-	v.Table = template.HTML(table) //nolint:gosec // rendered by html/template just above
-	s.market.put(rev, f, &v)
-	return s.page(c, http.StatusOK, "marketplace", "Marketplace", "marketplace", &v)
+	before, after, found := bytes.Cut(buf.Bytes(), []byte(tableMark))
+	table := v.table
+	if !found {
+		// An empty catalogue, or nothing matches: the page has no table.
+		before, after, table = buf.Bytes(), nil, noTable
+	}
+	h := c.Response().Header()
+	h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	var body []byte
+	if strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+		body = gzipPage(before, table, after)
+		h.Set(echo.HeaderContentEncoding, "gzip")
+	} else {
+		body = make([]byte, 0, len(before)+len(table.plain)+len(after))
+		body = append(append(append(body, before...), table.plain...), after...)
+	}
+	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, body)
 }
 
 func matches(q string, fields ...string) bool {

@@ -72,8 +72,9 @@ func (s *Server) Register(e *echo.Echo) {
 	// Pages and scripts go compressed, at the fastest level: a page of a
 	// thousand plans then costs a third of the CPU for a few kB more.
 	// Event streams must not be buffered by a compressor.
+	// The marketplace compresses itself, around a table compressed once.
 	gzip := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, Skipper: func(c echo.Context) bool {
-		return strings.HasPrefix(c.Request().URL.Path, "/live/")
+		return strings.HasPrefix(c.Request().URL.Path, "/live/") || c.Path() == "/"
 	}})
 	e.GET("/static/*", s.static, gzip)
 	g := e.Group("", gzip, s.headers, s.input, echo.WrapMiddleware(func(next http.Handler) http.Handler {

@@ -1,0 +1,90 @@
+package web_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// TestMarketplaceCache: the marketplace, served from its cache, shows a
+// change of the catalogue at the next load, and the same page compressed
+// (around a table compressed once) or not.
+func TestMarketplaceCache(t *testing.T) {
+	b := setup(t, setupOptions{})
+	ctx := context.Background()
+	services := osbtest.GenerateCatalog(2, 3)
+	fake := osbtest.New(t, osbtest.WithCatalog(services))
+	br := &catalog.Broker{}
+	br.Name, br.Spec.URL = "fake", fake.URL()
+	created, err := b.store.CreateBroker(ctx, br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Relist(ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	viewer := b.client(t, catalog.RoleViewer)
+	load := func(gz bool) string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", b.url+"/?tag=fake", nil)
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		} else {
+			req.Header.Set("Accept-Encoding", "identity")
+		}
+		res, err := viewer.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK || (res.Header.Get("Content-Encoding") == "gzip") != gz {
+			t.Fatalf("load (gzip %v): %d, encoding %q", gz, res.StatusCode, res.Header.Get("Content-Encoding"))
+		}
+		if !gz {
+			return string(raw)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("the compressed page does not read back: %v", err)
+		}
+		return string(plain)
+	}
+	first := load(true)
+	if n := strings.Count(first, `href="/plans/`); n != 6 {
+		t.Fatalf("%d plans shown, want 6", n)
+	}
+	if plain := load(false); plain != first {
+		t.Fatal("the page differs with and without compression")
+	}
+	// Instances changing leave the catalogue's cached page in place; a
+	// relist that adds a plan shows at once.
+	plans, _ := b.store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{Limit: 1})
+	b.instance(t, plans.Items[0], "default", "unrelated")
+	if again := load(true); again != first {
+		t.Fatal("an instance changed the marketplace")
+	}
+	services[0].Plans = append(services[0].Plans, osbtest.Plan{ID: "11111111-2222-3333-4444-555555555555", Name: "plan-new", Description: "Added later."})
+	fake.SetCatalog(services)
+	if _, err := b.store.Relist(ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	after := load(true)
+	if n := strings.Count(after, `href="/plans/`); n != 7 || !strings.Contains(after, "plan-new") {
+		t.Fatalf("after the relist %d plans shown, want 7 with plan-new", n)
+	}
+	if load(false) != after {
+		t.Fatal("the page differs with and without compression")
+	}
+}
