@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -32,6 +33,8 @@ type browser struct {
 	problems []string
 	allowed  []string
 	shots    int
+	// name tells a second tab's screenshots apart.
+	name string
 }
 
 func chromiumPath(t *testing.T) string {
@@ -61,13 +64,57 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-gpu", true),
+		// Tabs in the background (pages left open on a list) keep running
+		// their timers and drawing, as a visible window's would.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(profile),
+	}
+	// This test's screenshots of an earlier run go: what is left is this
+	// run's.
+	old, _ := filepath.Glob(filepath.Join(artifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-*.png"))
+	for _, f := range old {
+		_ = os.Remove(f)
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	b := &browser{t: t, ctx: ctx}
-	chromedp.ListenTarget(ctx, func(ev any) {
+	b.listen()
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.screenshot("failure")
+		}
+		cancelCtx()
+		cancelAlloc()
+		if err := eventually.Poll(context.Background(), 10*time.Second, func(context.Context) error { return os.RemoveAll(profile) }); err != nil {
+			t.Logf("browser profile %s left behind: %v", profile, err)
+		}
+	})
+	return b
+}
+
+// tab opens another tab of the same browser (the same cookies: the same
+// person with two pages open).
+func (b *browser) tab(name string) *browser {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	tb := &browser{t: b.t, ctx: ctx, name: name}
+	tb.allowed = append(tb.allowed, b.allowed...)
+	tb.listen()
+	b.t.Cleanup(func() {
+		if b.t.Failed() {
+			tb.screenshot("failure")
+		}
+		cancel()
+	})
+	return tb
+}
+
+// listen records the tab's console errors, exceptions and log errors.
+func (b *browser) listen() {
+	chromedp.ListenTarget(b.ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.APITypeError {
@@ -85,20 +132,9 @@ func newBrowser(t *testing.T) *browser {
 			}
 		}
 	})
-	if err := chromedp.Run(ctx, log.Enable()); err != nil {
-		t.Fatal(err)
+	if err := chromedp.Run(b.ctx, log.Enable()); err != nil {
+		b.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			b.screenshot("failure")
-		}
-		cancelCtx()
-		cancelAlloc()
-		if err := eventually.Poll(context.Background(), 10*time.Second, func(context.Context) error { return os.RemoveAll(profile) }); err != nil {
-			t.Logf("browser profile %s left behind: %v", profile, err)
-		}
-	})
-	return b
 }
 
 func describe(o *runtime.RemoteObject) string {
@@ -156,11 +192,15 @@ func (b *browser) screenshot(name string) {
 	var buf []byte
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err != nil {
+	// A tab is drawn, and so photographed, in front only.
+	if err := chromedp.Run(ctx, page.BringToFront(), chromedp.FullScreenshot(&buf, 100)); err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return
 	}
 	b.shots++
+	if b.name != "" {
+		name = b.name + "-" + name
+	}
 	p := filepath.Join(artifacts(b.t), fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(b.t.Name(), "/", "_"), b.shots, name))
 	if err := os.WriteFile(p, buf, 0o644); err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)

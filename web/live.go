@@ -35,20 +35,7 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	checked := time.Now()
-	send := func() error {
-		// A stream outlives no session: updates check it again (at most
-		// once a second, so a burst of changes costs one query), and
-		// signing out, expiry or a revoked token end the stream.
-		if time.Since(checked) > sessionRecheck {
-			if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
-				return err
-			}
-			checked = time.Now()
-		}
-		events, err := render()
-		if err != nil {
-			return err
-		}
+	write := func(events []sseEvent) error {
 		var buf bytes.Buffer
 		for _, e := range events {
 			buf.WriteString("event: " + e.Name + "\n")
@@ -63,19 +50,51 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 		w.Flush()
 		return nil
 	}
-	if err := send(); err != nil {
-		return s.liveEnd(err)
+	send := func() error {
+		// A stream outlives no session: updates check it again (at most
+		// once a second, so a burst of changes costs one query).
+		if time.Since(checked) > sessionRecheck {
+			if _, err := s.store.LookupSession(ctx, session.ID(c.Request())); err != nil {
+				return err
+			}
+			checked = time.Now()
+		}
+		events, err := render()
+		if err != nil {
+			return err
+		}
+		return write(events)
 	}
 	ping := time.NewTicker(25 * time.Second)
 	defer ping.Stop()
-	for {
+	err = send()
+	for err == nil {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-sub.wake:
-			if err := send(); err != nil {
-				return s.liveEnd(err)
+			err = send()
+		case <-ping.C:
+			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+				return nil
 			}
+			w.Flush()
+		}
+	}
+	if !errors.Is(err, catalog.ErrNoSession) {
+		return s.liveEnd(err)
+	}
+	// Signed out, expired or revoked: the page is told, and gets nothing
+	// more. The stream stays open (quiet) until the page leaves: a stream
+	// the server closes makes the browser try again, and complain.
+	stop()
+	if err := write([]sseEvent{{"ended", endedNotice}}); err != nil {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
 		case <-ping.C:
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
 				return nil
@@ -84,6 +103,9 @@ func (s *Server) live(c echo.Context, match func(change) bool, render func() ([]
 		}
 	}
 }
+
+// endedNotice is what a live page shows once its session has ended.
+const endedNotice = `<p class="notice" role="status">Live updates have stopped: this session has ended. <a href="/login">Sign in</a> again and reload the page.</p>`
 
 // sessionRecheck is how often an open stream checks its session.
 const sessionRecheck = time.Second

@@ -1,7 +1,8 @@
 package web_test
 
 import (
-	"io"
+	"bufio"
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -103,38 +104,71 @@ func TestBindingFormErrors(t *testing.T) {
 	}
 }
 
-// TestLiveEndsWithSession: an open event stream stops at the first
-// change after its session ended.
+// TestLiveEndsWithSession: an open event stream tells the page, at the
+// first change after its session ended, that live updates have stopped,
+// and sends nothing more; it stays open (a stream the server closes makes
+// the browser try again, logging errors) until the page leaves.
 func TestLiveEndsWithSession(t *testing.T) {
 	b := setup(t, setupOptions{})
 	viewer := b.client(t, catalog.RoleViewer)
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", b.url+"/live/brokers", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.url+"/live/brokers", nil)
 	res, err := viewer.http.Do(req)
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("stream: %v", err)
 	}
 	defer res.Body.Close()
-	done := make(chan string)
+	events := make(chan string, 16)
+	closed := make(chan struct{})
 	go func() {
-		raw, _ := io.ReadAll(res.Body)
-		done <- string(raw)
+		defer close(closed)
+		r := bufio.NewReader(res.Body)
+		var ev strings.Builder
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\n" {
+				events <- ev.String()
+				ev.Reset()
+				continue
+			}
+			ev.WriteString(line)
+		}
 	}()
+	if first := <-events; !strings.HasPrefix(first, "event: rows") {
+		t.Fatalf("first event %q", first)
+	}
 	if r := viewer.post("/logout", url.Values{}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign out: %d", r.StatusCode)
 	}
 	// A stream checks its session at most once a second.
 	time.Sleep(1100 * time.Millisecond)
-	br := &catalog.Broker{}
-	br.Name, br.Spec.URL = "after", "http://127.0.0.1:1"
-	if _, err := b.store.CreateBroker(t.Context(), br, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case got := <-done:
-		if strings.Contains(got, "after") {
-			t.Fatal("the stream sent an update after sign-out")
+	for _, name := range []string{"after", "later"} {
+		br := &catalog.Broker{}
+		br.Name, br.Spec.URL = name, "http://127.0.0.1:1"
+		if _, err := b.store.CreateBroker(t.Context(), br, nil); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the stream is still open after sign-out")
+		select {
+		case got := <-events:
+			if name != "after" || !strings.HasPrefix(got, "event: ended") || !strings.Contains(got, "Live updates have stopped") {
+				t.Fatalf("after sign-out the stream sent %q", got)
+			}
+		case <-closed:
+			t.Fatal("the server closed the stream")
+		case <-time.After(3 * time.Second):
+			if name == "after" {
+				t.Fatal("the page was not told that its session ended")
+			}
+		}
+	}
+	cancel()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream did not end with the page")
 	}
 }
