@@ -552,7 +552,7 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 			if a.isObject() {
 				alt.Fields = src.props(a, an, path, av, ag, active && i == chosen, depth+1)
 			} else {
-				sub := src.field(a, an, path, alt.Label, true, av, ag, active && i == chosen, depth+1)
+				sub := src.field(a, an, path, alt.Label, required, av, ag, active && i == chosen, depth+1)
 				sub.Label = alt.Label
 				alt.Fields = []Field{sub}
 			}
