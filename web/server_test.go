@@ -3,13 +3,21 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/web"
+	"github.com/bindery-dev/bindery/web/csrf"
 	"github.com/bindery-dev/bindery/web/session"
 )
 
@@ -170,5 +178,41 @@ func TestLiveEndsWithSession(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stream did not end with the page")
+	}
+}
+
+// TestCookiesOverTLS: served over TLS, the session, CSRF and notice
+// cookies are Secure as well as HttpOnly and SameSite=Strict.
+func TestCookiesOverTLS(t *testing.T) {
+	b := setup(t, setupOptions{})
+	e := serve.NewEcho(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	web.Register(e, b.store, nil)
+	srv := httptest.NewTLSServer(e)
+	t.Cleanup(srv.Close)
+	c := &client{t: t, base: srv.URL, http: srv.Client()}
+	jar, _ := cookiejar.New(nil)
+	c.http.Jar = jar
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res := c.get("/login")
+	body(t, res)
+	seen := map[string]*http.Cookie{}
+	for _, ck := range res.Cookies() {
+		seen[ck.Name] = ck
+	}
+	res = c.post("/login", url.Values{"token": {b.tokens[catalog.RoleAdmin]}})
+	body(t, res)
+	for _, ck := range res.Cookies() {
+		seen[ck.Name] = ck
+	}
+	res = c.post("/brokers", url.Values{"name": {"tls"}, "url": {"http://127.0.0.1:1"}, "auth": {"none"}})
+	body(t, res)
+	for _, ck := range res.Cookies() {
+		seen[ck.Name] = ck
+	}
+	for _, name := range []string{session.CookieName, csrf.CookieName, "bindery_flash"} {
+		ck := seen[name]
+		if ck == nil || !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+			t.Errorf("cookie %s: %+v", name, ck)
+		}
 	}
 }
