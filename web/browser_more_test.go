@@ -237,25 +237,41 @@ func TestBrowserNamespaces(t *testing.T) {
 		t.Fatalf("created in team-a: %v", err)
 	}
 
-	// Open pages follow their namespace only.
+	// Open pages follow their namespace only. A change of this namespace
+	// shows the list's stream is open; an unlimited admin's stream is the
+	// witness that the other namespace's change went through the feed.
+	witness := b.client(t, catalog.RoleAdmin).stream("/live/instances")
+	waitEvent(t, witness, "event: list")
 	list := br.tab("list")
 	list.run(chromedp.Navigate(b.url+"/instances"), chromedp.WaitVisible("#instance-list", q),
 		chromedp.Evaluate(`window.stillHere = true; window.swaps = 0;
 			new MutationObserver(() => window.swaps++).observe(document.querySelector("#instance-list"), {childList: true, subtree: true});`, nil))
-	br.run(chromedp.Navigate(b.url+"/instances/"+mine.ID), chromedp.WaitVisible("#instance-ready", q),
-		chromedp.Evaluate(`window.stillHere = true`, nil))
-	time.Sleep(500 * time.Millisecond) // both streams connected
-	b.instance(t, plan, "team-b", "hidden-db")
-	time.Sleep(1500 * time.Millisecond)
-	var swaps int
-	list.run(chromedp.Evaluate(`window.swaps`, &swaps))
-	if swaps != 0 || strings.Contains(list.text("#instance-list"), "hidden-db") {
-		t.Fatalf("another namespace's change reached the page (%d swaps)", swaps)
+	if _, err := b.store.UpdateInstanceStatus(t.Context(), mine.ID, func(in *catalog.Instance) error {
+		in.Status.CurrentOperation = "Provision"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
+	list.waitText("#instance-list", "Provision", 5*time.Second)
+	swaps := func() int {
+		var n int
+		list.run(chromedp.Evaluate(`window.swaps`, &n))
+		return n
+	}
+	start := swaps()
+	b.instance(t, plan, "team-b", "hidden-db")
+	waitEvent(t, witness, "hidden-db")
 	b.instance(t, plan, "team-a", "shown-db")
 	list.waitText("#instance-list", "shown-db", time.Second)
+	b.instance(t, plan, "team-a", "last-db")
+	list.waitText("#instance-list", "last-db", time.Second)
+	if n := swaps() - start; n != 2 || strings.Contains(list.text("#instance-list"), "hidden-db") {
+		t.Fatalf("the list changed %d times for 2 changes of its namespace and 1 of another", n)
+	}
 	list.stillHere()
 	list.axe("instances-live-limited")
+	br.run(chromedp.Navigate(b.url+"/instances/"+mine.ID), chromedp.WaitVisible("#instance-ready", q),
+		chromedp.Evaluate(`window.stillHere = true`, nil))
 	// A change of the instance's status shows within a second.
 	if _, err := b.store.UpdateInstanceStatus(t.Context(), mine.ID, func(in *catalog.Instance) error {
 		in.Status.LastError = "marker-of-this-change"

@@ -200,72 +200,101 @@ func TestNamespaceScope(t *testing.T) {
 	}
 }
 
+// stream opens an event stream as c and hands on its events.
+func (c *client) stream(path string) <-chan string {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := c.http.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		c.t.Fatalf("stream %s: %v", path, err)
+	}
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		defer res.Body.Close()
+		r := bufio.NewReader(res.Body)
+		var ev strings.Builder
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\n" {
+				if ev.Len() > 0 {
+					events <- ev.String()
+				}
+				ev.Reset()
+				continue
+			}
+			ev.WriteString(line)
+		}
+	}()
+	return events
+}
+
+// waitEvent waits for an event containing want and returns the events
+// before it.
+func waitEvent(t *testing.T, events <-chan string, want string) []string {
+	t.Helper()
+	var before []string
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("the stream ended before %q", want)
+			}
+			if strings.Contains(e, want) {
+				return before
+			}
+			before = append(before, e)
+		case <-timeout:
+			t.Fatalf("no event with %q; before it: %q", want, before)
+		}
+	}
+}
+
 // TestNamespaceScopeLive: the event stream of a limited session carries
-// nothing of other namespaces: their changes do not even wake it.
+// nothing of other namespaces: their changes do not even wake it. An
+// unlimited admin's stream is the witness that the other namespace's
+// change went through the feed before the check.
 func TestNamespaceScopeLive(t *testing.T) {
 	b := setup(t, setupOptions{})
 	plan := b.fakeBroker(t, "fake", osbtest.GenerateCatalog(1, 1))
-	b.tokens["limited"] = b.limitedToken(t, catalog.RoleViewer, "team-a")
-	viewer := b.client(t, "limited")
-
-	for _, stream := range []string{"/live/instances", "/live/bindings"} {
+	admin := b.client(t, catalog.RoleAdmin)
+	// Each stream has namespaces of its own, so that the changes made for
+	// one are nothing to the other.
+	for _, tc := range []struct{ stream, mineNS, otherNS string }{
+		{"/live/instances", "team-a", "team-b"},
+		{"/live/bindings", "team-c", "team-d"},
+	} {
+		stream := tc.stream
 		t.Run(strings.TrimPrefix(stream, "/live/"), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, "GET", b.url+stream, nil)
-			req.Header.Set("Accept", "text/event-stream")
-			res, err := viewer.http.Do(req)
-			if err != nil || res.StatusCode != http.StatusOK {
-				t.Fatalf("stream: %v", err)
-			}
-			events := make(chan string, 16)
-			go func() {
-				defer close(events)
-				r := bufio.NewReader(res.Body)
-				var ev strings.Builder
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if line == "\n" {
-						events <- ev.String()
-						ev.Reset()
-						continue
-					}
-					ev.WriteString(line)
-				}
-			}()
-			next := func(within time.Duration) (string, bool) {
-				select {
-				case e, ok := <-events:
-					return e, ok
-				case <-time.After(within):
-					return "", false
-				}
-			}
-			if _, ok := next(5 * time.Second); !ok {
-				t.Fatal("no first event")
-			}
 			suffix := strings.TrimPrefix(stream, "/live/")
-			other := b.instance(t, plan, "team-b", "hidden-"+suffix)
+			b.tokens["limited-"+suffix] = b.limitedToken(t, catalog.RoleViewer, tc.mineNS)
+			viewer := b.client(t, "limited-"+suffix)
+			limited, witness := viewer.stream(stream), admin.stream(stream)
+			// Both streams open with the list as it is.
+			for _, s := range []<-chan string{limited, witness} {
+				waitEvent(t, s, "event: list")
+			}
+			other := b.instance(t, plan, tc.otherNS, "hidden-"+suffix)
 			b.binding(t, other, "hidden-"+suffix)
-			// The feed is read at each commit's notification: a change of
-			// team-b would have arrived within this time.
-			if e, ok := next(2 * time.Second); ok {
-				t.Fatalf("an event after a change in another namespace: %q", e)
-			}
-			mine := b.instance(t, plan, "team-a", "shown-"+suffix)
+			waitEvent(t, witness, "hidden-"+suffix)
+			mine := b.instance(t, plan, tc.mineNS, "shown-"+suffix)
 			b.binding(t, mine, "shown-"+suffix)
-			e, ok := next(5 * time.Second)
-			if !ok || !strings.Contains(e, "shown-"+suffix) {
-				t.Fatalf("the change in team-a: %q %v", e, ok)
-			}
-			for ok {
-				if strings.Contains(e, "hidden") {
-					t.Fatalf("another namespace's object streamed: %q", e)
-				}
-				e, ok = next(500 * time.Millisecond)
+			before := waitEvent(t, limited, "shown-"+suffix)
+			// One more change of its own namespace: by its event, any event
+			// a wake by the other namespace's change caused is in (a late
+			// one would carry "shown-" and come between).
+			last := b.instance(t, plan, tc.mineNS, "last-"+suffix)
+			b.binding(t, last, "last-"+suffix)
+			between := waitEvent(t, limited, "last-"+suffix)
+			if len(before) != 0 || len(between) != 0 {
+				t.Fatalf("the other namespace's change woke the limited stream: %q, then %q", before, between)
 			}
 		})
 	}
