@@ -40,9 +40,9 @@ func scoped(c echo.Context, opts catalog.ListOptions) catalog.ListOptions {
 	return opts
 }
 
-// outside is what an object of a namespace the session may not see is:
+// errOutside is what an object of a namespace the session may not see is:
 // not found, so that a limited session cannot even learn it exists.
-var outside = fmt.Errorf("%w: outside the session's namespaces", catalog.ErrNotFound)
+var errOutside = fmt.Errorf("%w: errOutside the session's namespaces", catalog.ErrNotFound)
 
 // instance reads an instance the session may see.
 func (s *Server) instance(c echo.Context, id string) (*catalog.Instance, error) {
@@ -51,7 +51,7 @@ func (s *Server) instance(c echo.Context, id string) (*catalog.Instance, error) 
 		return nil, err
 	}
 	if !allowsNamespace(c, in.Namespace) {
-		return nil, outside
+		return nil, errOutside
 	}
 	return in, nil
 }
@@ -63,7 +63,7 @@ func (s *Server) binding(c echo.Context, id string) (*catalog.Binding, error) {
 		return nil, err
 	}
 	if !allowsNamespace(c, b.Namespace) {
-		return nil, outside
+		return nil, errOutside
 	}
 	return b, nil
 }
