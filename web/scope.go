@@ -42,7 +42,7 @@ func scoped(c echo.Context, opts catalog.ListOptions) catalog.ListOptions {
 
 // errOutside is what an object of a namespace the session may not see is:
 // not found, so that a limited session cannot even learn it exists.
-var errOutside = fmt.Errorf("%w: errOutside the session's namespaces", catalog.ErrNotFound)
+var errOutside = fmt.Errorf("%w: outside the session's namespaces", catalog.ErrNotFound)
 
 // instance reads an instance the session may see.
 func (s *Server) instance(c echo.Context, id string) (*catalog.Instance, error) {
