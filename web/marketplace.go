@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -201,6 +202,7 @@ func (s *Server) sendMarketplace(c echo.Context, v *marketView) error {
 		body = make([]byte, 0, len(before)+len(table.plain)+len(after))
 		body = append(append(append(body, before...), table.plain...), after...)
 	}
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, body)
 }
 
