@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"context"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -246,6 +248,17 @@ func TestBrowserFlow(t *testing.T) {
 		br.run(chromedp.Navigate(b.url+p), chromedp.WaitVisible("h1", q))
 		if got := br.text("main"); !strings.Contains(got, "needs the developer role") {
 			t.Fatalf("a viewer asking for %s sees %q", p, got)
+		}
+	}
+	// Sent anyway, from the signed-in page with its CSRF token, the
+	// server refuses: the reveal, a deletion, a new instance.
+	for _, p := range []string{strings.TrimPrefix(bindingURL, b.url) + "/reveal", strings.TrimPrefix(instanceURL, b.url) + "/delete", "/instances"} {
+		var status int
+		br.run(chromedp.Evaluate(`fetch(`+jsString(p)+`, {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"},
+			body: new URLSearchParams({csrf: document.querySelector("input[name=csrf]").value, confirm: "orders-db", name: "x"})}).then(r => r.status)`,
+			&status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		if status != http.StatusForbidden {
+			t.Fatalf("a viewer's POST %s: %d, want 403", p, status)
 		}
 	}
 	br.screenshot("viewer-refused")
