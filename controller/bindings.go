@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osb"
@@ -149,7 +153,11 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 	if err := c.store.CheckBindable(ctx, b, in); errors.Is(err, catalog.ErrUnprocessable) {
 		return 0, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
 	} else if v, ok := catalog.AsValidation(err); ok {
-		return 0, c.bindingFailed(ctx, b, reasonWithParameters, v.Error(), reasonWithParameters)
+		reason := reasonWithParameters
+		if slices.ContainsFunc(v.Errors, func(e *field.Error) bool { return strings.HasPrefix(e.Field, "spec.predecessorBindingRef") }) {
+			reason = reasonNonexistentBinding
+		}
+		return 0, c.bindingFailed(ctx, b, reason, v.Error(), reason)
 	} else if err != nil {
 		return 0, err
 	}

@@ -115,7 +115,7 @@ func TestConditionSequences(t *testing.T) {
 			instance: []string{"ProvisionRequestInFlight", "Failed"},
 			final:    "Ready=False/ProvisionCallFailed Failed=True/ClusterServiceBrokerReturnedFailure"},
 		{name: "provision orphan-mitigated then retried", plan: osbtest.PlanSync,
-			fail: func(b *osbtest.Broker) { b.Fail(osbtest.VerbProvision, osbtest.Failure{Status: 500, Times: 1}) },
+			fail:     func(b *osbtest.Broker) { b.Fail(osbtest.VerbProvision, osbtest.Failure{Status: 500, Times: 1}) },
 			instance: []string{"ProvisionRequestInFlight", "OrphanMitigation", "OrphanMitigationSuccessful", "ProvisionRequestInFlight", "Ready"},
 			binding:  []string{"BindingRequestInFlight", "Ready"},
 			final:    "Ready=True/ProvisionedSuccessfully"},
