@@ -159,8 +159,8 @@ func provisionFailure(env *instanceEnv, err error) (reason, msg string) {
 	var he *osb.HTTPError
 	switch {
 	case errors.As(err, &he):
-		return reasonProvisionFailed, fmt.Sprintf("Error provisioning %s of %s at ClusterServiceBroker %q: %v",
-			instanceName(env.in), className(env.class), env.plan.Spec.ClusterServiceBrokerName, err)
+		return reasonProvisionFailed, fmt.Sprintf("Error provisioning ServiceInstance of %s at ClusterServiceBroker %q: %v",
+			className(env.class), env.plan.Spec.ClusterServiceBrokerName, err)
 	case osb.IsTimeout(err):
 		return reasonErrorProvisioning, fmt.Sprintf("Communication with the ClusterServiceBroker timed out; operation will be retried: %v", err)
 	}
