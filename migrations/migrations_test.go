@@ -58,7 +58,7 @@ func TestUpDownUp(t *testing.T) {
 	}
 }
 
-// TestPendingReferencesDown: reverting 0009 deletes the bindings that wait
+// TestPendingReferencesDown: reverting 0010 deletes the bindings that wait
 // for an instance (the older schema cannot hold them) and keeps the others.
 func TestPendingReferencesDown(t *testing.T) {
 	t.Parallel()
@@ -71,13 +71,13 @@ func TestPendingReferencesDown(t *testing.T) {
 	if err := Up(ctx, pool, Catalog); err != nil {
 		t.Fatal(err)
 	}
-	// Down to 0009, whatever came after it.
+	// Down to 0010, whatever came after it.
 	for {
 		v, _, err := Version(ctx, pool, Catalog)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v <= 9 {
+		if v <= 10 {
 			break
 		}
 		if err := Down(ctx, pool, Catalog); err != nil {
@@ -108,7 +108,7 @@ func TestPendingReferencesDown(t *testing.T) {
 		VALUES ('00000000-0000-0000-0000-000000000004', 'team', 'x', '{}', 1)`); err == nil {
 		t.Error("a binding without an instance is accepted after the down migration")
 	}
-	if v, dirty, _ := Version(ctx, pool, Catalog); v != 8 || dirty {
-		t.Errorf("version %d dirty %v, want 8", v, dirty)
+	if v, dirty, _ := Version(ctx, pool, Catalog); v != 9 || dirty {
+		t.Errorf("version %d dirty %v, want 9", v, dirty)
 	}
 }
