@@ -63,6 +63,8 @@ type aggregated struct {
 	// available is how long the APIService took to become Available once
 	// it pointed at the server.
 	available time.Duration
+	// brokerURL is where Bindery's own broker answers.
+	brokerURL string
 }
 
 // aggregate starts it all: cluster (with the clusterrole-aggregation
@@ -71,6 +73,13 @@ type aggregated struct {
 // Bindery's own broker registered as "bindery", the API server, the
 // APIService, and the engine when engine is true.
 func aggregate(t testing.TB, engine bool) *aggregated {
+	t.Helper()
+	return aggregateWith(t, engine, engine)
+}
+
+// aggregateWith is aggregate; with engine but not register, the broker is
+// left for the test to register (brokerURL).
+func aggregateWith(t testing.TB, engine, register bool) *aggregated {
 	t.Helper()
 	ctx := context.Background()
 	ns := netnstest.New(t) // first: it skips the test without root
@@ -112,6 +121,7 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 	a.store = catalog.NewStore(a.pool, nil, log)
 	a.keys = keys
 	brokerURL := brokertest.Start(t, a.pool, keys, "osb", "osb-pass")
+	a.brokerURL = brokerURL
 	if !engine {
 		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: brokerURL}}
 		b.Name = "bindery"
@@ -174,6 +184,8 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 
 	if engine {
 		a.startEngine(log)
+	}
+	if engine && register {
 		a.registerBroker(brokerURL)
 	}
 	return a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -234,4 +235,89 @@ func databaseExists(t *testing.T, name string) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// oneFile is what a GitOps repository holds for an application's
+// database: its binding, its instance, and the broker that offers the
+// class, with the broker's credentials — in the order a person wrote them,
+// not the order they must exist in.
+const oneFile = `apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceBinding
+metadata:
+  name: db-app
+  namespace: team-a
+spec:
+  instanceRef:
+    name: db
+  secretName: db-credentials
+---
+apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceInstance
+metadata:
+  name: db
+  namespace: team-a
+spec:
+  clusterServiceClassExternalName: postgresql
+  clusterServicePlanExternalName: small
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: broker
+  namespace: bindery-system
+stringData:
+  username: osb
+  password: osb-pass
+---
+apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ClusterServiceBroker
+metadata:
+  name: bindery
+spec:
+  url: %s
+  authInfo:
+    basic:
+      secretRef:
+        name: broker
+        namespace: bindery-system
+`
+
+// TestAggregatedOneFile applies a binding, its instance and the broker
+// that offers the instance's class with one kubectl apply, as Argo CD and
+// Flux do: the binding and the instance are stored although what they name
+// does not exist yet, and everything becomes Ready without a second apply —
+// the engine resolves each reference when the change feed says it exists.
+func TestAggregatedOneFile(t *testing.T) {
+	a := aggregateWith(t, true, false)
+	began := time.Now()
+	out := a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(oneFile, a.brokerURL)), "apply", "-f", "-")
+	for _, created := range []string{"servicebinding.servicecatalog.k8s.io/db-app created", "serviceinstance.servicecatalog.k8s.io/db created",
+		"clusterservicebroker.servicecatalog.k8s.io/bindery created"} {
+		if !strings.Contains(out, created) {
+			t.Errorf("kubectl apply did not say %q:\n%s", created, out)
+		}
+	}
+	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Ready", "clusterservicebroker/bindery", "--timeout=60s")
+	a.kubectl(kubetest.Admin, nil, "wait", "-n", team, "--for=condition=Ready", "serviceinstance/db", "servicebinding/db-app", "--timeout=90s")
+	t.Logf("broker, instance and binding Ready %s after one kubectl apply", time.Since(began).Round(time.Millisecond))
+	// Ready is the only condition left, so svcat reads Ready.
+	for _, obj := range []string{"serviceinstance/db", "servicebinding/db-app"} {
+		if types := a.kubectl(kubetest.Admin, nil, "get", "-n", team, obj, "-o", "jsonpath={.status.conditions[*].type}"); types != "Ready" {
+			t.Errorf("%s has conditions %q, want Ready alone", obj, types)
+		}
+	}
+	secret, err := a.kube.CoreV1().Secrets(team).Get(t.Context(), "db-credentials", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the binding's Secret: %v", err)
+	}
+	if !databaseExists(t, string(secret.Data["database"])) {
+		t.Fatalf("the Secret names database %q, which does not exist", secret.Data["database"])
+	}
+	// Applying the same file again changes nothing.
+	out = a.kubectl(kubetest.Admin, []byte(fmt.Sprintf(oneFile, a.brokerURL)), "apply", "-f", "-")
+	for _, obj := range []string{"servicebinding.servicecatalog.k8s.io/db-app", "serviceinstance.servicecatalog.k8s.io/db", "clusterservicebroker.servicecatalog.k8s.io/bindery"} {
+		if !strings.Contains(out, obj+" unchanged") {
+			t.Errorf("a second apply of the same file changed %s:\n%s", obj, out)
+		}
+	}
 }

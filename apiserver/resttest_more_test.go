@@ -71,8 +71,10 @@ func TestRESTConformanceBinding(t *testing.T) {
 	getFn := func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
 		return bindings.Get(ctx, obj.(*v1beta1.ServiceBinding).Name, &metav1.GetOptions{})
 	}
+	// An instance not created yet is valid (the binding waits for it); a
+	// name no instance can have is not.
 	invalid := validBinding()
-	invalid.Spec.InstanceRef.Name = "no-such-instance"
+	invalid.Spec.InstanceRef.Name = "No Such Instance"
 
 	t.Run("create", func(t *testing.T) {
 		// As for instances: a dry run cannot equal a create, which gets a

@@ -121,8 +121,10 @@ func TestRESTConformance(t *testing.T) {
 	getFn := func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
 		return instances.Get(ctx, obj.(*v1beta1.ServiceInstance).Name, &metav1.GetOptions{})
 	}
+	// A plan not offered yet is valid (the instance waits for it); naming
+	// the class two ways is not.
 	invalid := validInstance()
-	invalid.Spec.ClusterServicePlanExternalName = "no-such-plan"
+	invalid.Spec.ClusterServiceClassExternalID = "fake-service-id"
 
 	t.Run("create", func(t *testing.T) {
 		// Everything of TestCreate passes but testCreateDryRunEquals: a

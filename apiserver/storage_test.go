@@ -36,11 +36,11 @@ func TestCreateValidation(t *testing.T) {
 	ctx := context.Background()
 	c := b.client.ServicecatalogV1beta1().ServiceInstances("team")
 	bad := newInstance("team", "bad")
-	bad.Spec.ClusterServicePlanExternalName = "no-such-plan"
+	bad.Spec.ClusterServicePlanExternalName = ""
 	_, err := c.Create(ctx, bad, metav1.CreateOptions{})
 	var status apierrors.APIStatus
 	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
-		t.Fatalf("create with an unknown plan: %v", err)
+		t.Fatalf("create naming no plan of a class of several: %v", err)
 	}
 	causes := status.Status().Details.Causes
 	if len(causes) != 1 || causes[0].Field != "spec.clusterServicePlanExternalName" {
@@ -297,5 +297,56 @@ func TestKubectlDeleteWait(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("kubectl delete --wait did not return")
+	}
+}
+
+// TestReferencesWait: through the Kubernetes API as through the REST API,
+// an instance naming a class or plan not offered yet and a binding naming
+// an instance not created yet are stored, without references, also in a
+// dry run; the instance created later is the binding's.
+func TestReferencesWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc := b.client.ServicecatalogV1beta1()
+	for _, tc := range []struct {
+		name        string
+		class, plan string
+	}{
+		{"no-class", "mysql", "small"},
+		{"no-plan", "fake-service", "bigger"},
+	} {
+		in := newInstance("team", tc.name)
+		in.Spec.ClusterServiceClassExternalName, in.Spec.ClusterServicePlanExternalName = tc.class, tc.plan
+		if _, err := sc.ServiceInstances("team").Create(ctx, in, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("dry run of %s: %v", tc.name, err)
+		}
+		got, err := sc.ServiceInstances("team").Create(ctx, in, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.Spec.ClusterServiceClassRef != nil || got.Spec.ClusterServicePlanRef != nil {
+			t.Errorf("%s resolved to %+v %+v", tc.name, got.Spec.ClusterServiceClassRef, got.Spec.ClusterServicePlanRef)
+		}
+	}
+	binding := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team"},
+		Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "later"}}}
+	if _, err := sc.ServiceBindings("team").Create(ctx, binding, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("dry run of a binding of an instance not created yet: %v", err)
+	}
+	created, err := sc.ServiceBindings("team").Create(ctx, binding, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a binding of an instance not created yet: %v", err)
+	}
+	later, err := sc.ServiceInstances("team").Create(ctx, newInstance("team", "later"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := b.store.GetBinding(ctx, string(created.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := b.store.InstanceOf(ctx, stored); err != nil || in.ID != string(later.UID) {
+		t.Errorf("the binding is not linked to the instance created after it: %v", err)
 	}
 }

@@ -11,66 +11,98 @@ import (
 )
 
 // validateNewBinding defaults and checks a new binding — name, namespace,
-// secret name, an instance that exists, is not being deleted and has a
-// bindable plan, the predecessor of a rotation, parameters — and returns
-// its instance. Field problems are returned all at once.
+// secret name, an instance reference — and returns its instance when it
+// exists: then the instance must not be being deleted and must have a
+// bindable plan, and the predecessor of a rotation and the parameters are
+// checked (checkBindingOf). An instance that does not exist yet is no
+// error: the binding waits for it. Field problems are returned all at
+// once.
 func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (*Instance, error) {
 	defaultBinding(b)
 	errs := validateName(field.NewPath("name"), b.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
 	errs = append(errs, validateMeta(&b.Meta)...)
 	instanceRef := field.NewPath("spec", "instanceRef", "name")
-	if b.Spec.InstanceRef.Name == "" {
-		errs = append(errs, field.Required(instanceRef, ""))
-	}
+	refErrs := validateName(instanceRef, b.Spec.InstanceRef.Name)
+	errs = append(errs, refErrs...)
 	errs = append(errs, validateName(field.NewPath("spec", "secretName"), b.Spec.SecretName)...)
-	if b.Spec.InstanceRef.Name == "" {
+	if len(refErrs) > 0 {
 		return nil, invalid(errs)
 	}
 	in, err := getBy[Instance](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		errs = append(errs, bad(instanceRef, fmt.Sprintf("no instance %q in namespace %q", b.Spec.InstanceRef.Name, b.Namespace)))
-		return nil, invalid(errs)
+		return nil, nil
 	case err != nil:
 		return nil, err
 	case in.DeletionTimestamp != nil:
 		return nil, fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
 	}
+	if err := checkBindingOf(ctx, q, b, in, true, &errs); err != nil {
+		return nil, err
+	}
+	return in, invalid(errs)
+}
+
+// checkBindingOf checks a binding against its instance, once the
+// instance's plan is resolved: the plan must be bindable (and, for a
+// rotation, rotatable, the predecessor a binding of the same instance),
+// the parameters must match the plan's binding schema. With fill, a
+// rotation without parameters takes its predecessor's. State problems are
+// returned (ErrUnprocessable), field problems added to errs.
+func checkBindingOf(ctx context.Context, q querier, b *Binding, in *Instance, fill bool, errs *field.ErrorList) error {
+	if in.Spec.ClusterServicePlanRef == nil || in.Spec.ClusterServiceClassRef == nil {
+		// The instance waits for its plan: so does this check.
+		return nil
+	}
 	plan, err := getBy[ServicePlan](ctx, q, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	class, err := getBy[ServiceClass](ctx, q, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	bindable := class.Spec.Bindable
 	if plan.Spec.Bindable != nil {
 		bindable = *plan.Spec.Bindable
 	}
 	if !bindable {
-		return nil, fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+		return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
 	}
 	if ref := b.Spec.PredecessorBindingRef; ref != nil {
 		if !plan.Spec.BindingRotatable {
-			return nil, fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
+			return fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
 		}
 		pred, err := getBy[Binding](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
 		switch {
 		case errors.Is(err, ErrNotFound) || (err == nil && pred.Spec.InstanceRef.Name != in.Name):
-			errs = append(errs, bad(field.NewPath("spec", "predecessorBindingRef", "name"), fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)))
+			*errs = append(*errs, bad(field.NewPath("spec", "predecessorBindingRef", "name"), fmt.Sprintf("no binding %q of instance %q in namespace %q", ref.Name, in.Name, b.Namespace)))
 		case err != nil:
-			return nil, err
-		case pred.DeletionTimestamp != nil:
-			return nil, fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
-		case len(b.Spec.Parameters) == 0:
+			return err
+		case pred.DeletionTimestamp != nil && fill:
+			return fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
+		case len(b.Spec.Parameters) == 0 && fill:
 			// A rotation keeps the predecessor's parameters unless it is given new ones.
 			b.Spec.Parameters = pred.Spec.Parameters
 		}
 	}
-	checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
-	return in, invalid(errs)
+	checkParameters(plan, "binding create", plan.Spec.ServiceBindingCreateParameterSchema, b.Spec.Parameters, field.NewPath("spec", "parameters"), errs)
+	return nil
+}
+
+// CheckBindable checks a binding against its instance as its creation
+// does when the instance exists (checkBindingOf), for the engine, before
+// it binds: the binding may have been recorded before its instance, or
+// before the instance's plan was resolved. A plan that is not bindable (or
+// not rotatable) is ErrUnprocessable; parameters that do not match the
+// plan's schema a *ValidationError.
+func (s *Store) CheckBindable(ctx context.Context, b *Binding, in *Instance) error {
+	var errs field.ErrorList
+	if err := checkBindingOf(ctx, s.pool, b, in, false, &errs); err != nil {
+		return err
+	}
+	return invalid(errs)
 }
 
 // defaultBinding fills in what a new binding may leave out: its namespace,
@@ -85,7 +117,8 @@ func defaultBinding(b *Binding) {
 }
 
 // CreateBinding records a new binding of an instance in the same
-// namespace: the desired state the engine then binds.
+// namespace: the desired state the engine then binds. The instance need
+// not exist yet: the binding is linked to it when it is created.
 func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
 	_, err := s.write(ctx, func(w *txn) error {
 		in, err := s.validateNewBinding(ctx, w, b)
@@ -107,8 +140,12 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 		if err != nil {
 			return err
 		}
+		var instanceID *string
+		if in != nil {
+			instanceID = &in.ID
+		}
 		_, err = w.Exec(ctx, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, in.ID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		if err != nil {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {

@@ -18,84 +18,6 @@ import (
 // DefaultNamespace is where objects go when a request names none.
 const DefaultNamespace = "default"
 
-// resolvePlan finds the class and plan an instance spec names, by external
-// name, external id or object name (one way, the same for both), and
-// fills in the references.
-func (s *Store) resolvePlan(ctx context.Context, q querier, spec *InstanceSpec, path *field.Path, errs *field.ErrorList) (*ServiceClass, *ServicePlan) {
-	byExtName := spec.ClusterServiceClassExternalName != "" || spec.ClusterServicePlanExternalName != ""
-	byExtID := spec.ClusterServiceClassExternalID != "" || spec.ClusterServicePlanExternalID != ""
-	byName := spec.ClusterServiceClassName != "" || spec.ClusterServicePlanName != ""
-	ways := 0
-	for _, b := range []bool{byExtName, byExtID, byName} {
-		if b {
-			ways++
-		}
-	}
-	if ways != 1 {
-		*errs = append(*errs, bad(path, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName"))
-		return nil, nil
-	}
-	var classWhere, planWhere, classVal, planVal, classField, planField string
-	switch {
-	case byExtName:
-		classWhere, classVal, classField = "external_name = $1", spec.ClusterServiceClassExternalName, "clusterServiceClassExternalName"
-		planWhere, planVal, planField = "external_name = $2", spec.ClusterServicePlanExternalName, "clusterServicePlanExternalName"
-	case byExtID:
-		classWhere, classVal, classField = "external_id = $1", spec.ClusterServiceClassExternalID, "clusterServiceClassExternalID"
-		planWhere, planVal, planField = "external_id = $2", spec.ClusterServicePlanExternalID, "clusterServicePlanExternalID"
-	default:
-		classWhere, classVal, classField = "name = $1", spec.ClusterServiceClassName, "clusterServiceClassName"
-		planWhere, planVal, planField = "name = $2", spec.ClusterServicePlanName, "clusterServicePlanName"
-	}
-	if classVal == "" {
-		*errs = append(*errs, field.Required(path.Child(classField), ""))
-		return nil, nil
-	}
-	if planVal == "" {
-		*errs = append(*errs, field.Required(path.Child(planField), ""))
-		return nil, nil
-	}
-	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+classWhere+` AND NOT removed`, classVal)
-	if err != nil {
-		*errs = append(*errs, bad(path.Child(classField), err.Error()))
-		return nil, nil
-	}
-	var classes []*ServiceClass
-	for rows.Next() {
-		c := new(ServiceClass)
-		if err := scanInto(rows, c); err == nil {
-			classes = append(classes, c)
-		}
-	}
-	rows.Close()
-	switch len(classes) {
-	case 0:
-		*errs = append(*errs, bad(path.Child(classField), fmt.Sprintf("no service class %q is offered", classVal)))
-		return nil, nil
-	case 1:
-	default:
-		*errs = append(*errs, bad(path.Child(classField), fmt.Sprintf("%q is offered by several brokers: name the class by clusterServiceClassName", classVal)))
-		return nil, nil
-	}
-	class := classes[0]
-	plan, err := getBy[ServicePlan](ctx, q, planWhere+` AND class_id = $1::uuid`, class.ID, planVal)
-	if errors.Is(err, ErrNotFound) {
-		*errs = append(*errs, bad(path.Child(planField), fmt.Sprintf("service class %q has no plan %q", class.Spec.ExternalName, planVal)))
-		return nil, nil
-	}
-	if err != nil {
-		*errs = append(*errs, bad(path.Child(planField), err.Error()))
-		return nil, nil
-	}
-	if plan.Status.RemovedFromBrokerCatalog {
-		*errs = append(*errs, bad(path.Child(planField), fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)))
-		return nil, nil
-	}
-	spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
-	spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
-	return class, plan
-}
-
 // schemas caches compiled plan schemas by plan id, schema kind and the
 // plan's resourceVersion.
 type schemaCache struct{ m sync.Map }
@@ -156,14 +78,19 @@ func defaultInstance(in *Instance) {
 }
 
 // validateNewInstance defaults and checks a new instance — name,
-// namespace, plan (which must be offered), parameters — and fills in the
-// references its plan resolves to. It returns every problem at once.
+// namespace, how it names its class and plan, parameters — and fills in
+// the references its plan resolves to when the plan is offered. A class or
+// plan not offered yet is no error: the instance waits for it (plan nil).
+// It returns every problem at once.
 func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance) (*ServicePlan, error) {
 	defaultInstance(in)
 	errs := validateName(field.NewPath("name"), in.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
-	_, plan := s.resolvePlan(ctx, q, &in.Spec, field.NewPath("spec"), &errs)
+	plan, err := resolveNew(ctx, q, &in.Spec, field.NewPath("spec"), &errs)
+	if err != nil {
+		return nil, err
+	}
 	if plan != nil {
 		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
 	}
@@ -171,13 +98,19 @@ func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance
 }
 
 // CreateInstance records a new instance: the desired state the engine then
-// provisions. The plan must exist and be offered, the parameters must match
-// its schema, and the name must be free in the namespace.
+// provisions. Its class and plan need not be offered yet (the engine waits
+// for them), but a plan that is must not have been removed, and the
+// parameters must match its schema; the name must be free in the
+// namespace. Bindings recorded before the instance are linked to it.
 func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, error) {
 	_, err := s.write(ctx, func(w *txn) error {
 		plan, err := s.validateNewInstance(ctx, w, in)
 		if err != nil {
 			return err
+		}
+		var planID *string
+		if plan != nil {
+			planID = &plan.ID
 		}
 		if in.ID == "" {
 			in.ID = uuid.NewString()
@@ -197,7 +130,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 		}
 		_, err = w.Exec(ctx, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
 			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
-			in.ID, in.Namespace, in.Name, plan.ID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
+			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
 		if err != nil {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
@@ -206,6 +139,10 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 			if errors.Is(mapErr(err), ErrConflict) {
 				return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
 			}
+			return mapErr(err)
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET instance_id = $1
+			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name); err != nil {
 			return mapErr(err)
 		}
 		if err := addEvent(ctx, w, KindInstance, in.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
@@ -294,7 +231,35 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			in.Spec.ClusterServiceClassName != before.ClusterServiceClassName ||
 			in.Spec.ClusterServicePlanName != before.ClusterServicePlanName
 		var plan *ServicePlan
-		if planChanged {
+		specPath := field.NewPath("spec")
+		if !planChanged {
+			// The references are Bindery's, resolved from the names; one
+			// left out of an update is kept, one changed is refused.
+			for _, r := range []struct {
+				field     *field.Path
+				now, then *ObjectRef
+			}{
+				{specPath.Child("clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
+				{specPath.Child("clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
+			} {
+				if r.now != nil && refName(r.now) != refName(r.then) {
+					errs = append(errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
+				}
+			}
+			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
+		}
+		switch {
+		case before.ClusterServicePlanRef == nil || before.ClusterServiceClassRef == nil:
+			// Recorded before its class and plan were offered: resolved now
+			// if they are, else it goes on waiting for them. Nothing was
+			// provisioned yet, so the parameters are those of a provision.
+			if plan, err = resolveNew(ctx, w, &in.Spec, specPath, &errs); err != nil {
+				return err
+			}
+			if plan != nil {
+				checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
+			}
+		case planChanged:
 			current, err := getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef))
 			if err != nil {
 				return err
@@ -307,37 +272,37 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			if current.Spec.PlanUpdatable != nil {
 				updatable = *current.Spec.PlanUpdatable
 			}
-			var newClass *ServiceClass
-			newClass, plan = s.resolvePlan(ctx, w, &in.Spec, field.NewPath("spec"), &errs)
-			if plan != nil && plan.ID != current.ID {
-				if !updatable {
-					return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
-				}
-				if newClass.ID != class.ID {
-					errs = append(errs, bad(field.NewPath("spec"), "a plan change must stay within service class "+class.Spec.ExternalName))
-				}
-			}
-		} else {
-			// The references are Bindery's, resolved from the names; one
-			// left out of an update is kept, one changed is refused.
-			for _, r := range []struct {
-				field     *field.Path
-				now, then *ObjectRef
-			}{
-				{field.NewPath("spec", "clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
-				{field.NewPath("spec", "clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
-			} {
-				if r.now != nil && refName(r.now) != refName(r.then) {
-					errs = append(errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
+			// A provisioned instance moves only to a plan that is offered.
+			n, nerrs := naming(&in.Spec, specPath)
+			errs = append(errs, nerrs...)
+			if len(nerrs) == 0 {
+				newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
+				if r, ok := AsReference(err); ok {
+					errs = append(errs, bad(specPath.Child(r.field), r.detail()))
+				} else if err != nil {
+					return err
+				} else {
+					plan = newPlan
+					in.Spec.ClusterServiceClassRef = &ObjectRef{Name: newClass.Name}
+					in.Spec.ClusterServicePlanRef = &ObjectRef{Name: newPlan.Name}
+					if plan.ID != current.ID && !updatable {
+						return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
+					}
+					if newClass.ID != class.ID {
+						errs = append(errs, bad(specPath, "a plan change must stay within service class "+class.Spec.ExternalName))
+					}
 				}
 			}
-			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
+			if plan != nil && !sameJSON(in.Spec.Parameters, before.Parameters) {
+				checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
+			}
+		default:
 			if plan, err = getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef)); err != nil {
 				return err
 			}
-		}
-		if plan != nil && !sameJSON(in.Spec.Parameters, before.Parameters) {
-			checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
+			if !sameJSON(in.Spec.Parameters, before.Parameters) {
+				checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
+			}
 		}
 		if err := invalid(errs); err != nil {
 			return err
@@ -351,15 +316,17 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			out = in // nothing changed: no write, no new resourceVersion
 			return nil
 		}
-		if !sameJSON(in.Spec, before) {
+		// References resolved on the way are not the user's change.
+		userChanged := !sameJSON(withoutRefs(in.Spec), withoutRefs(before))
+		if userChanged {
 			in.Generation++
 		}
 		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET metadata = $2, spec = $3, generation = $4,
 			plan_id = $5, class_id = (SELECT class_id FROM catalog.service_plans WHERE id = $5) WHERE id = $1`,
-			id, md, mustJSON(in.Spec), in.Generation, plan.ID); err != nil {
+			id, md, mustJSON(in.Spec), in.Generation, planIDOf(plan)); err != nil {
 			return mapErr(err)
 		}
-		if in.Generation != 0 && !sameJSON(in.Spec, before) {
+		if userChanged {
 			if err := addEvent(ctx, w, KindInstance, id, "Normal", "Updated", fmt.Sprintf("Desired state changed (generation %d).", in.Generation), ""); err != nil {
 				return err
 			}
@@ -369,6 +336,20 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		return nil
 	})
 	return out, err
+}
+
+// withoutRefs is spec without the references Bindery resolves.
+func withoutRefs(spec InstanceSpec) InstanceSpec {
+	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = nil, nil
+	return spec
+}
+
+// planIDOf is the plan's id, or nil for none.
+func planIDOf(p *ServicePlan) *string {
+	if p == nil {
+		return nil
+	}
+	return &p.ID
 }
 
 func refName(r *ObjectRef) string {

@@ -19,11 +19,17 @@ import (
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
-// Broker condition reasons.
+// Broker condition reasons, and the messages Service Catalog v0.3.1 wrote
+// with them (pkg/controller/controller_clusterservicebroker.go): a broker
+// has only the Ready condition.
 const (
 	ReasonFetchedCatalog       = "FetchedCatalog"
 	ReasonErrorFetchingCatalog = "ErrorFetchingCatalog"
 	ReasonErrorSyncingCatalog  = "ErrorSyncingCatalog"
+
+	msgFetchedCatalog       = "Successfully fetched catalog entries from broker."
+	msgErrorFetchingCatalog = "Error fetching catalog. Error getting broker catalog: "
+	msgErrorSyncingCatalog  = "Error syncing catalog from ClusterServiceBroker. "
 )
 
 // BrokerClient returns an OSB client for a broker, with its credentials.
@@ -176,7 +182,11 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		}
 		now := s.now().UTC()
 		next := now.Add(backoff(failures, relistInterval(b.Spec)))
-		msg := fmt.Sprintf("%s (attempt %d; next at %s)", cause.Error(), failures, next.Format(time.RFC3339))
+		prefix := msgErrorSyncingCatalog
+		if reason == ReasonErrorFetchingCatalog {
+			prefix = msgErrorFetchingCatalog
+		}
+		msg := fmt.Sprintf("%s%s (attempt %d; next at %s)", prefix, cause.Error(), failures, next.Format(time.RFC3339))
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.NextRelistTime = &next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_claimed_until = NULL WHERE id = $1`,
@@ -342,7 +352,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 			return mapErr(err)
 		}
 		msg := fmt.Sprintf("Fetched the catalog: %d services, %d plans.", nClasses, nPlans)
-		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionTrue, Reason: ReasonFetchedCatalog, Message: msg}, now)
+		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionTrue, Reason: ReasonFetchedCatalog, Message: msgFetchedCatalog}, now)
 		b.Status.LastCatalogRetrievalTime = &now
 		b.Status.ReconciledGeneration = b.Generation
 		b.Status.ServiceClassCount, b.Status.ServicePlanCount = nClasses, nPlans

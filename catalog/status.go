@@ -119,6 +119,13 @@ func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventReco
 			w.changed(Modified, in)
 			return nil
 		}
+		// Bindings still linked to it were never bound (the engine waits
+		// for bound ones to go, unless the instance is abandoned): they go
+		// back to waiting for an instance of this name, as they would in
+		// Kubernetes.
+		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET instance_id = NULL WHERE instance_id = $1`, id); err != nil {
+			return mapErr(err)
+		}
 		if _, err := w.Exec(ctx, `DELETE FROM catalog.instances WHERE id = $1`, id); err != nil {
 			return mapErr(err)
 		}

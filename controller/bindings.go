@@ -5,23 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osb"
-)
-
-// Binding condition reasons.
-const (
-	reasonBound          = "InjectedBindResult"
-	reasonBinding        = "Binding"
-	reasonBindFailed     = "BindCallFailed"
-	reasonUnbinding      = "Unbinding"
-	reasonUnbindFailed   = "UnbindCallFailed"
-	reasonWaitInstance   = "ErrorInstanceNotReady"
-	reasonSecretNotOwned = "ErrorSecretNotOwned"
-	reasonSecretFailed   = "ErrorInjectingBindResult"
 )
 
 type bindingEnv struct {
@@ -37,11 +28,6 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	if err != nil {
 		return 0, err
 	}
-	in, err := c.store.InstanceOf(ctx, b)
-	if err != nil {
-		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
 	if b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true" {
 		// The broker is not asked, whatever the binding is waiting for.
 		if err := c.deleteSecret(ctx, b); err != nil {
@@ -50,11 +36,45 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
 			Message: "Removed without unbinding: the binding was abandoned."})
 	}
-	if err := c.resolve(ctx, &env.instanceEnv); err != nil {
+	// The instance, which the binding may have been recorded before (it is
+	// linked to it now if it exists).
+	in, err := c.store.LinkBinding(ctx, b.ID)
+	if r, ok := catalog.AsReference(err); ok {
+		if b.DeletionTimestamp != nil {
+			// Nothing can be unbound without the instance (one that was
+			// abandoned leaves its bindings so).
+			if err := c.deleteSecret(ctx, b); err != nil {
+				return 0, err
+			}
+			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "The instance does not exist: nothing to unbind."})
+		}
+		// The instance's creation wakes the binding up.
+		return 0, c.bindingWaiting(ctx, b, r.Reason, r.Message)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
+	if !resolved(in) {
 		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
 			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
 		}
-		return 0, c.bindingFailed(ctx, b, reasonInvalidReference, err.Error(), false)
+		// The instance's resolution wakes the binding up.
+		return 0, c.bindingWaiting(ctx, b, reasonInstanceUnresolved, fmt.Sprintf(
+			"Binding cannot begin because ClusterServiceClass and ClusterServicePlan references for %s have not been resolved yet", instanceName(in)))
+	}
+	if err := c.load(ctx, &env.instanceEnv); err != nil {
+		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
+			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		}
+		if r, ok := catalog.AsReference(err); ok {
+			// Gone since the instance was resolved: looked for again after
+			// the backoff.
+			if werr := c.bindingWaiting(ctx, b, r.Reason, r.Message); werr != nil {
+				return 0, werr
+			}
+		}
+		return 0, err
 	}
 	st := &b.Status
 	switch {
@@ -78,19 +98,31 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return 0, nil
 	}
 	if !ready(in.Status.Conditions) || in.DeletionTimestamp != nil || in.Status.ProvisionStatus != catalog.ProvisionStatusProvisioned {
-		now := c.now().UTC()
-		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonWaitInstance, Message: fmt.Sprintf("Waiting for instance %s to be Ready.", in.Name)}, now)
-			return nil
-		}, nil)
 		// The instance's change wakes the binding up.
-		return 0, err
+		return 0, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
 	}
 	if wait := c.retryWait(st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
 		return wait, nil
 	}
 	return c.bind(ctx, env)
+}
+
+// bindingWaiting says in the Ready condition what the binding waits for.
+func (c *Controller) bindingWaiting(ctx context.Context, b *catalog.Binding, reason, msg string) error {
+	now := c.now().UTC()
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+		return nil
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
+	return err
+}
+
+// bindable reports whether the instance's plan may be bound.
+func bindable(class *catalog.ServiceClass, plan *catalog.ServicePlan) bool {
+	if plan.Spec.Bindable != nil {
+		return *plan.Spec.Bindable
+	}
+	return class.Spec.Bindable
 }
 
 // predecessor is the external id of the binding b rotates, once that
@@ -112,13 +144,30 @@ func (c *Controller) predecessor(ctx context.Context, b *catalog.Binding) (id st
 
 func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
 	b, in := env.b, env.in
+	// The binding may have been recorded before its instance (or its
+	// instance's plan): what its creation checks then is checked now.
+	if !bindable(env.class, env.plan) {
+		msg := fmt.Sprintf("References a non-bindable %s and Plan (%q) combination", className(env.class), env.plan.Spec.ExternalName)
+		return 0, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
+	}
+	if err := c.store.CheckBindable(ctx, b, in); errors.Is(err, catalog.ErrUnprocessable) {
+		return 0, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
+	} else if v, ok := catalog.AsValidation(err); ok {
+		reason := reasonWithParameters
+		if slices.ContainsFunc(v.Errors, func(e *field.Error) bool { return strings.HasPrefix(e.Field, "spec.predecessorBindingRef") }) {
+			reason = reasonNonexistentBinding
+		}
+		return 0, c.bindingFailed(ctx, b, reason, v.Error(), reason)
+	} else if err != nil {
+		return 0, err
+	}
 	params, err := c.parameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+		return 0, c.bindingFailed(ctx, b, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	predecessor, wait, err := c.predecessor(ctx, b)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, reasonInvalidReference, err.Error(), errors.Is(err, catalog.ErrNotFound))
+		return 0, c.bindingFailed(ctx, b, reasonNonexistentBinding, err.Error(), permanentUnless(!errors.Is(err, catalog.ErrNotFound), reasonNonexistentBinding))
 	}
 	if wait {
 		// The predecessor's change to Ready wakes this binding up through
@@ -130,8 +179,8 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		st := &b.Status
 		st.CurrentOperation, st.OperationStartTime, st.UnbindStatus = catalog.OperationBind, &now, catalog.UnbindRequired
 		st.ObservedGeneration = b.Generation
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonBinding, Message: "The binding is being created."}, now)
+		removeCondition(&st.Conditions, catalog.ConditionFailed)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonBindInFlight, msgBindInFlight, now)
 		return nil
 	}, nil)
 	if err != nil {
@@ -151,30 +200,30 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
-		msg := "Bind call failed: " + err.Error()
 		var he *osb.HTTPError
 		// OSB 2.17's orphan-mitigation table, as for a provision.
 		switch {
 		case needsOrphanMitigation(err):
-			return c.startBindingOrphanMitigation(ctx, b, msg, err)
+			return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err)
 		case malformed200(err):
 			// "200 with malformed response": a failure without orphan
 			// mitigation; the binding's deletion still unbinds.
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, msg, err)
+			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
 		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
-			return 0, c.bindingFailed(ctx, b, reasonBindFailed, msg, true, func(st *catalog.BindingStatus) {
+			return 0, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
 				st.UnbindStatus = catalog.UnbindNotRequired
 			})
 		default:
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, msg, err)
+			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
 		}
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
 		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
+			setReady(&b.Status.Conditions, catalog.ConditionFalse, reasonBinding, msgBinding, c.now().UTC())
 			return nil
-		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: "The broker is binding asynchronously.", Operation: catalog.OperationBind})
+		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: msgBinding, Operation: catalog.OperationBind})
 		return c.pollDelay(b.Status.OperationStartTime, 0), err
 	}
 	return 0, c.bound(ctx, env, &res.Binding)
@@ -199,7 +248,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 			st.Endpoints = append(st.Endpoints, catalog.Endpoint{Host: e.Host, Ports: e.Ports, Protocol: e.Protocol})
 		}
 		return nil
-	}, creds, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
+	}, creds, catalog.EventRecord{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
 	if err != nil {
 		return err
 	}
@@ -214,31 +263,30 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	_, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.ReconciledGeneration = b.Generation
-		msg := "The binding's credentials are stored."
 		if c.kube != nil {
-			msg = fmt.Sprintf("The binding's credentials are in Secret %s/%s.", b.Namespace, b.Spec.SecretName)
 			st.Binding = &catalog.SecretReference{Name: b.Spec.SecretName}
 		}
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionTrue, Reason: reasonBound, Message: msg}, now)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionFalse, Reason: reasonBound}, now)
+		setReady(&st.Conditions, catalog.ConditionTrue, reasonBound, msgBound, now)
+		removeCondition(&st.Conditions, catalog.ConditionFailed)
 		return nil
-	}, nil)
+	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: msgBound, Operation: catalog.OperationBind})
 	return err
 }
 
 // startBindingOrphanMitigation records a failed bind that needs cleaning
-// up: the unbind follows at once, the bind again after the backoff.
+// up: the unbind follows at once, the bind again after the backoff. A
+// binding has no OrphanMitigation condition in Service Catalog's API:
+// Ready says so, and the failure is in lastError and the history.
 func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
 		c.failedMitigated(&st.Retries, catalog.OperationBind, b.Generation, cause)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
-			Reason: reasonOrphanMitigation, Message: "Unbinding what the failed bind may have created: " + msg}, now)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reasonBindFailed, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonBindingOrphan, msgBindingOrphan, now)
 		return nil
-	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationBind})
+	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonBindFailed, Message: msg, Operation: catalog.OperationBind},
+		catalog.EventRecord{Type: "Warning", Reason: reasonBindingOrphan, Message: msgBindingOrphan, Operation: catalog.OperationBind})
 	return 0, err
 }
 
@@ -254,8 +302,11 @@ func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, o
 			st.CurrentOperation, st.OperationStartTime = "", nil
 		}
 		wait = c.failed(&st.Retries, op, b.Generation, cause)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason,
-			Message: msg + retrying(st.Retries, op)}, now)
+		status := catalog.ConditionFalse
+		if op == catalog.OperationUnbind {
+			status = catalog.ConditionUnknown // the binding may still exist at the broker
+		}
+		setReady(&st.Conditions, status, reason, msg+retrying(st.Retries, op), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
@@ -265,15 +316,17 @@ func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, o
 	return wait, nil
 }
 
-func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reason, msg string, permanent bool, extra ...func(*catalog.BindingStatus)) error {
+// bindingFailed is instanceFailed for a binding.
+func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reason, msg, failedReason string, extra ...func(*catalog.BindingStatus)) error {
 	now := c.now().UTC()
+	permanent := failedReason != ""
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress, st.OperationStartTime = msg, "", false, nil
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg, now)
 		if permanent {
 			st.ObservedGeneration = b.Generation
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
+			setFailed(&st.Conditions, failedReason, msg, now)
 		}
 		for _, f := range extra {
 			f(st)
@@ -303,8 +356,10 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			st := &b.Status
 			st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
+			if !orphan {
+				// Orphan mitigation keeps saying so in Ready.
+				setReady(&st.Conditions, catalog.ConditionFalse, reasonUnbindInFlight, msgUnbindInFlight, now)
+			}
 			return nil
 		}, nil)
 		if err != nil {
@@ -322,7 +377,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 	if err != nil {
 		// Never forgotten: retried after the backoff.
 		c.metrics.brokerCalls.WithLabelValues("unbind", "error").Inc()
-		return c.bindingRetryable(ctx, b, catalog.OperationUnbind, reasonUnbindFailed, "Unbind call failed: "+err.Error(), err)
+		return c.bindingRetryable(ctx, b, catalog.OperationUnbind, reasonUnbindFailed, unbindFailure(env, err), err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("unbind", "ok").Inc()
 	if res.Gone {
@@ -333,10 +388,9 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			st := &b.Status
 			// The polling duration counts from this request.
 			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonUnbinding, Message: "The binding is being deleted."}, now)
+			setReady(&st.Conditions, catalog.ConditionFalse, reasonUnbinding, msgUnbinding, now)
 			return nil
-		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: "The broker is unbinding asynchronously.", Operation: catalog.OperationUnbind})
+		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: msgUnbinding, Operation: catalog.OperationUnbind})
 		return c.pollDelay(&now, 0), err
 	}
 	return c.unbound(ctx, b, false)
@@ -363,10 +417,9 @@ func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool)
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
 		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
 		delete(st.Retries, catalog.OperationUnbind)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
-			Reason: "OrphanMitigationSuccessful", Message: "What the failed bind may have created was unbound."}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
 		return nil
-	}, nil, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
+	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
 	// The bind is tried again once its backoff allows.
 	return 0, err
 }
@@ -398,13 +451,15 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 		return c.bindingPollFailed(ctx, b, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
-	if _, pollFailed := st.Retries[retryPoll]; pollFailed && (res.Gone || res.State == osb.StateInProgress) {
-		// Polling works again: say so.
+	_, pollFailed := st.Retries[retryPoll]
+	inProg := res.State == osb.StateInProgress
+	if (pollFailed && (res.Gone || inProg)) || (inProg && res.Description != "") {
+		// Polling works again, or the broker's word on progress: say so.
 		now := c.now().UTC()
+		reason, msg := inProgress(st.CurrentOperation, res.Description)
 		if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 			delete(b.Status.Retries, retryPoll)
-			catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: bindingReasonFor(st.CurrentOperation), Message: inProgressMessage(st.CurrentOperation)}, now)
+			setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 			return nil
 		}, nil); err != nil {
 			return 0, err
@@ -438,24 +493,19 @@ func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, 
 	op := b.Status.CurrentOperation
 	c.metrics.pollErrors.WithLabelValues("binding", op).Inc()
 	c.log.Warn("poll binding last operation", "binding", b.Namespace+"/"+b.Name, "operation", op, "error", cause)
-	msg := fmt.Sprintf("The last poll of the broker about the %s failed: %v", strings.ToLower(op), cause)
+	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
+	// Service Catalog left Ready as it was and recorded an Event: the
+	// reason stays the operation's, the message says why it is stuck.
+	reason, _ := inProgress(op, "")
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: bindingReasonFor(op), Message: msg + retrying(st.Retries, retryPoll)}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
 	return c.polled(b.ID, wait), err
-}
-
-func bindingReasonFor(op string) string {
-	if op == catalog.OperationUnbind {
-		return reasonUnbinding
-	}
-	return reasonBinding
 }
 
 // bindingAsyncFailed handles an asynchronous bind or unbind that ended
@@ -467,17 +517,16 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 		description = "The broker reported the operation as failed."
 	}
 	if b.Status.CurrentOperation == catalog.OperationBind {
-		return c.startBindingOrphanMitigation(ctx, b, "Bind failed: "+description, nil)
+		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil)
 	}
 	now := c.now().UTC()
-	msg := "Unbind failed: " + description
+	msg := "Unbind call failed: " + description
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.LastError = false, msg
 		wait = c.failed(&st.Retries, catalog.OperationUnbind, b.Generation, nil)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonUnbindFailed, Message: msg + retrying(st.Retries, catalog.OperationUnbind)}, now)
+		setReady(&st.Conditions, catalog.ConditionUnknown, reasonUnbindFailed, msg+retrying(st.Retries, catalog.OperationUnbind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
 	return wait, err

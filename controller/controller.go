@@ -222,19 +222,43 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 }
 
 // watch follows the change feed after rev, enqueueing what each change
-// touches, and everything unsettled again every resync period.
+// touches, and everything unsettled again every resync period. Changes to
+// the catalogue (classes and plans a relist added or changed) wake the
+// instances that wait for theirs.
 func (c *Controller) watch(ctx context.Context, rev int64) {
 	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
-		Kinds:     []string{catalog.KindInstance, catalog.KindBinding},
+		Kinds:     []string{catalog.KindInstance, catalog.KindBinding, catalog.KindServiceClass, catalog.KindServicePlan},
 		NamesOnly: true, // each object is read when reconciled
 		Idle:      c.resync,
 		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
+		catalogue := false
 		for _, ch := range page {
+			if ch.Kind == catalog.KindServiceClass || ch.Kind == catalog.KindServicePlan {
+				catalogue = catalogue || ch.Type != catalog.Deleted
+				continue
+			}
 			c.enqueueChange(ctx, ch)
+		}
+		if catalogue {
+			// One look per page, however large the relist.
+			return c.enqueueUnresolved(ctx)
 		}
 		return nil
 	})
+}
+
+// enqueueUnresolved enqueues the instances whose class and plan are not
+// resolved yet.
+func (c *Controller) enqueueUnresolved(ctx context.Context) error {
+	ids, err := c.store.UnresolvedInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("list instances waiting for their plan: %w", err)
+	}
+	for _, id := range ids {
+		c.queue.Add(instancePrefix + id)
+	}
+	return nil
 }
 
 func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
@@ -244,12 +268,19 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 		if ch.Type != catalog.Deleted {
 			c.queue.Add(instancePrefix + id)
 		}
-		// Bindings waiting for their instance look again.
+		// Bindings waiting for their instance look again: those of it, and
+		// those that name it and are not linked to it yet (recorded while
+		// it was being created, or left by an instance of that name).
 		if bs, err := c.store.BindingsOf(ctx, id); err == nil {
 			for _, b := range bs {
 				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
 					c.queue.Add(bindingPrefix + b.ID)
 				}
+			}
+		}
+		if ids, err := c.store.BindingsAwaiting(ctx, ch.Object.Namespace, ch.Object.Name); err == nil {
+			for _, b := range ids {
+				c.queue.Add(bindingPrefix + b)
 			}
 		}
 	case catalog.KindBinding:

@@ -50,7 +50,7 @@ func TestRealBrokerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitInstance(in.ID, "waiting for bindings", func(in *catalog.Instance) bool {
-		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "WaitingForBindings"
+		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "DeprovisionBlockedByExistingCredentials"
 	})
 	if _, err := e.store.DeleteBinding(ctx, b.ID); err != nil {
 		t.Fatal(err)
@@ -304,7 +304,8 @@ func TestBrokerDownThenBack(t *testing.T) {
 	fake.Down()
 	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
 	e.waitInstance(in.ID, "retrying", func(in *catalog.Instance) bool {
-		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "ProvisionCallFailed"
+		// The request does not reach the broker: Service Catalog's reason.
+		return condition(in.Status.Conditions, catalog.ConditionReady).Reason == "ErrorCallingProvision"
 	})
 	fake.Up()
 	e.waitInstance(in.ID, "Ready", instanceReady)

@@ -265,13 +265,13 @@ func TestPollErrorsVisible(t *testing.T) {
 	got := e.waitInstance(in.ID, "showing poll failures", func(in *catalog.Instance) bool {
 		return retryOf(in.Status.Retries, "LastOperation").Failures >= 3
 	})
-	if c := condition(got.Status.Conditions, catalog.ConditionReady); !strings.Contains(c.Message, "last poll") || !strings.Contains(c.Message, "status store unavailable") {
+	if c := condition(got.Status.Conditions, catalog.ConditionReady); c.Reason != "ErrorPollingLastOperation" || !strings.Contains(c.Message, "Error polling last operation") || !strings.Contains(c.Message, "status store unavailable") {
 		t.Errorf("Ready says %q", c.Message)
 	}
 	events, _ := e.store.Events(ctx, in.ID, 0)
 	entries, count := 0, 0
 	for _, ev := range events {
-		if ev.Reason == "LastOperationPollFailed" {
+		if ev.Reason == "ErrorPollingLastOperation" {
 			entries++
 			count = ev.Count
 			if !ev.LastTime.After(ev.Time) {

@@ -8,28 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osb"
-)
-
-// Condition reasons the engine writes.
-const (
-	reasonProvisioned        = "ProvisionedSuccessfully"
-	reasonProvisioning       = "Provisioning"
-	reasonProvisionFailed    = "ProvisionCallFailed"
-	reasonUpdated            = "InstanceUpdatedSuccessfully"
-	reasonUpdating           = "UpdatingInstance"
-	reasonUpdateFailed       = "UpdateInstanceCallFailed"
-	reasonDeprovisioning     = "Deprovisioning"
-	reasonDeprovisionFailed  = "DeprovisionCallFailed"
-	reasonOrphanMitigation   = "StartingOrphanMitigation"
-	reasonWaitingForBindings = "WaitingForBindings"
-	reasonAbandoned          = "Abandoned"
-	reasonInvalidReference   = "ReferencesInvalid"
-	reasonPollFailed         = "LastOperationPollFailed"
 )
 
 // AbandonAnnotation on an instance or a binding (value "true") makes its
@@ -66,12 +48,29 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
 			Message: "Removed without deprovisioning: the instance was abandoned."})
 	}
-	if err := c.resolve(ctx, env); err != nil {
+	if in.DeletionTimestamp != nil && in.Status.DeprovisionStatus != catalog.DeprovisionRequired && !resolved(in) {
+		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
+	}
+	if err := c.resolveInstance(ctx, env); err != nil {
 		if in.DeletionTimestamp != nil && in.Status.DeprovisionStatus != catalog.DeprovisionRequired {
 			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
 		}
-		return 0, c.instanceFailed(ctx, in, reasonInvalidReference, err.Error(), false)
+		if r, ok := catalog.AsReference(err); ok {
+			// What the instance names is not offered (yet): a change to the
+			// catalogue wakes it up. What it named and is gone since is
+			// looked for again after the backoff.
+			werr := c.instanceWaiting(ctx, in, r.Reason, r.Message)
+			if werr == nil && errors.Is(err, errVanished) {
+				werr = err
+			}
+			return 0, werr
+		}
+		if v, ok := catalog.AsValidation(err); ok {
+			return 0, c.instanceFailed(ctx, in, reasonWithParameters, v.Error(), reasonWithParameters)
+		}
+		return 0, err
 	}
+	in = env.in
 	st := &in.Status
 	// Each step waits for its backoff, if its last attempt failed: the
 	// status writes that woke the instance up do not cut it short.
@@ -112,19 +111,67 @@ func terminal(conds []catalog.Condition, observed, generation int64) bool {
 	return ok && f.Status == catalog.ConditionTrue && observed == generation
 }
 
-func (c *Controller) resolve(ctx context.Context, env *instanceEnv) error {
+// resolved reports whether the instance's class and plan are resolved.
+func resolved(in *catalog.Instance) bool {
+	return in.Spec.ClusterServicePlanRef != nil && in.Spec.ClusterServiceClassRef != nil
+}
+
+// errVanished marks a reference that was resolved and whose object is gone
+// since (a broker deregistered): no change of the feed announces its
+// return, so it is looked for again after the backoff.
+var errVanished = errors.New("a referenced object is gone")
+
+// resolveInstance resolves the class and plan of an instance recorded
+// before they were offered (in the catalog, which records them), then
+// loads them, their broker and its client. What is still missing comes back
+// as a *catalog.ReferenceError.
+func (c *Controller) resolveInstance(ctx context.Context, env *instanceEnv) error {
+	if !resolved(env.in) {
+		in, err := c.store.ResolveInstance(ctx, env.in.ID)
+		if in != nil {
+			env.in = in
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.load(ctx, env)
+}
+
+// load reads the class, plan and broker of a resolved instance.
+func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 	in := env.in
-	if in.Spec.ClusterServicePlanRef == nil || in.Spec.ClusterServiceClassRef == nil {
-		return errors.New("the instance's class and plan are not resolved")
+	if !resolved(in) {
+		return fmt.Errorf("%s has no resolved class and plan", instanceName(in))
 	}
 	var err error
-	if env.plan, err = c.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil {
+	if env.plan, err = c.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentPlan,
+			Message: fmt.Sprintf("References a non-existent ClusterServicePlan %q", in.Spec.ClusterServicePlanRef.Name)})
+	} else if err != nil {
 		return fmt.Errorf("plan %s: %w", in.Spec.ClusterServicePlanRef.Name, err)
 	}
-	if env.class, err = c.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil {
+	if env.class, err = c.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentClass,
+			Message: fmt.Sprintf("References a non-existent ClusterServiceClass %q", in.Spec.ClusterServiceClassRef.Name)})
+	} else if err != nil {
 		return fmt.Errorf("class %s: %w", in.Spec.ClusterServiceClassRef.Name, err)
 	}
 	env.broker, env.client, err = c.client(ctx, env.plan.Spec.ClusterServiceBrokerName)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentBkr,
+			Message: fmt.Sprintf("References a non-existent ClusterServiceBroker %q", env.plan.Spec.ClusterServiceBrokerName)})
+	}
+	return err
+}
+
+// instanceWaiting says in the Ready condition what the instance waits for.
+func (c *Controller) instanceWaiting(ctx context.Context, in *catalog.Instance, reason, msg string) error {
+	now := c.now().UTC()
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
 	return err
 }
 
@@ -193,11 +240,16 @@ func (c *Controller) requestContext(ns, name string) map[string]any {
 func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Duration, error) {
 	in := env.in
 	if env.plan.Status.RemovedFromBrokerCatalog {
-		return 0, c.instanceFailed(ctx, in, reasonInvalidReference, fmt.Sprintf("Plan %s was removed from the broker's catalog.", env.plan.Spec.ExternalName), true)
+		// The broker may offer it again: looked at again after the backoff.
+		msg := planName(env.plan) + " has been deleted; cannot provision."
+		if err := c.instanceWaiting(ctx, in, reasonDeletedPlan, msg); err != nil {
+			return 0, err
+		}
+		return 0, errors.New(msg)
 	}
 	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.instanceFailed(ctx, in, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	now := c.now().UTC()
 	props := &catalog.InstanceProperties{
@@ -214,8 +266,8 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
 		st.DeprovisionStatus = catalog.DeprovisionRequired
 		st.ObservedGeneration = in.Generation
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonProvisioning, Message: "The instance is being provisioned."}, now)
+		removeCondition(&st.Conditions, catalog.ConditionFailed)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonProvisionInFlight, msgProvisionInFlight, now)
 		return nil
 	})
 	if err != nil {
@@ -234,7 +286,8 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	res, err := env.client.Provision(cctx, req)
 	cancel()
 	if err != nil {
-		return c.provisionFailed(ctx, in, err)
+		env.in = in
+		return c.provisionFailed(ctx, env, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
 	if res.Async {
@@ -243,8 +296,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 			if res.DashboardURL != "" {
 				in.Status.DashboardURL = res.DashboardURL
 			}
+			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonProvisioning, msgProvisioning, c.now().UTC())
 			return nil
-		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: "The broker is provisioning asynchronously.", Operation: catalog.OperationProvision})
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: msgProvisioning, Operation: catalog.OperationProvision})
 		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
@@ -255,32 +309,33 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 // created something, so it is deprovisioned; 408 and other 4xx created
 // nothing; a malformed 200 is a failure without orphan mitigation. Every
 // retry waits for the backoff.
-func (c *Controller) provisionFailed(ctx context.Context, in *catalog.Instance, err error) (time.Duration, error) {
+func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error) (time.Duration, error) {
+	in := env.in
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
-	msg := "Provision call failed: " + err.Error()
+	reason, msg := provisionFailure(env, err)
 	var he *osb.HTTPError
 	switch {
 	case needsOrphanMitigation(err):
-		return c.startOrphanMitigation(ctx, in, msg, err)
+		return c.startOrphanMitigation(ctx, in, reason, msg, err)
 	case malformed200(err):
 		// The table's "200 with malformed response": a failure, and no
 		// orphan mitigation. A 200 says the instance exists; the deletion
 		// of this object still deprovisions it (DeprovisionRequired).
-		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
-		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
 		// The spec asks platforms to retry later, not at once.
-		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
 		// be refused again. Nothing was created.
-		return 0, c.instanceFailed(ctx, in, reasonProvisionFailed, msg, true, func(st *catalog.InstanceStatus) {
+		return 0, c.instanceFailed(ctx, in, reason, msg, reasonBrokerFailure, func(st *catalog.InstanceStatus) {
 			st.DeprovisionStatus = catalog.DeprovisionNotRequired
 		})
 	default:
 		// The request did not reach the broker (connection refused): retry.
-		return c.retryable(ctx, in, catalog.OperationProvision, reasonProvisionFailed, msg, err)
+		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	}
 }
 
@@ -313,8 +368,10 @@ func malformed200(err error) bool {
 
 // startOrphanMitigation records a failed provision that needs cleaning up:
 // the deprovision follows at once (on the reconcile the status change
-// triggers), the provision again after the backoff.
-func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, msg string, cause error) (time.Duration, error) {
+// triggers), the provision again after the backoff. As in Service
+// Catalog, the OrphanMitigation condition carries the failure and Ready
+// says that orphan mitigation started.
+func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
@@ -322,27 +379,31 @@ func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Inst
 		st.LastError = msg
 		c.failedMitigated(&st.Retries, catalog.OperationProvision, in.Generation, cause)
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
-			Reason: reasonOrphanMitigation, Message: "Deprovisioning what the failed provision may have created: " + msg}, now)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonProvisionFailed, Message: msg}, now)
+			Reason: reason, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonStartingOrphanMitigation, msgStartingOrphanMitigation, now)
 		return nil
-	}, catalog.EventRecord{Type: "Warning", Reason: reasonOrphanMitigation, Message: msg, Operation: catalog.OperationProvision})
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: catalog.OperationProvision},
+		catalog.EventRecord{Type: "Warning", Reason: reasonStartingOrphanMitigation, Message: msgStartingOrphanMitigation, Operation: catalog.OperationProvision})
 	// The deprovision follows on the next reconcile, which the status
 	// change triggers.
 	return 0, err
 }
 
 // retryable records a failure of op that is retried after the backoff, and
-// returns the wait.
+// returns the wait. Ready is False, or Unknown for a deprovision, as
+// Service Catalog had it: the instance may still exist at the broker.
 func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, op, reason, msg string, cause error) (time.Duration, error) {
 	now := c.now().UTC()
+	status := catalog.ConditionFalse
+	if op == catalog.OperationDeprovision {
+		status = catalog.ConditionUnknown
+	}
 	var wait time.Duration
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.LastError = msg
 		wait = c.failed(&st.Retries, op, in.Generation, cause)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason,
-			Message: msg + retrying(st.Retries, op)}, now)
+		setReady(&st.Conditions, status, reason, msg+retrying(st.Retries, op), now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
@@ -352,18 +413,30 @@ func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, op, re
 	return wait, nil
 }
 
-// instanceFailed records a failure in status. A permanent one marks the
-// generation as observed, so it is not retried until the spec changes.
-func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, reason, msg string, permanent bool, extra ...func(*catalog.InstanceStatus)) error {
+// permanentUnless is the Failed reason of a failure, "" (not permanent)
+// when retry says it is worth retrying.
+func permanentUnless(retry bool, failedReason string) string {
+	if retry {
+		return ""
+	}
+	return failedReason
+}
+
+// instanceFailed records a failure in status: Ready False with reason and
+// msg. A permanent one (failedReason not empty) adds the Failed condition
+// and marks the generation as observed, so it is not retried until the
+// spec changes; any other is retried with backoff.
+func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, reason, msg, failedReason string, extra ...func(*catalog.InstanceStatus)) error {
 	now := c.now().UTC()
+	permanent := failedReason != ""
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress = msg, "", false
 		st.OperationStartTime, st.InProgressProperties = nil, nil
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg, now)
 		if permanent {
 			st.ObservedGeneration = in.Generation
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
+			setFailed(&st.Conditions, failedReason, msg, now)
 		}
 		for _, f := range extra {
 			f(st)
@@ -379,9 +452,9 @@ func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, r
 // instanceSucceeded records a finished provision or update.
 func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance, op, dashboard string) error {
 	now := c.now().UTC()
-	reason, msg := reasonProvisioned, "The instance was provisioned successfully."
+	reason, msg := reasonProvisioned, msgProvisioned
 	if op == catalog.OperationUpdate {
-		reason, msg = reasonUpdated, "The instance was updated successfully."
+		reason, msg = reasonUpdated, msgUpdated
 	}
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
@@ -397,8 +470,9 @@ func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance
 		if dashboard != "" {
 			st.DashboardURL = dashboard
 		}
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionTrue, Reason: reason, Message: msg}, now)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionFailed, Status: catalog.ConditionFalse, Reason: reason}, now)
+		setReady(&st.Conditions, catalog.ConditionTrue, reason, msg, now)
+		removeCondition(&st.Conditions, catalog.ConditionFailed)
+		removeCondition(&st.Conditions, catalog.ConditionOrphanMitigation)
 		return nil
 	}, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: op})
 	return err
@@ -409,7 +483,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	in := env.in
 	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.instanceFailed(ctx, in, "InvalidParameters", err.Error(), !errors.Is(err, errKube))
+		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	ext := in.Status.ExternalProperties
 	now := c.now().UTC()
@@ -448,8 +522,8 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationUpdate, &now, props
 		st.ObservedGeneration = in.Generation
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonUpdating, Message: "The instance is being updated."}, now)
+		removeCondition(&st.Conditions, catalog.ConditionFailed)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonUpdateInFlight, msgUpdateInFlight, now)
 		return nil
 	})
 	if err != nil {
@@ -460,21 +534,23 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	cancel()
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("update", "error").Inc()
-		msg := "Update call failed: " + err.Error()
 		var he *osb.HTTPError
 		// An update is never orphan-mitigated. A 4xx is the broker's answer
 		// to this spec; anything else is retried.
 		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
-			return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, msg, true)
+			reason, msg := updateFailure(err, false)
+			return 0, c.instanceFailed(ctx, in, reason, msg, reasonUpdateFailed)
 		}
-		return c.retryable(ctx, in, catalog.OperationUpdate, reasonUpdateFailed, msg, err)
+		reason, msg := updateFailure(err, true)
+		return c.retryable(ctx, in, catalog.OperationUpdate, reason, msg, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("update", "ok").Inc()
 	if res.Async {
 		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
+			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonUpdating, msgUpdating, c.now().UTC())
 			return nil
-		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: "The broker is updating asynchronously.", Operation: catalog.OperationUpdate})
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: msgUpdating, Operation: catalog.OperationUpdate})
 		return c.pollDelay(in.Status.OperationStartTime, 0), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
@@ -502,10 +578,12 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 				}
 			}
 			now := c.now().UTC()
-			msg := fmt.Sprintf("Waiting for %d bindings to be deleted before deprovisioning.", len(bindings))
+			reason, msg := reasonBlockedByBindings, msgBlockedByBindings
+			if in.Annotations[CascadeAnnotation] == "true" {
+				reason, msg = reasonBindingsDeletion, msgBindingsDeletion
+			}
 			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-					Reason: reasonWaitingForBindings, Message: msg}, now)
+				setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 				return nil
 			})
 			// The bindings' deletion wakes the instance up again.
@@ -524,8 +602,10 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 		in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			st := &in.Status
 			st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
+			if !orphan {
+				// Orphan mitigation keeps saying so in Ready.
+				setReady(&st.Conditions, catalog.ConditionFalse, reasonDeprovisionInFlight, msgDeprovisionInFlight, now)
+			}
 			return nil
 		})
 		if err != nil {
@@ -546,7 +626,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 		// Never forgotten: retried after the backoff until the broker
 		// answers.
 		c.metrics.brokerCalls.WithLabelValues("deprovision", "error").Inc()
-		return c.retryable(ctx, in, catalog.OperationDeprovision, reasonDeprovisionFailed, "Deprovision call failed: "+err.Error(), err)
+		return c.retryable(ctx, in, catalog.OperationDeprovision, reasonDeprovisionFailed, deprovisionFailure(env, err), err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("deprovision", "ok").Inc()
 	if res.Gone {
@@ -557,10 +637,9 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			st := &in.Status
 			// The polling duration counts from this request.
 			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonDeprovisioning, Message: "The instance is being deprovisioned."}, now)
+			setReady(&st.Conditions, catalog.ConditionFalse, reasonDeprovisioning, msgDeprovisioning, now)
 			return nil
-		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: "The broker is deprovisioning asynchronously.", Operation: catalog.OperationDeprovision})
+		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: msgDeprovisioning, Operation: catalog.OperationDeprovision})
 		return c.pollDelay(&now, 0), err
 	}
 	return c.deprovisioned(ctx, in, false)
@@ -587,10 +666,10 @@ func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, go
 		st.ProvisionStatus, st.DeprovisionStatus = catalog.ProvisionStatusNotProvisioned, catalog.DeprovisionSucceeded
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
 		delete(st.Retries, catalog.OperationDeprovision)
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionFalse,
-			Reason: "OrphanMitigationSuccessful", Message: "What the failed provision may have created was deprovisioned."}, now)
+		removeCondition(&st.Conditions, catalog.ConditionOrphanMitigation)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
 		return nil
-	}, catalog.EventRecord{Type: "Normal", Reason: "OrphanMitigationSuccessful", Message: "Orphan mitigation finished; the provision will be retried. " + msg, Operation: catalog.OperationDeprovision})
+	}, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the provision will be retried. " + msg, Operation: catalog.OperationDeprovision})
 	// The provision is tried again once its backoff (status.retries)
 	// allows: the reconcile this write triggers waits for it.
 	return 0, err
@@ -653,15 +732,11 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		_, pollFailed := st.Retries[retryPoll]
 		if res.Description != "" || pollFailed {
 			// The broker's word on progress, or that polling works again.
-			msg := res.Description
-			if msg == "" {
-				msg = inProgressMessage(st.CurrentOperation)
-			}
+			reason, msg := inProgress(st.CurrentOperation, res.Description)
 			now := c.now().UTC()
 			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 				delete(in.Status.Retries, retryPoll)
-				catalog.SetCondition(&in.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-					Reason: reasonFor(st.CurrentOperation), Message: msg}, now)
+				setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 				return nil
 			})
 			if err != nil {
@@ -686,42 +761,16 @@ func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instanc
 	op := in.Status.CurrentOperation
 	c.metrics.pollErrors.WithLabelValues("instance", op).Inc()
 	c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "operation", op, "error", cause)
-	msg := fmt.Sprintf("The last poll of the broker about the %s failed: %v", strings.ToLower(op), cause)
+	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
 	var wait time.Duration
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
 		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
-		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-			Reason: reasonFor(op), Message: msg + retrying(st.Retries, retryPoll)}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
 	return c.polled(in.ID, wait), err
-}
-
-// inProgressMessage is the Ready message while an operation runs.
-func inProgressMessage(op string) string {
-	switch op {
-	case catalog.OperationUpdate:
-		return "The instance is being updated."
-	case catalog.OperationDeprovision:
-		return "The instance is being deprovisioned."
-	case catalog.OperationBind:
-		return "The binding is being created."
-	case catalog.OperationUnbind:
-		return "The binding is being deleted."
-	}
-	return "The instance is being provisioned."
-}
-
-func reasonFor(op string) string {
-	switch op {
-	case catalog.OperationUpdate:
-		return reasonUpdating
-	case catalog.OperationDeprovision:
-		return reasonDeprovisioning
-	}
-	return reasonProvisioning
 }
 
 // asyncFailed handles an asynchronous operation that ended "failed" (or
@@ -734,24 +783,23 @@ func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, descript
 	}
 	switch in.Status.CurrentOperation {
 	case catalog.OperationProvision:
-		return c.startOrphanMitigation(ctx, in, "Provision failed: "+description, nil)
+		return c.startOrphanMitigation(ctx, in, reasonProvisionFailed, "Provision call failed: "+description, nil)
 	case catalog.OperationUpdate:
 		permanent := res == nil || res.UpdateRepeatable == nil || !*res.UpdateRepeatable
 		if res != nil && res.UpdateRepeatable == nil {
 			permanent = false // OSB: update_repeatable defaults to true
 		}
-		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update failed: "+description, permanent)
+		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update call failed: "+description, permanentUnless(!permanent, reasonUpdateFailed))
 	default:
 		// A deprovision is never forgotten: sent again after the backoff.
 		now := c.now().UTC()
-		msg := "Deprovision failed: " + description
+		msg := "Deprovision call failed: " + description
 		var wait time.Duration
 		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 			st := &in.Status
 			st.AsyncOpInProgress, st.LastError = false, msg
 			wait = c.failed(&st.Retries, catalog.OperationDeprovision, in.Generation, nil)
-			catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse,
-				Reason: reasonDeprovisionFailed, Message: msg + retrying(st.Retries, catalog.OperationDeprovision)}, now)
+			setReady(&st.Conditions, catalog.ConditionUnknown, reasonDeprovisionFailed, msg+retrying(st.Retries, catalog.OperationDeprovision), now)
 			return nil
 		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
 		return wait, err

@@ -225,7 +225,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return s.Data, nil
 	})
 	if err != nil {
-		return c.secretProblem(ctx, b, reasonSecretFailed, err.Error())
+		return c.secretProblem(ctx, b, reasonSecretFailed, "Error injecting bind result: "+err.Error())
 	}
 	want := BuildSecret(b, env.class, env.broker.Name, data)
 	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})

@@ -57,3 +57,58 @@ func TestUpDownUp(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingReferencesDown: reverting 0010 deletes the bindings that wait
+// for an instance (the older schema cannot hold them) and keeps the others.
+func TestPendingReferencesDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	// Down to 0010, whatever came after it.
+	for {
+		v, _, err := Version(ctx, pool, Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v <= 10 {
+			break
+		}
+		if err := Down(ctx, pool, Catalog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO catalog.instances (id, namespace, name, spec, resource_version) VALUES ('00000000-0000-0000-0000-000000000001', 'team', 'db', '{}', 1);
+		INSERT INTO catalog.bindings (id, namespace, name, instance_id, spec, resource_version) VALUES
+			('00000000-0000-0000-0000-000000000002', 'team', 'app', '00000000-0000-0000-0000-000000000001', '{"instanceRef":{"name":"db"}}', 1),
+			('00000000-0000-0000-0000-000000000003', 'team', 'waiting', NULL, '{"instanceRef":{"name":"later"}}', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Down(ctx, pool, Catalog); err != nil {
+		t.Fatalf("down with a binding waiting for its instance: %v", err)
+	}
+	var names []string
+	rows, _ := pool.Query(ctx, `SELECT name FROM catalog.bindings ORDER BY name`)
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		names = append(names, n)
+	}
+	if len(names) != 1 || names[0] != "app" {
+		t.Errorf("bindings left: %v, want [app]", names)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO catalog.bindings (id, namespace, name, spec, resource_version)
+		VALUES ('00000000-0000-0000-0000-000000000004', 'team', 'x', '{}', 1)`); err == nil {
+		t.Error("a binding without an instance is accepted after the down migration")
+	}
+	if v, dirty, _ := Version(ctx, pool, Catalog); v != 9 || dirty {
+		t.Errorf("version %d dirty %v, want 9", v, dirty)
+	}
+}

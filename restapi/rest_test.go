@@ -175,8 +175,8 @@ func TestInstancesAndBindings(t *testing.T) {
 		spec  map[string]any
 		field string
 	}{
-		{map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "huge"}, "spec.clusterServicePlanExternalName"},
-		{map[string]any{"clusterServiceClassExternalName": "mysql", "clusterServicePlanExternalName": "small"}, "spec.clusterServiceClassExternalName"},
+		{map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalID": "small"}, "spec"},
+		{map[string]any{"clusterServicePlanExternalName": "small"}, "spec.clusterServiceClassExternalName"},
 		{map[string]any{"clusterServiceClassExternalName": "postgresql"}, "spec.clusterServicePlanExternalName"},
 		{map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small", "parameters": map[string]any{"statement_timeout_ms": -1}}, "spec.parameters.statement_timeout_ms"},
 		{map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small", "parameters": map[string]any{"nope": 1}}, "spec.parameters"},
@@ -200,7 +200,7 @@ func TestInstancesAndBindings(t *testing.T) {
 	if bnd.str("spec", "secretName") != "app" {
 		t.Errorf("secretName defaults to the name: %s", bnd.raw)
 	}
-	b.must(400, b.do(dev, "POST", "/bindings", map[string]any{"name": "x", "namespace": "demo", "spec": map[string]any{"instanceRef": map[string]any{"name": "nope"}}}))
+	b.must(400, b.do(dev, "POST", "/bindings", map[string]any{"name": "x", "namespace": "demo", "spec": map[string]any{"instanceRef": map[string]any{"name": "No Such Name"}}}))
 	b.must(409, b.do(dev, "GET", "/bindings/"+bnd.str("id")+"/credentials", nil))
 	if err := b.store.SetCredentials(context.Background(), bnd.str("id"), map[string]any{"password": "pw-123"}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,360 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// References between objects are level-triggered, as in Kubernetes and
+// Service Catalog: an instance may name a class or plan no broker offers
+// yet, and a binding an instance not created yet. The catalog accepts such
+// objects (the naming itself must be valid), the engine shows what is
+// missing in their status, and resolves the reference once what it names
+// appears (ResolveInstance, LinkBinding).
+
+// Reasons Service Catalog v0.3.1 gave, in the Ready condition, for a
+// reference that cannot be followed.
+const (
+	ReasonNonexistentServiceClass = "ReferencesNonexistentServiceClass"
+	ReasonNonexistentServicePlan  = "ReferencesNonexistentServicePlan"
+	ReasonDeletedServicePlan      = "ReferencesDeletedServicePlan"
+	ReasonNonexistentInstance     = "ReferencesNonexistentInstance"
+	ReasonNonexistentBroker       = "ReferencesNonexistentBroker"
+)
+
+// ReferenceError says that an object names another that does not exist
+// (yet). Reason and Message are what Service Catalog wrote in the object's
+// Ready condition.
+type ReferenceError struct {
+	Reason  string
+	Message string
+	// field is the spec field that names what is missing; refused, when
+	// not empty, is why a new object naming it is refused rather than
+	// accepted to wait (the catalog knows it will not come as named).
+	field   string
+	refused string
+}
+
+func (e *ReferenceError) Error() string { return e.Message }
+
+// detail is how a field error words the reference.
+func (e *ReferenceError) detail() string {
+	if e.refused != "" {
+		return e.refused
+	}
+	return e.Message
+}
+
+// AsReference finds a *ReferenceError in err's chain.
+func AsReference(err error) (*ReferenceError, bool) {
+	var r *ReferenceError
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// planNaming is how an instance spec names its class and plan: the two
+// fields of one of Service Catalog's three ways.
+type planNaming struct {
+	classField, planField string
+	classVal, planVal     string
+	classWhere, planWhere string
+	byName                bool
+}
+
+// naming checks that a spec names its class (and, if at all, its plan)
+// in exactly one way, and says which.
+func naming(spec *InstanceSpec, path *field.Path) (planNaming, field.ErrorList) {
+	byExtName := spec.ClusterServiceClassExternalName != "" || spec.ClusterServicePlanExternalName != ""
+	byExtID := spec.ClusterServiceClassExternalID != "" || spec.ClusterServicePlanExternalID != ""
+	byName := spec.ClusterServiceClassName != "" || spec.ClusterServicePlanName != ""
+	ways := 0
+	for _, b := range []bool{byExtName, byExtID, byName} {
+		if b {
+			ways++
+		}
+	}
+	if ways != 1 {
+		return planNaming{}, field.ErrorList{bad(path, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName")}
+	}
+	var n planNaming
+	switch {
+	case byExtName:
+		n = planNaming{"clusterServiceClassExternalName", "clusterServicePlanExternalName",
+			spec.ClusterServiceClassExternalName, spec.ClusterServicePlanExternalName, "external_name = $1", "external_name = $2", false}
+	case byExtID:
+		n = planNaming{"clusterServiceClassExternalID", "clusterServicePlanExternalID",
+			spec.ClusterServiceClassExternalID, spec.ClusterServicePlanExternalID, "external_id = $1", "external_id = $2", false}
+	default:
+		n = planNaming{"clusterServiceClassName", "clusterServicePlanName",
+			spec.ClusterServiceClassName, spec.ClusterServicePlanName, "name = $1", "name = $2", true}
+	}
+	if n.classVal == "" {
+		// A plan may be left out (the class's only plan is chosen), a
+		// class never.
+		return n, field.ErrorList{field.Required(path.Child(n.classField), "")}
+	}
+	return n, nil
+}
+
+// describe writes the fields of spec that name the class ('c'), the plan
+// ('b') or both ('v'), as Service Catalog's PlanReference formats itself
+// in its messages: {ClusterServiceClassExternalName:"db"}.
+func describe(spec *InstanceSpec, verb byte) string {
+	var class, plan []string
+	add := func(to *[]string, name, v string) {
+		if v != "" {
+			*to = append(*to, fmt.Sprintf("%s:%q", name, v))
+		}
+	}
+	add(&class, "ClusterServiceClassExternalName", spec.ClusterServiceClassExternalName)
+	add(&class, "ClusterServiceClassExternalID", spec.ClusterServiceClassExternalID)
+	add(&class, "ClusterServiceClassName", spec.ClusterServiceClassName)
+	add(&plan, "ClusterServicePlanExternalName", spec.ClusterServicePlanExternalName)
+	add(&plan, "ClusterServicePlanExternalID", spec.ClusterServicePlanExternalID)
+	add(&plan, "ClusterServicePlanName", spec.ClusterServicePlanName)
+	switch verb {
+	case 'c':
+		return "{" + strings.Join(class, ", ") + "}"
+	case 'b':
+		return "{" + strings.Join(plan, ", ") + "}"
+	}
+	return "{" + strings.Join(append(class, plan...), ", ") + "}"
+}
+
+// lookupPlan finds the class and plan a spec names (its naming checked),
+// among those brokers offer now. When the spec names no plan and the class
+// has exactly one, that plan is chosen and named in the spec, in the
+// spec's way, as Service Catalog's admission did. What is not offered
+// comes back as a *ReferenceError.
+func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming) (*ServiceClass, *ServicePlan, error) {
+	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+n.classWhere+` AND NOT removed`, n.classVal)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	classes, err := collect[ServiceClass](rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(classes) != 1 {
+		msg := "References a non-existent ClusterServiceClass " + describe(spec, 'c')
+		if !n.byName {
+			msg += fmt.Sprintf(" or there is more than one (found: %d)", len(classes))
+		}
+		return nil, nil, &ReferenceError{Reason: ReasonNonexistentServiceClass, field: n.classField,
+			Message: "The instance references a ClusterServiceClass that does not exist. " + msg}
+	}
+	class := classes[0]
+	if n.planVal == "" {
+		rows, err := q.Query(ctx, `SELECT `+columns(KindServicePlan)+` FROM catalog.service_plans WHERE class_id = $1 AND NOT removed ORDER BY position`, class.ID)
+		if err != nil {
+			return nil, nil, mapErr(err)
+		}
+		plans, err := collect[ServicePlan](rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(plans) != 1 {
+			msg := fmt.Sprintf("ClusterServiceClass (K8S: %v ExternalName: %v) has more than one plan, PlanName must be specified", class.Name, class.Spec.ExternalName)
+			if len(plans) == 0 {
+				msg = fmt.Sprintf("no ClusterServicePlans found at all for ClusterServiceClass %q", class.Spec.ExternalName)
+			}
+			return nil, nil, &ReferenceError{Reason: ReasonNonexistentServicePlan, Message: msg, field: n.planField,
+				refused: fmt.Sprintf("service class %q has %d plans: name one", class.Spec.ExternalName, len(plans))}
+		}
+		plan := plans[0]
+		switch n.planField {
+		case "clusterServicePlanExternalName":
+			spec.ClusterServicePlanExternalName = plan.Spec.ExternalName
+		case "clusterServicePlanExternalID":
+			spec.ClusterServicePlanExternalID = plan.Spec.ExternalID
+		default:
+			spec.ClusterServicePlanName = plan.Name
+		}
+		return class, plan, nil
+	}
+	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid`, class.ID, n.planVal)
+	if errors.Is(err, ErrNotFound) {
+		msg := "References a non-existent ClusterServicePlan " + describe(spec, 'v')
+		if !n.byName {
+			msg = fmt.Sprintf("References a non-existent ClusterServicePlan %s on ClusterServiceClass %s %s or there is more than one (found: 0)",
+				describe(spec, 'b'), class.Name, describe(spec, 'c'))
+		}
+		return nil, nil, &ReferenceError{Reason: ReasonNonexistentServicePlan, field: n.planField,
+			Message: "The instance references a ClusterServicePlan that does not exist. " + msg}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if plan.Status.RemovedFromBrokerCatalog {
+		return nil, nil, &ReferenceError{Reason: ReasonDeletedServicePlan, field: n.planField,
+			Message: fmt.Sprintf("ClusterServicePlan (K8S: %q ExternalName: %q) has been deleted; cannot provision.", plan.Name, plan.Spec.ExternalName),
+			refused: fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)}
+	}
+	return class, plan, nil
+}
+
+// collect reads rows of a kind's columns.
+func collect[T any, P interface {
+	*T
+	object
+}](rows pgx.Rows) ([]P, error) {
+	defer rows.Close()
+	var out []P
+	for rows.Next() {
+		obj := P(new(T))
+		if err := scanInto(rows, obj); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// resolveNew resolves the class and plan a new (or not yet resolved)
+// instance names, filling in its references when they are offered. A
+// reference to what is not offered yet is accepted and left unresolved
+// (plan nil); one the catalog knows will not come as named (a removed
+// plan, a class of several plans with none named) is a field error.
+func resolveNew(ctx context.Context, q querier, spec *InstanceSpec, path *field.Path, errs *field.ErrorList) (*ServicePlan, error) {
+	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = nil, nil
+	n, nerrs := naming(spec, path)
+	if len(nerrs) > 0 {
+		*errs = append(*errs, nerrs...)
+		return nil, nil
+	}
+	class, plan, err := lookupPlan(ctx, q, spec, n)
+	if r, ok := AsReference(err); ok {
+		if r.refused != "" {
+			*errs = append(*errs, bad(path.Child(r.field), r.detail()))
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
+	spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
+	return plan, nil
+}
+
+// ResolveInstance resolves the class and plan of an instance that was
+// recorded before they were offered, once they are: its references (and
+// the plan, when the spec named none and the class has one) are filled in,
+// without a new generation. What is still missing comes back as a
+// *ReferenceError, and nothing is written. Parameters that do not match
+// the plan's schema come back as a *ValidationError after the references
+// are recorded. An instance already resolved is returned as it is.
+func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, error) {
+	var out *Instance
+	var paramsErr error
+	_, err := s.write(ctx, func(w *txn) error {
+		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		out = in
+		if in.Spec.ClusterServicePlanRef != nil && in.Spec.ClusterServiceClassRef != nil {
+			return nil
+		}
+		n, errs := naming(&in.Spec, field.NewPath("spec"))
+		if len(errs) > 0 {
+			return invalid(errs)
+		}
+		class, plan, err := lookupPlan(ctx, w, &in.Spec, n)
+		if err != nil {
+			return err
+		}
+		in.Spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
+		in.Spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
+		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
+		paramsErr = invalid(errs)
+		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET spec = $2, plan_id = $3, class_id = $4 WHERE id = $1`,
+			id, mustJSON(in.Spec), plan.ID, class.ID); err != nil {
+			return mapErr(err)
+		}
+		if err := addEvent(ctx, w, KindInstance, id, "Normal", "ReferencesResolved",
+			fmt.Sprintf("Service class %s and plan %s are offered by broker %s.", class.Spec.ExternalName, plan.Spec.ExternalName, class.Spec.ClusterServiceBrokerName), ""); err != nil {
+			return err
+		}
+		w.changed(Modified, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, paramsErr
+}
+
+// UnresolvedInstances lists the ids of instances whose class and plan are
+// not resolved yet: a change to the catalogue may resolve them.
+func (s *Store) UnresolvedInstances(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM catalog.instances WHERE plan_id IS NULL`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, mapErr(err)
+}
+
+// BindingsAwaiting lists the ids of the bindings that name the instance
+// namespace/name but are not linked to it (yet): created before it, or
+// left by an instance of that name that is gone.
+func (s *Store) BindingsAwaiting(ctx context.Context, namespace, name string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM catalog.bindings
+		WHERE instance_id IS NULL AND namespace = $1 AND spec->'instanceRef'->>'name' = $2`, namespace, name)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, mapErr(err)
+}
+
+// nonexistentInstance is how Service Catalog said a binding's instance
+// does not exist.
+func nonexistentInstance(namespace, name string) *ReferenceError {
+	return &ReferenceError{Reason: ReasonNonexistentInstance, field: "instanceRef",
+		Message: fmt.Sprintf(`References a non-existent ServiceInstance "%s/%s"`, namespace, name)}
+}
+
+// LinkBinding returns the instance a binding belongs to, linking the
+// binding to it first if the binding was recorded before the instance
+// existed. An instance that does not exist, or is being deleted (a binding
+// is not linked to that), comes back as a *ReferenceError.
+func (s *Store) LinkBinding(ctx context.Context, id string) (*Instance, error) {
+	var out *Instance
+	_, err := s.write(ctx, func(w *txn) error {
+		var namespace, name string
+		var linked *string
+		err := w.QueryRow(ctx, `SELECT namespace, spec->'instanceRef'->>'name', instance_id FROM catalog.bindings WHERE id = $1 FOR NO KEY UPDATE`, id).
+			Scan(&namespace, &name, &linked)
+		if err != nil {
+			return mapErr(err)
+		}
+		if linked != nil {
+			out, err = getBy[Instance](ctx, w, `id = $1`, *linked)
+			return err
+		}
+		in, err := getBy[Instance](ctx, w, `namespace = $1 AND name = $2`, namespace, name)
+		if errors.Is(err, ErrNotFound) {
+			return nonexistentInstance(namespace, name)
+		}
+		if err != nil {
+			return err
+		}
+		if in.DeletionTimestamp != nil {
+			return &ReferenceError{Reason: ReasonNonexistentInstance, field: "instanceRef",
+				Message: fmt.Sprintf(`References ServiceInstance "%s/%s", which is being deleted`, namespace, name)}
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET instance_id = $2 WHERE id = $1`, id, in.ID); err != nil {
+			return mapErr(err)
+		}
+		out = in
+		return nil
+	})
+	return out, err
+}
