@@ -78,7 +78,7 @@ func TestRESTConformanceBinding(t *testing.T) {
 
 	t.Run("create", func(t *testing.T) {
 		// As for instances: a dry run cannot equal a create, which gets a
-		// new spec.externalID and the Pending status from the catalog.
+		// new spec.externalID and its status from the catalog.
 		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
 			fresh(t)
 			resttest.New(t, bindings).TestCreate(validBinding(), createFn, getFn, invalid)

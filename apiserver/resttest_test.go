@@ -130,7 +130,7 @@ func TestRESTConformance(t *testing.T) {
 		// Everything of TestCreate passes but testCreateDryRunEquals: a
 		// dry run returns the validated request, while a create returns
 		// what the catalog made of it (a new spec.externalID, plan
-		// references, the Pending status), which no dry run can equal.
+		// references, its status), which no dry run can equal.
 		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
 			fresh(t)
 			test := resttest.New(t, instances)

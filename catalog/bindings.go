@@ -133,9 +133,8 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 		}
 		now := s.now().UTC()
 		b.Generation, b.CreationTimestamp, b.DeletionTimestamp = 1, now, nil
+		// No condition yet, as for an instance.
 		b.Status = BindingStatus{UnbindStatus: UnbindNotRequired}
-		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse,
-			Reason: "Pending", Message: "The binding has not been created at the broker yet."}, now)
 		md, err := encodeMeta(&b.Meta)
 		if err != nil {
 			return err

@@ -120,9 +120,9 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 		}
 		now := s.now().UTC()
 		in.Generation, in.CreationTimestamp, in.DeletionTimestamp = 1, now, nil
+		// No condition yet, as Service Catalog recorded it: the engine's
+		// first look writes Ready, which stays the first condition.
 		in.Status = InstanceStatus{DeprovisionStatus: DeprovisionNotRequired}
-		SetCondition(&in.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse,
-			Reason: "Pending", Message: "The instance has not been provisioned yet."}, now)
 		setSpecLabels(in)
 		md, err := encodeMeta(&in.Meta)
 		if err != nil {

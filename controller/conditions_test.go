@@ -59,8 +59,9 @@ func svcatView(t *testing.T, e *env, kind, id string) []string {
 		if s := svcatStatus(conds); len(view) == 0 || view[len(view)-1] != s {
 			view = append(view, s)
 		}
-		// Ready is always there, and always first.
-		if len(conds) == 0 || conds[0].Type != catalog.ConditionReady {
+		// Ready is first, once there: the object is recorded without
+		// conditions, as Service Catalog recorded it.
+		if len(conds) > 0 && conds[0].Type != catalog.ConditionReady {
 			t.Errorf("conditions without Ready first: %+v", conds)
 		}
 		if kind == catalog.KindBinding && slices.ContainsFunc(conds, func(c catalog.Condition) bool { return c.Type == catalog.ConditionOrphanMitigation }) {
@@ -82,11 +83,10 @@ func condTypes(conds []catalog.Condition) string {
 // takes, what svcat showed all along against what Service Catalog
 // v0.3.1's controller wrote on the same path
 // (pkg/controller/controller_instance.go, controller_binding.go), and the
-// conditions left at the end. Bindery writes Ready=False "Pending" when it
-// records an object, where Service Catalog's status had no condition until
-// its controller first looked ("" in svcat); and it retries what Service
-// Catalog gave up on (a bind the broker answered 500 or 503), so that path
-// ends Ready where Service Catalog's ended Failed.
+// conditions left at the end. An object is recorded without conditions
+// ("" in svcat). Bindery retries what Service Catalog gave up on (a bind
+// the broker answered 503), so that path ends Ready where Service
+// Catalog's ended Failed.
 func TestConditionSequences(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -95,7 +95,7 @@ func TestConditionSequences(t *testing.T) {
 		// fail and failBind make the broker fail before the instance,
 		// and before the binding, is created.
 		fail, failBind func(*osbtest.Broker)
-		// instance and binding: svcat's view of each, after Pending;
+		// instance and binding: svcat's view of each, after "";
 		// final: the conditions left, as type=status/reason.
 		instance, binding []string
 		final             string
@@ -150,8 +150,8 @@ func TestConditionSequences(t *testing.T) {
 			if condTypes(got.Status.Conditions) != tc.final {
 				t.Errorf("instance's conditions at the end: %s, want %s", condTypes(got.Status.Conditions), tc.final)
 			}
-			if view := svcatView(t, e, catalog.KindInstance, in.ID); !slices.Equal(view, append([]string{"Pending"}, tc.instance...)) {
-				t.Errorf("svcat showed the instance as %q, want Pending then %q", view, tc.instance)
+			if view := svcatView(t, e, catalog.KindInstance, in.ID); !slices.Equal(view, append([]string{""}, tc.instance...)) {
+				t.Errorf("svcat showed the instance as %q, want \"\" then %q", view, tc.instance)
 			}
 			if len(tc.binding) == 0 {
 				return
@@ -162,8 +162,8 @@ func TestConditionSequences(t *testing.T) {
 			b := e.createBinding("app", "db")
 			want = tc.binding[len(tc.binding)-1]
 			gotB := e.waitBinding(b.ID, want, func(b *catalog.Binding) bool { return svcatStatus(b.Status.Conditions) == want })
-			if view := svcatView(t, e, catalog.KindBinding, b.ID); !slices.Equal(view, append([]string{"Pending"}, tc.binding...)) {
-				t.Errorf("svcat showed the binding as %q, want Pending then %q", view, tc.binding)
+			if view := svcatView(t, e, catalog.KindBinding, b.ID); !slices.Equal(view, append([]string{""}, tc.binding...)) {
+				t.Errorf("svcat showed the binding as %q, want \"\" then %q", view, tc.binding)
 			}
 			wantFinal := "Ready=True/InjectedBindResult"
 			if want == "Failed" {
@@ -218,7 +218,7 @@ func TestConditionsOfUpdates(t *testing.T) {
 	if condTypes(got.Status.Conditions) != "Ready=True/InstanceUpdatedSuccessfully" {
 		t.Errorf("after the next generation's update: %s", condTypes(got.Status.Conditions))
 	}
-	want := []string{"Pending", "ProvisionRequestInFlight", "Ready", "UpdateInstanceRequestInFlight", "Ready", "UpdateInstanceRequestInFlight", "Failed", "UpdateInstanceRequestInFlight", "Ready"}
+	want := []string{"", "ProvisionRequestInFlight", "Ready", "UpdateInstanceRequestInFlight", "Ready", "UpdateInstanceRequestInFlight", "Failed", "UpdateInstanceRequestInFlight", "Ready"}
 	if view := svcatView(t, e, catalog.KindInstance, in.ID); !slices.Equal(view, want) {
 		t.Errorf("svcat showed %q, want %q", view, want)
 	}

@@ -166,9 +166,10 @@ func TestInstancesAndBindings(t *testing.T) {
 	if in.str("spec", "externalID") == "" || in.str("spec", "clusterServicePlanRef", "name") == "" {
 		t.Errorf("instance lacks defaults: %s", in.raw)
 	}
-	cond := in.body["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)
-	if cond["type"] != "Ready" || cond["status"] != "False" {
-		t.Errorf("new instance condition: %v", cond)
+	// Recorded without conditions, as Service Catalog recorded it: the
+	// engine writes them.
+	if conds, ok := in.body["status"].(map[string]any)["conditions"]; ok {
+		t.Errorf("new instance's conditions: %v", conds)
 	}
 	b.must(409, b.do(dev, "POST", "/instances", map[string]any{"name": "db", "namespace": "demo", "spec": spec}))
 	for _, tc := range []struct {
