@@ -203,19 +203,11 @@ var statusTime = regexp.MustCompile(` @ ` + svcatTime + `$`)
 // the conditions Bindery writes, not the layout.
 func checkStatus(t testing.TB, name, got, want string) {
 	t.Helper()
-	// The one difference on purpose (apis/servicecatalog/README.md): a new
-	// object has Ready=False Pending at once, where Service Catalog's had no
-	// condition until its controller first saw it.
-	if want == "" && pendingStatus.MatchString(got) {
-		return
-	}
 	if statusTime.MatchString(want) != statusTime.MatchString(got) ||
 		statusTime.ReplaceAllString(got, "") != statusTime.ReplaceAllString(want, "") {
 		t.Errorf("%s: status %q, Service Catalog showed %q", name, got, want)
 	}
 }
-
-var pendingStatus = regexp.MustCompile(`^Pending - The (instance|binding) has not been .* @ `)
 
 // wantStatus compares the Status field of d with the golden's.
 func wantStatus(t testing.TB, name string, d, golden *svcatDoc) {
