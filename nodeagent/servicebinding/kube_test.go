@@ -59,7 +59,7 @@ func deploymentRef(name string) sbv1.ServiceBindingWorkloadReference {
 	return sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
 }
 
-func create(t *testing.T, c client.Client, objs ...client.Object) {
+func create(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.Create(t.Context(), o); err != nil {
@@ -407,7 +407,7 @@ func TestEgressAnnotation(t *testing.T) {
 	}
 }
 
-func createCatalogBindingCRD(t *testing.T, c client.Client) {
+func createCatalogBindingCRD(t testing.TB, c client.Client) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetUnstructuredContent(map[string]any{

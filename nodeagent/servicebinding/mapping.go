@@ -320,7 +320,8 @@ func removeField(obj map[string]any, path []string) {
 // exists, else the built-in or default one.
 func lookupMapping(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (Mapping, error) {
 	var cwrm sbv1.ClusterWorkloadResourceMapping
-	err := r.Get(ctx, client.ObjectKey{Name: gvr.GroupResource().String()}, &cwrm)
+	// Read only (MappingFor parses it into a Mapping of its own): no copy.
+	err := r.Get(ctx, client.ObjectKey{Name: gvr.GroupResource().String()}, &cwrm, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		return MappingFor(gvk.GroupKind(), gvk.Version, nil)

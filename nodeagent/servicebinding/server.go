@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -127,9 +128,15 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		return err
 	}
 	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/healthz", ok)
-	mux.HandleFunc("/readyz", ok)
+	var synced atomic.Bool
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !synced.Load() {
+			http.Error(w, "informer caches not synced yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	srv := webhook.NewServer(webhook.Options{
 		Host: o.host, Port: o.port, CertDir: o.CertDir, CertName: "tls.crt", KeyName: "tls.key",
@@ -149,6 +156,20 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 	if err != nil {
 		return fmt.Errorf("start manager: %w", err)
 	}
+	// What every admission reads is cached from the start, so that no
+	// review waits for an informer to fill; the kinds of services and
+	// workloads are known only from the bindings and cached when first
+	// read.
+	for _, obj := range []client.Object{&sbv1.ServiceBinding{}, &sbv1.ClusterWorkloadResourceMapping{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("cache %T: %w", obj, err)
+		}
+	}
+	go func() {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			synced.Store(true)
+		}
+	}()
 	// GetWebhookServer, unlike the server itself, adds it to the manager.
 	mgr.GetWebhookServer().Register(MutatePath, &webhook.Admission{Handler: NewWebhook(mgr.GetClient()), RecoverPanic: ptrTrue()})
 	if o.Controller {

@@ -38,6 +38,8 @@ type bundle struct {
 	// webhookURL is the loopback URL the API server calls.
 	webhookURL string
 	caBundle   []byte
+	// certDir holds the webhook's tls.crt and tls.key.
+	certDir string
 	// stop ends the webhook and controller; start runs them again.
 	stop  func()
 	start func()
@@ -104,6 +106,7 @@ func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyTy
 		cluster: cluster, kube: cluster.Client(t), c: c,
 		webhookURL: "https://127.0.0.1:" + strconv.Itoa(port) + servicebinding.MutatePath,
 		caBundle:   cert,
+		certDir:    dir,
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var cancel context.CancelFunc

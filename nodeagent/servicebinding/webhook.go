@@ -89,7 +89,9 @@ func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.R
 // when nothing changed.
 func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) ([]byte, []string, error) {
 	var list sbv1.ServiceBindingList
-	if err := w.r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+	// The bindings are only read: no copy of the cache's objects is made
+	// (this runs on every admission in a bound namespace).
+	if err := w.r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list servicebindings: %w", err)
 	}
 	isPod := gvk.Group == "" && gvk.Kind == "Pod"
@@ -185,28 +187,64 @@ func endpointEqual(a, b Endpoint) bool {
 }
 
 // ServiceEndpoints reads the OSB endpoints from a Service Catalog
-// ServiceBinding's status (status.endpoints); none when it has none.
+// ServiceBinding's status (status.endpoints); none when it has none. The
+// binding is read without a copy of the cache's object, and the endpoints
+// are converted from it directly.
 func ServiceEndpoints(ctx context.Context, r client.Reader, ns string, ref sbv1.ServiceBindingServiceReference) ([]Endpoint, error) {
 	var svc unstructured.Unstructured
 	svc.SetAPIVersion(ref.APIVersion)
 	svc.SetKind(ref.Kind)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &svc); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &svc, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	raw, found, err := unstructured.NestedFieldNoCopy(svc.Object, "status", "endpoints")
-	if err != nil || !found {
+	if err != nil || !found || raw == nil {
 		return nil, err
 	}
-	data, err := json.Marshal(raw)
+	eps, err := endpointsFrom(raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s %s: status.endpoints%w", ref.Kind, ref.Name, err)
 	}
-	var eps []Endpoint
-	if err := json.Unmarshal(data, &eps); err != nil {
-		return nil, fmt.Errorf("%s %s: status.endpoints: %w", ref.Kind, ref.Name, err)
+	return eps, nil
+}
+
+// endpointsFrom converts status.endpoints as an unstructured object holds
+// it. Errors start with the path below status.endpoints.
+func endpointsFrom(raw any) ([]Endpoint, error) {
+	items, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf(": %T, want an array", raw)
+	}
+	eps := make([]Endpoint, 0, len(items))
+	for i, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("[%d]: %T, want an object", i, item)
+		}
+		var e Endpoint
+		if e.Host, ok = m["host"].(string); !ok {
+			return nil, fmt.Errorf("[%d].host: %T, want a string", i, m["host"])
+		}
+		if p, present := m["protocol"]; present && p != nil {
+			if e.Protocol, ok = p.(string); !ok {
+				return nil, fmt.Errorf("[%d].protocol: %T, want a string", i, p)
+			}
+		}
+		ports, ok := m["ports"].([]any)
+		if !ok && m["ports"] != nil {
+			return nil, fmt.Errorf("[%d].ports: %T, want an array", i, m["ports"])
+		}
+		for j, p := range ports {
+			s, ok := p.(string)
+			if !ok {
+				return nil, fmt.Errorf("[%d].ports[%d]: %T, want a string", i, j, p)
+			}
+			e.Ports = append(e.Ports, s)
+		}
+		eps = append(eps, e)
 	}
 	return eps, nil
 }
