@@ -70,11 +70,21 @@ func (o *Options) Complete() error {
 	return nil
 }
 
+// ValidateListen reports a listen address the server cannot use, naming
+// flag, the flag that set it. The port must be given: controller-runtime's
+// server takes no port 0.
+func (o *Options) ValidateListen(flag string) error {
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
+		return fmt.Errorf("%s %q: want HOST:PORT with a port in 1-65535", flag, o.Listen)
+	}
+	return nil
+}
+
 // Validate returns every problem with the options at once.
 func (o *Options) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
-		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT with a port in 1-65535", o.Listen))
+	if err := o.ValidateListen("--listen"); err != nil {
+		errs = append(errs, err)
 	}
 	if o.CertDir == "" {
 		errs = append(errs, errors.New("--cert-dir is required: the API server calls webhooks over TLS only"))
