@@ -3,6 +3,7 @@ package servicebinding
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -116,12 +117,16 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	var warnings []string
 	slices.SortFunc(selecting, func(a, b *sbv1.ServiceBinding) int { return strings.Compare(a.Name, b.Name) })
 	for _, sb := range selecting {
-		if sb.Status.Binding == nil || sb.Status.Binding.Name == "" {
+		secret, err := w.secretOf(ctx, sb)
+		if err != nil {
+			return nil, warnings, err
+		}
+		if secret == "" {
 			warnings = append(warnings, fmt.Sprintf("servicebinding %s: service %s %s exposes no Secret yet; not projected",
 				sb.Name, sb.Spec.Service.Kind, sb.Spec.Service.Name))
 			continue
 		}
-		for _, msg := range Project(tpl, BindingFor(sb, sb.Status.Binding.Name)) {
+		for _, msg := range Project(tpl, BindingFor(sb, secret)) {
 			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, msg))
 		}
 	}
@@ -140,6 +145,22 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	}
 	out, err := json.Marshal(obj.Object)
 	return out, warnings, err
+}
+
+// secretOf returns the name of the Secret to project for sb: the one its
+// status names, or, before the controller has resolved the binding (a
+// workload applied together with its ServiceBinding), the one its service
+// exposes now, read from the cache; "" when there is none yet.
+func (w *Webhook) secretOf(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
+	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" {
+		return sb.Status.Binding.Name, nil
+	}
+	name, err := serviceSecret(ctx, w.r, sb.Namespace, sb.Spec.Service)
+	var p *problem
+	if errors.As(err, &p) {
+		return "", nil
+	}
+	return name, err
 }
 
 // egress sets EgressAnnotation on a Pod to the endpoints of the Bindery
