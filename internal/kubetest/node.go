@@ -43,6 +43,7 @@ const (
 	DevicePluginDir = "/var/lib/kubelet/device-plugins"
 
 	podCIDR     = "198.18.0.0/24"
+	testBlock   = "198.18.0.0/15"
 	serviceCIDR = "198.19.0.0/16"
 	// bridgeName is the CNI bridge; at most 15 bytes (IFNAMSIZ).
 	bridgeName = "bindery-kt0"
@@ -79,7 +80,9 @@ var nodeControllers = []string{"deployment", "replicaset", "daemonset", "garbage
 // nodelifecycle controllers on top of any named with WithControllerManager). Pods run
 // BusyboxImage (or an image imported with Node.ImportImage) with
 // imagePullPolicy: Never, get an address in 198.18.0.0/24 from a CNI
-// bridge, and can be reached with kubectl exec and logs.
+// bridge, with a route through it to the rest of 198.18.0.0/15 (so they
+// reach the host's addresses there, NodeIP among them), and can be reached
+// with kubectl exec and logs.
 //
 // The node needs root, cgroups, and the Debian packages containerd, runc,
 // containernetworking-plugins and busybox-static (`make deps`). Only one node
@@ -333,8 +336,11 @@ func (n *Node) startContainerd(ctx context.Context) error {
 			"ipMasq":      false, // no iptables rules: Pods talk to the node only
 			"hairpinMode": true,
 			"ipam": map[string]any{
-				"type":    "host-local",
-				"ranges":  [][]map[string]string{{{"subnet": podCIDR}}},
+				"type":   "host-local",
+				"ranges": [][]map[string]string{{{"subnet": podCIDR}}},
+				// Pods reach the host's addresses in the test block (the
+				// node's, and those a test adds) through the bridge.
+				"routes":  []map[string]string{{"dst": testBlock}},
 				"dataDir": d("cni-ipam"),
 			},
 		}},
