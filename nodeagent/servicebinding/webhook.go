@@ -55,14 +55,18 @@ var _ admission.Handler = (*Webhook)(nil)
 // Handle answers one AdmissionReview. A workload no binding selects is
 // allowed unchanged; a binding that cannot be projected is a warning that
 // names it, never a denial, so that a broken binding does not stop a
-// rollout. Only an object that cannot be read is denied.
+// rollout. Only an object that cannot be read is denied, and an update of a
+// Pod that changes its EgressAnnotation.
 func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.Response {
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	switch req.Operation {
 	case admissionv1.Create:
 	case admissionv1.Update:
-		// A Pod's and a Job's template cannot change after creation:
-		// projecting on update would only earn the request a refusal.
+		if gk == podKind {
+			return guardEgress(req)
+		}
+		// A Job's template cannot change after creation: projecting on
+		// update would only earn the request a refusal.
 		if immutable(gk) {
 			return admission.Allowed("")
 		}
@@ -203,6 +207,32 @@ func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplate
 	return warnings, nil
 }
 
+var podKind = schema.GroupKind{Kind: "Pod"}
+
+// guardEgress refuses a change of a Pod's EgressAnnotation: the webhook
+// writes it when the Pod is created, from the bindings projected into it,
+// and a sandbox the kubelet makes again for the Pod (after a crash or a
+// reboot) is given the grants the annotation holds then.
+func guardEgress(req admission.Request) admission.Response {
+	var obj, old struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Pod: %w", err))
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode the Pod's previous version: %w", err))
+	}
+	v, ok := obj.Metadata.Annotations[EgressAnnotation]
+	ov, ook := old.Metadata.Annotations[EgressAnnotation]
+	if ok != ook || v != ov {
+		return admission.Denied(fmt.Sprintf("metadata.annotations[%s]: set by Bindery when the Pod is created, from the bindings projected into it; it cannot be changed", EgressAnnotation))
+	}
+	return admission.Allowed("")
+}
+
 func endpointEqual(a, b Endpoint) bool {
 	return a.Host == b.Host && a.Protocol == b.Protocol && slices.Equal(a.Ports, b.Ports)
 }
@@ -295,5 +325,5 @@ func Selects(sb *sbv1.ServiceBinding, gk schema.GroupKind, obj metav1.Object) bo
 // immutable reports whether a kind's Pod template cannot change once
 // created: such workloads are projected at admission only.
 func immutable(gk schema.GroupKind) bool {
-	return (gk.Group == "" && gk.Kind == "Pod") || (gk.Group == "batch" && gk.Kind == "Job")
+	return gk == podKind || (gk.Group == "batch" && gk.Kind == "Job")
 }
