@@ -364,7 +364,7 @@ func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) 
 }
 
 func carries(w *unstructured.Unstructured, m Mapping, uid types.UID) bool {
-	ann, _, _ := unstructured.NestedStringMap(w.Object, m.Annotations...)
+	ann, _ := nestedStringMap(w.Object, m.Annotations)
 	_, ok := ann[recordPrefix+string(uid)]
 	return ok
 }

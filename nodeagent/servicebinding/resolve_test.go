@@ -88,20 +88,26 @@ func TestWebhookBeforeController(t *testing.T) {
 				t.Fatalf("denied: %+v", resp.Result)
 			}
 			if tc.wantWarning != "" {
-				if len(resp.Patches) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], tc.wantWarning) {
-					t.Errorf("patches %v, warnings %q; want none and %q", resp.Patches, resp.Warnings, tc.wantWarning)
+				if len(resp.Patch) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], tc.wantWarning) {
+					t.Errorf("patch %s, warnings %q; want none and %q", resp.Patch, resp.Warnings, tc.wantWarning)
 				}
 				return
 			}
+			var ops []struct {
+				Path  string          `json:"path"`
+				Value json.RawMessage `json:"value"`
+			}
+			if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+				t.Fatalf("patch %s: %v", resp.Patch, err)
+			}
 			var volumes []corev1.Volume
-			for _, p := range resp.Patches {
+			for _, p := range ops {
 				if p.Path == "/spec/template/spec/volumes" {
-					b, _ := json.Marshal(p.Value)
-					_ = json.Unmarshal(b, &volumes)
+					_ = json.Unmarshal(p.Value, &volumes)
 				}
 			}
 			if len(volumes) != 1 || volumes[0].Projected == nil || volumes[0].Projected.Sources[0].Secret.Name != tc.wantSecret {
-				t.Errorf("projected volumes %+v (patches %v, warnings %q), want Secret %s", volumes, resp.Patches, resp.Warnings, tc.wantSecret)
+				t.Errorf("projected volumes %+v (patch %s, warnings %q), want Secret %s", volumes, resp.Patch, resp.Warnings, tc.wantSecret)
 			}
 		})
 	}

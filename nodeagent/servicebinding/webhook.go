@@ -80,18 +80,20 @@ func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.R
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(req.Namespace)
 	}
-	out, warnings, err := w.project(ctx, &obj, schema.GroupVersionKind(req.Kind), schema.GroupVersionResource(req.Resource))
+	patch, warnings, err := w.project(ctx, &obj, schema.GroupVersionKind(req.Kind), schema.GroupVersionResource(req.Resource))
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 	}
-	if out == nil {
-		return admission.Allowed("").WithWarnings(warnings...)
+	resp := admission.Allowed("").WithWarnings(warnings...)
+	if patch != nil {
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, &pt
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(warnings...)
+	return resp
 }
 
-// project returns obj with the bindings that select it projected, or nil
-// when nothing changed.
+// project projects the bindings that select obj into it and returns the
+// JSON patch of what changed, or nil when nothing did.
 func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) ([]byte, []string, error) {
 	var list sbv1.ServiceBindingList
 	// The bindings are only read: no copy of the cache's objects is made
@@ -144,11 +146,15 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	if equalTemplates(before, tpl) {
 		return nil, warnings, nil
 	}
+	fields, err := snapshotFields(obj.Object, fieldPaths(m))
+	if err != nil {
+		return nil, warnings, err
+	}
 	if err := WriteTemplate(obj.Object, m, tpl); err != nil {
 		return nil, warnings, fmt.Errorf("write %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
-	out, err := json.Marshal(obj.Object)
-	return out, warnings, err
+	patch, err := patchFields(obj.Object, fields)
+	return patch, warnings, err
 }
 
 // secretOf returns the name of the Secret to project for sb: the one its
