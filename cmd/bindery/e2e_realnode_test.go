@@ -99,7 +99,9 @@ func setupRealNode(t *testing.T) *realNode {
 	// bindery-cni, chained after the node's bridge as the DaemonSet's
 	// init container chains it.
 	pluginDir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "bindery-cni"), "github.com/bindery-dev/bindery/cmd/bindery-cni").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "bindery-cni"), "github.com/bindery-dev/bindery/cmd/bindery-cni")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build bindery-cni: %v\n%s", err, out)
 	}
 	install := start(t, nil, "serve", "nodeagent", "--install-cni", "--cni-plugin-binary", filepath.Join(pluginDir, "bindery-cni"),
