@@ -71,10 +71,10 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KubeClient is the configured cluster, or nil: --kubeconfig or
+// RESTConfig is the configured cluster, or nil: --kubeconfig or
 // KUBECONFIG, else in-cluster when running in a Pod; never an implicit
 // ~/.kube/config.
-func (o *Options) KubeClient() (kubernetes.Interface, error) {
+func (o *Options) RESTConfig() (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	switch {
@@ -88,6 +88,15 @@ func (o *Options) KubeClient() (kubernetes.Interface, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// KubeClient is a client of the configured cluster (RESTConfig), or nil.
+func (o *Options) KubeClient() (kubernetes.Interface, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil || cfg == nil {
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	return kubernetes.NewForConfig(cfg)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -19,15 +20,18 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/deploy"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/migrations"
+	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 	"github.com/bindery-dev/bindery/restapi"
 )
 
@@ -54,8 +58,11 @@ type upOptions struct {
 	controller controller.Options
 	brokers    brokerCalls
 	apiListen  string
-	dataDir    string
-	level      string
+	// webhook is the servicebinding.io webhook and controller, run when a
+	// cluster is configured and --webhook-listen is not empty.
+	webhook servicebinding.Options
+	dataDir string
+	level   string
 }
 
 func (o *upOptions) addFlags(fs *flag.FlagSet) {
@@ -66,6 +73,7 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
 	o.brokers.addFlags(fs, true)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
+	fs.StringVar(&o.webhook.Listen, "webhook-listen", "127.0.0.1:9443", "HOST:PORT of the servicebinding.io webhook (HTTPS), run with a cluster (--kubeconfig); the cluster's API server must reach it. Empty: no webhook")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -90,7 +98,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	storeOpts, err := o.brokers.storeOptions()
-	if err := errors.Join(err, o.catalog.Validate(), o.controller.Validate()); err != nil {
+	if err := errors.Join(err, o.catalog.Validate(), o.controller.Validate(), o.validateWebhook()); err != nil {
 		return err
 	}
 	ls, err := o.listen()
@@ -146,6 +154,11 @@ func runUp(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	u := &up{o: &o, log: log, dir: dir, ls: ls, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout}
+	if cluster != nil && o.webhook.Listen != "" {
+		if err := u.installWebhook(ctx); err != nil {
+			return err
+		}
+	}
 	if err := u.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -216,6 +229,10 @@ type up struct {
 	cluster *controller.Cluster
 	creds   generated
 	stdout  io.Writer
+	// webhookURL is where the cluster calls the webhook; empty when it
+	// does not run. kube is the cluster's configuration, for it.
+	webhookURL string
+	kube       *rest.Config
 }
 
 // run runs every component until ctx ends or one fails, and returns once
@@ -242,6 +259,11 @@ func (u *up) run(ctx context.Context) error {
 			Listener: apiL, DataDir: filepath.Join(u.dir, "apiserver"), Kubeconfig: kubeconfig,
 		}, store, alog, func(c *apiserver.Config) { apiReady <- c.Server })
 	})
+	if u.webhookURL != "" {
+		g.Go(func() error {
+			return servicebinding.RunWithConfig(gctx, log, u.kube, &o.webhook)
+		})
+	}
 	var apiURL string
 	select {
 	case apiURL = <-apiReady:
@@ -269,6 +291,9 @@ func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string
 	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogAddr)
 	fmt.Fprintf(w, "  Kubernetes API:  %s (kubectl --kubeconfig %s get serviceinstances -A)\n", apiURL, kubeconfig)
 	fmt.Fprintf(w, "  admin token:     %s\n", u.creds.AdminToken)
+	if u.webhookURL != "" {
+		fmt.Fprintf(w, "  webhook:         %s (servicebinding.io, installed in the cluster)\n", u.webhookURL)
+	}
 	fmt.Fprintf(w, "  OSB broker:      http://%s/v2/catalog\n", brokerAddr)
 	fmt.Fprintf(w, "  broker username: %s\n", o.broker.Username)
 	fmt.Fprintf(w, "  broker password: %s\n", o.broker.Password)
@@ -278,6 +303,56 @@ func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string
 	fmt.Fprintf(w, "  database:        %s\n", redact(o.db.url))
 	fmt.Fprintf(w, "  data directory:  %s\n", u.dir)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
+}
+
+// validateWebhook checks --webhook-listen, unless it is empty.
+func (o *upOptions) validateWebhook() error {
+	if o.webhook.Listen == "" {
+		return nil
+	}
+	o.webhook.Controller = true
+	if err := o.webhook.Complete(); err != nil {
+		return err
+	}
+	return o.webhook.ValidateListen("--webhook-listen")
+}
+
+// installWebhook prepares the servicebinding.io webhook to run beside the
+// cluster: its certificates under <data-dir>/webhook, and the CRDs and the
+// MutatingWebhookConfiguration of deploy/servicebinding in the cluster.
+func (u *up) installWebhook(ctx context.Context) error {
+	cfg, err := u.o.controller.RESTConfig()
+	if err != nil {
+		return err
+	}
+	m, err := webhookManifests()
+	if err != nil {
+		return err
+	}
+	if u.webhookURL, err = servicebinding.InstallLocal(ctx, u.log, cfg, &u.o.webhook, filepath.Join(u.dir, "webhook"), m); err != nil {
+		return fmt.Errorf("install the servicebinding.io webhook: %w", err)
+	}
+	u.kube = cfg
+	return u.o.webhook.Validate()
+}
+
+// webhookManifests reads deploy/servicebinding's CRDs and webhook
+// configuration, embedded in the binary.
+func webhookManifests() (servicebinding.Manifests, error) {
+	var m servicebinding.Manifests
+	crds, err := fs.Glob(deploy.ServiceBinding, "servicebinding/crd/*.yaml")
+	if err != nil {
+		return m, err
+	}
+	for _, name := range crds {
+		data, err := deploy.ServiceBinding.ReadFile(name)
+		if err != nil {
+			return m, err
+		}
+		m.CRDs = append(m.CRDs, data)
+	}
+	m.WebhookConfiguration, err = deploy.ServiceBinding.ReadFile("servicebinding/webhook.yaml")
+	return m, err
 }
 
 // credentialsFile is where, in the data directory, the generated

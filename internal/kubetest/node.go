@@ -27,6 +27,11 @@ import (
 const (
 	// NodeName is the name of the node WithNode adds.
 	NodeName = "kubetest-node"
+	// NodeIP is the node's address, on a link of the host: Pods reach the
+	// host there, and kube-apiserver accepts it as an endpoint (unlike a
+	// loopback address), so a server of the test listening on it can sit
+	// behind a Service.
+	NodeIP = "198.18.1.1"
 	// PauseImage is the sandbox image of every Pod on the node.
 	PauseImage = "bindery.test/pause:1"
 	// BusyboxImage is a test image with a static busybox: sh, cat, sleep
@@ -38,15 +43,15 @@ const (
 	DevicePluginDir = "/var/lib/kubelet/device-plugins"
 
 	podCIDR     = "198.18.0.0/24"
+	testBlock   = "198.18.0.0/15"
 	serviceCIDR = "198.19.0.0/16"
 	// bridgeName is the CNI bridge; at most 15 bytes (IFNAMSIZ).
 	bridgeName = "bindery-kt0"
-	// nodeLink carries nodeIP, the node's address: the kubelet refuses a
+	// nodeLink carries NodeIP, the node's address: the kubelet refuses a
 	// loopback one, and kube-apiserver reaches the kubelet's API there.
 	// It is a bridge with no ports, as this kernel may lack the dummy
 	// link type.
 	nodeLink = "bindery-ktn"
-	nodeIP   = "198.18.1.1"
 	// cgroupRoot holds every cgroup the kubelet creates, so teardown removes
 	// one tree.
 	cgroupRoot = "/bindery-kubetest"
@@ -75,7 +80,9 @@ var nodeControllers = []string{"deployment", "replicaset", "daemonset", "garbage
 // nodelifecycle controllers on top of any named with WithControllerManager). Pods run
 // BusyboxImage (or an image imported with Node.ImportImage) with
 // imagePullPolicy: Never, get an address in 198.18.0.0/24 from a CNI
-// bridge, and can be reached with kubectl exec and logs.
+// bridge, with a route through it to the rest of 198.18.0.0/15 (so they
+// reach the host's addresses there, NodeIP among them), and can be reached
+// with kubectl exec and logs.
 //
 // The node needs root, cgroups, and the Debian packages containerd, runc,
 // containernetworking-plugins and busybox-static (`make deps`). Only one node
@@ -96,6 +103,11 @@ type Node struct {
 	// StartupTime is how long the node took to become Ready once the
 	// control plane was, images and containerd included.
 	StartupTime time.Duration
+	// CNIBinDir and CNIConfDir are the node's own CNI directories, as
+	// containerd's bin_dir and conf_dir: the reference plugins are linked
+	// into CNIBinDir, and CNIConfDir holds the conflist, which containerd
+	// reloads when it changes. A test may add a plugin to both.
+	CNIBinDir, CNIConfDir string
 
 	c              *Cluster
 	containerdSock string
@@ -306,7 +318,8 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 // starts containerd, and waits until it answers.
 func (n *Node) startContainerd(ctx context.Context) error {
 	d := func(p ...string) string { return filepath.Join(append([]string{n.Dir, "containerd"}, p...)...) }
-	for _, dir := range []string{d(), d("net.d"), d("cni-ipam")} {
+	n.CNIBinDir, n.CNIConfDir = d("cni-bin"), d("net.d")
+	for _, dir := range []string{d(), n.CNIConfDir, n.CNIBinDir, d("cni-ipam")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("containerd directory: %w", err)
 		}
@@ -323,8 +336,11 @@ func (n *Node) startContainerd(ctx context.Context) error {
 			"ipMasq":      false, // no iptables rules: Pods talk to the node only
 			"hairpinMode": true,
 			"ipam": map[string]any{
-				"type":    "host-local",
-				"ranges":  [][]map[string]string{{{"subnet": podCIDR}}},
+				"type":   "host-local",
+				"ranges": [][]map[string]string{{{"subnet": podCIDR}}},
+				// Pods reach the host's addresses in the test block (the
+				// node's, and those a test adds) through the bridge.
+				"routes":  []map[string]string{{"dst": testBlock}},
 				"dataDir": d("cni-ipam"),
 			},
 		}},
@@ -333,11 +349,10 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cni conflist: %w", err)
 	}
-	if err := os.WriteFile(d("net.d", "10-kubetest.conflist"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-kubetest.conflist"), b, 0o644); err != nil {
 		return fmt.Errorf("cni conflist: %w", err)
 	}
-	cniBin, err := cniBinDir()
-	if err != nil {
+	if err := linkCNIPlugins(n.CNIBinDir); err != nil {
 		return err
 	}
 	config := fmt.Sprintf(`version = 2
@@ -371,7 +386,7 @@ state = %[2]q
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %[9]q
-`, d("root"), d("state"), n.containerdSock, d("ttrpc.sock"), PauseImage, d("runc"), cniBin, d("net.d"), d("opt"))
+`, d("root"), d("state"), n.containerdSock, d("ttrpc.sock"), PauseImage, d("runc"), n.CNIBinDir, n.CNIConfDir, d("opt"))
 	if err := os.WriteFile(d("config.toml"), []byte(config), 0o644); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
@@ -411,6 +426,26 @@ func cniBinDir() (string, error) {
 	return "", errors.New("no CNI bridge plugin in /usr/lib/cni or /opt/cni/bin: install containernetworking-plugins (make deps)")
 }
 
+// linkCNIPlugins links the system's reference CNI plugins into dir, the
+// node's own plugin directory, so that a test can add plugins there
+// without touching the system's.
+func linkCNIPlugins(dir string) error {
+	sys, err := cniBinDir()
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(sys)
+	if err != nil {
+		return fmt.Errorf("CNI plugins: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(sys, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("CNI plugins: %w", err)
+		}
+	}
+	return nil
+}
+
 // startKubelet writes the kubelet's kubeconfig and configuration and
 // starts it.
 func (n *Node) startKubelet() error {
@@ -426,7 +461,7 @@ func (n *Node) startKubelet() error {
 	config := map[string]any{
 		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
 		"kind":               "KubeletConfiguration",
-		"address":            nodeIP,
+		"address":            NodeIP,
 		"port":               n.kubeletPort,
 		"readOnlyPort":       0,
 		"healthzBindAddress": "127.0.0.1",
@@ -481,7 +516,7 @@ func (n *Node) startKubelet() error {
 		"--root-dir=" + d("root"),
 		"--cert-dir=" + d("pki"),
 		"--hostname-override=" + NodeName,
-		"--node-ip=" + nodeIP,
+		"--node-ip=" + NodeIP,
 		"--v=1",
 	}
 	return n.runKubelet()
@@ -506,11 +541,11 @@ func (n *Node) RestartKubelet(t testing.TB) {
 	}
 }
 
-// addNodeLink creates nodeLink with nodeIP.
+// addNodeLink creates nodeLink with NodeIP.
 func addNodeLink(ctx context.Context) error {
 	for _, args := range [][]string{
 		{"link", "add", nodeLink, "type", "bridge"},
-		{"address", "add", nodeIP + "/32", "dev", nodeLink},
+		{"address", "add", NodeIP + "/32", "dev", nodeLink},
 		{"link", "set", nodeLink, "up"},
 	} {
 		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {

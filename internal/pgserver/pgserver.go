@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -33,6 +34,12 @@ type Options struct {
 	Fast bool
 	// MaxConnections overrides max_connections (default 200).
 	MaxConnections int
+	// Listen lists addresses to accept TCP connections on besides
+	// 127.0.0.1, and Allow the client ranges besides loopback that may
+	// connect there (with a password, as on loopback): for a server that
+	// other network namespaces reach, as a node's Pods do.
+	Listen []netip.Addr
+	Allow  []netip.Prefix
 }
 
 // Server is a running private PostgreSQL server.
@@ -302,9 +309,16 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if maxConn == 0 {
 		maxConn = 200
 	}
+	if err := s.writeHBA(opts.Allow); err != nil {
+		return err
+	}
+	listen := []string{"127.0.0.1"}
+	for _, a := range opts.Listen {
+		listen = append(listen, a.String())
+	}
 	settings := []string{
 		"-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + strings.Join(listen, ","),
 		"-c", "unix_socket_directories=" + sock,
 		"-c", "max_connections=" + strconv.Itoa(maxConn),
 	}
@@ -319,6 +333,34 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 			tail = tail[len(tail)-2000:]
 		}
 		return fmt.Errorf("start postgres: %w\n%s\n%s", err, out, tail)
+	}
+	return nil
+}
+
+// hbaMarker starts the lines writeHBA manages at the end of pg_hba.conf.
+const hbaMarker = "# Added by Bindery for Options.Allow; rewritten at every start.\n"
+
+// writeHBA lets the ranges in allow connect over TCP with a password, at
+// the end of pg_hba.conf, replacing what an earlier start wrote there.
+func (s *Server) writeHBA(allow []netip.Prefix) error {
+	path := filepath.Join(s.dataDir, "pg_hba.conf")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read pg_hba.conf: %w", err)
+	}
+	conf, _, _ := strings.Cut(string(data), hbaMarker)
+	if len(allow) > 0 {
+		conf += hbaMarker
+		for _, p := range allow {
+			conf += "host all all " + p.Masked().String() + " scram-sha-256\n"
+		}
+	}
+	if conf == string(data) {
+		return nil
+	}
+	// Written in place, so that the file keeps PostgreSQL's user as owner.
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write pg_hba.conf: %w", err)
 	}
 	return nil
 }

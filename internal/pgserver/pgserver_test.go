@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -290,5 +291,59 @@ func mustQuery(t *testing.T, url, sql string) {
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestListenAndAllow: with Listen and Allow, the server accepts password
+// connections on another address from another client range; started again
+// without them, it neither listens there nor lets that range in.
+func TestListenAndAllow(t *testing.T) {
+	dir := filepath.Join(tempBase(t), "pg")
+	ctx := context.Background()
+	// 127.0.0.2 is on the loopback link too, but neither the default
+	// listen address nor pg_hba.conf's loopback lines (127.0.0.1/32) cover it.
+	other := netip.MustParseAddr("127.0.0.2")
+	connect := func(s *Server) error {
+		cfg, err := pgx.ParseConfig(s.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Host = other.String()
+		// From 127.0.0.2, so that pg_hba.conf sees that client address.
+		cfg.DialFunc = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: other.AsSlice()}}).DialContext
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			c.Close(ctx)
+		}
+		return err
+	}
+	s, err := Start(ctx, dir, Options{Fast: true, Listen: []netip.Addr{other}, Allow: []netip.Prefix{netip.PrefixFrom(other, 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := connect(s); err != nil {
+		t.Fatalf("connect on %s from %s: %v", other, other, err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Listening there without letting that range in: refused by pg_hba.conf.
+	s, err = Start(ctx, dir, Options{Fast: true, Listen: []netip.Addr{other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := connect(s); err == nil || !strings.Contains(err.Error(), "pg_hba.conf") {
+		t.Errorf("connect from %s once no longer allowed: %v, want a pg_hba.conf refusal", other, err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Start(ctx, dir, Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if err := connect(s); err == nil || !strings.Contains(err.Error(), "connect") {
+		t.Errorf("connect on %s without Listen: %v, want no listener", other, err)
 	}
 }

@@ -2,14 +2,11 @@ package cni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // apiTimeout bounds the lookup of a Pod in the kube-apiserver: the runtime
@@ -34,24 +31,20 @@ func egressValue(ctx context.Context, c *NetConf, cniArgs string) (string, error
 		return "", types.NewError(types.ErrInvalidNetworkConfig,
 			"kubeconfig: needed to read the Pod's annotations, which the runtime did not pass (capability "+PodAnnotationsCapability+")", "")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	client, err := loadKubeconfig(c.Kubeconfig)
 	if err != nil {
-		return "", types.NewError(types.ErrInvalidNetworkConfig, "kubeconfig: load "+c.Kubeconfig, err.Error())
-	}
-	cfg.Timeout = apiTimeout
-	cfg.UserAgent = PluginType
-	client, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return "", types.NewError(types.ErrInvalidNetworkConfig, "kubeconfig: client for "+c.Kubeconfig, err.Error())
+		return "", types.NewError(types.ErrInvalidNetworkConfig, "kubeconfig "+c.Kubeconfig, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	pod, err := client.Resource(pods).Namespace(string(k.K8S_POD_NAMESPACE)).Get(ctx, string(k.K8S_POD_NAME), metav1.GetOptions{})
+	annotations, err := client.podAnnotations(ctx, string(k.K8S_POD_NAMESPACE), string(k.K8S_POD_NAME))
 	if err != nil {
 		// The kubelet retries the sandbox; the Pod may not be readable yet.
-		return "", types.NewError(types.ErrTryAgainLater,
-			fmt.Sprintf("read Pod %s/%s from the kube-apiserver", k.K8S_POD_NAMESPACE, k.K8S_POD_NAME), err.Error())
+		msg := fmt.Sprintf("read Pod %s/%s from the kube-apiserver", k.K8S_POD_NAMESPACE, k.K8S_POD_NAME)
+		if errors.Is(err, errPodNotFound) {
+			msg = fmt.Sprintf("Pod %s/%s not found in the kube-apiserver", k.K8S_POD_NAMESPACE, k.K8S_POD_NAME)
+		}
+		return "", types.NewError(types.ErrTryAgainLater, msg, err.Error())
 	}
-	return pod.Annotations[EgressAnnotation], nil
+	return annotations[EgressAnnotation], nil
 }

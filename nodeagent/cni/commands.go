@@ -17,6 +17,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 )
 
 // SupportedVersions are the CNI spec versions the plugin speaks.
@@ -69,7 +70,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetNS, "CNI_NETNS", err.Error())
 	}
-	rules := BuildRules(c.managed, grants)
+	rs := BuildRuleset(c.managed, grants)
 	a := &attachment{
 		ContainerID:  args.ContainerID,
 		IfName:       args.IfName,
@@ -78,14 +79,14 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		ManagedCIDRs: c.managed,
 		Grants:       grants,
 		Unresolved:   missing,
-		Rules:        specs(rules),
+		Rules:        rs.specs(),
 	}
 	// Recorded first, so that DEL and GC find a table that a crash
 	// between the two steps would leave.
 	if err := writeAttachment(c.StateDir, a); err != nil {
 		return types.NewError(types.ErrIOFailure, "record attachment", err.Error())
 	}
-	if err := applyRules(args.Netns, rules); err != nil {
+	if err := applyRuleset(args.Netns, rs); err != nil {
 		return types.NewError(types.ErrInternal, "write egress rules", err.Error())
 	}
 	return types.PrintResult(c.PrevResult, c.CNIVersion)
@@ -126,15 +127,15 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrUnknownContainer, "no attachment recorded for this container and interface", err.Error())
 	}
-	want := BuildRules(c.managed, a.Grants)
-	if !slices.Equal(specs(want), a.Rules) {
+	want := BuildRuleset(c.managed, a.Grants)
+	if !slices.Equal(want.specs(), a.Rules) {
 		return types.NewError(types.ErrInternal, "egress rules are out of date: managedCIDRs changed since ADD", "")
 	}
-	got, err := readRules(args.Netns)
+	got, err := readRuleset(args.Netns)
 	if err != nil {
 		return types.NewError(types.ErrInternal, "read egress rules", err.Error())
 	}
-	if err := sameRules(got, want); err != nil {
+	if err := sameRuleset(got, want); err != nil {
 		return types.NewError(types.ErrInternal, "egress rules differ from what ADD wrote", err.Error())
 	}
 	return nil
@@ -208,21 +209,61 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	return nil
 }
 
-// sameRules compares rules read from the kernel with the rules wanted,
-// expression by expression: a rule changed behind its comment is caught.
-func sameRules(got, want []Rule) error {
-	if !slices.Equal(specs(got), specs(want)) {
-		return fmt.Errorf("want [%s], have [%s]", strings.Join(specs(want), "; "), strings.Join(specs(got), "; "))
+// sameRuleset compares what was read from the kernel with what is wanted:
+// the rules in order, expression by expression (a rule changed behind its
+// comment is caught), and each wanted set's elements, in any order. Sets
+// that no rule looks up are not compared.
+func sameRuleset(got, want Ruleset) error {
+	gs, ws := ruleSpecs(got.Rules), ruleSpecs(want.Rules)
+	if !slices.Equal(gs, ws) {
+		return fmt.Errorf("want rules [%s], have [%s]", strings.Join(ws, "; "), strings.Join(gs, "; "))
 	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i].Exprs, want[i].Exprs) {
-			return fmt.Errorf("rule %d (%s) has other expressions than its comment says", i, want[i].Spec)
+	for i := range want.Rules {
+		if !reflect.DeepEqual(forCompare(got.Rules[i].Exprs), forCompare(want.Rules[i].Exprs)) {
+			return fmt.Errorf("rule %d (%s) has other expressions than its comment says", i, want.Rules[i].Spec)
+		}
+	}
+	for _, w := range want.Sets {
+		i := slices.IndexFunc(got.Sets, func(s Set) bool { return s.Name == w.Name })
+		if i < 0 {
+			return fmt.Errorf("set %s is missing", w.Name)
+		}
+		g := got.Sets[i]
+		if g.IPv6 != w.IPv6 || g.Ports != w.Ports {
+			return fmt.Errorf("set %s is not of the kind the rules look up", w.Name)
+		}
+		if !slices.Equal(elementKeys(g.Elements), elementKeys(w.Elements)) {
+			return fmt.Errorf("set %s holds %d elements other than the %d granted", w.Name, len(g.Elements), len(w.Elements))
 		}
 	}
 	return nil
 }
 
-func specs(rules []Rule) []string {
+// forCompare returns exprs with what the kernel does not report back
+// cleared: a lookup's batch set ID.
+func forCompare(exprs []expr.Any) []expr.Any {
+	out := slices.Clone(exprs)
+	for i, e := range out {
+		if l, ok := e.(*expr.Lookup); ok {
+			l2 := *l
+			l2.SetID = 0
+			out[i] = &l2
+		}
+	}
+	return out
+}
+
+// elementKeys returns the elements' keys and key ends, sorted.
+func elementKeys(els []Element) []string {
+	out := make([]string, len(els))
+	for i, e := range els {
+		out[i] = string(e.Key) + "\x00" + string(e.KeyEnd)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ruleSpecs(rules []Rule) []string {
 	out := make([]string, len(rules))
 	for i, r := range rules {
 		out[i] = r.Spec

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -29,13 +31,14 @@ func nftIn(path string) (*nftables.Conn, *os.File, error) {
 	return c, f, nil
 }
 
-// applyRules makes the plugin's chain in the namespace at path hold exactly
-// rules, in one transaction: the Pod never sees it half made. The chain is
-// created if missing and flushed otherwise; deleting the table instead would
-// cost a kernel RCU grace period (about 15 ms here) on every ADD. Only when
-// that fails, for a chain that exists with other hook settings, is the table
-// deleted and made again.
-func applyRules(path string, rules []Rule) error {
+// applyRuleset makes the plugin's table in the namespace at path hold
+// exactly rs, in one transaction (one netlink batch): the Pod never sees it
+// half made. The chain and sets are created if missing and flushed
+// otherwise; deleting the table instead would cost a kernel RCU grace
+// period (about 15 ms here) on every ADD. Only when that fails, for a chain
+// or set that exists with other settings, is the table deleted and made
+// again.
+func applyRuleset(path string, rs Ruleset) error {
 	c, f, err := nftIn(path)
 	if err != nil {
 		return err
@@ -50,11 +53,40 @@ func applyRules(path string, rules []Rule) error {
 		}
 		ch := c.AddChain(chain(t))
 		c.FlushChain(ch)
-		for _, r := range rules {
+		ids := map[string]uint32{}
+		for _, s := range rs.Sets {
+			ns := nftSet(t, s)
+			if err := c.AddSet(ns, nil); err != nil {
+				return err
+			}
+			ids[s.Name] = ns.ID
+			c.FlushSet(ns)
+			if len(s.Elements) == 0 {
+				continue
+			}
+			els := make([]nftables.SetElement, len(s.Elements))
+			for i, e := range s.Elements {
+				els[i] = nftables.SetElement{Key: e.Key, KeyEnd: e.KeyEnd}
+			}
+			if err := c.SetAddElements(ns, els); err != nil {
+				return err
+			}
+		}
+		for _, r := range rs.Rules {
+			exprs := slices.Clone(r.Exprs)
+			for i, e := range exprs {
+				if l, ok := e.(*expr.Lookup); ok {
+					// The set is made in this same batch: the rule
+					// names it by its batch ID too.
+					l2 := *l
+					l2.SetID = ids[l.SetName]
+					exprs[i] = &l2
+				}
+			}
 			c.AddRule(&nftables.Rule{
 				Table:    t,
 				Chain:    ch,
-				Exprs:    r.Exprs,
+				Exprs:    exprs,
 				UserData: userdata.AppendString(nil, userdata.TypeComment, r.Spec),
 			})
 		}
@@ -89,44 +121,63 @@ func deleteTable(path string) error {
 	return nil
 }
 
-// readRules returns the rules in the plugin's chain, in order, with their
-// comments as Spec and counters zeroed, after checking that the chain is
-// hooked as chain() makes it.
-func readRules(path string) ([]Rule, error) {
+// readRuleset returns the rules in the plugin's chain, in order, with
+// their comments as Spec and counters zeroed, after checking that the chain
+// is hooked as chain() makes it; and the plugin's sets with their elements
+// (without Specs, which the kernel does not keep), in the kernel's order.
+func readRuleset(path string) (Ruleset, error) {
 	c, f, err := nftIn(path)
 	if err != nil {
-		return nil, err
+		return Ruleset{}, err
 	}
 	defer f.Close()
 	t, err := c.ListTableOfFamily(tableName, nftables.TableFamilyINet)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, errNoTable
+			return Ruleset{}, errNoTable
 		}
-		return nil, fmt.Errorf("read table inet %s: %w", tableName, err)
+		return Ruleset{}, fmt.Errorf("read table inet %s: %w", tableName, err)
 	}
 	got, err := c.ListChain(t, chainName)
 	if err != nil {
-		return nil, fmt.Errorf("read chain %s of table inet %s: %w", chainName, tableName, err)
+		return Ruleset{}, fmt.Errorf("read chain %s of table inet %s: %w", chainName, tableName, err)
 	}
 	want := chain(t)
 	if got.Hooknum == nil || *got.Hooknum != *want.Hooknum || got.Priority == nil || *got.Priority != *want.Priority ||
 		got.Type != want.Type || got.Policy == nil || *got.Policy != *want.Policy {
-		return nil, fmt.Errorf("chain %s of table inet %s is not a filter chain on output with policy accept", chainName, tableName)
+		return Ruleset{}, fmt.Errorf("chain %s of table inet %s is not a filter chain on output with policy accept", chainName, tableName)
 	}
-	rs, err := c.GetRules(t, got)
+	rules, err := c.GetRules(t, got)
 	if err != nil {
-		return nil, fmt.Errorf("read rules of table inet %s: %w", tableName, err)
+		return Ruleset{}, fmt.Errorf("read rules of table inet %s: %w", tableName, err)
 	}
-	out := make([]Rule, 0, len(rs))
-	for _, r := range rs {
+	var rs Ruleset
+	for _, r := range rules {
 		spec, _ := userdata.GetString(r.UserData, userdata.TypeComment)
 		for _, e := range r.Exprs {
 			if c, ok := e.(*expr.Counter); ok {
 				c.Bytes, c.Packets = 0, 0
 			}
 		}
-		out = append(out, Rule{Spec: spec, Exprs: r.Exprs})
+		rs.Rules = append(rs.Rules, Rule{Spec: spec, Exprs: r.Exprs})
 	}
-	return out, nil
+	sets, err := c.GetSets(t)
+	if err != nil {
+		return Ruleset{}, fmt.Errorf("read sets of table inet %s: %w", tableName, err)
+	}
+	for _, s := range sets {
+		set := Set{Name: s.Name, IPv6: strings.HasPrefix(s.KeyType.Name, nftables.TypeIP6Addr.Name), Ports: s.Concatenation && s.Interval}
+		if want := nftSet(t, set).KeyType.Name; s.KeyType.Name != want || s.IsMap {
+			return Ruleset{}, fmt.Errorf("set %s of table inet %s has key type %s", s.Name, tableName, s.KeyType.Name)
+		}
+		els, err := c.GetSetElements(s)
+		if err != nil {
+			return Ruleset{}, fmt.Errorf("read elements of set %s of table inet %s: %w", s.Name, tableName, err)
+		}
+		for _, e := range els {
+			set.Elements = append(set.Elements, Element{Key: e.Key, KeyEnd: e.KeyEnd})
+		}
+		rs.Sets = append(rs.Sets, set)
+	}
+	return rs, nil
 }

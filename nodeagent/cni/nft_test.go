@@ -3,7 +3,7 @@ package cni
 import (
 	"net/netip"
 	"os/exec"
-	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bindery-dev/bindery/internal/roottest"
@@ -11,84 +11,106 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 )
 
-// TestApplyRules writes rules into a real namespace: again over its own
-// table (the rules are replaced, not added to), and over a chain someone
-// re-made with another priority (the table is made again).
-func TestApplyRules(t *testing.T) {
-	roottest.Require(t, "TestApplyRules (a network namespace)")
+// TestApplyRuleset writes rulesets into a real namespace: again over its
+// own table (rules and elements are replaced, not added to), and over a
+// chain someone re-made with another priority (the table is made again);
+// rules and elements changed behind the plugin's back are told apart.
+func TestApplyRuleset(t *testing.T) {
+	roottest.Require(t, "TestApplyRuleset (a network namespace)")
 	n, err := testutils.NewNS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close(); _ = testutils.UnmountNS(n) })
-	managed := []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15")}
-	one := BuildRules(managed, []Grant{{Addr: netip.MustParseAddr("198.18.0.2"), Protocol: "tcp", Ports: []PortRange{{5432, 5432}}}})
-	two := BuildRules(managed, nil)
-
-	if _, err := readRules(n.Path()); err != errNoTable {
-		t.Fatalf("readRules before ADD: %v, want errNoTable", err)
+	nft := func(args ...string) string {
+		t.Helper()
+		var out []byte
+		if err := ns.WithNetNSPath(n.Path(), func(ns.NetNS) error {
+			var err error
+			out, err = exec.Command("nft", args...).CombinedOutput()
+			return err
+		}); err != nil {
+			t.Fatalf("nft %v: %v: %s", args, err, out)
+		}
+		return string(out)
 	}
-	for _, want := range [][]Rule{one, two} {
-		if err := applyRules(n.Path(), want); err != nil {
+	managed := []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("fd00:b::/64")}
+	one := BuildRuleset(managed, []Grant{
+		{Addr: netip.MustParseAddr("198.18.0.2"), Protocol: "tcp", Ports: []PortRange{{5432, 5432}, {6000, 6010}}},
+		{Addr: netip.MustParseAddr("198.18.0.3"), Protocol: "all"},
+		{Addr: netip.MustParseAddr("fd00:b::2"), Protocol: "udp"},
+	})
+	two := BuildRuleset(managed, nil)
+
+	if _, err := readRuleset(n.Path()); err != errNoTable {
+		t.Fatalf("readRuleset before ADD: %v, want errNoTable", err)
+	}
+	for _, want := range []Ruleset{one, two, one} {
+		if err := applyRuleset(n.Path(), want); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readRules(n.Path())
+		got, err := readRuleset(n.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sameRules(got, want); err != nil {
-			t.Errorf("rules read back: %v", err)
+		if err := sameRuleset(got, want); err != nil {
+			t.Errorf("ruleset read back: %v", err)
+		}
+	}
+	// nft itself reads the table as the specs say.
+	listed := nft("list", "table", "inet", "bindery")
+	for _, s := range []string{"198.18.0.2 . tcp . 6000-6010", "198.18.0.3", "fd00:b::2 . udp . 0-65535", "ip daddr . meta l4proto . th dport @grants4 accept"} {
+		if !strings.Contains(listed, s) {
+			t.Errorf("nft list table lacks %q:\n%s", s, listed)
 		}
 	}
 
-	if err := ns.WithNetNSPath(n.Path(), func(ns.NetNS) error {
-		for _, args := range [][]string{
-			{"delete", "table", "inet", "bindery"},
-			{"add", "table", "inet", "bindery"},
-			{"add", "chain", "inet", "bindery", "egress", "{ type filter hook output priority 10; }"},
-		} {
-			if out, err := exec.Command("nft", args...).CombinedOutput(); err != nil {
-				t.Fatalf("nft %v: %v: %s", args, err, out)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	nft("delete", "table", "inet", "bindery")
+	nft("add", "table", "inet", "bindery")
+	nft("add", "chain", "inet", "bindery", "egress", "{ type filter hook output priority 10; }")
+	if _, err := readRuleset(n.Path()); err == nil {
+		t.Errorf("readRuleset accepted a chain at priority 10")
 	}
-	if _, err := readRules(n.Path()); err == nil {
-		t.Errorf("readRules accepted a chain at priority 10")
-	}
-	if err := applyRules(n.Path(), one); err != nil {
+	if err := applyRuleset(n.Path(), one); err != nil {
 		t.Fatalf("apply over a re-made chain: %v", err)
 	}
-	if got, err := readRules(n.Path()); err != nil || sameRules(got, one) != nil {
-		t.Errorf("after apply over a re-made chain: %v, %v", specs(got), err)
+	if got, err := readRuleset(n.Path()); err != nil || sameRuleset(got, one) != nil {
+		t.Errorf("after apply over a re-made chain: %v, %v", got.specs(), err)
 	}
 
-	// A rule replaced behind its comment: same comment, other port.
-	if err := applyRules(n.Path(), one); err != nil {
+	// A rule replaced behind its comment: same comment, other set.
+	forged := one
+	forged.Rules = append([]Rule(nil), one.Rules...)
+	forged.Rules[2] = lookupRule(Set{Name: "hosts4"})
+	forged.Rules[2].Spec = one.Rules[2].Spec
+	if err := applyRuleset(n.Path(), forged); err != nil {
 		t.Fatal(err)
 	}
-	forged := slices.Clone(one)
-	forged[1] = acceptRule(netip.MustParseAddr("198.18.0.2"), "tcp", &PortRange{1, 65535})
-	forged[1].Spec = one[1].Spec
-	if err := applyRules(n.Path(), forged); err != nil {
+	if got, err := readRuleset(n.Path()); err != nil || sameRuleset(got, one) == nil {
+		t.Errorf("sameRuleset accepted a rule whose expressions differ from its comment (%v)", err)
+	}
+	// An element added behind the plugin's back.
+	if err := applyRuleset(n.Path(), one); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readRules(n.Path())
-	if err != nil {
-		t.Fatal(err)
+	nft("add", "element", "inet", "bindery", "grants4", "{ 198.18.0.2 . tcp . 1-65535 }")
+	if got, err := readRuleset(n.Path()); err != nil || sameRuleset(got, one) == nil {
+		t.Errorf("sameRuleset accepted a set with an element added (%v)", err)
 	}
-	if err := sameRules(got, one); err == nil {
-		t.Errorf("sameRules accepted a rule whose expressions differ from its comment")
+	if err := applyRuleset(n.Path(), one); err != nil {
+		t.Fatalf("apply over an added element: %v", err)
 	}
+	if got, err := readRuleset(n.Path()); err != nil || sameRuleset(got, one) != nil {
+		t.Errorf("after apply over an added element: %v", err)
+	}
+
 	if err := deleteTable(n.Path()); err != nil {
 		t.Fatal(err)
 	}
 	if err := deleteTable(n.Path()); err != nil {
 		t.Errorf("second delete: %v", err)
 	}
-	if _, err := readRules(n.Path()); err != errNoTable {
-		t.Errorf("readRules after delete: %v", err)
+	if _, err := readRuleset(n.Path()); err != errNoTable {
+		t.Errorf("readRuleset after delete: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func TestPluginDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(record), `"addr":"127.0.0.1"`) || !strings.Contains(string(record), "ip daddr 127.0.0.1 meta l4proto tcp th dport 5432 accept") {
+	if !strings.Contains(string(record), `"addr":"127.0.0.1"`) || !strings.Contains(string(record), "grants4: 127.0.0.1 . tcp . 5432") {
 		t.Errorf("record of an ADD granting localhost:5432: %s", record)
 	}
 	if err := invoke.ExecPluginWithoutResult(ctx, bin, conf(named), args("DEL"), nil); err != nil {

@@ -57,7 +57,10 @@ func buildPlugins(t testing.TB) (binderyDir, referenceDir string) {
 			pluginsErr = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni").CombinedOutput()
+		// Static, as make build and the image build it.
+		build := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			pluginsErr = fmt.Errorf("go build bindery-cni: %w: %s", err, out)
 		}

@@ -28,7 +28,9 @@ type attachment struct {
 	Grants       []Grant        `json:"grants"`
 	// Unresolved lists granted host names that did not exist at ADD.
 	Unresolved []string `json:"unresolved,omitempty"`
-	Rules      []string `json:"rules"`
+	// Rules is what ADD wrote, in nft's words: the chain's rules, then
+	// each set's elements (Ruleset.specs).
+	Rules []string `json:"rules"`
 }
 
 // stateFile names an attachment's file, <containerID>_<ifName>.json, with

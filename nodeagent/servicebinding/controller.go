@@ -171,16 +171,32 @@ type problem struct{ reason, msg string }
 
 func (p *problem) Error() string { return p.msg }
 
-// resolveService returns the name of the Secret sb's service exposes: a
-// Direct Secret Reference's own name once the Secret exists (only its
-// metadata is read), else the service's status.binding.name.
+// resolveService returns the name of the Secret sb's service exposes,
+// after making sure that the service's kind is watched.
 func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
 	ref := sb.Spec.Service
-	key := client.ObjectKey{Namespace: sb.Namespace, Name: ref.Name}
+	if !(ref.APIVersion == "v1" && ref.Kind == "Secret") {
+		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		if err := r.watch(gvk, r.bindingsOfService, false); err != nil {
+			if meta.IsNoMatchError(err) {
+				return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
+			}
+			return "", err
+		}
+	}
+	return serviceSecret(ctx, r.client, sb.Namespace, ref)
+}
+
+// serviceSecret returns the name of the Secret that the service ref in
+// namespace ns exposes: a Direct Secret Reference's own name once the
+// Secret exists (only its metadata is read), else the Provisioned
+// Service's status.binding.name. What the user must fix is a *problem.
+func serviceSecret(ctx context.Context, c client.Reader, ns string, ref sbv1.ServiceBindingServiceReference) (string, error) {
+	key := client.ObjectKey{Namespace: ns, Name: ref.Name}
 	if ref.APIVersion == "v1" && ref.Kind == "Secret" {
 		var s metav1.PartialObjectMetadata
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err := r.client.Get(ctx, key, &s); err != nil {
+		if err := c.Get(ctx, key, &s, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", &problem{ReasonServiceMissing, fmt.Sprintf("Secret %s not found", ref.Name)}
 			}
@@ -188,18 +204,14 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 		}
 		return ref.Name, nil
 	}
-	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	if err := r.watch(gvk, r.bindingsOfService, false); err != nil {
-		if meta.IsNoMatchError(err) {
-			return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
-		}
-		return "", err
-	}
 	var svc unstructured.Unstructured
-	svc.SetGroupVersionKind(gvk)
-	if err := r.client.Get(ctx, key, &svc); err != nil {
-		if apierrors.IsNotFound(err) {
+	svc.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	if err := c.Get(ctx, key, &svc, client.UnsafeDisableDeepCopy); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
 			return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s not found", ref.Kind, ref.Name)}
+		case meta.IsNoMatchError(err):
+			return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
 		}
 		return "", fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
 	}
@@ -352,7 +364,7 @@ func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) 
 }
 
 func carries(w *unstructured.Unstructured, m Mapping, uid types.UID) bool {
-	ann, _, _ := unstructured.NestedStringMap(w.Object, m.Annotations...)
+	ann, _ := nestedStringMap(w.Object, m.Annotations)
 	_, ok := ann[recordPrefix+string(uid)]
 	return ok
 }

@@ -59,7 +59,7 @@ func deploymentRef(name string) sbv1.ServiceBindingWorkloadReference {
 	return sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
 }
 
-func create(t *testing.T, c client.Client, objs ...client.Object) {
+func create(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.Create(t.Context(), o); err != nil {
@@ -407,7 +407,7 @@ func TestEgressAnnotation(t *testing.T) {
 	}
 }
 
-func createCatalogBindingCRD(t *testing.T, c client.Client) {
+func createCatalogBindingCRD(t testing.TB, c client.Client) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetUnstructuredContent(map[string]any{
@@ -465,4 +465,70 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestEgressGuard: the egress annotation is a network grant, so no Pod's
+// creator may set it and nobody may change it, in any namespace, with the
+// webhook configurations as deploy/servicebinding has them (the projection
+// webhook only in bound namespaces). A forged annotation is removed at
+// creation, a change is refused, and while the webhook is down a Pod that
+// claims the annotation is refused while others are admitted.
+func TestEgressGuard(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	c, ctx := b.c, t.Context()
+	// The projection webhook's namespace selector, as deployed.
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "bindery-servicebinding"}, &mwc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range mwc.Webhooks {
+		if mwc.Webhooks[i].Name == projectionWebhook {
+			mwc.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{servicebinding.NamespaceLabel: "true"}}
+		}
+	}
+	if err := c.Update(ctx, &mwc); err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})
+	const forged = `[{"host":"0.0.0.0","ports":["1-65535"],"protocol":"all"}]`
+	pod := func(name string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: name, Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	}
+	// The API server picks the changed configuration up within a moment.
+	n := 0
+	eventually(t, "a forged annotation removed in a namespace without bindings", func(ctx context.Context) error {
+		n++
+		p := pod(fmt.Sprintf("forged-%d", n), map[string]string{servicebinding.EgressAnnotation: forged})
+		if err := c.Create(ctx, p); err != nil {
+			return err
+		}
+		if v, ok := p.Annotations[servicebinding.EgressAnnotation]; ok {
+			return fmt.Errorf("the Pod kept %s=%s", servicebinding.EgressAnnotation, v)
+		}
+		return nil
+	})
+
+	plain := pod("plain", nil)
+	create(t, c, plain)
+	patched := plain.DeepCopy()
+	patched.Annotations = map[string]string{servicebinding.EgressAnnotation: forged}
+	err := c.Patch(ctx, patched, client.MergeFrom(plain))
+	if err == nil || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Errorf("adding %s to a running Pod: %v, want a refusal", servicebinding.EgressAnnotation, err)
+	}
+	relabelled := plain.DeepCopy()
+	relabelled.Labels = map[string]string{"tier": "web"}
+	if err := c.Patch(ctx, relabelled, client.MergeFrom(plain)); err != nil {
+		t.Errorf("another change of the Pod: %v", err)
+	}
+
+	b.stop()
+	err = c.Create(ctx, pod("forged-down", map[string]string{servicebinding.EgressAnnotation: forged}))
+	if err == nil || !strings.Contains(err.Error(), egressWebhook) {
+		t.Errorf("a forged annotation while the webhook is down: %v, want a refusal naming %s", err, egressWebhook)
+	}
+	if err := c.Create(ctx, pod("plain-down", nil)); err != nil {
+		t.Errorf("a Pod without the annotation while the webhook is down: %v", err)
+	}
 }

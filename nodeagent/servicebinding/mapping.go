@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -198,7 +199,7 @@ func parsePath(field, expr string) ([]jsonpath.Node, error) {
 // order of m.Containers, which WriteTemplate relies on.
 func Template(obj map[string]any, m Mapping) (*corev1.PodTemplateSpec, error) {
 	tpl := &corev1.PodTemplateSpec{}
-	ann, _, err := unstructured.NestedStringMap(obj, m.Annotations...)
+	ann, err := nestedStringMap(obj, m.Annotations)
 	if err != nil {
 		return nil, fmt.Errorf("read annotations: %w", err)
 	}
@@ -207,7 +208,7 @@ func Template(obj map[string]any, m Mapping) (*corev1.PodTemplateSpec, error) {
 		return nil, fmt.Errorf("read volumes: %w", err)
 	}
 	for _, cm := range m.Containers {
-		items, _, err := unstructured.NestedSlice(obj, cm.Path...)
+		items, err := nestedSlice(obj, cm.Path)
 		if err != nil {
 			return nil, fmt.Errorf("read containers: %w", err)
 		}
@@ -237,16 +238,22 @@ func Template(obj map[string]any, m Mapping) (*corev1.PodTemplateSpec, error) {
 func WriteTemplate(obj map[string]any, m Mapping, tpl *corev1.PodTemplateSpec) error {
 	if len(tpl.Annotations) == 0 {
 		removeField(obj, m.Annotations)
-	} else if err := unstructured.SetNestedStringMap(obj, tpl.Annotations, m.Annotations...); err != nil {
-		return fmt.Errorf("write annotations: %w", err)
+	} else {
+		ann := make(map[string]any, len(tpl.Annotations))
+		for k, v := range tpl.Annotations {
+			ann[k] = v
+		}
+		if err := setNested(obj, ann, m.Annotations); err != nil {
+			return fmt.Errorf("write annotations: %w", err)
+		}
 	}
 	if err := toNested(obj, m.Volumes, tpl.Spec.Volumes); err != nil {
 		return fmt.Errorf("write volumes: %w", err)
 	}
 	next := 0
 	for _, cm := range m.Containers {
-		items, found, err := unstructured.NestedSlice(obj, cm.Path...)
-		if err != nil || !found {
+		items, err := nestedSlice(obj, cm.Path)
+		if err != nil || items == nil {
 			continue
 		}
 		for i := range items {
@@ -260,16 +267,14 @@ func WriteTemplate(obj map[string]any, m Mapping, tpl *corev1.PodTemplateSpec) e
 				return fmt.Errorf("write volumeMounts of container %q: %w", ctr.Name, err)
 			}
 		}
-		if err := unstructured.SetNestedSlice(obj, items, cm.Path...); err != nil {
-			return fmt.Errorf("write containers: %w", err)
-		}
+		// The containers were changed in place: items is obj's own array.
 	}
 	return nil
 }
 
 func fromNested[T any](obj map[string]any, path []string, out *[]T) error {
-	items, found, err := unstructured.NestedSlice(obj, path...)
-	if err != nil || !found {
+	items, err := nestedSlice(obj, path)
+	if err != nil || items == nil {
 		return err
 	}
 	for _, item := range items {
@@ -299,7 +304,62 @@ func toNested[T any](obj map[string]any, path []string, in []T) error {
 		}
 		items = append(items, m)
 	}
-	return unstructured.SetNestedSlice(obj, items, path...)
+	return setNested(obj, items, path)
+}
+
+// nestedSlice returns the array at path in obj, nil when there is none
+// (or null); a value of another type is an error naming the path.
+func nestedSlice(obj map[string]any, path []string) ([]any, error) {
+	v, ok := lookup(obj, path)
+	if !ok {
+		return nil, nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf(".%s: %T, want an array", strings.Join(path, "."), v)
+	}
+	return items, nil
+}
+
+// nestedStringMap returns the object of strings at path in obj, nil when
+// there is none (or null).
+func nestedStringMap(obj map[string]any, path []string) (map[string]string, error) {
+	v, ok := lookup(obj, path)
+	if !ok {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf(".%s: %T, want an object", strings.Join(path, "."), v)
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf(".%s[%q]: %T, want a string", strings.Join(path, "."), k, e)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// setNested sets the value at path in obj, making the objects on the way
+// that are missing or null.
+func setNested(obj map[string]any, value any, path []string) error {
+	cur := obj
+	for i, k := range path[:len(path)-1] {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			if cur[k] != nil {
+				return fmt.Errorf(".%s: %T, want an object", strings.Join(path[:i+1], "."), cur[k])
+			}
+			next = map[string]any{}
+			cur[k] = next
+		}
+		cur = next
+	}
+	cur[path[len(path)-1]] = value
+	return nil
 }
 
 // removeField removes the field at path and then the objects on the way
@@ -320,7 +380,8 @@ func removeField(obj map[string]any, path []string) {
 // exists, else the built-in or default one.
 func lookupMapping(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (Mapping, error) {
 	var cwrm sbv1.ClusterWorkloadResourceMapping
-	err := r.Get(ctx, client.ObjectKey{Name: gvr.GroupResource().String()}, &cwrm)
+	// Read only (MappingFor parses it into a Mapping of its own): no copy.
+	err := r.Get(ctx, client.ObjectKey{Name: gvr.GroupResource().String()}, &cwrm, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		return MappingFor(gvk.GroupKind(), gvk.Version, nil)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -69,11 +70,21 @@ func (o *Options) Complete() error {
 	return nil
 }
 
+// ValidateListen reports a listen address the server cannot use, naming
+// flag, the flag that set it. The port must be given: controller-runtime's
+// server takes no port 0.
+func (o *Options) ValidateListen(flag string) error {
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
+		return fmt.Errorf("%s %q: want HOST:PORT with a port in 1-65535", flag, o.Listen)
+	}
+	return nil
+}
+
 // Validate returns every problem with the options at once.
 func (o *Options) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
-		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT with a port in 1-65535", o.Listen))
+	if err := o.ValidateListen("--listen"); err != nil {
+		errs = append(errs, err)
 	}
 	if o.CertDir == "" {
 		errs = append(errs, errors.New("--cert-dir is required: the API server calls webhooks over TLS only"))
@@ -127,9 +138,15 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		return err
 	}
 	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/healthz", ok)
-	mux.HandleFunc("/readyz", ok)
+	var synced atomic.Bool
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !synced.Load() {
+			http.Error(w, "informer caches not synced yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	srv := webhook.NewServer(webhook.Options{
 		Host: o.host, Port: o.port, CertDir: o.CertDir, CertName: "tls.crt", KeyName: "tls.key",
@@ -149,6 +166,20 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 	if err != nil {
 		return fmt.Errorf("start manager: %w", err)
 	}
+	// What every admission reads is cached from the start, so that no
+	// review waits for an informer to fill; the kinds of services and
+	// workloads are known only from the bindings and cached when first
+	// read.
+	for _, obj := range []client.Object{&sbv1.ServiceBinding{}, &sbv1.ClusterWorkloadResourceMapping{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("cache %T: %w", obj, err)
+		}
+	}
+	go func() {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			synced.Store(true)
+		}
+	}()
 	// GetWebhookServer, unlike the server itself, adds it to the manager.
 	mgr.GetWebhookServer().Register(MutatePath, &webhook.Admission{Handler: NewWebhook(mgr.GetClient()), RecoverPanic: ptrTrue()})
 	if o.Controller {

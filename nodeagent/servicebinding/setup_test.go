@@ -38,6 +38,8 @@ type bundle struct {
 	// webhookURL is the loopback URL the API server calls.
 	webhookURL string
 	caBundle   []byte
+	// certDir holds the webhook's tls.crt and tls.key.
+	certDir string
 	// stop ends the webhook and controller; start runs them again.
 	stop  func()
 	start func()
@@ -104,6 +106,7 @@ func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyTy
 		cluster: cluster, kube: cluster.Client(t), c: c,
 		webhookURL: "https://127.0.0.1:" + strconv.Itoa(port) + servicebinding.MutatePath,
 		caBundle:   cert,
+		certDir:    dir,
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var cancel context.CancelFunc
@@ -210,8 +213,15 @@ func installRBAC(t testing.TB, c client.Client, user string) {
 	})
 }
 
-// registerWebhook registers the webhook as deploy/servicebinding does,
-// except that the API server calls a loopback URL.
+// The webhooks of deploy/servicebinding/webhook.yaml.
+const (
+	projectionWebhook = "projection.servicebinding.bindery.dev"
+	egressWebhook     = "egress.servicebinding.bindery.dev"
+)
+
+// registerWebhook registers the webhooks as deploy/servicebinding does,
+// except that the API server calls a loopback URL, and that the projection
+// webhook has failurePolicy and no namespace selector.
 func registerWebhook(t testing.TB, b *bundle, failurePolicy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	data, err := os.ReadFile("../../deploy/servicebinding/webhook.yaml")
@@ -226,9 +236,11 @@ func registerWebhook(t testing.TB, b *bundle, failurePolicy admissionregistratio
 		w := &cfg.Webhooks[i]
 		url := b.webhookURL
 		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: b.caBundle}
-		w.FailurePolicy = &failurePolicy
-		// Every namespace of the test cluster is in scope.
-		w.NamespaceSelector = nil
+		if w.Name == projectionWebhook {
+			w.FailurePolicy = &failurePolicy
+			// Every namespace of the test cluster is in scope.
+			w.NamespaceSelector = nil
+		}
 	}
 	if err := b.c.Create(t.Context(), &cfg); err != nil {
 		t.Fatal(err)

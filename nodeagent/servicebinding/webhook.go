@@ -3,6 +3,7 @@ package servicebinding
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -54,14 +55,18 @@ var _ admission.Handler = (*Webhook)(nil)
 // Handle answers one AdmissionReview. A workload no binding selects is
 // allowed unchanged; a binding that cannot be projected is a warning that
 // names it, never a denial, so that a broken binding does not stop a
-// rollout. Only an object that cannot be read is denied.
+// rollout. Only an object that cannot be read is denied, and an update of a
+// Pod that changes its EgressAnnotation.
 func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.Response {
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	switch req.Operation {
 	case admissionv1.Create:
 	case admissionv1.Update:
-		// A Pod's and a Job's template cannot change after creation:
-		// projecting on update would only earn the request a refusal.
+		if gk == podKind {
+			return guardEgress(req)
+		}
+		// A Job's template cannot change after creation: projecting on
+		// update would only earn the request a refusal.
 		if immutable(gk) {
 			return admission.Allowed("")
 		}
@@ -75,21 +80,25 @@ func (w *Webhook) Handle(ctx context.Context, req admission.Request) admission.R
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(req.Namespace)
 	}
-	out, warnings, err := w.project(ctx, &obj, schema.GroupVersionKind(req.Kind), schema.GroupVersionResource(req.Resource))
+	patch, warnings, err := w.project(ctx, &obj, schema.GroupVersionKind(req.Kind), schema.GroupVersionResource(req.Resource))
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 	}
-	if out == nil {
-		return admission.Allowed("").WithWarnings(warnings...)
+	resp := admission.Allowed("").WithWarnings(warnings...)
+	if patch != nil {
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, &pt
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(warnings...)
+	return resp
 }
 
-// project returns obj with the bindings that select it projected, or nil
-// when nothing changed.
+// project projects the bindings that select obj into it and returns the
+// JSON patch of what changed, or nil when nothing did.
 func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) ([]byte, []string, error) {
 	var list sbv1.ServiceBindingList
-	if err := w.r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+	// The bindings are only read: no copy of the cache's objects is made
+	// (this runs on every admission in a bound namespace).
+	if err := w.r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list servicebindings: %w", err)
 	}
 	isPod := gvk.Group == "" && gvk.Kind == "Pod"
@@ -114,12 +123,16 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	var warnings []string
 	slices.SortFunc(selecting, func(a, b *sbv1.ServiceBinding) int { return strings.Compare(a.Name, b.Name) })
 	for _, sb := range selecting {
-		if sb.Status.Binding == nil || sb.Status.Binding.Name == "" {
+		secret, err := w.secretOf(ctx, sb)
+		if err != nil {
+			return nil, warnings, err
+		}
+		if secret == "" {
 			warnings = append(warnings, fmt.Sprintf("servicebinding %s: service %s %s exposes no Secret yet; not projected",
 				sb.Name, sb.Spec.Service.Kind, sb.Spec.Service.Name))
 			continue
 		}
-		for _, msg := range Project(tpl, BindingFor(sb, sb.Status.Binding.Name)) {
+		for _, msg := range Project(tpl, BindingFor(sb, secret)) {
 			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, msg))
 		}
 	}
@@ -133,11 +146,31 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	if equalTemplates(before, tpl) {
 		return nil, warnings, nil
 	}
+	fields, err := snapshotFields(obj.Object, fieldPaths(m))
+	if err != nil {
+		return nil, warnings, err
+	}
 	if err := WriteTemplate(obj.Object, m, tpl); err != nil {
 		return nil, warnings, fmt.Errorf("write %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
-	out, err := json.Marshal(obj.Object)
-	return out, warnings, err
+	patch, err := patchFields(obj.Object, fields)
+	return patch, warnings, err
+}
+
+// secretOf returns the name of the Secret to project for sb: the one its
+// status names, or, before the controller has resolved the binding (a
+// workload applied together with its ServiceBinding), the one its service
+// exposes now, read from the cache; "" when there is none yet.
+func (w *Webhook) secretOf(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
+	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" {
+		return sb.Status.Binding.Name, nil
+	}
+	name, err := serviceSecret(ctx, w.r, sb.Namespace, sb.Spec.Service)
+	var p *problem
+	if errors.As(err, &p) {
+		return "", nil
+	}
+	return name, err
 }
 
 // egress sets EgressAnnotation on a Pod to the endpoints of the Bindery
@@ -180,33 +213,95 @@ func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplate
 	return warnings, nil
 }
 
+var podKind = schema.GroupKind{Kind: "Pod"}
+
+// guardEgress refuses a change of a Pod's EgressAnnotation: the webhook
+// writes it when the Pod is created, from the bindings projected into it,
+// and a sandbox the kubelet makes again for the Pod (after a crash or a
+// reboot) is given the grants the annotation holds then.
+func guardEgress(req admission.Request) admission.Response {
+	var obj, old struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Pod: %w", err))
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode the Pod's previous version: %w", err))
+	}
+	v, ok := obj.Metadata.Annotations[EgressAnnotation]
+	ov, ook := old.Metadata.Annotations[EgressAnnotation]
+	if ok != ook || v != ov {
+		return admission.Denied(fmt.Sprintf("metadata.annotations[%s]: set by Bindery when the Pod is created, from the bindings projected into it; it cannot be changed", EgressAnnotation))
+	}
+	return admission.Allowed("")
+}
+
 func endpointEqual(a, b Endpoint) bool {
 	return a.Host == b.Host && a.Protocol == b.Protocol && slices.Equal(a.Ports, b.Ports)
 }
 
 // ServiceEndpoints reads the OSB endpoints from a Service Catalog
-// ServiceBinding's status (status.endpoints); none when it has none.
+// ServiceBinding's status (status.endpoints); none when it has none. The
+// binding is read without a copy of the cache's object, and the endpoints
+// are converted from it directly.
 func ServiceEndpoints(ctx context.Context, r client.Reader, ns string, ref sbv1.ServiceBindingServiceReference) ([]Endpoint, error) {
 	var svc unstructured.Unstructured
 	svc.SetAPIVersion(ref.APIVersion)
 	svc.SetKind(ref.Kind)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &svc); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &svc, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	raw, found, err := unstructured.NestedFieldNoCopy(svc.Object, "status", "endpoints")
-	if err != nil || !found {
+	if err != nil || !found || raw == nil {
 		return nil, err
 	}
-	data, err := json.Marshal(raw)
+	eps, err := endpointsFrom(raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s %s: status.endpoints%w", ref.Kind, ref.Name, err)
 	}
-	var eps []Endpoint
-	if err := json.Unmarshal(data, &eps); err != nil {
-		return nil, fmt.Errorf("%s %s: status.endpoints: %w", ref.Kind, ref.Name, err)
+	return eps, nil
+}
+
+// endpointsFrom converts status.endpoints as an unstructured object holds
+// it. Errors start with the path below status.endpoints.
+func endpointsFrom(raw any) ([]Endpoint, error) {
+	items, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf(": %T, want an array", raw)
+	}
+	eps := make([]Endpoint, 0, len(items))
+	for i, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("[%d]: %T, want an object", i, item)
+		}
+		var e Endpoint
+		if e.Host, ok = m["host"].(string); !ok {
+			return nil, fmt.Errorf("[%d].host: %T, want a string", i, m["host"])
+		}
+		if p, present := m["protocol"]; present && p != nil {
+			if e.Protocol, ok = p.(string); !ok {
+				return nil, fmt.Errorf("[%d].protocol: %T, want a string", i, p)
+			}
+		}
+		ports, ok := m["ports"].([]any)
+		if !ok && m["ports"] != nil {
+			return nil, fmt.Errorf("[%d].ports: %T, want an array", i, m["ports"])
+		}
+		for j, p := range ports {
+			s, ok := p.(string)
+			if !ok {
+				return nil, fmt.Errorf("[%d].ports[%d]: %T, want a string", i, j, p)
+			}
+			e.Ports = append(e.Ports, s)
+		}
+		eps = append(eps, e)
 	}
 	return eps, nil
 }
@@ -236,5 +331,5 @@ func Selects(sb *sbv1.ServiceBinding, gk schema.GroupKind, obj metav1.Object) bo
 // immutable reports whether a kind's Pod template cannot change once
 // created: such workloads are projected at admission only.
 func immutable(gk schema.GroupKind) bool {
-	return (gk.Group == "" && gk.Kind == "Pod") || (gk.Group == "batch" && gk.Kind == "Job")
+	return gk == podKind || (gk.Group == "batch" && gk.Kind == "Job")
 }

@@ -1,0 +1,114 @@
+package servicebinding_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
+)
+
+// TestWebhookBeforeController: a workload applied together with its
+// ServiceBinding can reach the webhook before the controller has written
+// the binding's status. The webhook then resolves the service itself (a
+// Direct Secret Reference that exists, a Provisioned Service's
+// status.binding.name), so the workload is right from its first revision;
+// a service with no Secret yet is a warning, not a projection.
+func TestWebhookBeforeController(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	scheme, err := servicebinding.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, c)
+	createCatalogBindingCRD(t, c)
+	const ns = "default"
+	create(t, c, secret(ns, "direct"))
+	scb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
+		"metadata": map[string]any{"namespace": ns, "name": "provisioned"},
+	}}
+	pending := scb.DeepCopy()
+	pending.SetName("pending")
+	create(t, c, scb, pending)
+	scb.Object["status"] = map[string]any{"binding": map[string]any{"name": "provisioned-creds"}}
+	if err := c.Status().Update(t.Context(), scb); err != nil {
+		t.Fatal(err)
+	}
+	catalogRef := func(name string) sbv1.ServiceBindingServiceReference {
+		return sbv1.ServiceBindingServiceReference{APIVersion: "servicecatalog.k8s.io/v1beta1", Kind: "ServiceBinding", Name: name}
+	}
+	// No controller runs: the ServiceBindings have no status.
+	for _, sb := range []*sbv1.ServiceBinding{
+		binding(ns, "direct", secretRef("direct"), deploymentRef("a")),
+		binding(ns, "missing", secretRef("missing"), deploymentRef("b")),
+		binding(ns, "provisioned", catalogRef("provisioned"), deploymentRef("c")),
+		binding(ns, "pending", catalogRef("pending"), deploymentRef("d")),
+	} {
+		create(t, c, sb)
+	}
+	w := &admission.Webhook{Handler: servicebinding.NewWebhook(c)}
+	for _, tc := range []struct {
+		deployment, wantSecret, wantWarning string
+	}{
+		{"a", "direct", ""},
+		{"b", "", "servicebinding missing: service Secret missing exposes no Secret yet"},
+		{"c", "provisioned-creds", ""},
+		{"d", "", "servicebinding pending: service ServiceBinding pending exposes no Secret yet"},
+	} {
+		t.Run(tc.deployment, func(t *testing.T) {
+			d := deployment(ns, tc.deployment, nil, "app")
+			d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+			raw, _ := json.Marshal(d)
+			resp := w.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				UID:  "1",
+				Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+				Namespace: ns, Name: tc.deployment, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+			}})
+			if !resp.Allowed {
+				t.Fatalf("denied: %+v", resp.Result)
+			}
+			if tc.wantWarning != "" {
+				if len(resp.Patch) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], tc.wantWarning) {
+					t.Errorf("patch %s, warnings %q; want none and %q", resp.Patch, resp.Warnings, tc.wantWarning)
+				}
+				return
+			}
+			var ops []struct {
+				Path  string          `json:"path"`
+				Value json.RawMessage `json:"value"`
+			}
+			if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+				t.Fatalf("patch %s: %v", resp.Patch, err)
+			}
+			var volumes []corev1.Volume
+			for _, p := range ops {
+				if p.Path == "/spec/template/spec/volumes" {
+					_ = json.Unmarshal(p.Value, &volumes)
+				}
+			}
+			if len(volumes) != 1 || volumes[0].Projected == nil || volumes[0].Projected.Sources[0].Secret.Name != tc.wantSecret {
+				t.Errorf("projected volumes %+v (patch %s, warnings %q), want Secret %s", volumes, resp.Patch, resp.Warnings, tc.wantSecret)
+			}
+		})
+	}
+}
