@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test lint bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -57,6 +57,10 @@ run: deps $(BIN)/bindery
 test: deps node-deps kube cni browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
+
+## docs: the README's configuration table, from the flags the commands parse
+docs:
+	$(GO) run ./cmd/bindery docs config --update README.md
 
 ## lint: formatting, vet and staticcheck
 lint: $(BIN)/staticcheck

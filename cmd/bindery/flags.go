@@ -94,5 +94,8 @@ var standardEnv = map[string]string{"database-url": "DATABASE_URL", "kubeconfig"
 func newFlagSet(e env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if e.flagSets != nil {
+		*e.flagSets = append(*e.flagSets, fs)
+	}
 	return fs
 }

@@ -36,6 +36,9 @@ func main() {
 type env struct {
 	stdout io.Writer
 	stderr io.Writer
+	// flagSets, when not nil, collects the flag sets the command makes
+	// (newFlagSet), for the configuration reference (docs.go).
+	flagSets *[]*flag.FlagSet
 }
 
 // logger builds the process logger at the given level; logs go to stderr.
@@ -58,6 +61,7 @@ func commands() map[string]command {
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
 		"version": {"print the version Bindery was built as", runVersion},
+		"docs":    {"print the configuration reference, every server flag and variable: docs config", runDocs},
 	}
 }
 
