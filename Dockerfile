@@ -1,6 +1,7 @@
 # The same image `make image` writes without a container engine: bindery and
-# bindery-cni static, Debian's CA certificates and time zones, user 65532,
-# no shell. `make image` stays the reproducible way (fixed timestamps).
+# bindery-cni static, Debian's CA certificates and time zones, user 65532
+# owning its home and /var/lib/bindery (where volumes go), no shell.
+# `make image` stays the reproducible way (fixed timestamps).
 #
 #   docker build --build-arg VERSION=$(tools/version.sh) -t bindery .
 #
@@ -21,12 +22,14 @@ RUN test -n "$VERSION" || { echo 'build with --build-arg VERSION=$(tools/version
 FROM debian:bookworm-slim AS files
 RUN apt-get update && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates tzdata && \
-    mkdir -p /rootfs/etc/ssl/certs /rootfs/usr/share /rootfs/home/nonroot /rootfs/tmp && \
+    mkdir -p /rootfs/etc/ssl/certs /rootfs/usr/share /rootfs/home/nonroot /rootfs/var/lib/bindery /rootfs/tmp && \
     cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ && \
     cp -a /usr/share/zoneinfo /rootfs/usr/share/ && \
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /rootfs/etc/passwd && \
     printf 'root:x:0:\nnonroot:x:65532:\n' > /rootfs/etc/group && \
-    chmod 1777 /rootfs/tmp
+    chmod 1777 /rootfs/tmp && \
+    chown 65532:65532 /rootfs/home/nonroot /rootfs/var/lib/bindery && \
+    chmod 0700 /rootfs/var/lib/bindery
 
 FROM scratch
 COPY --from=files /rootfs/ /

@@ -3,12 +3,15 @@ package deploy
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/bindery-dev/bindery/internal/ociimage"
 )
 
 // The Compose Specification's top-level elements and service attributes
@@ -202,5 +205,59 @@ func TestComposeRunsBinderyAsTheImageAllows(t *testing.T) {
 		if strings.HasSuffix(m[2], "?") && !strings.Contains(string(readme), m[1]+"=") {
 			t.Errorf("docker-compose.yaml requires %s, which the README's .env recipe does not set", m[1])
 		}
+	}
+}
+
+// TestComposeAPIServer checks the standalone Kubernetes API of the compose
+// file: its data directory is in a named volume mounted at the image's
+// directory for state (owned by the user it runs as, so the volume is
+// writable), and its health check trusts the CA it keeps there.
+func TestComposeAPIServer(t *testing.T) {
+	doc, _ := load(t)
+	services, _ := doc["services"].(map[string]any)
+	s, _ := services["apiserver"].(map[string]any)
+	if s == nil {
+		t.Fatal("no apiserver service")
+	}
+	var cmd []string
+	for _, a := range s["command"].([]any) {
+		cmd = append(cmd, fmt.Sprint(a))
+	}
+	i := slices.Index(cmd, "--data-dir")
+	if i < 0 || i+1 == len(cmd) {
+		t.Fatalf("command %v names no --data-dir", cmd)
+	}
+	dataDir := cmd[i+1]
+	mounted := false
+	for _, v := range s["volumes"].([]any) {
+		src, dst, _ := strings.Cut(fmt.Sprint(v), ":")
+		if dst == ociimage.DataDir && strings.HasPrefix(dataDir, dst+"/") && !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("--data-dir %s is not in a named volume mounted at %s: %v", dataDir, ociimage.DataDir, s["volumes"])
+	}
+	hc, _ := s["healthcheck"].(map[string]any)
+	test := fmt.Sprint(hc["test"])
+	if !strings.Contains(test, "https://localhost:8443 --cacert "+dataDir+"/ca.crt") {
+		t.Errorf("health check %s does not trust the CA in %s", test, dataDir)
+	}
+}
+
+// TestComposeConfig runs `docker compose config` on the file where Docker
+// Compose is installed; elsewhere the tests above stand in for it.
+func TestComposeConfig(t *testing.T) {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		t.Skip("docker is not installed: TestComposeFollowsTheSpecification checks the file instead")
+	}
+	if out, err := exec.Command(docker, "compose", "version").CombinedOutput(); err != nil {
+		t.Skipf("docker compose is not installed (%v: %s): TestComposeFollowsTheSpecification checks the file instead", err, out)
+	}
+	cmd := exec.Command(docker, "compose", "-f", "../docker-compose.yaml", "config", "--quiet")
+	cmd.Env = append(os.Environ(), "POSTGRES_PASSWORD=p", "BINDERY_ENCRYPTION_KEY=k", "BINDERY_BROKER_PASSWORD=b")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("docker compose config: %v\n%s", err, out)
 	}
 }

@@ -114,13 +114,22 @@ func TestServeAPIServerDelegated(t *testing.T) {
 
 // TestServeAPIServerStandalone runs `bindery serve apiserver` with no
 // cluster: it writes an admin kubeconfig with which kubectl lists the
-// (empty) marketplace.
+// (empty) marketplace, and `bindery health --cacert` (docker-compose.yaml's
+// health check) trusts it through the CA in its data directory.
 func TestServeAPIServerStandalone(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
 	p := start(t, []string{"DATABASE_URL=" + pgtest.New(t)},
 		"serve", "apiserver", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
-	servingURL(t, p, "serving the Kubernetes API")
+	url := servingURL(t, p, "serving the Kubernetes API")
+	local := strings.Replace(url, "127.0.0.1", "localhost", 1)
+	for _, args := range [][]string{{"health", local, "--cacert", filepath.Join(dataDir, "ca.crt")}, {"health", local}} {
+		h := start(t, nil, args...)
+		err := h.wait(t)
+		if want := len(args) == 4; (err == nil) != want {
+			t.Errorf("bindery %s: %v, want success %v\n%s", strings.Join(args, " "), err, want, h.stderr.String())
+		}
+	}
 	kubeconfig := filepath.Join(dataDir, "kubeconfig")
 	if !strings.Contains(p.stdout.String(), "kubeconfig: "+kubeconfig) {
 		t.Errorf("stdout: %q", p.stdout.String())

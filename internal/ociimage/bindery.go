@@ -14,6 +14,10 @@ import (
 // no name a host is likely to give a real user.
 const NonRoot = 65532
 
+// DataDir is the image's directory for state, owned by NonRoot: where a
+// volume goes.
+const DataDir = "/var/lib/bindery"
+
 // Bindery is the spec of Bindery's image: the static programs given
 // (name to path on this machine) in /usr/local/bin, the CA certificates
 // and time zones of this machine (Debian's ca-certificates and tzdata),
@@ -34,7 +38,12 @@ func Bindery(programs map[string]string, caFile, zoneinfo string) (Spec, error) 
 		File{Path: "/etc/ssl/certs/ca-certificates.crt", Source: caFile},
 		File{Path: "/etc/passwd", Data: fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", NonRoot, NonRoot)},
 		File{Path: "/etc/group", Data: fmt.Appendf(nil, "root:x:0:\nnonroot:x:%d:\n", NonRoot)},
-		File{Path: "/home/nonroot", Dir: true},
+		// The user's home and a data directory (bindery up's and the
+		// standalone API server's state) are its own: a volume mounted
+		// there starts with that owner, so the read-only image needs no
+		// root to prepare it.
+		File{Path: "/home/nonroot", Dir: true, Owner: NonRoot},
+		File{Path: DataDir, Dir: true, Owner: NonRoot, Mode: 0o700},
 		File{Path: "/tmp", Dir: true, Mode: 0o777},
 	)
 	err := filepath.WalkDir(zoneinfo, func(p string, d fs.DirEntry, err error) error {

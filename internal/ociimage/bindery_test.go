@@ -81,7 +81,7 @@ func TestBinderyImageReadBack(t *testing.T) {
 		entries[h.Name] = h
 	}
 	for _, want := range []string{"usr/local/bin/bindery", "usr/local/bin/bindery-cni", "etc/ssl/certs/ca-certificates.crt",
-		"usr/share/zoneinfo/UTC", "usr/share/zoneinfo/Europe/Berlin", "etc/passwd", "home/nonroot/"} {
+		"usr/share/zoneinfo/UTC", "usr/share/zoneinfo/Europe/Berlin", "etc/passwd", "home/nonroot/", "var/lib/bindery/"} {
 		if entries[want] == nil {
 			t.Errorf("the layer lacks %s", want)
 		}
@@ -93,8 +93,12 @@ func TestBinderyImageReadBack(t *testing.T) {
 		if strings.HasSuffix(n, "bin/sh") || strings.HasSuffix(n, "bin/bash") || strings.HasSuffix(n, "busybox") {
 			t.Errorf("the image has a shell: %s", n)
 		}
-		if h.Uid != 0 || !h.ModTime.Equal(entries["etc/passwd"].ModTime) {
-			t.Errorf("%s: uid %d, mtime %v: want root and one fixed time", n, h.Uid, h.ModTime)
+		owner := 0
+		if n == "home/nonroot/" || n == "var/lib/bindery/" {
+			owner = NonRoot
+		}
+		if h.Uid != owner || h.Gid != owner || !h.ModTime.Equal(entries["etc/passwd"].ModTime) {
+			t.Errorf("%s: uid %d, gid %d, mtime %v: want %d and one fixed time", n, h.Uid, h.Gid, h.ModTime, owner)
 		}
 	}
 

@@ -48,6 +48,8 @@ type File struct {
 	Link string
 	// Dir makes the entry a directory.
 	Dir bool
+	// Owner is the entry's user and group id (0: root).
+	Owner int
 }
 
 // Spec is what an image holds.
@@ -156,6 +158,7 @@ func layer(files []File) ([]byte, error) {
 			}
 			h.Typeflag, h.Mode, h.Size = tar.TypeReg, int64(perm(f.Mode, 0o644)), int64(len(data))
 		}
+		h.Uid, h.Gid = f.Owner, f.Owner
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("layer entry %s: %w", p, err)
 		}

@@ -4,8 +4,11 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +19,10 @@ import (
 type Options struct {
 	URL     string
 	Timeout time.Duration
+	// CACert is a PEM file of the CA certificates that verify an https
+	// URL's server, in place of the system's (a server with its own CA,
+	// such as the standalone API server).
+	CACert string
 }
 
 // NewCmd builds the command.
@@ -34,6 +41,7 @@ func NewCmd(run func(context.Context, *Options) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Second, "how long to wait for the answer")
+	cmd.Flags().StringVar(&o.CACert, "cacert", "", "PEM `file` of the CA certificates that verify an https server (default: the system's)")
 	return cmd
 }
 
@@ -45,7 +53,19 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("URL %q: %w", o.URL, err)
 	}
-	res, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if o.CACert != "" {
+		pem, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return fmt.Errorf("--cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--cacert %s: no PEM certificate in it", o.CACert)
+		}
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.URL, err)
 	}
