@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 	"github.com/bindery-dev/bindery/internal/eventually"
@@ -57,6 +59,9 @@ func freeTCPPort(t testing.TB) int {
 // with the servicebinding.io types.
 func crClient(t testing.TB, cluster *kubetest.Cluster) client.Client {
 	t.Helper()
+	// controller-runtime complains, with a stack, when its package logger
+	// was never set; the test has nothing to log through it.
+	ctrllog.SetLogger(logr.Discard())
 	scheme, err := servicebinding.Scheme()
 	if err != nil {
 		t.Fatal(err)
