@@ -65,6 +65,9 @@ func TestRoutes(t *testing.T) {
 	restapi.New(nil, nil).Register(e) // handlers are registered, not called
 	served := map[string]string{}     // "METHOD /path" → handler
 	for _, r := range e.Routes() {
+		if strings.Contains(r.Name, ".unrouted.") {
+			continue // the JSON 404 and 405 for what no operation takes
+		}
 		if !strings.HasPrefix(r.Path, base+"/") {
 			t.Errorf("route %s %s is outside %s", r.Method, r.Path, base)
 			continue
