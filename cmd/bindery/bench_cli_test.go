@@ -104,9 +104,17 @@ func BenchmarkCLIInstances1000(b *testing.B) {
 // its base URL once /healthz answers.
 func servingB(b *testing.B, env []string, args ...string) string {
 	b.Helper()
-	msg := map[string]string{"broker": "serving the OSB API", "catalog": "serving the REST API"}[args[1]]
+	url, _ := servingCmd(b, env, args...)
+	return url
+}
+
+// servingCmd is servingB that also returns the process, for a benchmark
+// that kills it.
+func servingCmd(b *testing.B, env []string, args ...string) (string, *exec.Cmd) {
+	b.Helper()
+	msg := map[string]string{"broker": "serving the OSB API", "catalog": "serving the REST API", "controller": "serving health and metrics"}[args[1]]
 	args = append(args, "--listen", "127.0.0.1:0")
-	if args[1] == "catalog" {
+	if args[1] != "broker" {
 		args = append(args, "--broker-allow-loopback")
 	}
 	cmd := exec.Command(os.Args[0], args...)
@@ -126,10 +134,10 @@ func servingB(b *testing.B, env []string, args ...string) string {
 		if res, err := http.Get("http://" + m[1] + "/healthz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				return "http://" + m[1]
+				return "http://" + m[1], cmd
 			}
 		}
 	}
 	b.Fatalf("bindery %s did not serve within 60s:\n%s", args[1], stderr.String())
-	return ""
+	return "", nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
 
 // BenchmarkEngineReplicas runs `bindery serve controller` as one process
@@ -63,7 +61,8 @@ func replicaRun(b *testing.B, engines int, kill bool) {
 
 	var procs []*exec.Cmd
 	for range engines {
-		procs = append(procs, startEngine(b, env))
+		_, cmd := servingCmd(b, env, "serve", "controller")
+		procs = append(procs, cmd)
 	}
 
 	start := time.Now()
@@ -112,33 +111,6 @@ func replicaRun(b *testing.B, engines int, kill bool) {
 	}
 	b.ReportMetric(float64(2*n)/took.Seconds(), "objects/s")
 	b.ReportMetric(float64(twice), "calls-made-twice")
-}
-
-// startEngine starts `bindery serve controller` and waits until it logs
-// that it runs.
-func startEngine(b *testing.B, env []string) *exec.Cmd {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "controller", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
-	cmd.Env = append([]string{runMainEnv + "=1", "HOME=" + b.TempDir()}, env...)
-	stderr := &syncbuf.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	re := regexp.MustCompile(`msg="serving health and metrics".* addr=(\S+)`)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			if res, err := http.Get("http://" + m[1] + "/healthz"); err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					return cmd
-				}
-			}
-		}
-	}
-	b.Fatalf("bindery serve controller did not start within 60s:\n%s", stderr.String())
-	return nil
 }
 
 // restClient is a small client of the REST API for benchmarks.
