@@ -136,8 +136,17 @@ func TestInstallOnNode(t *testing.T) {
 	caBundle := base64.StdEncoding.EncodeToString(ca.CertPEM())
 	kubectl(ctx, t, c, nil, "patch", "apiservice", "v1beta1.servicecatalog.k8s.io", "--type=merge",
 		"-p", `{"spec":{"caBundle":"`+caBundle+`"}}`)
+	// Every webhook of the configuration calls the same server.
+	mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "bindery-servicebinding", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for i := range mwc.Webhooks {
+		ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":"%s"}`, i, caBundle))
+	}
 	kubectl(ctx, t, c, nil, "patch", "mutatingwebhookconfiguration", "bindery-servicebinding", "--type=json",
-		"-p", `[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"`+caBundle+`"}]`)
+		"-p", "["+strings.Join(ops, ",")+"]")
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpPods(t, c, cs, "bindery-system", "bindery-node")
