@@ -496,7 +496,9 @@ func dumpPods(t *testing.T, c *kubetest.Cluster, cs kubernetes.Interface, namesp
 }
 
 // relayURL relays TCP connections from the node's address ip to the host
-// and port of the URL u, and returns u pointing at the relay.
+// and port of the URL u, and returns u pointing at the relay. When the test
+// ends it closes the connections too: the Pods holding them (database
+// pools) still run then, as the cluster stops after.
 func relayURL(t *testing.T, ip, u string) string {
 	t.Helper()
 	parsed, err := url.Parse(u)
@@ -508,8 +510,29 @@ func relayURL(t *testing.T, ip, u string) string {
 		t.Fatal(err)
 	}
 	target := parsed.Host
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]bool{}
+	)
+	track := func(c net.Conn, on bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			conns[c] = true
+		} else {
+			delete(conns, c)
+		}
+	}
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -523,6 +546,8 @@ func relayURL(t *testing.T, ip, u string) string {
 				in.Close()
 				continue
 			}
+			track(in, true)
+			track(out, true)
 			wg.Add(2)
 			// Each direction closes both ends when it ends, so that the
 			// other ends too.
@@ -531,6 +556,8 @@ func relayURL(t *testing.T, ip, u string) string {
 				_, _ = io.Copy(dst, src)
 				dst.Close()
 				src.Close()
+				track(dst, false)
+				track(src, false)
 			}
 			go pipe(out, in)
 			go pipe(in, out)
