@@ -19,12 +19,13 @@ SOURCES := go.mod go.sum $(shell find . \( -path ./tools -o -path ./bench -o -pa
 	-o -path ./.git -o -path ./.bindery -o -path ./deploy \) -prune -o -type f ! -name '*_test.go' ! -name '*.md' \
 	! -path '*/testdata/*' -print)
 
-## build: the bindery and bindery-cni binaries in ./bin (bindery-cni static:
-## the runtime starts it for every Pod, and the dynamic loader alone took
-## about 1 ms of each start)
+## build: the bindery and bindery-cni binaries in ./bin, static: the runtime
+## starts bindery-cni for every Pod and every CLI command is a process of
+## bindery, and the dynamic loader alone took about 1 ms of each bindery-cni
+## start and a few of each command (nothing needs cgo)
 build: $(BIN)/bindery $(BIN)/bindery-cni
 
-$(BIN)/bindery-cni: export CGO_ENABLED := 0
+$(BIN)/bindery $(BIN)/bindery-cni: export CGO_ENABLED := 0
 
 # One line per step: the first build downloads the Go modules (once, quietly)
 # and compiles every dependency, which takes minutes; later builds compile

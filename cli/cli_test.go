@@ -90,7 +90,7 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "-n", "team", "bind", "app", "--instance", "db", "--wait")
 	contains(t, "bind", r.out, "app", "db", "InjectedBindResult")
 	r = w.must(0, "-n", "team", "bindings")
-	contains(t, "bindings", r.out, "app", "db")
+	contains(t, "bindings", r.out, "NAMESPACE", "team", "app", "db", "InjectedBindResult")
 
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "json")
 	var creds map[string]any

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -67,6 +68,10 @@ func objectKey(o *unstructured.Unstructured) string {
 // output and standard error (where kubectl prints the API's warnings).
 func kubectl(ctx context.Context, t *testing.T, c *kubetest.Cluster, stdin []byte, args ...string) (string, string) {
 	t.Helper()
+	// Every call is bounded: a request the aggregation layer never answers
+	// fails the test rather than hanging it.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
 	cmd := c.KubectlCommand(ctx, kubetest.Admin, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

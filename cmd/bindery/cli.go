@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/bindery-dev/bindery/cli"
+	"github.com/bindery-dev/bindery/internal/startgc"
 )
 
 // cliServer hands the server commands to the command line client, which
@@ -18,6 +19,8 @@ func cliServer() cli.Server {
 	return cli.Server{
 		Commands: summaries,
 		Run: func(ctx context.Context, args []string) error {
+			// A server runs for long: the collector's default back.
+			startgc.Restore()
 			return run(ctx, args, os.Stdout, os.Stderr)
 		},
 		Tokens: tokenDatabases(env{stdout: os.Stdout, stderr: os.Stderr}),

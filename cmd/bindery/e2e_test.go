@@ -24,6 +24,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/startgc"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
 
@@ -36,6 +37,8 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	// The tests are a long process.
+	startgc.Restore()
 	pgtest.Main(m)
 }
 

@@ -77,6 +77,7 @@ type options struct {
 	controllerManager bool
 	controllers       []string
 	node              bool
+	inClusterAPI      bool
 }
 
 // defaultControllers are what WithControllerManager runs when given no names.
@@ -89,9 +90,10 @@ func WithUser(name string, groups ...string) Option {
 	return func(o *options) { o.users = append(o.users, User{Name: name, Groups: groups}) }
 }
 
-// WithAPIServerFlags appends flags to kube-apiserver's command line, after
-// Start's own, so a flag given here overrides Start's value for it
-// (for example "--bind-address=0.0.0.0" for a server in a network namespace).
+// WithAPIServerFlags sets flags ("--name=value") on kube-apiserver's
+// command line, in place of Start's value for the same flag, if any (for
+// example "--bind-address=0.0.0.0" for a server in a network namespace, or
+// "--disable-admission-plugins=" to turn none off).
 func WithAPIServerFlags(flags ...string) Option {
 	return func(o *options) { o.flags = append(o.flags, flags...) }
 }
@@ -294,11 +296,18 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	named := len(o.controllers) // those the test asked for
+	if o.inClusterAPI {
+		o.node = true
+	}
 	if o.node {
 		o.controllerManager = true
-		o.controllers = append(o.controllers, nodeControllers...)
-		if len(o.controllers) == len(nodeControllers) {
+		if named == 0 {
 			o.controllers = append(o.controllers, defaultControllers...)
+		}
+		o.controllers = append(o.controllers, nodeControllers...)
+		if o.inClusterAPI {
+			o.controllers = append(o.controllers, inClusterControllers...)
 		}
 		o.users = append(o.users, nodeUser())
 	}
@@ -390,7 +399,11 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 		}
 		args = setFlags(args, nodeFlags...)
 	}
-	if _, err := c.spawn("kube-apiserver", append(args, o.flags...)...); err != nil {
+	if o.inClusterAPI {
+		// Every interface: the node's address does not exist yet.
+		args = setFlags(args, "--bind-address=0.0.0.0", "--disable-admission-plugins=")
+	}
+	if _, err := c.spawn("kube-apiserver", setFlags(args, o.flags...)...); err != nil {
 		return c, err
 	}
 	if err := c.waitReady(ctx); err != nil {
@@ -430,6 +443,10 @@ func (c *Cluster) startControllerManager(ctx context.Context, port int, pki file
 		// Bindery's RBAC, not the controllers'.
 		"--kubeconfig="+c.kubeconfigs[Admin],
 		"--controllers="+strings.Join(controllers, ","),
+		// What root-ca-certificate-publisher-controller puts in every
+		// namespace's kube-root-ca.crt, which Pods' service account
+		// volumes carry.
+		"--root-ca-file="+c.CAFile,
 		// One instance per cluster: nothing to elect, and no Lease to wait for.
 		"--leader-elect=false",
 		// Served only so that Start can read /healthz, which needs no

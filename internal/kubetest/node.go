@@ -94,6 +94,27 @@ func WithNode() Option {
 	return func(o *options) { o.node = true }
 }
 
+// inClusterControllers are what kube-controller-manager also runs with
+// WithInClusterAPI: every namespace gets its default ServiceAccount and the
+// kube-root-ca.crt ConfigMap Pods' token volumes need, Services get the
+// endpoints that the aggregation layer and admission webhooks are routed to
+// (--enable-aggregator-routing), and PodDisruptionBudgets their status.
+var inClusterControllers = []string{"serviceaccount-controller", "root-ca-certificate-publisher-controller",
+	"endpoints-controller", "endpointslice-controller", "disruption-controller"}
+
+// WithInClusterAPI is WithNode for Pods that use the Kubernetes API from
+// inside, as in a real cluster: the ServiceAccount admission plugin is on
+// (so Pods get projected service account tokens and the cluster's CA),
+// the controllers that serve it run (inClusterControllers), and
+// kube-apiserver listens on every interface, NodeIP included. No
+// kube-proxy runs, so the kubernetes Service's ClusterIP leads nowhere:
+// give the Pods Node.InClusterEnv, which points client-go's in-cluster
+// configuration at NodeIP. Pods must name a ServiceAccount that exists (or
+// the namespace's default).
+func WithInClusterAPI() Option {
+	return func(o *options) { o.inClusterAPI = true }
+}
+
 // Node is the node started by WithNode.
 type Node struct {
 	// Name is the Node object's name (NodeName).
@@ -124,6 +145,15 @@ type Node struct {
 
 // Node returns the cluster's node, or nil without WithNode.
 func (c *Cluster) Node() *Node { return c.node }
+
+// InClusterEnv are the variables that point client-go's in-cluster
+// configuration (rest.InClusterConfig) at kube-apiserver on NodeIP, in
+// place of the kubernetes Service's ClusterIP: with WithInClusterAPI, give
+// them to every container that uses the API.
+func (n *Node) InClusterEnv() map[string]string {
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(n.c.URL, "https://"))
+	return map[string]string{"KUBERNETES_SERVICE_HOST": NodeIP, "KUBERNETES_SERVICE_PORT": port}
+}
 
 // prepareNode does what the node needs before kube-apiserver starts: a
 // user for the kubelet, a client certificate for kube-apiserver to present

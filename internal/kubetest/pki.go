@@ -51,9 +51,11 @@ func (c *Cluster) writeFiles() (files, error) {
 		return f, err
 	}
 	serving, err := ca.Issue(pki.Spec{
-		CommonName:  "kube-apiserver",
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)},
+		CommonName: "kube-apiserver",
+		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		// The node's address too: Pods given WithInClusterAPI reach the
+		// API server there.
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1), net.ParseIP(NodeIP)},
 		Usage:       pki.Server,
 		Validity:    validity,
 	})

@@ -182,12 +182,23 @@ func resolve(root, p string) string {
 	return p
 }
 
-// readable reports whether the node has a read permission bit and this
-// process may read it. The bit is checked as well as access(2) because a
-// root process passes access(2) for any mode, and a node whose read bits
-// an operator removed is meant to be taken out of service.
+// readable reports whether the node has a read permission bit and, for a
+// plain file, this process may read it. The bit is checked as well as
+// access(2) because a root process passes access(2) for any mode, and a
+// node whose read bits an operator removed is meant to be taken out of
+// service. A device node is not checked with access(2): the kernel asks
+// the caller's device cgroup there too, and an agent in a Pod (the
+// DaemonSet of deploy/nodeagent) is allowed only the runtime's default
+// devices, so /dev/kvm or /dev/fuse would look unusable while the Pods
+// they are given to may use them. The agent never opens a device node.
 func readable(path string, fi os.FileInfo) bool {
-	return fi.Mode().Perm()&0o444 != 0 && syscall.Access(path, 4 /* R_OK */) == nil
+	if fi.Mode().Perm()&0o444 == 0 {
+		return false
+	}
+	if fi.Mode()&(os.ModeDevice|os.ModeCharDevice) != 0 {
+		return true
+	}
+	return syscall.Access(path, 4 /* R_OK */) == nil
 }
 
 // snapshot builds what the plugin advertises from the known nodes.

@@ -85,9 +85,30 @@ var Kind = cmdutil.Kind{
 	Plural: "bindings", Singular: "binding",
 	Header: []string{"NAMESPACE", "NAME", "INSTANCE", "SECRET", "STATUS"},
 	Row: func(b api.Object) []string {
-		return []string{b.Str("namespace"), b.Str("name"), b.Str("spec", "instanceRef", "name"),
-			b.Str("spec", "secretName"), instance.Status(b)}
+		var r row
+		r.Namespace, r.Name = b.Str("namespace"), b.Str("name")
+		r.Spec.InstanceRef.Name, r.Spec.SecretName = b.Str("spec", "instanceRef", "name"), b.Str("spec", "secretName")
+		r.State = instance.StateOf(b)
+		return r.cells()
 	},
+	Rows: cmdutil.RowsOf(row.cells),
+}
+
+// row is what the table of bindings shows of one.
+type row struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Spec      struct {
+		InstanceRef struct {
+			Name string `json:"name"`
+		} `json:"instanceRef"`
+		SecretName string `json:"secretName"`
+	} `json:"spec"`
+	instance.State
+}
+
+func (r row) cells() []string {
+	return []string{r.Namespace, r.Name, r.Spec.InstanceRef.Name, r.Spec.SecretName, r.State.Word()}
 }
 
 // NewList builds `bindings`.

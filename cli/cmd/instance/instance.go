@@ -88,9 +88,28 @@ var Kind = cmdutil.Kind{
 	Plural: "instances", Singular: "instance",
 	Header: []string{"NAMESPACE", "NAME", "CLASS", "PLAN", "STATUS"},
 	Row: func(in api.Object) []string {
-		return []string{in.Str("namespace"), in.Str("name"), in.Str("spec", "clusterServiceClassExternalName"),
-			in.Str("spec", "clusterServicePlanExternalName"), Status(in)}
+		var r row
+		r.Namespace, r.Name = in.Str("namespace"), in.Str("name")
+		r.Spec.Class, r.Spec.Plan = in.Str("spec", "clusterServiceClassExternalName"), in.Str("spec", "clusterServicePlanExternalName")
+		r.State = StateOf(in)
+		return r.cells()
 	},
+	Rows: cmdutil.RowsOf(row.cells),
+}
+
+// row is what the table of instances shows of one.
+type row struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Spec      struct {
+		Class string `json:"clusterServiceClassExternalName"`
+		Plan  string `json:"clusterServicePlanExternalName"`
+	} `json:"spec"`
+	State
+}
+
+func (r row) cells() []string {
+	return []string{r.Namespace, r.Name, r.Spec.Class, r.Spec.Plan, r.State.Word()}
 }
 
 // NewList builds `instances`.
@@ -98,23 +117,67 @@ func NewList(f *cmdutil.Factory) *cobra.Command {
 	return Kind.NewList(f, "List service instances", "instance", "si")
 }
 
-// Status is an object's state in a word or two: the operation under way,
-// Failed, Deleting, or the Ready condition's reason.
-func Status(o api.Object) string {
-	if op := o.Str("status", "currentOperation"); op != "" {
+// State is what Status reads of an instance or a binding; tables decode
+// it straight from a list.
+type State struct {
+	DeletionTimestamp string `json:"deletionTimestamp"`
+	Status            struct {
+		CurrentOperation string      `json:"currentOperation"`
+		Conditions       []Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// Condition is the part of a status condition State reads.
+type Condition struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// StateOf reads an object's State.
+func StateOf(o api.Object) State {
+	var s State
+	s.DeletionTimestamp = o.Str("deletionTimestamp")
+	s.Status.CurrentOperation = o.Str("status", "currentOperation")
+	list, _ := o.Get("status", "conditions").([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok {
+			c := api.Object(m)
+			s.Status.Conditions = append(s.Status.Conditions, Condition{Type: c.Str("type"), Status: c.Str("status"), Reason: c.Str("reason")})
+		}
+	}
+	return s
+}
+
+// Word is the state in a word or two: the operation under way, Failed,
+// Deleting, or the Ready condition's reason.
+func (s State) Word() string {
+	if op := s.Status.CurrentOperation; op != "" {
 		return op + " in progress"
 	}
-	if o.Condition("Failed").Str("status") == "True" {
+	if c, ok := s.condition("Failed"); ok && c.Status == "True" {
 		return "Failed"
 	}
-	if o.Str("deletionTimestamp") != "" {
+	if s.DeletionTimestamp != "" {
 		return "Deleting"
 	}
-	if r := o.Condition("Ready"); r != nil {
-		return output.Or(r.Str("reason"))
+	if c, ok := s.condition("Ready"); ok {
+		return output.Or(c.Reason)
 	}
 	return "Pending"
 }
+
+func (s State) condition(typ string) (Condition, bool) {
+	for _, c := range s.Status.Conditions {
+		if c.Type == typ {
+			return c, true
+		}
+	}
+	return Condition{}, false
+}
+
+// Status is an object's state in a word or two (State.Word).
+func Status(o api.Object) string { return StateOf(o).Word() }
 
 // UpdateOptions are `update`'s inputs.
 type UpdateOptions struct {

@@ -172,16 +172,23 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) (Object
 
 // List reads every page of a list.
 func (c *Client) List(ctx context.Context, path string, query url.Values) ([]Object, error) {
+	return ListOf[Object](ctx, c, path, query)
+}
+
+// ListOf reads every page of a list, decoding each item as T. A table
+// decodes only the fields it shows into a struct: for a list of 1,000
+// instances that is a fraction of the time and memory of whole objects.
+func ListOf[T any](ctx context.Context, c *Client, path string, query url.Values) ([]T, error) {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
 	}
 	q.Set("limit", "1000")
-	var all []Object
+	var all []T
 	for {
 		var page struct {
-			Items    []Object `json:"items"`
-			Continue string   `json:"continue"`
+			Items    []T    `json:"items"`
+			Continue string `json:"continue"`
 		}
 		if err := c.Do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,25 @@ type Kind struct {
 	// Header and Row make its table.
 	Header []string
 	Row    func(api.Object) []string
+	// Rows, when not nil, lists the objects for the table, decoding only
+	// what it shows (RowsOf); the rows must be Row's.
+	Rows func(ctx context.Context, c *api.Client, path string, query url.Values) ([][]string, error)
+}
+
+// RowsOf is a Kind's Rows that decodes each object as T, a struct of the
+// fields the table shows, and makes its row with cells.
+func RowsOf[T any](cells func(T) []string) func(context.Context, *api.Client, string, url.Values) ([][]string, error) {
+	return func(ctx context.Context, c *api.Client, path string, q url.Values) ([][]string, error) {
+		items, err := api.ListOf[T](ctx, c, path, q)
+		if err != nil {
+			return nil, err
+		}
+		rows := make([][]string, 0, len(items))
+		for _, it := range items {
+			rows = append(rows, cells(it))
+		}
+		return rows, nil
+	}
 }
 
 // Print prints objects as a table, or as JSON or YAML: the list, or the
@@ -76,6 +96,13 @@ func (k Kind) NewList(f *Factory, short string, aliases ...string) *cobra.Comman
 			q := f.NSQuery()
 			if all {
 				q = nil
+			}
+			if k.Rows != nil && output.IsTable(f.Output) {
+				rows, err := k.Rows(cmd.Context(), c, "/"+k.Plural, q)
+				if err != nil {
+					return err
+				}
+				return output.Table(f.IO.Out, k.Header, rows)
 			}
 			items, err := c.List(cmd.Context(), "/"+k.Plural, q)
 			if err != nil {

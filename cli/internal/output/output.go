@@ -28,6 +28,9 @@ func Check(format string, allowed ...string) error {
 	return fmt.Errorf("-o %q: want one of %s", format, strings.Join(allowed, ", "))
 }
 
+// IsTable tells whether format asks for a table (the default).
+func IsTable(format string) bool { return format == "" || format == "table" }
+
 // Structured prints v as JSON or YAML; it returns false for "table" so the
 // caller prints its table.
 func Structured(w io.Writer, format string, v any) (bool, error) {
