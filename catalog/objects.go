@@ -22,10 +22,8 @@ import (
 
 func columns(kind string) string {
 	switch kind {
-	case KindServiceClass, KindServicePlan:
-		return `id, name, '', metadata, spec, status, 1, resource_version, created_at, NULL::timestamptz, broker_id, position`
-	case KindBroker:
-		return `id, name, '', metadata, spec, status, generation, resource_version, created_at, deletion_timestamp`
+	case KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan:
+		return `id, name, namespace, metadata, spec, status, 1, resource_version, created_at, NULL::timestamptz, broker_id, position`
 	default:
 		return `id, name, namespace, metadata, spec, status, generation, resource_version, created_at, deletion_timestamp`
 	}

@@ -144,18 +144,39 @@ type object interface {
 
 func (m *Meta) meta() *Meta { return m }
 
-func (*Broker) kind() string       { return KindBroker }
-func (*ServiceClass) kind() string { return KindServiceClass }
-func (*ServicePlan) kind() string  { return KindServicePlan }
-func (*Instance) kind() string     { return KindInstance }
-func (*Binding) kind() string      { return KindBinding }
+// scoped is the kind of a broker, class or plan: the cluster's, or the
+// namespaced one when it has a namespace.
+func scoped(m *Meta, cluster, namespaced string) string {
+	if m.Namespace != "" {
+		return namespaced
+	}
+	return cluster
+}
+
+func (b *Broker) kind() string       { return scoped(&b.Meta, KindBroker, KindNamespacedBroker) }
+func (c *ServiceClass) kind() string { return scoped(&c.Meta, KindServiceClass, KindNamespacedServiceClass) }
+func (p *ServicePlan) kind() string  { return scoped(&p.Meta, KindServicePlan, KindNamespacedServicePlan) }
+func (*Instance) kind() string       { return KindInstance }
+func (*Binding) kind() string        { return KindBinding }
+
+// Kind is the kind of a broker, class, plan, instance or binding, as the
+// change feed names it.
+func Kind(obj any) string {
+	if o, ok := obj.(object); ok {
+		return o.kind()
+	}
+	return ""
+}
 
 var tables = map[string]string{
-	KindBroker:       "catalog.brokers",
-	KindServiceClass: "catalog.service_classes",
-	KindServicePlan:  "catalog.service_plans",
-	KindInstance:     "catalog.instances",
-	KindBinding:      "catalog.bindings",
+	KindBroker:                 "catalog.brokers",
+	KindServiceClass:           "catalog.service_classes",
+	KindServicePlan:            "catalog.service_plans",
+	KindNamespacedBroker:       "catalog.brokers",
+	KindNamespacedServiceClass: "catalog.service_classes",
+	KindNamespacedServicePlan:  "catalog.service_plans",
+	KindInstance:               "catalog.instances",
+	KindBinding:                "catalog.bindings",
 }
 
 // Change types of the feed, as Kubernetes watch events name them.

@@ -9,13 +9,20 @@ import (
 // servicecatalog.k8s.io/v1beta1 (camelCase), so that the REST API, the
 // Kubernetes API and the engine read and write the same rows.
 
-// Kinds, as the change feed and events name them.
+// Kinds, as the change feed and events name them. Brokers, classes and
+// plans are cluster-scoped (ClusterServiceBroker, …) or, with a namespace,
+// namespaced (ServiceBroker, …), as in Service Catalog: the same rows and
+// code, the kind told by the namespace.
 const (
 	KindBroker       = "ClusterServiceBroker"
 	KindServiceClass = "ClusterServiceClass"
 	KindServicePlan  = "ClusterServicePlan"
 	KindInstance     = "ServiceInstance"
 	KindBinding      = "ServiceBinding"
+
+	KindNamespacedBroker       = "ServiceBroker"
+	KindNamespacedServiceClass = "ServiceClass"
+	KindNamespacedServicePlan  = "ServicePlan"
 )
 
 // Meta is what every object carries besides spec and status.
@@ -90,7 +97,9 @@ func FindCondition(conds []Condition, typ string) (Condition, bool) {
 	return Condition{}, false
 }
 
-// Broker is a registered OSB broker (ClusterServiceBroker).
+// Broker is a registered OSB broker: a ClusterServiceBroker, or, with a
+// namespace, a ServiceBroker whose classes and plans only that namespace
+// sees.
 type Broker struct {
 	Meta
 	Spec   BrokerSpec   `json:"spec"`
@@ -178,7 +187,8 @@ type BearerAuth struct {
 	Token string `json:"token"`
 }
 
-// ServiceClass is a service offered by a broker (ClusterServiceClass).
+// ServiceClass is a service offered by a broker: a ClusterServiceClass, or
+// a ServiceClass in the namespace of its ServiceBroker.
 type ServiceClass struct {
 	Meta
 	Spec   ServiceClassSpec   `json:"spec"`
@@ -188,9 +198,11 @@ type ServiceClass struct {
 	position int    // in the broker's catalogue
 }
 
-// ServiceClassSpec mirrors the OSB service object.
+// ServiceClassSpec mirrors the OSB service object. A class names its
+// broker in ClusterServiceBrokerName or, when namespaced, ServiceBrokerName.
 type ServiceClassSpec struct {
-	ClusterServiceBrokerName string          `json:"clusterServiceBrokerName"`
+	ClusterServiceBrokerName string          `json:"clusterServiceBrokerName,omitempty"`
+	ServiceBrokerName        string          `json:"serviceBrokerName,omitempty"`
 	ExternalName             string          `json:"externalName"`
 	ExternalID               string          `json:"externalID"`
 	Description              string          `json:"description"`
@@ -209,7 +221,8 @@ type ServiceClassStatus struct {
 	RemovedFromBrokerCatalog bool `json:"removedFromBrokerCatalog"`
 }
 
-// ServicePlan is a plan of a service class (ClusterServicePlan).
+// ServicePlan is a plan of a service class: a ClusterServicePlan, or a
+// ServicePlan in the namespace of its ServiceBroker.
 type ServicePlan struct {
 	Meta
 	Spec   ServicePlanSpec   `json:"spec"`
@@ -219,9 +232,12 @@ type ServicePlan struct {
 	position int    // in the broker's catalogue
 }
 
-// ServicePlanSpec mirrors the OSB plan object.
+// ServicePlanSpec mirrors the OSB plan object. A plan names its broker and
+// class in the Cluster… fields or, when namespaced, in ServiceBrokerName
+// and ServiceClassRef.
 type ServicePlanSpec struct {
-	ClusterServiceBrokerName            string           `json:"clusterServiceBrokerName"`
+	ClusterServiceBrokerName            string           `json:"clusterServiceBrokerName,omitempty"`
+	ServiceBrokerName                   string           `json:"serviceBrokerName,omitempty"`
 	ExternalName                        string           `json:"externalName"`
 	ExternalID                          string           `json:"externalID"`
 	Description                         string           `json:"description"`
@@ -235,7 +251,8 @@ type ServicePlanSpec struct {
 	InstanceCreateParameterSchema       json.RawMessage  `json:"instanceCreateParameterSchema,omitempty"`
 	InstanceUpdateParameterSchema       json.RawMessage  `json:"instanceUpdateParameterSchema,omitempty"`
 	ServiceBindingCreateParameterSchema json.RawMessage  `json:"serviceBindingCreateParameterSchema,omitempty"`
-	ClusterServiceClassRef              ObjectRef        `json:"clusterServiceClassRef"`
+	ClusterServiceClassRef              ObjectRef        `json:"clusterServiceClassRef,omitzero"`
+	ServiceClassRef                     ObjectRef        `json:"serviceClassRef,omitzero"`
 }
 
 // MaintenanceInfo is the OSB maintenance_info of a plan.
@@ -257,7 +274,9 @@ type Instance struct {
 }
 
 // InstanceSpec is the desired state of an instance. The plan is named by
-// external name, external id or object name, as in Service Catalog.
+// external name, external id or object name, as in Service Catalog: a
+// cluster-scoped one by the Cluster… fields, a namespaced one (of the
+// instance's namespace) by the others. The Refs are the resolved names.
 type InstanceSpec struct {
 	ClusterServiceClassExternalName string           `json:"clusterServiceClassExternalName,omitempty"`
 	ClusterServiceClassExternalID   string           `json:"clusterServiceClassExternalID,omitempty"`
@@ -265,8 +284,16 @@ type InstanceSpec struct {
 	ClusterServicePlanExternalID    string           `json:"clusterServicePlanExternalID,omitempty"`
 	ClusterServiceClassName         string           `json:"clusterServiceClassName,omitempty"`
 	ClusterServicePlanName          string           `json:"clusterServicePlanName,omitempty"`
+	ServiceClassExternalName        string           `json:"serviceClassExternalName,omitempty"`
+	ServiceClassExternalID          string           `json:"serviceClassExternalID,omitempty"`
+	ServicePlanExternalName         string           `json:"servicePlanExternalName,omitempty"`
+	ServicePlanExternalID           string           `json:"servicePlanExternalID,omitempty"`
+	ServiceClassName                string           `json:"serviceClassName,omitempty"`
+	ServicePlanName                 string           `json:"servicePlanName,omitempty"`
 	ClusterServiceClassRef          *ObjectRef       `json:"clusterServiceClassRef,omitempty"`
 	ClusterServicePlanRef           *ObjectRef       `json:"clusterServicePlanRef,omitempty"`
+	ServiceClassRef                 *ObjectRef       `json:"serviceClassRef,omitempty"`
+	ServicePlanRef                  *ObjectRef       `json:"servicePlanRef,omitempty"`
 	Parameters                      json.RawMessage  `json:"parameters,omitempty"`
 	ParametersFrom                  []ParametersFrom `json:"parametersFrom,omitempty"`
 	ExternalID                      string           `json:"externalID"`
@@ -314,10 +341,14 @@ type InstanceStatus struct {
 	Retries map[string]Retry `json:"retries,omitempty"`
 }
 
-// InstanceProperties is what was (or is being) sent to the broker.
+// InstanceProperties is what was (or is being) sent to the broker: the
+// plan in the Cluster… fields, or the ServicePlan… ones for a namespaced
+// plan.
 type InstanceProperties struct {
 	ClusterServicePlanExternalName string          `json:"clusterServicePlanExternalName"`
 	ClusterServicePlanExternalID   string          `json:"clusterServicePlanExternalID"`
+	ServicePlanExternalName        string          `json:"servicePlanExternalName,omitempty"`
+	ServicePlanExternalID          string          `json:"servicePlanExternalID,omitempty"`
 	Parameters                     json.RawMessage `json:"parameters,omitempty"`
 	ParameterChecksum              string          `json:"parameterChecksum,omitempty"`
 	MaintenanceInfoVersion         string          `json:"maintenanceInfoVersion,omitempty"`

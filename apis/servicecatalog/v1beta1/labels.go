@@ -10,15 +10,20 @@ import (
 // with a label selector; the catalog derives them from the spec. The value
 // of each is SpecLabelValue of the field's value, never the value itself:
 // a label value holds at most 63 characters of a restricted alphabet,
-// which an external name may exceed. Classes carry the first three,
-// plans all but LabelClusterServicePlanRef, instances the two
-// references' once they are resolved.
+// which an external name may exceed. Cluster-scoped classes carry the
+// first three, their plans also LabelClusterServiceClassRef; namespaced
+// classes carry the external ID and name and LabelServiceBrokerName, their
+// plans also LabelServiceClassRef; instances carry their two references'
+// once they are resolved.
 const (
 	LabelExternalID               = GroupName + "/spec.externalID"
 	LabelExternalName             = GroupName + "/spec.externalName"
 	LabelClusterServiceBrokerName = GroupName + "/spec.clusterServiceBrokerName"
 	LabelClusterServiceClassRef   = GroupName + "/spec.clusterServiceClassRef.name"
 	LabelClusterServicePlanRef    = GroupName + "/spec.clusterServicePlanRef.name"
+	LabelServiceBrokerName        = GroupName + "/spec.serviceBrokerName"
+	LabelServiceClassRef          = GroupName + "/spec.serviceClassRef.name"
+	LabelServicePlanRef           = GroupName + "/spec.servicePlanRef.name"
 )
 
 // SpecLabelValue is the label value of a field's value: its SHA-224 digest
