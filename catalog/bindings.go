@@ -51,15 +51,11 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 // rotation without parameters takes its predecessor's. State problems are
 // returned (ErrUnprocessable), field problems added to errs.
 func checkBindingOf(ctx context.Context, q querier, b *Binding, in *Instance, fill bool, errs *field.ErrorList) error {
-	if in.Spec.ClusterServicePlanRef == nil || in.Spec.ClusterServiceClassRef == nil {
+	if !in.Resolved() {
 		// The instance waits for its plan: so does this check.
 		return nil
 	}
-	plan, err := getBy[ServicePlan](ctx, q, `name = $1`, refName(in.Spec.ClusterServicePlanRef))
-	if err != nil {
-		return err
-	}
-	class, err := getBy[ServiceClass](ctx, q, `name = $1`, refName(in.Spec.ClusterServiceClassRef))
+	class, plan, err := resolvedPlan(ctx, q, in)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ const DefaultRelistDuration = 15 * time.Minute
 // classFields and planFields are the fields catalog restrictions may use.
 var (
 	classFields = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true}
-	planFields  = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true, "spec.free": true, "spec.clusterServiceClass.name": true}
+	planFields  = map[string]bool{"name": true, "spec.externalName": true, "spec.externalID": true, "spec.free": true, "spec.clusterServiceClass.name": true, "spec.serviceClass.name": true}
 )
 
 // KeepAuth, returned by an UpdateBroker update function, keeps the stored
@@ -44,9 +44,13 @@ func admitBroker(b *Broker, auth *BrokerAuth) error {
 }
 
 // defaultBroker fills in what a broker's spec may leave out: relisting
-// every DefaultRelistDuration.
+// every DefaultRelistDuration, and, for a namespaced broker, the namespace
+// of its credentials' Secret, which is always its own.
 func defaultBroker(b *Broker) {
 	s := &b.Spec
+	if ref := s.AuthInfo.secretRef(); ref != nil && b.Namespace != "" && ref.Namespace == "" {
+		ref.Namespace = b.Namespace
+	}
 	if s.RelistBehavior == "" {
 		s.RelistBehavior = RelistDuration
 	}
@@ -58,6 +62,9 @@ func defaultBroker(b *Broker) {
 // validateBroker checks a defaulted broker's spec and its credentials.
 func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 	errs := validateName(field.NewPath("name"), b.Name)
+	if b.Namespace != "" {
+		errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
+	}
 	errs = append(errs, validateMeta(&b.Meta)...)
 	s := &b.Spec
 	spec := field.NewPath("spec")
@@ -115,8 +122,11 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 		if ref.Name == "" {
 			errs = append(errs, field.Required(path.Child("name"), ""))
 		}
-		if ref.Namespace == "" {
+		switch {
+		case ref.Namespace == "":
 			errs = append(errs, field.Required(path.Child("namespace"), "a cluster-scoped broker names the Secret's namespace"))
+		case b.Namespace != "" && ref.Namespace != b.Namespace:
+			errs = append(errs, bad(path.Child("namespace"), "a namespaced broker's Secret is in the broker's namespace"))
 		}
 		return errs
 	}
@@ -272,11 +282,11 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 		if err != nil {
 			return err
 		}
-		_, err = w.Exec(ctx, `INSERT INTO catalog.brokers (id, name, metadata, spec, status, auth, generation, resource_version, created_at, next_relist_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 1, 0, $7, $7)`, b.ID, b.Name, md, mustJSON(b.Spec), mustJSON(b.Status), sealed, now)
+		_, err = w.Exec(ctx, `INSERT INTO catalog.brokers (id, namespace, name, metadata, spec, status, auth, generation, resource_version, created_at, next_relist_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8, $8)`, b.ID, b.Namespace, b.Name, md, mustJSON(b.Spec), mustJSON(b.Status), sealed, now)
 		if err != nil {
 			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+				return brokerExists(b)
 			}
 			return mapErr(err)
 		}
@@ -289,16 +299,33 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 	return b, nil
 }
 
-// GetBroker reads a broker by id or by name.
-func (s *Store) GetBroker(ctx context.Context, idOrName string) (*Broker, error) {
-	return getByIDOrName[Broker](ctx, s.pool, idOrName)
+// brokerExists is the conflict of a new broker whose name is taken.
+func brokerExists(b *Broker) error {
+	if b.Namespace != "" {
+		return fmt.Errorf("%w: a broker named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+	}
+	return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
 }
 
-// ListBrokers lists brokers by name.
+// GetBroker reads a cluster-scoped broker by id or by name.
+func (s *Store) GetBroker(ctx context.Context, idOrName string) (*Broker, error) {
+	return s.GetBrokerIn(ctx, "", idOrName)
+}
+
+// GetBrokerIn reads a broker of a namespace ("" for the cluster's) by id
+// or by name.
+func (s *Store) GetBrokerIn(ctx context.Context, namespace, idOrName string) (*Broker, error) {
+	return getByIDOrName[Broker](ctx, s.pool, namespace, idOrName)
+}
+
+// ListBrokers lists brokers by name: the cluster's, or the namespaced
+// ones (by namespace and name) when opts.Namespaced.
 func (s *Store) ListBrokers(ctx context.Context, opts ListOptions) (List[*Broker], error) {
-	return list[Broker](ctx, s.pool, &filter{}, "name",
-		func(f *filter, c cursor) { f.add("name > ?", c.Name) },
-		func(b *Broker) cursor { return cursor{Name: b.Name} }, opts)
+	f := &filter{}
+	f.scope(scopedKind(KindBroker, KindNamespacedBroker, opts), opts)
+	return list[Broker](ctx, s.pool, f, "namespace, name",
+		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
+		func(b *Broker) cursor { return cursor{Namespace: b.Namespace, Name: b.Name} }, opts)
 }
 
 // UpdateBroker changes a broker's labels, spec and (when auth is not nil)
@@ -420,11 +447,12 @@ func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
 		return err
 	}
 	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.brokers WHERE name = $1)`, b.Name).Scan(&taken); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.brokers WHERE namespace = $1 AND name = $2)`,
+		b.Namespace, b.Name).Scan(&taken); err != nil {
 		return fmt.Errorf("check broker %s: %w", b.Name, mapErr(err))
 	}
 	if taken {
-		return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+		return brokerExists(b)
 	}
 	return nil
 }

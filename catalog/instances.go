@@ -87,7 +87,7 @@ func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance
 	errs := validateName(field.NewPath("name"), in.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
-	plan, err := resolveNew(ctx, q, &in.Spec, field.NewPath("spec"), &errs)
+	plan, err := resolveNew(ctx, q, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
 		return nil, err
 	}
@@ -224,12 +224,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		if in.Spec.ExternalID != before.ExternalID {
 			errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
 		}
-		planChanged := in.Spec.ClusterServiceClassExternalName != before.ClusterServiceClassExternalName ||
-			in.Spec.ClusterServicePlanExternalName != before.ClusterServicePlanExternalName ||
-			in.Spec.ClusterServiceClassExternalID != before.ClusterServiceClassExternalID ||
-			in.Spec.ClusterServicePlanExternalID != before.ClusterServicePlanExternalID ||
-			in.Spec.ClusterServiceClassName != before.ClusterServiceClassName ||
-			in.Spec.ClusterServicePlanName != before.ClusterServicePlanName
+		planChanged := !sameNames(&in.Spec, &before)
 		var plan *ServicePlan
 		specPath := field.NewPath("spec")
 		if !planChanged {
@@ -241,30 +236,30 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			}{
 				{specPath.Child("clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
 				{specPath.Child("clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
+				{specPath.Child("serviceClassRef", "name"), in.Spec.ServiceClassRef, before.ServiceClassRef},
+				{specPath.Child("servicePlanRef", "name"), in.Spec.ServicePlanRef, before.ServicePlanRef},
 			} {
 				if r.now != nil && refName(r.now) != refName(r.then) {
 					errs = append(errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
 				}
 			}
 			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
+			in.Spec.ServiceClassRef, in.Spec.ServicePlanRef = before.ServiceClassRef, before.ServicePlanRef
 		}
+		was := &Instance{Meta: Meta{Namespace: ns}, Spec: before}
 		switch {
-		case before.ClusterServicePlanRef == nil || before.ClusterServiceClassRef == nil:
+		case !was.Resolved():
 			// Recorded before its class and plan were offered: resolved now
 			// if they are, else it goes on waiting for them. Nothing was
 			// provisioned yet, so the parameters are those of a provision.
-			if plan, err = resolveNew(ctx, w, &in.Spec, specPath, &errs); err != nil {
+			if plan, err = resolveNew(ctx, w, &in.Spec, ns, specPath, &errs); err != nil {
 				return err
 			}
 			if plan != nil {
 				checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
 			}
 		case planChanged:
-			current, err := getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef))
-			if err != nil {
-				return err
-			}
-			class, err := getBy[ServiceClass](ctx, w, `name = $1`, refName(before.ClusterServiceClassRef))
+			class, current, err := resolvedPlan(ctx, w, was)
 			if err != nil {
 				return err
 			}
@@ -273,7 +268,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 				updatable = *current.Spec.PlanUpdatable
 			}
 			// A provisioned instance moves only to a plan that is offered.
-			n, nerrs := naming(&in.Spec, specPath)
+			n, nerrs := naming(&in.Spec, ns, specPath)
 			errs = append(errs, nerrs...)
 			if len(nerrs) == 0 {
 				newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
@@ -283,8 +278,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 					return err
 				} else {
 					plan = newPlan
-					in.Spec.ClusterServiceClassRef = &ObjectRef{Name: newClass.Name}
-					in.Spec.ClusterServicePlanRef = &ObjectRef{Name: newPlan.Name}
+					setRefs(&in.Spec, newClass, newPlan)
 					if plan.ID != current.ID && !updatable {
 						return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
 					}
@@ -297,7 +291,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 				checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
 			}
 		default:
-			if plan, err = getBy[ServicePlan](ctx, w, `name = $1`, refName(before.ClusterServicePlanRef)); err != nil {
+			if _, plan, err = resolvedPlan(ctx, w, was); err != nil {
 				return err
 			}
 			if !sameJSON(in.Spec.Parameters, before.Parameters) {
@@ -340,8 +334,25 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 
 // withoutRefs is spec without the references Bindery resolves.
 func withoutRefs(spec InstanceSpec) InstanceSpec {
-	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = nil, nil
+	clearRefs(&spec)
 	return spec
+}
+
+// sameNames tells whether two specs name the same class and plan the same
+// way.
+func sameNames(a, b *InstanceSpec) bool {
+	return a.ClusterServiceClassExternalName == b.ClusterServiceClassExternalName &&
+		a.ClusterServicePlanExternalName == b.ClusterServicePlanExternalName &&
+		a.ClusterServiceClassExternalID == b.ClusterServiceClassExternalID &&
+		a.ClusterServicePlanExternalID == b.ClusterServicePlanExternalID &&
+		a.ClusterServiceClassName == b.ClusterServiceClassName &&
+		a.ClusterServicePlanName == b.ClusterServicePlanName &&
+		a.ServiceClassExternalName == b.ServiceClassExternalName &&
+		a.ServicePlanExternalName == b.ServicePlanExternalName &&
+		a.ServiceClassExternalID == b.ServiceClassExternalID &&
+		a.ServicePlanExternalID == b.ServicePlanExternalID &&
+		a.ServiceClassName == b.ServiceClassName &&
+		a.ServicePlanName == b.ServicePlanName
 }
 
 // planIDOf is the plan's id, or nil for none.

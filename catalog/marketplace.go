@@ -16,24 +16,27 @@ type ClassFilter struct {
 	IncludeRemoved bool
 }
 
-// ListClasses lists service classes in their brokers' catalogue order.
+// ListClasses lists service classes in their brokers' catalogue order:
+// the cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*ServiceClass], error) {
-	return list[ServiceClass](ctx, s.pool, classFilter(sel), "broker_id, position",
+	return list[ServiceClass](ctx, s.pool, classFilter(sel, opts), "broker_id, position",
 		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
 		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position} }, opts)
 }
 
 // ListClassesRaw is ListClasses with spec and status left as stored.
 func (s *Store) ListClassesRaw(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*RawObject], error) {
-	return listRaw(ctx, s.pool, KindServiceClass, classFilter(sel), "broker_id, position",
+	return listRaw(ctx, s.pool, scopedKind(KindServiceClass, KindNamespacedServiceClass, opts), classFilter(sel, opts), "broker_id, position",
 		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
 		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
 }
 
-func classFilter(sel ClassFilter) *filter {
+func classFilter(sel ClassFilter, opts ListOptions) *filter {
 	f := &filter{}
+	f.scope(scopedKind(KindServiceClass, KindNamespacedServiceClass, opts), opts)
 	if sel.Broker != "" {
-		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
+		// The broker of that name in the class's own namespace.
+		f.add("broker_id = (SELECT b.id FROM catalog.brokers b WHERE b.namespace = service_classes.namespace AND b.name = ?)", sel.Broker)
 	}
 	if sel.Name != "" {
 		f.add("(external_name = ? OR name = ?)", sel.Name, sel.Name)
@@ -59,9 +62,10 @@ type PlanFilter struct {
 	IncludeRemoved bool
 }
 
-// ListPlans lists service plans in their brokers' catalogue order.
+// ListPlans lists service plans in their brokers' catalogue order: the
+// cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*ServicePlan], error) {
-	return list[ServicePlan](ctx, s.pool, planFilter(sel), "broker_id, position",
+	return list[ServicePlan](ctx, s.pool, planFilter(sel, opts), "broker_id, position",
 		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
 		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position} }, opts)
 }
@@ -69,18 +73,19 @@ func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions)
 // ListPlansRaw is ListPlans with spec and status left as stored: the
 // marketplace's large lists are written without decoding them.
 func (s *Store) ListPlansRaw(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*RawObject], error) {
-	return listRaw(ctx, s.pool, KindServicePlan, planFilter(sel), "broker_id, position",
+	return listRaw(ctx, s.pool, scopedKind(KindServicePlan, KindNamespacedServicePlan, opts), planFilter(sel, opts), "broker_id, position",
 		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
 		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
 }
 
-func planFilter(sel PlanFilter) *filter {
+func planFilter(sel PlanFilter, opts ListOptions) *filter {
 	f := &filter{}
+	f.scope(scopedKind(KindServicePlan, KindNamespacedServicePlan, opts), opts)
 	if sel.Broker != "" {
-		f.add("broker_id = (SELECT id FROM catalog.brokers WHERE name = ?)", sel.Broker)
+		f.add("broker_id = (SELECT b.id FROM catalog.brokers b WHERE b.namespace = service_plans.namespace AND b.name = ?)", sel.Broker)
 	}
 	if sel.Class != "" {
-		f.add("class_id IN (SELECT id FROM catalog.service_classes WHERE name = ? OR external_name = ?)", sel.Class, sel.Class)
+		f.add("class_id IN (SELECT c.id FROM catalog.service_classes c WHERE c.namespace = service_plans.namespace AND (c.name = ? OR c.external_name = ?))", sel.Class, sel.Class)
 	}
 	if sel.Name != "" {
 		f.add("(external_name = ? OR name = ?)", sel.Name, sel.Name)
@@ -94,14 +99,26 @@ func planFilter(sel PlanFilter) *filter {
 	return f
 }
 
-// GetClass reads a service class by id or object name.
+// GetClass reads a cluster-scoped service class by id or object name.
 func (s *Store) GetClass(ctx context.Context, idOrName string) (*ServiceClass, error) {
-	return getByIDOrName[ServiceClass](ctx, s.pool, idOrName)
+	return s.GetClassIn(ctx, "", idOrName)
 }
 
-// GetPlan reads a service plan by id or object name.
+// GetClassIn reads a service class of a namespace ("" for the cluster's)
+// by id or object name.
+func (s *Store) GetClassIn(ctx context.Context, namespace, idOrName string) (*ServiceClass, error) {
+	return getByIDOrName[ServiceClass](ctx, s.pool, namespace, idOrName)
+}
+
+// GetPlan reads a cluster-scoped service plan by id or object name.
 func (s *Store) GetPlan(ctx context.Context, idOrName string) (*ServicePlan, error) {
-	return getByIDOrName[ServicePlan](ctx, s.pool, idOrName)
+	return s.GetPlanIn(ctx, "", idOrName)
+}
+
+// GetPlanIn reads a service plan of a namespace ("" for the cluster's) by
+// id or object name.
+func (s *Store) GetPlanIn(ctx context.Context, namespace, idOrName string) (*ServicePlan, error) {
+	return getByIDOrName[ServicePlan](ctx, s.pool, namespace, idOrName)
 }
 
 func (c *ServiceClass) extras() []any { return []any{&c.broker, &c.position} }

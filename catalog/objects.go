@@ -102,6 +102,10 @@ type ListOptions struct {
 	// Namespaces, when not empty, limits namespaced kinds to these (a
 	// token's namespaces).
 	Namespaces []string
+	// Namespaced lists the namespaced brokers, classes and plans
+	// (ServiceBroker, …), limited as namespaced kinds are, rather than
+	// the cluster's (ClusterServiceBroker, …).
+	Namespaced bool
 	// Limit is the page size; 0 means no limit.
 	Limit int
 	// Continue is the token from the previous page.
@@ -154,6 +158,33 @@ func (f *filter) add(cond string, args ...any) {
 		cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(f.args)), 1)
 	}
 	f.conds = append(f.conds, cond)
+}
+
+// scope limits a list of kind as opts say: a namespaced kind to the
+// namespaces asked for, a cluster-scoped one to the rows of no namespace.
+func (f *filter) scope(kind string, opts ListOptions) {
+	switch kind {
+	case KindBroker, KindServiceClass, KindServicePlan:
+		f.add("namespace = ''")
+		return
+	case KindNamespacedBroker, KindNamespacedServiceClass, KindNamespacedServicePlan:
+		f.add("namespace <> ''")
+	}
+	if opts.Namespace != "" {
+		f.add("namespace = ?", opts.Namespace)
+	}
+	if len(opts.Namespaces) > 0 {
+		f.add("namespace = ANY(?)", opts.Namespaces)
+	}
+}
+
+// scopedKind is the kind a list of brokers, classes or plans reads: the
+// cluster's, or the namespaced twin when opts ask for it.
+func scopedKind(cluster, namespaced string, opts ListOptions) string {
+	if opts.Namespaced {
+		return namespaced
+	}
+	return cluster
 }
 
 func (f *filter) where() string {
@@ -218,16 +249,17 @@ func list[T any, P interface {
 	return out, nil
 }
 
-// getByIDOrName reads a cluster-scoped object by id or by name; OSB ids are
-// often UUIDs, so a name may look like an id.
+// getByIDOrName reads a broker, class or plan of a namespace ("" for the
+// cluster's) by id or by name; OSB ids are often UUIDs, so a name may
+// look like an id.
 func getByIDOrName[T any, P interface {
 	*T
 	object
-}](ctx context.Context, q querier, idOrName string) (P, error) {
+}](ctx context.Context, q querier, namespace, idOrName string) (P, error) {
 	if _, err := uuid.Parse(idOrName); err == nil {
-		return getBy[T, P](ctx, q, `id = $1::uuid OR name = $2`, idOrName, idOrName)
+		return getBy[T, P](ctx, q, `namespace = $1 AND (id = $2::uuid OR name = $3)`, namespace, idOrName, idOrName)
 	}
-	return getBy[T, P](ctx, q, `name = $1`, idOrName)
+	return getBy[T, P](ctx, q, `namespace = $1 AND name = $2`, namespace, idOrName)
 }
 
 func updateMeta[T any, P interface {

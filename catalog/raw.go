@@ -19,7 +19,8 @@ func (s *Store) GetRaw(ctx context.Context, kind, namespace, name string) (*RawO
 		return nil, fmt.Errorf("get %s: unknown kind", kind)
 	}
 	f := &filter{}
-	if kind == KindInstance || kind == KindBinding {
+	f.scope(kind, ListOptions{})
+	if namespaced(kind) {
 		f.add("namespace = ?", namespace)
 	}
 	f.add("name = ?", name)
@@ -40,22 +41,20 @@ func (s *Store) GetRaw(ctx context.Context, kind, namespace, name string) (*RawO
 func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (List[*RawObject], error) {
 	var out List[*RawObject]
 	f := &filter{}
+	f.scope(kind, opts)
 	var order string
 	var after func(*filter, cursor)
 	var next func(*RawObject, int, string) cursor
 	switch kind {
 	case KindInstance, KindBinding:
-		if opts.Namespace != "" {
-			f.add("namespace = ?", opts.Namespace)
-		}
 		order = "namespace, name"
 		after = func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) }
 		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} }
-	case KindBroker:
-		order = "name"
-		after = func(f *filter, c cursor) { f.add("name > ?", c.Name) }
-		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Name: o.Name} }
-	case KindServiceClass, KindServicePlan:
+	case KindBroker, KindNamespacedBroker:
+		order = "namespace, name"
+		after = func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) }
+		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} }
+	case KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan:
 		order = "broker_id, position"
 		after = func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) }
 		next = func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }
@@ -77,6 +76,25 @@ func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (Lis
 	}
 	out.ResourceVersion = rev
 	return out, nil
+}
+
+// namespaced tells whether objects of kind live in a namespace.
+func namespaced(kind string) bool {
+	switch kind {
+	case KindInstance, KindBinding, KindNamespacedBroker, KindNamespacedServiceClass, KindNamespacedServicePlan:
+		return true
+	}
+	return false
+}
+
+// offered tells whether kind is a class or plan, which their broker's
+// catalogue orders.
+func offered(kind string) bool {
+	switch kind {
+	case KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan:
+		return true
+	}
+	return false
 }
 
 // RawObject is an object read for listing: its metadata decoded, its spec
@@ -122,7 +140,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		var deleted *time.Time
 		dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
 			&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
-		if kind == KindServiceClass || kind == KindServicePlan {
+		if offered(kind) {
 			dest = append(dest, &lastBroker, &lastPos)
 		}
 		if err := rows.Scan(dest...); err != nil {

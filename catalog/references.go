@@ -58,47 +58,127 @@ func AsReference(err error) (*ReferenceError, bool) {
 }
 
 // planNaming is how an instance spec names its class and plan: the two
-// fields of one of Service Catalog's three ways.
+// fields of one of Service Catalog's six ways (three for the cluster's
+// classes, three for its own namespace's).
 type planNaming struct {
 	classField, planField string
 	classVal, planVal     string
 	classWhere, planWhere string
 	byName                bool
+	// namespace is where the class and plan are: "" for the cluster's,
+	// the instance's for the namespaced ones.
+	namespace string
 }
 
-// naming checks that a spec names its class (and, if at all, its plan)
-// in exactly one way, and says which.
-func naming(spec *InstanceSpec, path *field.Path) (planNaming, field.ErrorList) {
-	byExtName := spec.ClusterServiceClassExternalName != "" || spec.ClusterServicePlanExternalName != ""
-	byExtID := spec.ClusterServiceClassExternalID != "" || spec.ClusterServicePlanExternalID != ""
-	byName := spec.ClusterServiceClassName != "" || spec.ClusterServicePlanName != ""
-	ways := 0
-	for _, b := range []bool{byExtName, byExtID, byName} {
-		if b {
-			ways++
+// classKind and planKind are the kinds the naming refers to, as messages
+// name them.
+func (n planNaming) classKind() string {
+	return scoped(&Meta{Namespace: n.namespace}, KindServiceClass, KindNamespacedServiceClass)
+}
+
+func (n planNaming) planKind() string {
+	return scoped(&Meta{Namespace: n.namespace}, KindServicePlan, KindNamespacedServicePlan)
+}
+
+// naming checks that the spec of an instance in namespace names its class
+// (and, if at all, its plan) in exactly one way, and says which.
+func naming(spec *InstanceSpec, namespace string, path *field.Path) (planNaming, field.ErrorList) {
+	ways := []planNaming{
+		{"clusterServiceClassExternalName", "clusterServicePlanExternalName", spec.ClusterServiceClassExternalName, spec.ClusterServicePlanExternalName,
+			"external_name = $1", "external_name = $2", false, ""},
+		{"clusterServiceClassExternalID", "clusterServicePlanExternalID", spec.ClusterServiceClassExternalID, spec.ClusterServicePlanExternalID,
+			"external_id = $1", "external_id = $2", false, ""},
+		{"clusterServiceClassName", "clusterServicePlanName", spec.ClusterServiceClassName, spec.ClusterServicePlanName,
+			"name = $1", "name = $2", true, ""},
+		{"serviceClassExternalName", "servicePlanExternalName", spec.ServiceClassExternalName, spec.ServicePlanExternalName,
+			"external_name = $1", "external_name = $2", false, namespace},
+		{"serviceClassExternalID", "servicePlanExternalID", spec.ServiceClassExternalID, spec.ServicePlanExternalID,
+			"external_id = $1", "external_id = $2", false, namespace},
+		{"serviceClassName", "servicePlanName", spec.ServiceClassName, spec.ServicePlanName,
+			"name = $1", "name = $2", true, namespace},
+	}
+	var chosen []planNaming
+	for _, w := range ways {
+		if w.classVal != "" || w.planVal != "" {
+			chosen = append(chosen, w)
 		}
 	}
-	if ways != 1 {
-		return planNaming{}, field.ErrorList{bad(path, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName")}
+	if len(chosen) != 1 {
+		return planNaming{}, field.ErrorList{bad(path, "name the class and the plan in exactly one way: clusterServiceClassExternalName and clusterServicePlanExternalName, "+
+			"clusterServiceClassExternalID and clusterServicePlanExternalID, or clusterServiceClassName and clusterServicePlanName for the cluster's; "+
+			"serviceClassExternalName and servicePlanExternalName, serviceClassExternalID and servicePlanExternalID, or serviceClassName and servicePlanName for the namespace's")}
 	}
-	var n planNaming
-	switch {
-	case byExtName:
-		n = planNaming{"clusterServiceClassExternalName", "clusterServicePlanExternalName",
-			spec.ClusterServiceClassExternalName, spec.ClusterServicePlanExternalName, "external_name = $1", "external_name = $2", false}
-	case byExtID:
-		n = planNaming{"clusterServiceClassExternalID", "clusterServicePlanExternalID",
-			spec.ClusterServiceClassExternalID, spec.ClusterServicePlanExternalID, "external_id = $1", "external_id = $2", false}
-	default:
-		n = planNaming{"clusterServiceClassName", "clusterServicePlanName",
-			spec.ClusterServiceClassName, spec.ClusterServicePlanName, "name = $1", "name = $2", true}
-	}
+	n := chosen[0]
 	if n.classVal == "" {
 		// A plan may be left out (the class's only plan is chosen), a
 		// class never.
 		return n, field.ErrorList{field.Required(path.Child(n.classField), "")}
 	}
 	return n, nil
+}
+
+// setPlanName names plan in the spec in the naming's way.
+func (n planNaming) setPlanName(spec *InstanceSpec, plan *ServicePlan) {
+	switch n.planField {
+	case "clusterServicePlanExternalName":
+		spec.ClusterServicePlanExternalName = plan.Spec.ExternalName
+	case "clusterServicePlanExternalID":
+		spec.ClusterServicePlanExternalID = plan.Spec.ExternalID
+	case "clusterServicePlanName":
+		spec.ClusterServicePlanName = plan.Name
+	case "servicePlanExternalName":
+		spec.ServicePlanExternalName = plan.Spec.ExternalName
+	case "servicePlanExternalID":
+		spec.ServicePlanExternalID = plan.Spec.ExternalID
+	default:
+		spec.ServicePlanName = plan.Name
+	}
+}
+
+// setRefs records in spec the class and plan its names resolve to, in the
+// Cluster… references or the namespaced ones.
+func setRefs(spec *InstanceSpec, class *ServiceClass, plan *ServicePlan) {
+	clearRefs(spec)
+	if class.Namespace != "" {
+		spec.ServiceClassRef, spec.ServicePlanRef = &ObjectRef{Name: class.Name}, &ObjectRef{Name: plan.Name}
+		return
+	}
+	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = &ObjectRef{Name: class.Name}, &ObjectRef{Name: plan.Name}
+}
+
+// clearRefs forgets what a spec's names resolved to.
+func clearRefs(spec *InstanceSpec) {
+	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = nil, nil
+	spec.ServiceClassRef, spec.ServicePlanRef = nil, nil
+}
+
+// Refs is what an instance's class and plan resolved to (nil when not
+// yet) and the namespace they are in ("" for the cluster's).
+func (in *Instance) Refs() (class, plan *ObjectRef, namespace string) {
+	if in.Spec.ServiceClassRef != nil || in.Spec.ServicePlanRef != nil {
+		return in.Spec.ServiceClassRef, in.Spec.ServicePlanRef, in.Namespace
+	}
+	return in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef, ""
+}
+
+// Resolved tells whether an instance's class and plan are resolved.
+func (in *Instance) Resolved() bool {
+	class, plan, _ := in.Refs()
+	return class != nil && plan != nil
+}
+
+// resolvedPlan reads the class and plan an instance resolved to.
+func resolvedPlan(ctx context.Context, q querier, in *Instance) (*ServiceClass, *ServicePlan, error) {
+	classRef, planRef, ns := in.Refs()
+	plan, err := getBy[ServicePlan](ctx, q, `namespace = $1 AND name = $2`, ns, refName(planRef))
+	if err != nil {
+		return nil, nil, err
+	}
+	class, err := getBy[ServiceClass](ctx, q, `namespace = $1 AND name = $2`, ns, refName(classRef))
+	if err != nil {
+		return nil, nil, err
+	}
+	return class, plan, nil
 }
 
 // describe writes the fields of spec that name the class ('c'), the plan
@@ -114,9 +194,15 @@ func describe(spec *InstanceSpec, verb byte) string {
 	add(&class, "ClusterServiceClassExternalName", spec.ClusterServiceClassExternalName)
 	add(&class, "ClusterServiceClassExternalID", spec.ClusterServiceClassExternalID)
 	add(&class, "ClusterServiceClassName", spec.ClusterServiceClassName)
+	add(&class, "ServiceClassExternalName", spec.ServiceClassExternalName)
+	add(&class, "ServiceClassExternalID", spec.ServiceClassExternalID)
+	add(&class, "ServiceClassName", spec.ServiceClassName)
 	add(&plan, "ClusterServicePlanExternalName", spec.ClusterServicePlanExternalName)
 	add(&plan, "ClusterServicePlanExternalID", spec.ClusterServicePlanExternalID)
 	add(&plan, "ClusterServicePlanName", spec.ClusterServicePlanName)
+	add(&plan, "ServicePlanExternalName", spec.ServicePlanExternalName)
+	add(&plan, "ServicePlanExternalID", spec.ServicePlanExternalID)
+	add(&plan, "ServicePlanName", spec.ServicePlanName)
 	switch verb {
 	case 'c':
 		return "{" + strings.Join(class, ", ") + "}"
@@ -132,7 +218,7 @@ func describe(spec *InstanceSpec, verb byte) string {
 // spec's way, as Service Catalog's admission did. What is not offered
 // comes back as a *ReferenceError.
 func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming) (*ServiceClass, *ServicePlan, error) {
-	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+n.classWhere+` AND NOT removed`, n.classVal)
+	rows, err := q.Query(ctx, `SELECT `+columns(KindServiceClass)+` FROM catalog.service_classes WHERE `+n.classWhere+` AND namespace = $2 AND NOT removed`, n.classVal, n.namespace)
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -141,12 +227,12 @@ func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming
 		return nil, nil, err
 	}
 	if len(classes) != 1 {
-		msg := "References a non-existent ClusterServiceClass " + describe(spec, 'c')
+		msg := "References a non-existent " + n.classKind() + " " + describe(spec, 'c')
 		if !n.byName {
 			msg += fmt.Sprintf(" or there is more than one (found: %d)", len(classes))
 		}
 		return nil, nil, &ReferenceError{Reason: ReasonNonexistentServiceClass, field: n.classField,
-			Message: "The instance references a ClusterServiceClass that does not exist. " + msg}
+			Message: "The instance references a " + n.classKind() + " that does not exist. " + msg}
 	}
 	class := classes[0]
 	if n.planVal == "" {
@@ -159,40 +245,33 @@ func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming
 			return nil, nil, err
 		}
 		if len(plans) != 1 {
-			msg := fmt.Sprintf("ClusterServiceClass (K8S: %v ExternalName: %v) has more than one plan, PlanName must be specified", class.Name, class.Spec.ExternalName)
+			msg := fmt.Sprintf("%s (K8S: %v ExternalName: %v) has more than one plan, PlanName must be specified", n.classKind(), class.Name, class.Spec.ExternalName)
 			if len(plans) == 0 {
-				msg = fmt.Sprintf("no ClusterServicePlans found at all for ClusterServiceClass %q", class.Spec.ExternalName)
+				msg = fmt.Sprintf("no %ss found at all for %s %q", n.planKind(), n.classKind(), class.Spec.ExternalName)
 			}
 			return nil, nil, &ReferenceError{Reason: ReasonNonexistentServicePlan, Message: msg, field: n.planField,
 				refused: fmt.Sprintf("service class %q has %d plans: name one", class.Spec.ExternalName, len(plans))}
 		}
 		plan := plans[0]
-		switch n.planField {
-		case "clusterServicePlanExternalName":
-			spec.ClusterServicePlanExternalName = plan.Spec.ExternalName
-		case "clusterServicePlanExternalID":
-			spec.ClusterServicePlanExternalID = plan.Spec.ExternalID
-		default:
-			spec.ClusterServicePlanName = plan.Name
-		}
+		n.setPlanName(spec, plan)
 		return class, plan, nil
 	}
 	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid`, class.ID, n.planVal)
 	if errors.Is(err, ErrNotFound) {
-		msg := "References a non-existent ClusterServicePlan " + describe(spec, 'v')
+		msg := "References a non-existent " + n.planKind() + " " + describe(spec, 'v')
 		if !n.byName {
-			msg = fmt.Sprintf("References a non-existent ClusterServicePlan %s on ClusterServiceClass %s %s or there is more than one (found: 0)",
-				describe(spec, 'b'), class.Name, describe(spec, 'c'))
+			msg = fmt.Sprintf("References a non-existent %s %s on %s %s %s or there is more than one (found: 0)",
+				n.planKind(), describe(spec, 'b'), n.classKind(), class.Name, describe(spec, 'c'))
 		}
 		return nil, nil, &ReferenceError{Reason: ReasonNonexistentServicePlan, field: n.planField,
-			Message: "The instance references a ClusterServicePlan that does not exist. " + msg}
+			Message: "The instance references a " + n.planKind() + " that does not exist. " + msg}
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if plan.Status.RemovedFromBrokerCatalog {
 		return nil, nil, &ReferenceError{Reason: ReasonDeletedServicePlan, field: n.planField,
-			Message: fmt.Sprintf("ClusterServicePlan (K8S: %q ExternalName: %q) has been deleted; cannot provision.", plan.Name, plan.Spec.ExternalName),
+			Message: fmt.Sprintf("%s (K8S: %q ExternalName: %q) has been deleted; cannot provision.", n.planKind(), plan.Name, plan.Spec.ExternalName),
 			refused: fmt.Sprintf("plan %q was removed from the broker's catalog: new instances of it are refused", plan.Spec.ExternalName)}
 	}
 	return class, plan, nil
@@ -220,9 +299,9 @@ func collect[T any, P interface {
 // reference to what is not offered yet is accepted and left unresolved
 // (plan nil); one the catalog knows will not come as named (a removed
 // plan, a class of several plans with none named) is a field error.
-func resolveNew(ctx context.Context, q querier, spec *InstanceSpec, path *field.Path, errs *field.ErrorList) (*ServicePlan, error) {
-	spec.ClusterServiceClassRef, spec.ClusterServicePlanRef = nil, nil
-	n, nerrs := naming(spec, path)
+func resolveNew(ctx context.Context, q querier, spec *InstanceSpec, namespace string, path *field.Path, errs *field.ErrorList) (*ServicePlan, error) {
+	clearRefs(spec)
+	n, nerrs := naming(spec, namespace, path)
 	if len(nerrs) > 0 {
 		*errs = append(*errs, nerrs...)
 		return nil, nil
@@ -237,8 +316,7 @@ func resolveNew(ctx context.Context, q querier, spec *InstanceSpec, path *field.
 	if err != nil {
 		return nil, err
 	}
-	spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
-	spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
+	setRefs(spec, class, plan)
 	return plan, nil
 }
 
@@ -258,10 +336,10 @@ func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, erro
 			return err
 		}
 		out = in
-		if in.Spec.ClusterServicePlanRef != nil && in.Spec.ClusterServiceClassRef != nil {
+		if in.Resolved() {
 			return nil
 		}
-		n, errs := naming(&in.Spec, field.NewPath("spec"))
+		n, errs := naming(&in.Spec, in.Namespace, field.NewPath("spec"))
 		if len(errs) > 0 {
 			return invalid(errs)
 		}
@@ -269,8 +347,7 @@ func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, erro
 		if err != nil {
 			return err
 		}
-		in.Spec.ClusterServiceClassRef = &ObjectRef{Name: class.Name}
-		in.Spec.ClusterServicePlanRef = &ObjectRef{Name: plan.Name}
+		setRefs(&in.Spec, class, plan)
 		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
 		paramsErr = invalid(errs)
 		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET spec = $2, plan_id = $3, class_id = $4 WHERE id = $1`,
@@ -278,7 +355,7 @@ func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, erro
 			return mapErr(err)
 		}
 		if err := addEvent(ctx, w, KindInstance, id, "Normal", "ReferencesResolved",
-			fmt.Sprintf("Service class %s and plan %s are offered by broker %s.", class.Spec.ExternalName, plan.Spec.ExternalName, class.Spec.ClusterServiceBrokerName), ""); err != nil {
+			fmt.Sprintf("Service class %s and plan %s are offered by broker %s.", class.Spec.ExternalName, plan.Spec.ExternalName, class.Spec.BrokerName()), ""); err != nil {
 			return err
 		}
 		w.changed(Modified, in)

@@ -30,6 +30,8 @@ const (
 	msgFetchedCatalog       = "Successfully fetched catalog entries from broker."
 	msgErrorFetchingCatalog = "Error fetching catalog. Error getting broker catalog: "
 	msgErrorSyncingCatalog  = "Error syncing catalog from ClusterServiceBroker. "
+	// msgErrorSyncingNamespaced is msgErrorSyncingCatalog for a ServiceBroker.
+	msgErrorSyncingNamespaced = "Error syncing catalog from ServiceBroker. "
 )
 
 // BrokerClient returns an OSB client for a broker, with its credentials.
@@ -183,6 +185,9 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		now := s.now().UTC()
 		next := now.Add(backoff(failures, relistInterval(b.Spec)))
 		prefix := msgErrorSyncingCatalog
+		if b.Namespace != "" {
+			prefix = msgErrorSyncingNamespaced
+		}
 		if reason == ReasonErrorFetchingCatalog {
 			prefix = msgErrorFetchingCatalog
 		}
@@ -193,7 +198,7 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 			id, mustJSON(b.Status), next); err != nil {
 			return mapErr(err)
 		}
-		if err := addEvent(ctx, w, KindBroker, id, "Warning", reason, msg, ""); err != nil {
+		if err := addEvent(ctx, w, b.kind(), id, "Warning", reason, msg, ""); err != nil {
 			return err
 		}
 		w.changed(Modified, b)
@@ -297,16 +302,16 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 				}
 			} else {
 				class.ID, class.CreationTimestamp, class.Generation = uuid.NewString(), now, 1
-				batch.Queue(`INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, spec, status, osb, resource_version, created_at)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10)`,
-					class.ID, id, class.Name, svc.ID, svc.Name, i, mustJSON(class.Spec), mustJSON(class.Status), []byte(svc.Raw), now)
+				batch.Queue(`INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, spec, status, osb, resource_version, created_at, namespace)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)`,
+					class.ID, id, class.Name, svc.ID, svc.Name, i, mustJSON(class.Spec), mustJSON(class.Status), []byte(svc.Raw), now, b.Namespace)
 				w.changed(Added, class)
 			}
 			for j, p := range svc.Plans {
 				plan := planOf(b, class, p)
 				free := plan.Spec.Free
 				fields := labels.Set{"name": plan.Name, "spec.externalName": p.Name, "spec.externalID": p.ID,
-					"spec.free": strconv.FormatBool(free), "spec.clusterServiceClass.name": class.Name}
+					"spec.free": strconv.FormatBool(free), "spec.clusterServiceClass.name": class.Name, "spec.serviceClass.name": class.Name}
 				if !matchAll(restrict.plans, fields) {
 					continue
 				}
@@ -324,9 +329,9 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 					}
 				} else {
 					plan.ID, plan.CreationTimestamp, plan.Generation = uuid.NewString(), now, 1
-					batch.Queue(`INSERT INTO catalog.service_plans (id, broker_id, class_id, name, external_id, external_name, position, free, spec, status, osb, resource_version, created_at)
-						VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12)`,
-						plan.ID, id, class.ID, plan.Name, p.ID, p.Name, pos, free, mustJSON(plan.Spec), mustJSON(plan.Status), []byte(p.Raw), now)
+					batch.Queue(`INSERT INTO catalog.service_plans (id, broker_id, class_id, name, external_id, external_name, position, free, spec, status, osb, resource_version, created_at, namespace)
+						VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13)`,
+						plan.ID, id, class.ID, plan.Name, p.ID, p.Name, pos, free, mustJSON(plan.Spec), mustJSON(plan.Status), []byte(p.Raw), now, b.Namespace)
 					w.changed(Added, plan)
 				}
 			}
@@ -366,7 +371,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 			relist_claimed_until = NULL WHERE id = $1`, id, mustJSON(b.Status), next); err != nil {
 			return mapErr(err)
 		}
-		if err := addEvent(ctx, w, KindBroker, id, "Normal", ReasonFetchedCatalog, msg, ""); err != nil {
+		if err := addEvent(ctx, w, b.kind(), id, "Normal", ReasonFetchedCatalog, msg, ""); err != nil {
 			return err
 		}
 		w.changed(Modified, b)
@@ -376,23 +381,28 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 	return out, err
 }
 
-// classOf is the service class a broker's catalogue entry describes.
+// classOf is the service class a broker's catalogue entry describes, in
+// the broker's namespace.
 func classOf(b *Broker, svc osb.Service) *ServiceClass {
 	class := &ServiceClass{Spec: ServiceClassSpec{
-		ClusterServiceBrokerName: b.Name,
-		ExternalName:             svc.Name,
-		ExternalID:               svc.ID,
-		Description:              svc.Description,
-		Bindable:                 svc.Bindable,
-		BindingRetrievable:       svc.BindingsRetrievable,
-		InstancesRetrievable:     svc.InstancesRetrievable,
-		PlanUpdatable:            svc.PlanUpdatable != nil && *svc.PlanUpdatable,
-		AllowContextUpdates:      svc.AllowContextUpdates,
-		Tags:                     svc.Tags,
-		Requires:                 svc.Requires,
-		ExternalMetadata:         rawOrNil(svc.Metadata),
+		ExternalName:         svc.Name,
+		ExternalID:           svc.ID,
+		Description:          svc.Description,
+		Bindable:             svc.Bindable,
+		BindingRetrievable:   svc.BindingsRetrievable,
+		InstancesRetrievable: svc.InstancesRetrievable,
+		PlanUpdatable:        svc.PlanUpdatable != nil && *svc.PlanUpdatable,
+		AllowContextUpdates:  svc.AllowContextUpdates,
+		Tags:                 svc.Tags,
+		Requires:             svc.Requires,
+		ExternalMetadata:     rawOrNil(svc.Metadata),
 	}}
-	class.Name = objectName(svc.ID)
+	class.Name, class.Namespace = objectName(svc.ID), b.Namespace
+	if b.Namespace != "" {
+		class.Spec.ServiceBrokerName = b.Name
+	} else {
+		class.Spec.ClusterServiceBrokerName = b.Name
+	}
 	return class
 }
 
@@ -400,18 +410,21 @@ func classOf(b *Broker, svc osb.Service) *ServiceClass {
 func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 	free := p.Free == nil || *p.Free
 	plan := &ServicePlan{Spec: ServicePlanSpec{
-		ClusterServiceBrokerName: b.Name,
-		ExternalName:             p.Name,
-		ExternalID:               p.ID,
-		Description:              p.Description,
-		Free:                     free,
-		Bindable:                 p.Bindable,
-		PlanUpdatable:            p.PlanUpdateable,
-		BindingRotatable:         p.BindingRotatable,
-		MaximumPollingDuration:   p.MaximumPollingDuration,
-		ExternalMetadata:         rawOrNil(p.Metadata),
-		ClusterServiceClassRef:   ObjectRef{Name: class.Name},
+		ExternalName:           p.Name,
+		ExternalID:             p.ID,
+		Description:            p.Description,
+		Free:                   free,
+		Bindable:               p.Bindable,
+		PlanUpdatable:          p.PlanUpdateable,
+		BindingRotatable:       p.BindingRotatable,
+		MaximumPollingDuration: p.MaximumPollingDuration,
+		ExternalMetadata:       rawOrNil(p.Metadata),
 	}}
+	if b.Namespace != "" {
+		plan.Spec.ServiceBrokerName, plan.Spec.ServiceClassRef = b.Name, ObjectRef{Name: class.Name}
+	} else {
+		plan.Spec.ClusterServiceBrokerName, plan.Spec.ClusterServiceClassRef = b.Name, ObjectRef{Name: class.Name}
+	}
 	if p.MaintenanceInfo != nil {
 		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: p.MaintenanceInfo.Description}
 	}
@@ -428,7 +441,7 @@ func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 			plan.Spec.ServiceBindingCreateParameterSchema = rawOrNil(sb.Create.Parameters)
 		}
 	}
-	plan.Name = objectName(p.ID)
+	plan.Name, plan.Namespace = objectName(p.ID), b.Namespace
 	return plan
 }
 

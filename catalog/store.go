@@ -153,11 +153,15 @@ func scoped(m *Meta, cluster, namespaced string) string {
 	return cluster
 }
 
-func (b *Broker) kind() string       { return scoped(&b.Meta, KindBroker, KindNamespacedBroker) }
-func (c *ServiceClass) kind() string { return scoped(&c.Meta, KindServiceClass, KindNamespacedServiceClass) }
-func (p *ServicePlan) kind() string  { return scoped(&p.Meta, KindServicePlan, KindNamespacedServicePlan) }
-func (*Instance) kind() string       { return KindInstance }
-func (*Binding) kind() string        { return KindBinding }
+func (b *Broker) kind() string { return scoped(&b.Meta, KindBroker, KindNamespacedBroker) }
+func (c *ServiceClass) kind() string {
+	return scoped(&c.Meta, KindServiceClass, KindNamespacedServiceClass)
+}
+func (p *ServicePlan) kind() string {
+	return scoped(&p.Meta, KindServicePlan, KindNamespacedServicePlan)
+}
+func (*Instance) kind() string { return KindInstance }
+func (*Binding) kind() string  { return KindBinding }
 
 // Kind is the kind of a broker, class, plan, instance or binding, as the
 // change feed names it.

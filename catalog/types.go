@@ -216,6 +216,14 @@ type ServiceClassSpec struct {
 	ExternalMetadata         json.RawMessage `json:"externalMetadata,omitempty"`
 }
 
+// BrokerName is the name of the class's broker, in the class's scope.
+func (s *ServiceClassSpec) BrokerName() string {
+	if s.ServiceBrokerName != "" {
+		return s.ServiceBrokerName
+	}
+	return s.ClusterServiceBrokerName
+}
+
 // ServiceClassStatus says whether the broker still offers the class.
 type ServiceClassStatus struct {
 	RemovedFromBrokerCatalog bool `json:"removedFromBrokerCatalog"`
@@ -253,6 +261,22 @@ type ServicePlanSpec struct {
 	ServiceBindingCreateParameterSchema json.RawMessage  `json:"serviceBindingCreateParameterSchema,omitempty"`
 	ClusterServiceClassRef              ObjectRef        `json:"clusterServiceClassRef,omitzero"`
 	ServiceClassRef                     ObjectRef        `json:"serviceClassRef,omitzero"`
+}
+
+// BrokerName is the name of the plan's broker, in the plan's scope.
+func (s *ServicePlanSpec) BrokerName() string {
+	if s.ServiceBrokerName != "" {
+		return s.ServiceBrokerName
+	}
+	return s.ClusterServiceBrokerName
+}
+
+// ClassName is the object name of the plan's class, in the plan's scope.
+func (s *ServicePlanSpec) ClassName() string {
+	if s.ServiceClassRef.Name != "" {
+		return s.ServiceClassRef.Name
+	}
+	return s.ClusterServiceClassRef.Name
 }
 
 // MaintenanceInfo is the OSB maintenance_info of a plan.
@@ -353,6 +377,32 @@ type InstanceProperties struct {
 	ParameterChecksum              string          `json:"parameterChecksum,omitempty"`
 	MaintenanceInfoVersion         string          `json:"maintenanceInfoVersion,omitempty"`
 	UserInfo                       *UserInfo       `json:"userInfo,omitempty"`
+}
+
+// PropertiesOf is what an instance's properties say of plan: in the
+// Cluster… fields for a cluster-scoped plan, in the ServicePlan… ones for
+// a namespaced plan, as Service Catalog recorded them.
+func PropertiesOf(plan *ServicePlan) InstanceProperties {
+	if plan.Namespace != "" {
+		return InstanceProperties{ServicePlanExternalName: plan.Spec.ExternalName, ServicePlanExternalID: plan.Spec.ExternalID}
+	}
+	return InstanceProperties{ClusterServicePlanExternalName: plan.Spec.ExternalName, ClusterServicePlanExternalID: plan.Spec.ExternalID}
+}
+
+// PlanID is the OSB id of the plan the properties were sent with.
+func (p *InstanceProperties) PlanID() string {
+	if p.ServicePlanExternalID != "" {
+		return p.ServicePlanExternalID
+	}
+	return p.ClusterServicePlanExternalID
+}
+
+// PlanName is the OSB name of the plan the properties were sent with.
+func (p *InstanceProperties) PlanName() string {
+	if p.ServicePlanExternalName != "" {
+		return p.ServicePlanExternalName
+	}
+	return p.ClusterServicePlanExternalName
 }
 
 // Instance operations (status.currentOperation) and provision and

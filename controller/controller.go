@@ -227,14 +227,15 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 // instances that wait for theirs.
 func (c *Controller) watch(ctx context.Context, rev int64) {
 	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
-		Kinds:     []string{catalog.KindInstance, catalog.KindBinding, catalog.KindServiceClass, catalog.KindServicePlan},
+		Kinds: []string{catalog.KindInstance, catalog.KindBinding, catalog.KindServiceClass, catalog.KindServicePlan,
+			catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan},
 		NamesOnly: true, // each object is read when reconciled
 		Idle:      c.resync,
 		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
 		catalogue := false
 		for _, ch := range page {
-			if ch.Kind == catalog.KindServiceClass || ch.Kind == catalog.KindServicePlan {
+			if ch.Kind != catalog.KindInstance && ch.Kind != catalog.KindBinding {
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}
@@ -364,8 +365,8 @@ func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (ma
 
 // client returns the OSB client of a broker, cached per broker version
 // (and for a while only, when its credentials are in a Secret).
-func (c *Controller) client(ctx context.Context, brokerName string) (*catalog.Broker, *osb.Client, error) {
-	b, err := c.store.GetBroker(ctx, brokerName)
+func (c *Controller) client(ctx context.Context, namespace, brokerName string) (*catalog.Broker, *osb.Client, error) {
+	b, err := c.store.GetBrokerIn(ctx, namespace, brokerName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker %s: %w", brokerName, err)
 	}

@@ -112,9 +112,7 @@ func terminal(conds []catalog.Condition, observed, generation int64) bool {
 }
 
 // resolved reports whether the instance's class and plan are resolved.
-func resolved(in *catalog.Instance) bool {
-	return in.Spec.ClusterServicePlanRef != nil && in.Spec.ClusterServiceClassRef != nil
-}
+func resolved(in *catalog.Instance) bool { return in.Resolved() }
 
 // errVanished marks a reference that was resolved and whose object is gone
 // since (a broker deregistered): no change of the feed announces its
@@ -144,23 +142,25 @@ func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 	if !resolved(in) {
 		return fmt.Errorf("%s has no resolved class and plan", instanceName(in))
 	}
+	classRef, planRef, ns := in.Refs()
+	kinds := scopedKinds(ns)
 	var err error
-	if env.plan, err = c.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.plan, err = c.store.GetPlanIn(ctx, ns, planRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentPlan,
-			Message: fmt.Sprintf("References a non-existent ClusterServicePlan %q", in.Spec.ClusterServicePlanRef.Name)})
+			Message: fmt.Sprintf("References a non-existent %s %q", kinds.plan, planRef.Name)})
 	} else if err != nil {
-		return fmt.Errorf("plan %s: %w", in.Spec.ClusterServicePlanRef.Name, err)
+		return fmt.Errorf("plan %s: %w", planRef.Name, err)
 	}
-	if env.class, err = c.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.class, err = c.store.GetClassIn(ctx, ns, classRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentClass,
-			Message: fmt.Sprintf("References a non-existent ClusterServiceClass %q", in.Spec.ClusterServiceClassRef.Name)})
+			Message: fmt.Sprintf("References a non-existent %s %q", kinds.class, classRef.Name)})
 	} else if err != nil {
-		return fmt.Errorf("class %s: %w", in.Spec.ClusterServiceClassRef.Name, err)
+		return fmt.Errorf("class %s: %w", classRef.Name, err)
 	}
-	env.broker, env.client, err = c.client(ctx, env.plan.Spec.ClusterServiceBrokerName)
+	env.broker, env.client, err = c.client(ctx, ns, env.plan.Spec.BrokerName())
 	if errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentBkr,
-			Message: fmt.Sprintf("References a non-existent ClusterServiceBroker %q", env.plan.Spec.ClusterServiceBrokerName)})
+			Message: fmt.Sprintf("References a non-existent %s %q", kinds.broker, env.plan.Spec.BrokerName())})
 	}
 	return err
 }
@@ -252,12 +252,8 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	now := c.now().UTC()
-	props := &catalog.InstanceProperties{
-		ClusterServicePlanExternalName: env.plan.Spec.ExternalName,
-		ClusterServicePlanExternalID:   env.plan.Spec.ExternalID,
-		ParameterChecksum:              checksum(params),
-		UserInfo:                       in.Spec.UserInfo,
-	}
+	props := new(catalog.PropertiesOf(env.plan))
+	props.ParameterChecksum, props.UserInfo = checksum(params), in.Spec.UserInfo
 	if env.plan.Spec.MaintenanceInfo != nil {
 		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
 	}
@@ -487,21 +483,17 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	}
 	ext := in.Status.ExternalProperties
 	now := c.now().UTC()
-	props := &catalog.InstanceProperties{
-		ClusterServicePlanExternalName: env.plan.Spec.ExternalName,
-		ClusterServicePlanExternalID:   env.plan.Spec.ExternalID,
-		ParameterChecksum:              checksum(params),
-		UserInfo:                       in.Spec.UserInfo,
-	}
+	props := new(catalog.PropertiesOf(env.plan))
+	props.ParameterChecksum, props.UserInfo = checksum(params), in.Spec.UserInfo
 	req := &osb.UpdateRequest{
 		InstanceID: in.Spec.ExternalID, AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
 		ServiceID: env.class.Spec.ExternalID, Context: c.requestContext(in.Namespace, in.Name),
 	}
-	if ext == nil || ext.ClusterServicePlanExternalID != env.plan.Spec.ExternalID {
+	if ext == nil || ext.PlanID() != env.plan.Spec.ExternalID {
 		req.PlanID = env.plan.Spec.ExternalID
 	}
 	if ext != nil {
-		req.PreviousValues = &osb.PreviousValues{PlanID: ext.ClusterServicePlanExternalID}
+		req.PreviousValues = &osb.PreviousValues{PlanID: ext.PlanID()}
 		if ext.MaintenanceInfoVersion != "" {
 			req.PreviousValues.MaintenanceInfo = &osb.MaintenanceInfo{Version: ext.MaintenanceInfoVersion}
 		}
@@ -614,7 +606,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	}
 	planID := env.plan.Spec.ExternalID
 	if p := in.Status.InProgressProperties; orphan && p != nil {
-		planID = p.ClusterServicePlanExternalID
+		planID = p.PlanID()
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	res, err := env.client.Deprovision(cctx, &osb.DeprovisionRequest{
@@ -707,7 +699,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	planID := env.plan.Spec.ExternalID
 	if st.CurrentOperation == catalog.OperationUpdate && st.ExternalProperties != nil {
 		// While a plan change runs, the platform polls with the old plan.
-		planID = st.ExternalProperties.ClusterServicePlanExternalID
+		planID = st.ExternalProperties.PlanID()
 	}
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)

@@ -127,28 +127,47 @@ func instanceName(in *catalog.Instance) string {
 	return fmt.Sprintf(`ServiceInstance "%s/%s"`, in.Namespace, in.Name)
 }
 
+// kindNames are the kinds of a broker, class and plan, as messages name
+// them: the cluster's, or the namespaced ones.
+type kindNames struct{ broker, class, plan string }
+
+// scopedKinds are the kinds of the brokers, classes and plans of namespace
+// ("" for the cluster's).
+func scopedKinds(namespace string) kindNames {
+	if namespace != "" {
+		return kindNames{catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan}
+	}
+	return kindNames{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan}
+}
+
 // className is how Service Catalog named a class in messages:
-// ClusterServiceClass (K8S: "id" ExternalName: "name").
+// ClusterServiceClass (K8S: "id" ExternalName: "name"), or ServiceClass
+// for a namespaced one.
 func className(c *catalog.ServiceClass) string {
 	if c == nil {
-		return "ClusterServiceClass"
+		return catalog.KindServiceClass
 	}
-	return fmt.Sprintf("ClusterServiceClass (K8S: %q ExternalName: %q)", c.Name, c.Spec.ExternalName)
+	return fmt.Sprintf("%s (K8S: %q ExternalName: %q)", catalog.Kind(c), c.Name, c.Spec.ExternalName)
 }
 
 // planName names a plan as className does a class.
 func planName(p *catalog.ServicePlan) string {
-	return fmt.Sprintf("ClusterServicePlan (K8S: %q ExternalName: %q)", p.Name, p.Spec.ExternalName)
+	return fmt.Sprintf("%s (K8S: %q ExternalName: %q)", catalog.Kind(p), p.Name, p.Spec.ExternalName)
+}
+
+// brokerOf names the broker of an instance's plan as Service Catalog did:
+// ClusterServiceBroker "b" (or ServiceBroker "b").
+func brokerOf(env *instanceEnv) string {
+	if env.plan == nil {
+		return fmt.Sprintf("%s %q", catalog.KindBroker, "")
+	}
+	return fmt.Sprintf("%s %q", scopedKinds(env.plan.Namespace).broker, env.plan.Spec.BrokerName())
 }
 
 // instanceAt is Service Catalog's "ServiceInstance "ns/name" of
 // ClusterServiceClass (…) at ClusterServiceBroker "b"".
 func instanceAt(env *instanceEnv) string {
-	broker := ""
-	if env.plan != nil {
-		broker = env.plan.Spec.ClusterServiceBrokerName
-	}
-	return fmt.Sprintf("%s of %s at ClusterServiceBroker %q", instanceName(env.in), className(env.class), broker)
+	return fmt.Sprintf("%s of %s at %s", instanceName(env.in), className(env.class), brokerOf(env))
 }
 
 // provisionFailure is the reason and message of a provision request that
@@ -159,8 +178,8 @@ func provisionFailure(env *instanceEnv, err error) (reason, msg string) {
 	var he *osb.HTTPError
 	switch {
 	case errors.As(err, &he):
-		return reasonProvisionFailed, fmt.Sprintf("Error provisioning ServiceInstance of %s at ClusterServiceBroker %q: %v",
-			className(env.class), env.plan.Spec.ClusterServiceBrokerName, err)
+		return reasonProvisionFailed, fmt.Sprintf("Error provisioning ServiceInstance of %s at %s: %v",
+			className(env.class), brokerOf(env), err)
 	case osb.IsTimeout(err):
 		return reasonErrorProvisioning, fmt.Sprintf("Communication with the ClusterServiceBroker timed out; operation will be retried: %v", err)
 	}
@@ -188,7 +207,7 @@ func deprovisionFailure(env *instanceEnv, err error) string {
 	if errors.As(err, &he) {
 		return fmt.Sprintf("Deprovision call failed; received error response from broker: %v", err)
 	}
-	return fmt.Sprintf("Error deprovisioning, %s at ClusterServiceBroker %q: %v", className(env.class), env.plan.Spec.ClusterServiceBrokerName, err)
+	return fmt.Sprintf("Error deprovisioning, %s at %s: %v", className(env.class), brokerOf(env), err)
 }
 
 // bindFailure words a failed bind request; retried says whether Bindery
