@@ -25,8 +25,8 @@ func (s *Server) bindingCreate(c echo.Context) error {
 	b.Name, b.Namespace = strings.TrimSpace(posted.Get("name")), in.Namespace
 	b.Spec.InstanceRef = catalog.ObjectRef{Name: in.Name}
 	var schema json.RawMessage
-	if in.Spec.ClusterServicePlanRef != nil {
-		plan, err := s.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name)
+	if _, planRef, refNS := in.Refs(); planRef != nil {
+		plan, err := s.store.GetPlanIn(ctx, refNS, planRef.Name)
 		switch {
 		case err == nil:
 			schema = plan.Spec.ServiceBindingCreateParameterSchema

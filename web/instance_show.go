@@ -51,13 +51,14 @@ func (s *Server) instanceView(c echo.Context, id string, posted url.Values, errs
 		return nil, err
 	}
 	v := &instanceView{Instance: in, Errors: errs}
-	if in.Spec.ClusterServicePlanRef != nil {
-		if v.Plan, err = s.store.GetPlan(ctx, in.Spec.ClusterServicePlanRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+	classRef, planRef, refNS := in.Refs()
+	if planRef != nil {
+		if v.Plan, err = s.store.GetPlanIn(ctx, refNS, planRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return nil, err
 		}
 	}
-	if in.Spec.ClusterServiceClassRef != nil {
-		if v.Class, err = s.store.GetClass(ctx, in.Spec.ClusterServiceClassRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+	if classRef != nil {
+		if v.Class, err = s.store.GetClassIn(ctx, refNS, classRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return nil, err
 		}
 	}
@@ -70,7 +71,7 @@ func (s *Server) instanceView(c echo.Context, id string, posted url.Values, errs
 			updatable = *v.Plan.Spec.PlanUpdatable
 		}
 		if updatable {
-			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name}, catalog.ListOptions{})
+			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name}, catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS})
 			if err != nil {
 				return nil, err
 			}

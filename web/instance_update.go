@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,7 +40,7 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 	}
 	var newPlan *catalog.ServicePlan
 	if id := posted.Get("plan"); len(errs) == 0 && id != "" && id != cur.Plan.ID {
-		if newPlan, err = s.store.GetPlan(ctx, id); err != nil {
+		if newPlan, err = s.store.GetPlanIn(ctx, cur.Plan.Namespace, id); err != nil {
 			errs["plan"] = "no such plan"
 		}
 	}
@@ -56,8 +57,14 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 					in.Spec.ClusterServicePlanExternalName = newPlan.Spec.ExternalName
 				case in.Spec.ClusterServicePlanExternalID != "":
 					in.Spec.ClusterServicePlanExternalID = newPlan.Spec.ExternalID
-				default:
+				case in.Spec.ClusterServicePlanName != "":
 					in.Spec.ClusterServicePlanName = newPlan.Name
+				case in.Spec.ServicePlanExternalName != "":
+					in.Spec.ServicePlanExternalName = newPlan.Spec.ExternalName
+				case in.Spec.ServicePlanExternalID != "":
+					in.Spec.ServicePlanExternalID = newPlan.Spec.ExternalID
+				default:
+					in.Spec.ServicePlanName = newPlan.Name
 				}
 			}
 			return nil
@@ -66,7 +73,7 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 		switch {
 		case ok:
 			for _, fe := range v.Errors {
-				if fe.Field == "spec" || fe.Field == "spec.clusterServicePlanName" || fe.Field == "spec.clusterServicePlanExternalName" || fe.Field == "spec.clusterServicePlanExternalID" {
+				if fe.Field == "spec" || strings.HasPrefix(fe.Field, "spec.clusterServicePlan") || strings.HasPrefix(fe.Field, "spec.servicePlan") {
 					fe.Field = "plan"
 				}
 				errs[fe.Field] = catalog.FieldMessage(fe)
