@@ -20,52 +20,43 @@ ALTER TABLE catalog.service_plans ADD CONSTRAINT service_plans_namespace_name_ke
 -- spec.servicePlanRef.name on instances of a namespaced plan.
 CREATE OR REPLACE FUNCTION catalog.spec_labels() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    class_ref     constant text := 'servicecatalog.k8s.io/spec.clusterServiceClassRef.name';
-    plan_ref      constant text := 'servicecatalog.k8s.io/spec.clusterServicePlanRef.name';
-    ns_class_ref  constant text := 'servicecatalog.k8s.io/spec.serviceClassRef.name';
-    ns_plan_ref   constant text := 'servicecatalog.k8s.io/spec.servicePlanRef.name';
-    ext_id        constant text := 'servicecatalog.k8s.io/spec.externalID';
-    ext_name      constant text := 'servicecatalog.k8s.io/spec.externalName';
-    broker        constant text := 'servicecatalog.k8s.io/spec.clusterServiceBrokerName';
-    ns_broker     constant text := 'servicecatalog.k8s.io/spec.serviceBrokerName';
+    ext_id   constant text := 'servicecatalog.k8s.io/spec.externalID';
+    ext_name constant text := 'servicecatalog.k8s.io/spec.externalName';
+    -- The spec fields (cluster-scoped, namespaced) the labels name.
+    brokers  constant text[] := ARRAY['clusterServiceBrokerName', 'serviceBrokerName'];
+    classes  constant text[] := ARRAY['clusterServiceClassRef', 'serviceClassRef'];
+    plans    constant text[] := ARRAY['clusterServicePlanRef', 'servicePlanRef'];
+    -- Which of each pair this row uses: 1 for the cluster's, 2 for a namespace's.
+    scope int;
     managed text[];
     derived jsonb := '{}';
 BEGIN
     IF TG_TABLE_NAME = 'instances' THEN
-        -- The class reference's once it is resolved, the plan's once both are.
-        managed := ARRAY[class_ref, plan_ref, ns_class_ref, ns_plan_ref];
-        IF NEW.spec->'clusterServiceClassRef'->>'name' IS NOT NULL THEN
-            derived := jsonb_build_object(class_ref, catalog.spec_label_value(NEW.spec->'clusterServiceClassRef'->>'name'));
-            IF NEW.spec->'clusterServicePlanRef'->>'name' IS NOT NULL THEN
-                derived := derived || jsonb_build_object(plan_ref, catalog.spec_label_value(NEW.spec->'clusterServicePlanRef'->>'name'));
+        -- The class reference's once it is resolved, the plan's once both
+        -- are; an instance's references are the cluster's or its
+        -- namespace's.
+        managed := ARRAY['servicecatalog.k8s.io/spec.' || classes[1] || '.name', 'servicecatalog.k8s.io/spec.' || plans[1] || '.name',
+                         'servicecatalog.k8s.io/spec.' || classes[2] || '.name', 'servicecatalog.k8s.io/spec.' || plans[2] || '.name'];
+        scope := CASE WHEN NEW.spec->classes[2]->>'name' IS NOT NULL THEN 2 ELSE 1 END;
+        IF NEW.spec->classes[scope]->>'name' IS NOT NULL THEN
+            derived := jsonb_build_object('servicecatalog.k8s.io/spec.' || classes[scope] || '.name',
+                catalog.spec_label_value(NEW.spec->classes[scope]->>'name'));
+            IF NEW.spec->plans[scope]->>'name' IS NOT NULL THEN
+                derived := derived || jsonb_build_object('servicecatalog.k8s.io/spec.' || plans[scope] || '.name',
+                    catalog.spec_label_value(NEW.spec->plans[scope]->>'name'));
             END IF;
-        ELSIF NEW.spec->'serviceClassRef'->>'name' IS NOT NULL THEN
-            derived := jsonb_build_object(ns_class_ref, catalog.spec_label_value(NEW.spec->'serviceClassRef'->>'name'));
-            IF NEW.spec->'servicePlanRef'->>'name' IS NOT NULL THEN
-                derived := derived || jsonb_build_object(ns_plan_ref, catalog.spec_label_value(NEW.spec->'servicePlanRef'->>'name'));
-            END IF;
-        END IF;
-    ELSIF NEW.namespace = '' THEN
-        managed := ARRAY[ext_id, ext_name, broker];
-        derived := jsonb_build_object(
-            ext_id, catalog.spec_label_value(coalesce(NEW.spec->>'externalID', '')),
-            ext_name, catalog.spec_label_value(coalesce(NEW.spec->>'externalName', '')),
-            broker, catalog.spec_label_value(coalesce(NEW.spec->>'clusterServiceBrokerName', '')));
-        IF TG_TABLE_NAME = 'service_plans' THEN
-            managed := managed || class_ref;
-            derived := derived || jsonb_build_object(class_ref,
-                catalog.spec_label_value(coalesce(NEW.spec->'clusterServiceClassRef'->>'name', '')));
         END IF;
     ELSE
-        managed := ARRAY[ext_id, ext_name, ns_broker];
+        scope := CASE WHEN NEW.namespace = '' THEN 1 ELSE 2 END;
+        managed := ARRAY[ext_id, ext_name, 'servicecatalog.k8s.io/spec.' || brokers[scope]];
         derived := jsonb_build_object(
             ext_id, catalog.spec_label_value(coalesce(NEW.spec->>'externalID', '')),
             ext_name, catalog.spec_label_value(coalesce(NEW.spec->>'externalName', '')),
-            ns_broker, catalog.spec_label_value(coalesce(NEW.spec->>'serviceBrokerName', '')));
+            'servicecatalog.k8s.io/spec.' || brokers[scope], catalog.spec_label_value(coalesce(NEW.spec->>brokers[scope], '')));
         IF TG_TABLE_NAME = 'service_plans' THEN
-            managed := managed || ns_class_ref;
-            derived := derived || jsonb_build_object(ns_class_ref,
-                catalog.spec_label_value(coalesce(NEW.spec->'serviceClassRef'->>'name', '')));
+            managed := managed || ('servicecatalog.k8s.io/spec.' || classes[scope] || '.name');
+            derived := derived || jsonb_build_object('servicecatalog.k8s.io/spec.' || classes[scope] || '.name',
+                catalog.spec_label_value(coalesce(NEW.spec->classes[scope]->>'name', '')));
         END IF;
     END IF;
     NEW.metadata := jsonb_set(coalesce(NEW.metadata, '{}'), '{labels}',
