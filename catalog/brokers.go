@@ -342,10 +342,13 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 			return fmt.Errorf("%w: broker %s changed since resourceVersion %d", ErrConflict, b.Name, expectRV)
 		}
 		before := b.Spec
+		name, ns := b.Name, b.Namespace
 		auth, err := update(b)
 		if err != nil {
 			return err
 		}
+		// A broker's name and scope are what it is; they do not change.
+		b.Name, b.Namespace = name, ns
 		explicitKeep := auth == KeepAuth
 		if explicitKeep {
 			auth = nil
