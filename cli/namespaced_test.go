@@ -41,6 +41,10 @@ func TestNamespacedBrokers(t *testing.T) {
 	r = w.must(0, "marketplace", "-n", "team-a", "-c", "postgresql")
 	contains(t, "marketplace -n -c", r.out, "PLAN", "small", "large-async")
 	w.must(ExitNotFound, "marketplace", "-c", "postgresql")
+	r = w.must(0, "__complete", "-n", "team-a", "provision", "db", "-c", "")
+	contains(t, "class completion -n", r.out, "postgresql")
+	r = w.must(0, "__complete", "-n", "team-a", "brokers", "relist", "")
+	contains(t, "broker completion -n", r.out, "team-db")
 
 	// No cluster broker offers postgresql: the namespace's is used.
 	r = w.must(0, "-n", "team-a", "provision", "db", "-c", "postgresql", "-p", "small", "--wait")
