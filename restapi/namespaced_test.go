@@ -13,7 +13,7 @@ import (
 // teamCatalog is the catalogue of a team's own broker: one service of two
 // plans, under ids no other broker of the tests uses.
 func teamCatalog(plans ...string) []osbtest.Service {
-	s := osbtest.Service{ID: "mysql-id", Name: "mysql", Description: "A team's MySQL.", Bindable: true}
+	s := osbtest.Service{ID: "mysql-id", Name: "mysql", Description: "A team's MySQL.", Bindable: true, PlanUpdateable: true}
 	for _, p := range plans {
 		s.Plans = append(s.Plans, osbtest.Plan{ID: "mysql-" + p + "-id", Name: p, Description: "The " + p + " plan."})
 	}
@@ -158,6 +158,16 @@ func TestNamespacedBrokers(t *testing.T) {
 		"spec": map[string]any{"serviceClassExternalName": "mysql", "servicePlanExternalName": "small"}}))
 	if in.str("spec", "serviceClassRef", "name") != "" {
 		t.Errorf("team-b's instance resolved team-a's class: %s", in.raw)
+	}
+	for _, field := range []string{"serviceClassRef", "servicePlanRef"} {
+		r := b.must(400, b.do(teamDev, "PATCH", "/instances/by-name?namespace=team-a", map[string]any{"spec": map[string]any{field: map[string]any{"name": "x"}}}))
+		if r.str("field") != "spec."+field+".name" {
+			t.Errorf("a change of %s: %s", field, r.raw)
+		}
+	}
+	r = b.must(200, b.do(teamDev, "PATCH", "/instances/by-external-name?namespace=team-a", map[string]any{"spec": map[string]any{"servicePlanExternalName": "big"}}))
+	if r.str("spec", "servicePlanRef", "name") != "mysql-big-id" {
+		t.Errorf("a plan change in the namespace: %s", r.raw)
 	}
 	b.must(201, b.do(teamDev, "POST", "/instances", map[string]any{"name": "cluster-db", "namespace": "team-a",
 		"spec": map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"}}))
