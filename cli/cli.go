@@ -147,7 +147,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	root.SetIn(f.IO.In)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&f.Namespace, "namespace", "n", "", "the namespace of instances and bindings (default \"default\")")
+	pf.StringVarP(&f.Namespace, "namespace", "n", "", "the namespace of instances and bindings (default \"default\"); for brokers and the marketplace, a namespace's own brokers, classes and plans (default: the cluster's)")
 	pf.StringVarP(&f.Output, "output", "o", "", "output format: table, json or yaml (credentials: json, yaml, env, dotenv)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "env", "dotenv"}, cobra.ShellCompDirectiveNoFileComp))
 

@@ -262,7 +262,7 @@ func merged(s *openapi3.Schema) *openapi3.Schema {
 }
 
 // jsonFields lists a struct's JSON fields (embedded structs flattened) and
-// those encoded always (no omitempty).
+// those encoded always (neither omitempty nor omitzero).
 func jsonFields(typ reflect.Type) (map[string]reflect.Type, []string) {
 	fields := map[string]reflect.Type{}
 	var required []string
@@ -285,7 +285,7 @@ func jsonFields(typ reflect.Type) (map[string]reflect.Type, []string) {
 			name = f.Name
 		}
 		fields[name] = f.Type
-		if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+		if o := strings.Split(opts, ","); !slices.Contains(o, "omitempty") && !slices.Contains(o, "omitzero") {
 			required = append(required, name)
 		}
 	}

@@ -13,7 +13,10 @@ import (
 
 // brokerRequest is the body of POST /brokers.
 type brokerRequest struct {
-	Name                  string                       `json:"name"`
+	Name string `json:"name"`
+	// Namespace, when set, registers the broker in that namespace (a
+	// ServiceBroker); otherwise it is the cluster's.
+	Namespace             string                       `json:"namespace,omitempty"`
 	URL                   string                       `json:"url"`
 	Auth                  *catalog.BrokerAuth          `json:"auth,omitempty"`
 	CABundle              string                       `json:"caBundle,omitempty"`
@@ -28,7 +31,7 @@ type brokerRequest struct {
 }
 
 func (r *brokerRequest) apply(b *catalog.Broker) {
-	b.Name, b.Labels = r.Name, r.Labels
+	b.Name, b.Namespace, b.Labels = r.Name, r.Namespace, r.Labels
 	b.Spec.URL, b.Spec.CABundle, b.Spec.InsecureSkipTLSVerify = r.URL, r.CABundle, r.InsecureSkipTLSVerify
 	b.Spec.RelistBehavior, b.Spec.RelistDuration, b.Spec.CatalogRestrictions = r.RelistBehavior, r.RelistDuration, r.CatalogRestrictions
 }
@@ -39,6 +42,9 @@ func (r *brokerRequest) apply(b *catalog.Broker) {
 func (s *Server) createBroker(c echo.Context) error {
 	var req brokerRequest
 	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if err := allowScope(c, req.Namespace); err != nil {
 		return err
 	}
 	b := &catalog.Broker{}
@@ -60,6 +66,9 @@ func (s *Server) listBrokers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scopeCatalog(c, &opts); err != nil {
+		return err
+	}
 	l, err := s.store.ListBrokers(ctx(c), opts)
 	if err != nil {
 		return err
@@ -68,7 +77,7 @@ func (s *Server) listBrokers(c echo.Context) error {
 }
 
 func (s *Server) getBroker(c echo.Context) error {
-	b, err := s.store.GetBroker(ctx(c), c.Param("id"))
+	b, err := s.broker(c)
 	if err != nil {
 		return err
 	}
@@ -78,8 +87,11 @@ func (s *Server) getBroker(c echo.Context) error {
 // updateBroker applies a JSON merge patch (RFC 7386) to the broker's
 // registration fields; `auth`, when present, replaces the credentials.
 func (s *Server) updateBroker(c echo.Context) error {
-	current, err := s.store.GetBroker(ctx(c), c.Param("id"))
+	current, err := s.broker(c)
 	if err != nil {
+		return err
+	}
+	if err := allowScope(c, current.Namespace); err != nil {
 		return err
 	}
 	patch, err := readPatch(c)
@@ -88,7 +100,7 @@ func (s *Server) updateBroker(c echo.Context) error {
 	}
 	updated, err := s.store.UpdateBroker(ctx(c), current.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
 		before := brokerRequest{
-			Name: b.Name, URL: b.Spec.URL, CABundle: b.Spec.CABundle, InsecureSkipTLSVerify: b.Spec.InsecureSkipTLSVerify,
+			Name: b.Name, Namespace: b.Namespace, URL: b.Spec.URL, CABundle: b.Spec.CABundle, InsecureSkipTLSVerify: b.Spec.InsecureSkipTLSVerify,
 			RelistBehavior: b.Spec.RelistBehavior, RelistDuration: b.Spec.RelistDuration,
 			CatalogRestrictions: b.Spec.CatalogRestrictions, Labels: b.Labels,
 		}
@@ -98,6 +110,9 @@ func (s *Server) updateBroker(c echo.Context) error {
 		}
 		if after.Name != b.Name {
 			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "name", Message: "name: cannot be changed"}
+		}
+		if after.Namespace != b.Namespace {
+			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "namespace", Message: "namespace: cannot be changed"}
 		}
 		if after.RelistBehavior == catalog.RelistManual && before.RelistBehavior != catalog.RelistManual {
 			after.RelistDuration = ""
@@ -120,8 +135,11 @@ func (s *Server) updateBroker(c echo.Context) error {
 }
 
 func (s *Server) deleteBroker(c echo.Context) error {
-	b, err := s.store.GetBroker(ctx(c), c.Param("id"))
+	b, err := s.broker(c)
 	if err != nil {
+		return err
+	}
+	if err := allowScope(c, b.Namespace); err != nil {
 		return err
 	}
 	if err := s.store.DeleteBroker(ctx(c), b.ID); err != nil {
@@ -133,8 +151,11 @@ func (s *Server) deleteBroker(c echo.Context) error {
 // relistBroker fetches the broker's catalogue now. The answer is the
 // broker, whose status says how the fetch went.
 func (s *Server) relistBroker(c echo.Context) error {
-	b, err := s.store.GetBroker(ctx(c), c.Param("id"))
+	b, err := s.broker(c)
 	if err != nil {
+		return err
+	}
+	if err := allowScope(c, b.Namespace); err != nil {
 		return err
 	}
 	synced, err := s.store.Relist(ctx(c), b.ID)
@@ -145,7 +166,7 @@ func (s *Server) relistBroker(c echo.Context) error {
 }
 
 func (s *Server) brokerEvents(c echo.Context) error {
-	b, err := s.store.GetBroker(ctx(c), c.Param("id"))
+	b, err := s.broker(c)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,9 @@ func (s *Server) listClasses(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scopeCatalog(c, &opts); err != nil {
+		return err
+	}
 	removed, err := boolParam(c, "includeRemoved")
 	if err != nil {
 		return err
@@ -29,7 +32,7 @@ func (s *Server) listClasses(c echo.Context) error {
 }
 
 func (s *Server) getClass(c echo.Context) error {
-	class, err := s.store.GetClass(ctx(c), c.Param("id"))
+	class, err := s.class(c)
 	if err != nil {
 		return err
 	}
@@ -39,6 +42,9 @@ func (s *Server) getClass(c echo.Context) error {
 func (s *Server) listPlans(c echo.Context) error {
 	opts, err := listOptions(c)
 	if err != nil {
+		return err
+	}
+	if err := scopeCatalog(c, &opts); err != nil {
 		return err
 	}
 	free, err := boolParam(c, "free")
@@ -60,7 +66,7 @@ func (s *Server) listPlans(c echo.Context) error {
 }
 
 func (s *Server) getPlan(c echo.Context) error {
-	p, err := s.store.GetPlan(ctx(c), c.Param("id"))
+	p, err := s.plan(c)
 	if err != nil {
 		return err
 	}
@@ -69,7 +75,7 @@ func (s *Server) getPlan(c echo.Context) error {
 
 // planSchemas returns a plan's parameter schemas, as the broker gave them.
 func (s *Server) planSchemas(c echo.Context) error {
-	p, err := s.store.GetPlan(ctx(c), c.Param("id"))
+	p, err := s.plan(c)
 	if err != nil {
 		return err
 	}

@@ -52,12 +52,14 @@ func (s *Server) Register(e *echo.Echo) {
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
 	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(clusterWide(next)) }
-	g.POST("/brokers", s.createBroker, clusterAdmin)
+	// A broker's scope (the cluster, or a namespace) decides which admin
+	// tokens may change it: the handlers check it once they know it.
+	g.POST("/brokers", s.createBroker, admin)
 	g.GET("/brokers", s.listBrokers, viewer)
 	g.GET("/brokers/:id", s.getBroker, viewer)
-	g.PATCH("/brokers/:id", s.updateBroker, clusterAdmin)
-	g.DELETE("/brokers/:id", s.deleteBroker, clusterAdmin)
-	g.POST("/brokers/:id/relist", s.relistBroker, clusterAdmin)
+	g.PATCH("/brokers/:id", s.updateBroker, admin)
+	g.DELETE("/brokers/:id", s.deleteBroker, admin)
+	g.POST("/brokers/:id/relist", s.relistBroker, admin)
 	g.GET("/brokers/:id/events", s.brokerEvents, viewer)
 
 	g.GET("/serviceclasses", s.listClasses, viewer)
@@ -217,9 +219,10 @@ var kindNames = map[string]string{
 	"instances": "instance", "bindings": "binding",
 }
 
-// notFoundMessage says what was looked for: an id, or a name — and, for
-// instances and bindings, in which namespace (lookup), since a name without
-// ?namespace= is looked for in "default".
+// notFoundMessage says what was looked for: an id, or a name — and in
+// which namespace: for instances and bindings (lookup) a name without
+// ?namespace= is looked for in "default"; for brokers, classes and plans
+// (lookupScoped) among the cluster's.
 func notFoundMessage(c echo.Context) string {
 	id := c.Param("id")
 	if id == "" {
@@ -227,11 +230,20 @@ func notFoundMessage(c echo.Context) string {
 	}
 	resource := strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]
 	kind := kindNames[resource]
+	if resource != "instances" && resource != "bindings" {
+		if ns := c.QueryParam("namespace"); ns != "" {
+			if _, err := uuid.Parse(id); err == nil {
+				return fmt.Sprintf("%s %q does not exist in namespace %q", kind, id, ns)
+			}
+			return fmt.Sprintf("no %s is named %q in namespace %q", kind, id, ns)
+		}
+		if _, err := uuid.Parse(id); err == nil {
+			return fmt.Sprintf("%s %q does not exist among the cluster's (?namespace= for a namespace's)", kind, id)
+		}
+		return fmt.Sprintf("no %s is named %q among the cluster's (?namespace= for a namespace's)", kind, id)
+	}
 	if _, err := uuid.Parse(id); err == nil {
 		return fmt.Sprintf("%s %q does not exist", kind, id)
-	}
-	if resource != "instances" && resource != "bindings" {
-		return fmt.Sprintf("no %s is named %q", kind, id)
 	}
 	ns := c.QueryParam("namespace")
 	if ns == "" {

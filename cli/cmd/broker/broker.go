@@ -1,4 +1,5 @@
-// Package broker is `bindery brokers register|list|relist|deregister`.
+// Package broker is `bindery brokers register|list|relist|deregister`:
+// the cluster's brokers, or with -n a namespace's own.
 package broker
 
 import (
@@ -16,7 +17,14 @@ import (
 
 // NewCmd builds `brokers` and its verbs.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "brokers", Aliases: []string{"broker"}, Short: "Register, list, relist and deregister OSB brokers (admin for changes)"}
+	cmd := &cobra.Command{Use: "brokers", Aliases: []string{"broker"}, Short: "Register, list, relist and deregister OSB brokers (admin for changes)",
+		Long: "Register, list, relist and deregister OSB brokers.\n\n" +
+			"Without -n these are the cluster's brokers, whose classes and plans every namespace sees; changing them\n" +
+			"needs an admin token for all namespaces. With -n NAMESPACE they are that namespace's own brokers\n" +
+			"(Service Catalog's ServiceBroker): only that namespace sees their classes and plans (`bindery marketplace -n`)\n" +
+			"and provisions from them, and an admin token of that namespace may change them.",
+		Example: "  bindery brokers register team-db https://db-broker.example -u USER -p PASS -n team-a\n" +
+			"  bindery brokers list -n team-a"}
 	cmd.AddCommand(newRegister(f, nil), newList(f, nil), newRelist(f, nil), newDeregister(f, nil))
 	return cmd
 }
@@ -38,7 +46,7 @@ func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions)
 	}
 	cmd := &cobra.Command{
 		Use:   "register NAME URL",
-		Short: "Register a broker and fetch its catalogue",
+		Short: "Register a broker (the cluster's, or with -n a namespace's) and fetch its catalogue",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.URL = args[0], args[1]
@@ -67,6 +75,9 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 		return cmdutil.Usagef("--username and --bearer-token: give one kind of broker credentials")
 	}
 	body := map[string]any{"name": o.Name, "url": o.URL}
+	if o.F.Namespace != "" {
+		body["namespace"] = o.F.Namespace
+	}
 	if o.Insecure {
 		body["insecureSkipTLSVerify"] = true
 	}
@@ -85,7 +96,7 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 	}
 	if r := b.Condition("Ready"); r.Str("status") != "True" {
 		// Registered all the same: the catalogue is fetched again with backoff.
-		fmt.Fprintf(o.F.IO.ErrOut, "warning: broker %s is registered but its catalogue was not fetched: %s\n(it is retried with backoff; `bindery brokers relist %s` tries now)\n", o.Name, r.Str("message"), o.Name)
+		fmt.Fprintf(o.F.IO.ErrOut, "warning: broker %s is registered but its catalogue was not fetched: %s\n(it is retried with backoff; `bindery brokers relist %s%s` tries now)\n", o.Name, r.Str("message"), o.Name, nsFlag(o.F))
 	}
 	return printOne(o.F, b)
 }
@@ -99,7 +110,7 @@ func newList(f *cmdutil.Factory, run func(context.Context, *ListOptions) error) 
 		run = List
 	}
 	return &cobra.Command{
-		Use: "list", Aliases: []string{"ls"}, Short: "List brokers", Args: cobra.NoArgs,
+		Use: "list", Aliases: []string{"ls"}, Short: "List the cluster's brokers, or with -n a namespace's", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
 	}
 }
@@ -113,7 +124,7 @@ func List(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	items, err := c.List(ctx, "/brokers", nil)
+	items, err := c.List(ctx, "/brokers", o.F.ScopeQuery())
 	if err != nil {
 		return err
 	}
@@ -133,7 +144,7 @@ func newRelist(f *cmdutil.Factory, run func(context.Context, *RelistOptions) err
 	}
 	return &cobra.Command{
 		Use: "relist NAME", Short: "Fetch a broker's catalogue now", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, nil),
+		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -149,7 +160,7 @@ func Relist(ctx context.Context, o *RelistOptions) error {
 		return err
 	}
 	var b api.Object
-	if err := c.Do(ctx, http.MethodPost, api.Path("brokers", o.Name, "relist"), nil, nil, &b); err != nil {
+	if err := c.Do(ctx, http.MethodPost, api.Path("brokers", o.Name, "relist"), o.F.ScopeQuery(), nil, &b); err != nil {
 		return err
 	}
 	if err := printOne(o.F, b); err != nil {
@@ -174,7 +185,7 @@ func newDeregister(f *cmdutil.Factory, run func(context.Context, *DeregisterOpti
 	}
 	return &cobra.Command{
 		Use: "deregister NAME", Short: "Deregister a broker with its classes and plans", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, nil),
+		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -188,11 +199,24 @@ func Deregister(ctx context.Context, o *DeregisterOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Do(ctx, http.MethodDelete, api.Path("brokers", o.Name), nil, nil, nil); err != nil {
+	if err := c.Do(ctx, http.MethodDelete, api.Path("brokers", o.Name), o.F.ScopeQuery(), nil, nil); err != nil {
 		return err
+	}
+	if o.F.Namespace != "" {
+		fmt.Fprintf(o.F.IO.Out, "broker %s deregistered from namespace %s\n", o.Name, o.F.Namespace)
+		return nil
 	}
 	fmt.Fprintf(o.F.IO.Out, "broker %s deregistered\n", o.Name)
 	return nil
+}
+
+// nsFlag is " -n NS" when the command was given a namespace, for the
+// commands a message suggests.
+func nsFlag(f *cmdutil.Factory) string {
+	if f.Namespace == "" {
+		return ""
+	}
+	return " -n " + f.Namespace
 }
 
 func printOne(f *cmdutil.Factory, b api.Object) error {

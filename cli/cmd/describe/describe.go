@@ -1,12 +1,13 @@
 // Package describe is `bindery describe instance|binding|broker NAME`: the
-// object, its conditions and its history.
+// object, its conditions and its history. With -n, an instance or binding
+// of that namespace (default "default"), a broker of that namespace's own
+// (default: the cluster's).
 package describe
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -46,8 +47,10 @@ func NewCmd(f *cmdutil.Factory, run func(context.Context, *Options) error) *cobr
 			case 0:
 				return []cobra.Completion{"instance", "binding", "broker"}, cobra.ShellCompDirectiveNoFileComp
 			case 1:
-				if coll, ok := kinds[args[0]]; ok {
-					return cmdutil.Completer(f, "/"+coll, coll != "brokers", nil)(cmd, args, toComplete)
+				if coll, ok := kinds[args[0]]; ok && coll == "brokers" {
+					return cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion)(cmd, args, toComplete)
+				} else if ok {
+					return cmdutil.Completer(f, "/"+coll, true, nil)(cmd, args, toComplete)
 				}
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -72,9 +75,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var q url.Values
-	if coll != "brokers" {
-		q = o.F.NSQuery()
+	q := o.F.NSQuery()
+	if coll == "brokers" {
+		q = o.F.ScopeQuery()
 	}
 	obj, err := c.Get(ctx, api.Path(coll, o.Name), q)
 	if err != nil {
@@ -83,7 +86,8 @@ func Run(ctx context.Context, o *Options) error {
 	var events struct {
 		Items []api.Object `json:"items"`
 	}
-	if err := c.Do(ctx, "GET", api.Path(coll, obj.Str("id"), "events"), nil, nil, &events); err != nil {
+	// A broker's id is looked up in its scope too.
+	if err := c.Do(ctx, "GET", api.Path(coll, obj.Str("id"), "events"), q, nil, &events); err != nil {
 		return err
 	}
 	if ok, err := output.Structured(o.F.IO.Out, o.F.Output, map[string]any{"object": obj, "events": events.Items}); ok {
@@ -102,6 +106,8 @@ func Run(ctx context.Context, o *Options) error {
 	case "instances":
 		field("Class", obj.Str("spec", "clusterServiceClassExternalName"))
 		field("Plan", obj.Str("spec", "clusterServicePlanExternalName"))
+		field("Class", obj.Str("spec", "serviceClassExternalName"))
+		field("Plan", obj.Str("spec", "servicePlanExternalName"))
 		field("Dashboard", obj.Str("status", "dashboardURL"))
 	case "bindings":
 		field("Instance", obj.Str("spec", "instanceRef", "name"))

@@ -4,6 +4,7 @@ package instance
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -20,10 +21,19 @@ type ProvisionOptions struct {
 	F           *cmdutil.Factory
 	Name        string
 	Class, Plan string
-	Params      []string
-	ParamsJSON  string
-	Wait        cmdutil.WaitFlags
+	// Scope is where the class and plan are: "cluster", "namespace" (the
+	// instance's), or "" to look (the cluster's, else the namespace's).
+	Scope      string
+	Params     []string
+	ParamsJSON string
+	Wait       cmdutil.WaitFlags
 }
+
+// The scopes of --scope.
+const (
+	ScopeCluster   = "cluster"
+	ScopeNamespace = "namespace"
+)
 
 // NewProvision builds `provision NAME -c CLASS -p PLAN`.
 func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOptions) error) *cobra.Command {
@@ -34,8 +44,13 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 	cmd := &cobra.Command{
 		Use:   "provision NAME -c CLASS -p PLAN",
 		Short: "Create a service instance",
+		Long: "Create a service instance in the namespace of -n (default \"default\") from a class and plan on offer\n" +
+			"(`bindery marketplace -n NAMESPACE`). The class is the cluster's of that name; when no cluster broker\n" +
+			"offers it, the namespace's own brokers' (`bindery brokers register -n`). --scope chooses one of them\n" +
+			"instead, as when both offer a class of the same name.",
 		Example: "  bindery provision orders-db -c postgresql -p small --param size=10 --wait\n" +
-			"  bindery provision orders-db -c postgresql -p small --params-json @params.json",
+			"  bindery provision orders-db -c postgresql -p small --params-json @params.json\n" +
+			"  bindery provision cache -n team-a -c redis -p one --scope namespace",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -45,16 +60,23 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Class, "class", "c", "", "the service class (its external name, see `bindery marketplace`)")
 	fl.StringVarP(&o.Plan, "plan", "p", "", "the plan (its external name)")
+	fl.StringVar(&o.Scope, "scope", "", "where the class is: cluster, or namespace (the instance's namespace's own brokers); by default the cluster's, else the namespace's")
+	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{ScopeCluster, ScopeNamespace}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE (repeatable; VALUE is JSON when it parses as JSON)")
 	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters as a JSON object, or @FILE")
 	o.Wait.Add(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("class", cmdutil.Completer(f, "/serviceclasses", false, nil))
-	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, func(cmd *cobra.Command) url.Values {
+	_ = cmd.RegisterFlagCompletionFunc("class", cmdutil.Completers(
+		cmdutil.Completer(f, "/serviceclasses", false, nil),
+		cmdutil.Completer(f, "/serviceclasses", true, nil)))
+	planQuery := func(cmd *cobra.Command) url.Values {
 		if c, _ := cmd.Flags().GetString("class"); c != "" {
 			return url.Values{"class": {c}}
 		}
 		return url.Values{}
-	}))
+	}
+	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completers(
+		cmdutil.Completer(f, "/serviceplans", false, planQuery),
+		cmdutil.Completer(f, "/serviceplans", true, planQuery)))
 	return cmd
 }
 
@@ -62,6 +84,9 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if o.Class == "" || o.Plan == "" {
 		return cmdutil.Usagef("-c CLASS and -p PLAN are required: `bindery marketplace` lists them")
+	}
+	if o.Scope != "" && o.Scope != ScopeCluster && o.Scope != ScopeNamespace {
+		return cmdutil.Usagef("--scope %q: want %s or %s", o.Scope, ScopeCluster, ScopeNamespace)
 	}
 	params, err := cmdutil.Params(o.Params, o.ParamsJSON)
 	if err != nil {
@@ -71,7 +96,16 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if err != nil {
 		return err
 	}
+	scope := o.Scope
+	if scope == "" {
+		if scope, err = classScope(ctx, c, o.Class, o.F.NS()); err != nil {
+			return err
+		}
+	}
 	spec := map[string]any{"clusterServiceClassExternalName": o.Class, "clusterServicePlanExternalName": o.Plan}
+	if scope == ScopeNamespace {
+		spec = map[string]any{"serviceClassExternalName": o.Class, "servicePlanExternalName": o.Plan}
+	}
 	if params != nil {
 		spec["parameters"] = params
 	}
@@ -83,6 +117,28 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)
 }
 
+// classScope finds where a class of this external (or object) name is
+// offered: the cluster's brokers, else the namespace's own. A class no one
+// offers yet is the cluster's, as before namespaced brokers: the instance
+// waits for it.
+func classScope(ctx context.Context, c *api.Client, class, namespace string) (string, error) {
+	cluster, err := c.List(ctx, "/serviceclasses", url.Values{"name": {class}})
+	if err != nil {
+		return "", err
+	}
+	if len(cluster) > 0 {
+		return ScopeCluster, nil
+	}
+	own, err := c.List(ctx, "/serviceclasses", url.Values{"name": {class}, "namespace": {namespace}})
+	if err != nil {
+		return "", fmt.Errorf("look for class %s in namespace %s: %w", class, namespace, err)
+	}
+	if len(own) > 0 {
+		return ScopeNamespace, nil
+	}
+	return ScopeCluster, nil
+}
+
 // Kind is how the verbs list, follow and print instances.
 var Kind = cmdutil.Kind{
 	Plural: "instances", Singular: "instance",
@@ -91,6 +147,7 @@ var Kind = cmdutil.Kind{
 		var r row
 		r.Namespace, r.Name = in.Str("namespace"), in.Str("name")
 		r.Spec.Class, r.Spec.Plan = in.Str("spec", "clusterServiceClassExternalName"), in.Str("spec", "clusterServicePlanExternalName")
+		r.Spec.NamespacedClass, r.Spec.NamespacedPlan = in.Str("spec", "serviceClassExternalName"), in.Str("spec", "servicePlanExternalName")
 		r.State = StateOf(in)
 		return r.cells()
 	},
@@ -102,14 +159,31 @@ type row struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Spec      struct {
-		Class string `json:"clusterServiceClassExternalName"`
-		Plan  string `json:"clusterServicePlanExternalName"`
+		Class           string `json:"clusterServiceClassExternalName"`
+		Plan            string `json:"clusterServicePlanExternalName"`
+		NamespacedClass string `json:"serviceClassExternalName"`
+		NamespacedPlan  string `json:"servicePlanExternalName"`
 	} `json:"spec"`
 	State
 }
 
 func (r row) cells() []string {
-	return []string{r.Namespace, r.Name, r.Spec.Class, r.Spec.Plan, r.State.Word()}
+	class, plan := r.Spec.Class, r.Spec.Plan
+	if class == "" {
+		class, plan = r.Spec.NamespacedClass, r.Spec.NamespacedPlan
+	}
+	return []string{r.Namespace, r.Name, class, plan, r.State.Word()}
+}
+
+// Namespaced tells whether an instance names a class and plan of its
+// namespace's own brokers (the service… fields) rather than the cluster's.
+func Namespaced(in api.Object) bool {
+	for _, f := range []string{"serviceClassExternalName", "serviceClassExternalID", "serviceClassName", "serviceClassRef"} {
+		if in.Get("spec", f) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // NewList builds `instances`.
@@ -227,7 +301,16 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 	}
 	spec := map[string]any{}
 	if o.Plan != "" {
-		spec["clusterServicePlanExternalName"] = o.Plan
+		// The plan is named in the instance's own scope.
+		current, err := c.Get(ctx, api.Path("instances", o.Name), o.F.NSQuery())
+		if err != nil {
+			return err
+		}
+		field := "clusterServicePlanExternalName"
+		if Namespaced(current) {
+			field = "servicePlanExternalName"
+		}
+		spec[field] = o.Plan
 	}
 	if params != nil {
 		spec["parameters"] = params

@@ -23,24 +23,35 @@ func TestRowsDecodeAsRow(t *testing.T) {
 		{`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`, "-"},
 		{`{}`, "Pending"},
 	} {
-		raw := `{"namespace":"team","name":"db","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`
-		if tc.object != "{}" {
-			raw = raw[:len(raw)-1] + "," + tc.object[1:]
+		for _, spec := range []string{
+			`{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}`,
+			`{"serviceClassExternalName":"postgresql","servicePlanExternalName":"small"}`, // a namespace's own class
+		} {
+			checkRow(t, `{"namespace":"team","name":"db","spec":`+spec+`}`, tc.object, tc.status)
 		}
-		var whole api.Object
-		if err := json.Unmarshal([]byte(raw), &whole); err != nil {
-			t.Fatal(err)
-		}
-		var r row
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"team", "db", "postgresql", "small", tc.status}
-		if got := Kind.Row(whole); !slices.Equal(got, want) {
-			t.Errorf("Row(%s) = %q, want %q", tc.object, got, want)
-		}
-		if got := r.cells(); !slices.Equal(got, want) {
-			t.Errorf("row of %s = %q, want %q", tc.object, got, want)
-		}
+	}
+}
+
+// checkRow checks Row and row of the instance raw with object's fields
+// (status, deletionTimestamp) added.
+func checkRow(t *testing.T, raw, object, status string) {
+	t.Helper()
+	if object != "{}" {
+		raw = raw[:len(raw)-1] + "," + object[1:]
+	}
+	var whole api.Object
+	if err := json.Unmarshal([]byte(raw), &whole); err != nil {
+		t.Fatal(err)
+	}
+	var r row
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"team", "db", "postgresql", "small", status}
+	if got := Kind.Row(whole); !slices.Equal(got, want) {
+		t.Errorf("Row(%s) = %q, want %q", raw, got, want)
+	}
+	if got := r.cells(); !slices.Equal(got, want) {
+		t.Errorf("row of %s = %q, want %q", raw, got, want)
 	}
 }

@@ -73,6 +73,25 @@ func (f *Factory) NS() string {
 // NSQuery is ?namespace=NS, for looking an object up by name.
 func (f *Factory) NSQuery() url.Values { return url.Values{"namespace": {f.NS()}} }
 
+// ScopeQuery is the scope of brokers, classes and plans: ?namespace= when
+// -n was given (that namespace's own), else nothing (the cluster's).
+func (f *Factory) ScopeQuery() url.Values {
+	if f.Namespace == "" {
+		return nil
+	}
+	return url.Values{"namespace": {f.Namespace}}
+}
+
+// ScopeCompletion is the query of a completion of brokers, classes or
+// plans: ScopeQuery, for Completer's extra.
+func (f *Factory) ScopeCompletion(*cobra.Command) url.Values {
+	q := f.ScopeQuery()
+	if q == nil {
+		q = url.Values{}
+	}
+	return q
+}
+
 // UsageError is a command line that cannot work as given: exit code 2.
 type UsageError struct{ Err error }
 
@@ -123,3 +142,23 @@ func Completer(f *Factory, path string, namespaced bool, extra func(*cobra.Comma
 
 // defaultCompletionTimeout bounds a completion: a shell waits for it.
 const defaultCompletionTimeout = 5 * time.Second
+
+// Completers offers what each of fns offers, each name once: the cluster's
+// classes and a namespace's, say. One that fails adds nothing.
+func Completers(fns ...cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		seen := map[string]bool{}
+		for _, fn := range fns {
+			got, _ := fn(cmd, args, toComplete)
+			for _, c := range got {
+				name, _, _ := strings.Cut(c, "\t")
+				if !seen[name] {
+					seen[name] = true
+					out = append(out, c)
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
