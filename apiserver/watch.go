@@ -156,7 +156,8 @@ var seedRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Step
 // itself, which only matters to a selector's transitions, at start.
 func (h *hub) seed(ctx context.Context) error {
 	known := map[string]*attrs{}
-	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding} {
+	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding,
+		catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan} {
 		for cont := ""; ; {
 			l, err := h.store.ListRaw(ctx, kind, catalog.ListOptions{Continue: cont, Limit: 5000})
 			if err != nil {
