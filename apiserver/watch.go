@@ -408,12 +408,17 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			}
 		}
 	}
+	// covered is the revision the list or backlog read up to: the hub's
+	// changes up to it were sent already. The changes of one transaction
+	// share a revision (a relist adds a broker's classes at once), so a
+	// change of the revision last sent is not one sent before.
+	covered := last
 	// handle passes on a change from the hub; false ends the watch.
 	handle := func(ev hubEvent) bool {
-		if ev.rev <= last {
+		if ev.rev <= covered {
 			return true // in the list or backlog already
 		}
-		last = ev.rev
+		last = max(last, ev.rev)
 		typ, ok := req.pred.transition(ev)
 		if !ok {
 			return true
