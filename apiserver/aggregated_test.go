@@ -53,9 +53,18 @@ func TestAggregated(t *testing.T) {
 	ctx := t.Context()
 
 	out := a.kubectl(carol, nil, "api-resources", "--api-group=servicecatalog.k8s.io", "--no-headers")
-	for _, kind := range []string{"ClusterServiceBroker", "ClusterServiceClass", "ClusterServicePlan", "ServiceInstance", "ServiceBinding"} {
-		if !strings.Contains(out, kind) {
-			t.Errorf("kubectl api-resources lacks %s:\n%s", kind, out)
+	kinds := map[string]string{} // kind: whether namespaced
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			kinds[f[len(f)-1]] = f[len(f)-2]
+		}
+	}
+	for kind, namespaced := range map[string]string{
+		"ClusterServiceBroker": "false", "ClusterServiceClass": "false", "ClusterServicePlan": "false",
+		"ServiceBroker": "true", "ServiceClass": "true", "ServicePlan": "true", "ServiceInstance": "true", "ServiceBinding": "true",
+	} {
+		if kinds[kind] != namespaced {
+			t.Errorf("kubectl api-resources: %s namespaced %q, want %s:\n%s", kind, kinds[kind], namespaced, out)
 		}
 	}
 	// kube-apiserver fetches the group's OpenAPI document in the

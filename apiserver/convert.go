@@ -133,15 +133,27 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 	case catalog.KindServicePlan:
 		o := &v1beta1.ClusterServicePlan{}
 		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-	case catalog.KindBroker:
-		o := &v1beta1.ClusterServiceBroker{}
-		obj, om, status = o, &o.ObjectMeta, &o.Status
+	case catalog.KindNamespacedServiceClass:
+		o := &v1beta1.ServiceClass{}
+		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+	case catalog.KindNamespacedServicePlan:
+		o := &v1beta1.ServicePlan{}
+		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+	case catalog.KindBroker, catalog.KindNamespacedBroker:
+		var vs any
+		if kind == catalog.KindBroker {
+			o := &v1beta1.ClusterServiceBroker{}
+			obj, om, vs, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+		} else {
+			o := &v1beta1.ServiceBroker{}
+			obj, om, vs, status = o, &o.ObjectMeta, &o.Spec, &o.Status
+		}
 		if len(r.Spec) > 0 {
 			var cs catalog.BrokerSpec
 			if err := json.Unmarshal(r.Spec, &cs); err != nil {
 				return nil, fmt.Errorf("decode spec of broker %s: %w", r.Name, err)
 			}
-			if err := brokerSpecTo(&cs, &o.Spec); err != nil {
+			if err := brokerSpecTo(&cs, vs); err != nil {
 				return nil, err
 			}
 		}
@@ -224,28 +236,62 @@ func convertJSON(from, to any) error {
 	return json.Unmarshal(raw, to)
 }
 
-// brokerSpecTo converts a broker spec to v1beta1; caBundle is the one field
-// whose JSON differs (PEM text in the catalog, base64 bytes in Kubernetes).
-func brokerSpecTo(cs *catalog.BrokerSpec, vs *v1beta1.ClusterServiceBrokerSpec) error {
+// brokerSpecTo converts a broker spec to v1beta1, vs being a
+// ClusterServiceBrokerSpec or a ServiceBrokerSpec (whose secretRef names no
+// namespace: it is the broker's own). caBundle is the one field whose JSON
+// differs (PEM text in the catalog, base64 bytes in Kubernetes).
+func brokerSpecTo(cs *catalog.BrokerSpec, vs any) error {
 	c := *cs
 	c.CABundle = ""
 	if err := convertJSON(&c, vs); err != nil {
 		return fmt.Errorf("convert broker spec: %w", err)
 	}
 	if cs.CABundle != "" {
-		vs.CABundle = []byte(cs.CABundle)
+		*caBundleOf(vs) = []byte(cs.CABundle)
 	}
 	return nil
 }
 
-// brokerSpecFrom converts a v1beta1 broker spec to the catalog's.
-func brokerSpecFrom(vs *v1beta1.ClusterServiceBrokerSpec) (catalog.BrokerSpec, error) {
-	v := *vs
-	v.CABundle = nil
+// brokerSpecFrom converts a v1beta1 broker spec, of a ClusterServiceBroker
+// or of a ServiceBroker in namespace, to the catalog's. A ServiceBroker's
+// Secret is in its own namespace, which the catalog's reference names.
+func brokerSpecFrom(vs any, namespace string) (catalog.BrokerSpec, error) {
 	var cs catalog.BrokerSpec
-	if err := convertJSON(&v, &cs); err != nil {
+	if err := convertJSON(vs, &cs); err != nil {
 		return cs, fmt.Errorf("convert broker spec: %w", err)
 	}
-	cs.CABundle = string(vs.CABundle)
+	cs.CABundle = string(*caBundleOf(vs))
+	if _, ok := vs.(*v1beta1.ServiceBrokerSpec); ok && cs.AuthInfo != nil {
+		for _, ref := range []*catalog.ObjectRef{basicRef(cs.AuthInfo), bearerRef(cs.AuthInfo)} {
+			if ref != nil {
+				ref.Namespace = namespace
+			}
+		}
+	}
 	return cs, nil
+}
+
+func basicRef(a *catalog.BrokerAuthInfo) *catalog.ObjectRef {
+	if a.Basic == nil {
+		return nil
+	}
+	return a.Basic.SecretRef
+}
+
+func bearerRef(a *catalog.BrokerAuthInfo) *catalog.ObjectRef {
+	if a.Bearer == nil {
+		return nil
+	}
+	return a.Bearer.SecretRef
+}
+
+// caBundleOf is the caBundle field of either kind's broker spec.
+func caBundleOf(vs any) *[]byte {
+	switch s := vs.(type) {
+	case *v1beta1.ClusterServiceBrokerSpec:
+		return &s.CABundle
+	case *v1beta1.ServiceBrokerSpec:
+		return &s.CABundle
+	}
+	panic(fmt.Sprintf("caBundleOf %T: not a broker spec", vs)) // a programming error
 }

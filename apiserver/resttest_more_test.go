@@ -547,3 +547,147 @@ func TestRESTConformanceBroker(t *testing.T) {
 		})
 	})
 }
+
+// TestRESTConformanceServiceBroker runs resttest against the ServiceBroker
+// storage, namespaced: resttest checks besides that an object lives in its
+// namespace only.
+func TestRESTConformanceServiceBroker(t *testing.T) {
+	t.Parallel()
+	var brokers *brokerStorage
+	var url string
+	fresh := func(t *testing.T) {
+		storages, _, fake, _ := storagesWithBroker(t)
+		brokers = storages["servicebrokers"].(*brokerStorage)
+		brokers.relist = func(string) {} // as in TestRESTConformanceBroker
+		url = fake.URL()
+	}
+	valid := func() *v1beta1.ServiceBroker {
+		o := &v1beta1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "foo"}}
+		o.Spec.URL = url
+		return o
+	}
+	createFn := func(ctx context.Context, obj runtime.Object) error {
+		_, err := brokers.Create(ctx, obj, nil, &metav1.CreateOptions{})
+		return err
+	}
+	getFn := func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+		return brokers.Get(ctx, obj.(*v1beta1.ServiceBroker).Name, &metav1.GetOptions{})
+	}
+	t.Run("create", func(t *testing.T) {
+		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
+			fresh(t)
+			invalid := valid()
+			invalid.Spec.URL = ""
+			resttest.New(t, brokers).TestCreate(valid(), createFn, getFn, invalid)
+		})
+	})
+	t.Run("update", func(t *testing.T) {
+		fresh(t)
+		resttest.New(t, brokers).TestUpdate(valid(), createFn, getFn,
+			func(obj runtime.Object) runtime.Object {
+				o := obj.(*v1beta1.ServiceBroker)
+				o.Labels = map[string]string{"changed": "yes"}
+				return o
+			},
+			func(obj runtime.Object) runtime.Object {
+				o := obj.(*v1beta1.ServiceBroker)
+				o.Spec.URL = ""
+				return o
+			})
+	})
+	t.Run("get", func(t *testing.T) {
+		fresh(t)
+		resttest.New(t, brokers).TestGet(valid())
+	})
+	t.Run("delete", func(t *testing.T) {
+		resttestAllBut(t, "testDeleteWithUID", func(t *testing.T) {
+			fresh(t)
+			resttest.New(t, brokers).ReturnDeletedObject().TestDelete(valid(), clearingLeftover(brokers, createFn), getFn, apierrors.IsNotFound)
+		})
+	})
+	t.Run("watch", func(t *testing.T) {
+		fresh(t)
+		test := resttest.New(t, brokers)
+		ensure := func(ctx context.Context, obj runtime.Object, present bool) error {
+			name := obj.(*v1beta1.ServiceBroker).Name
+			_, err := brokers.Get(ctx, name, nil)
+			switch {
+			case err == nil && !present:
+				_, _, err = brokers.Delete(ctx, name, nil, nil)
+				return err
+			case apierrors.IsNotFound(err) && present:
+				return createFn(ctx, obj.DeepCopyObject())
+			case apierrors.IsNotFound(err):
+				return nil
+			}
+			return err
+		}
+		n := 0
+		emit := func(obj runtime.Object, action string) error {
+			ctx := test.TestContext()
+			switch action {
+			case "ADDED":
+				if err := ensure(ctx, obj, false); err != nil {
+					return err
+				}
+				return createFn(ctx, obj.DeepCopyObject())
+			case "MODIFIED":
+				if err := ensure(ctx, obj, true); err != nil {
+					return err
+				}
+				got, err := brokers.Get(ctx, obj.(*v1beta1.ServiceBroker).Name, nil)
+				if err != nil {
+					return err
+				}
+				o := got.(*v1beta1.ServiceBroker)
+				n++
+				o.Annotations = map[string]string{"n": strconv.Itoa(n)}
+				_, _, err = brokers.Update(ctx, o.Name, rest.DefaultUpdatedObjectInfo(o), nil, nil, false, &metav1.UpdateOptions{})
+				return err
+			case "DELETED":
+				if err := ensure(ctx, obj, true); err != nil {
+					return err
+				}
+				return ensure(ctx, obj, false)
+			}
+			return nil
+		}
+		v := valid()
+		v.Labels = map[string]string{"app": "db"}
+		test.TestWatch(v, emit,
+			[]labels.Set{{"app": "db"}}, []labels.Set{{"app": "other"}},
+			[]fields.Set{{"metadata.name": "foo"}}, []fields.Set{{"metadata.name": "bar"}},
+			[]string{"ADDED", "MODIFIED", "DELETED"})
+	})
+	t.Run("list", func(t *testing.T) {
+		fresh(t)
+		test := resttest.New(t, brokers)
+		test.TestList(valid(), func(objs []runtime.Object) []runtime.Object {
+			ctx := context.Background()
+			all, err := brokers.store.ListBrokers(ctx, catalog.ListOptions{Namespaced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range all.Items {
+				if err := brokers.store.DeleteBroker(ctx, b.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, obj := range objs {
+				o := obj.(*v1beta1.ServiceBroker)
+				if _, err := brokers.Create(test.TestContext(), o, nil, &metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, obj := range objs {
+				o := obj.(*v1beta1.ServiceBroker)
+				got, err := brokers.Get(test.TestContext(), o.Name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*o = *got.(*v1beta1.ServiceBroker)
+			}
+			return objs
+		})
+	})
+}

@@ -443,9 +443,19 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
 	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
 		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
+	// A team's own brokers, classes and plans: the same catalog rows, in
+	// a namespace.
+	nsBrokers := base(catalog.KindNamespacedBroker, "servicebrokers", "servicebroker", true,
+		func() runtime.Object { return &v1beta1.ServiceBroker{} }, func() runtime.Object { return &v1beta1.ServiceBrokerList{} }, brokerTable)
+	nsClasses := base(catalog.KindNamespacedServiceClass, "serviceclasses", "serviceclass", true,
+		func() runtime.Object { return &v1beta1.ServiceClass{} }, func() runtime.Object { return &v1beta1.ServiceClassList{} }, classTable)
+	nsPlans := base(catalog.KindNamespacedServicePlan, "serviceplans", "serviceplan", true,
+		func() runtime.Object { return &v1beta1.ServicePlan{} }, func() runtime.Object { return &v1beta1.ServicePlanList{} }, planTable)
 	brokerStrategy := newStrategy(scheme, false, false)
+	nsBrokerStrategy := newStrategy(scheme, true, false)
 	// Standalone, no process can read brokers' credentials from Secrets.
 	brokerStrategy.secretRefs = s.opts.Delegated()
+	nsBrokerStrategy.secretRefs = s.opts.Delegated()
 	relist := func(id string) {
 		s.relists.Go(func() {
 			ctx, cancel := context.WithTimeout(s.bg, time.Minute)
@@ -463,8 +473,15 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		"servicebindings":         &bindingStorage{storage: bindings, strategy: newStrategy(scheme, true, false)},
 		"servicebindings/status":  &statusStorage{storage: bindings, strategy: newStrategy(scheme, true, true)},
 		"clusterservicebrokers":   &brokerStorage{storage: brokers, strategy: brokerStrategy, relist: relist},
-		"clusterserviceclasses":   classes,
-		"clusterserviceplans":     plans,
+		// The engine writes a broker's status through the catalog: the
+		// subresource reads it.
+		"clusterservicebrokers/status": &readOnlyStatus{brokers},
+		"clusterserviceclasses":        classes,
+		"clusterserviceplans":          plans,
+		"servicebrokers":               &brokerStorage{storage: nsBrokers, strategy: nsBrokerStrategy, relist: relist},
+		"servicebrokers/status":        &readOnlyStatus{nsBrokers},
+		"serviceclasses":               nsClasses,
+		"serviceplans":                 nsPlans,
 	}
 }
 

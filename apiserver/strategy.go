@@ -56,14 +56,47 @@ func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 		o.Spec.UserInfo = userInfo(ctx)
 	case *v1beta1.ClusterServiceBroker:
 		o.Status = v1beta1.ClusterServiceBrokerStatus{}
+	case *v1beta1.ServiceBroker:
+		o.Status = v1beta1.ServiceBrokerStatus{}
 	}
 }
 
 // Validate checks what the catalog does not: the catalog validates the
 // rest when it records the object.
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	if o, ok := obj.(*v1beta1.ClusterServiceBroker); ok {
-		return validateBrokerAuth(&o.Spec, nil, s.secretRefs)
+	switch obj.(type) {
+	case *v1beta1.ClusterServiceBroker, *v1beta1.ServiceBroker:
+		return validateBrokerAuth(brokerAuth(obj), nil, false, s.secretRefs)
+	}
+	return nil
+}
+
+// brokerAuth is the authInfo of a broker of either kind, in the
+// ClusterServiceBroker's terms (a ServiceBroker's secretRef names no
+// namespace: the Secret is in the broker's).
+func brokerAuth(obj runtime.Object) *v1beta1.ClusterServiceBrokerAuthInfo {
+	switch o := obj.(type) {
+	case *v1beta1.ClusterServiceBroker:
+		return o.Spec.AuthInfo
+	case *v1beta1.ServiceBroker:
+		in := o.Spec.AuthInfo
+		if in == nil {
+			return nil
+		}
+		local := func(r *v1beta1.LocalObjectReference) *v1beta1.ObjectReference {
+			if r == nil {
+				return nil
+			}
+			return &v1beta1.ObjectReference{Name: r.Name}
+		}
+		a := &v1beta1.ClusterServiceBrokerAuthInfo{}
+		if in.Basic != nil {
+			a.Basic = &v1beta1.ClusterBasicAuthConfig{Username: in.Basic.Username, SecretRef: local(in.Basic.SecretRef)}
+		}
+		if in.Bearer != nil {
+			a.Bearer = &v1beta1.ClusterBearerTokenAuthConfig{SecretRef: local(in.Bearer.SecretRef)}
+		}
+		return a
 	}
 	return nil
 }
@@ -73,9 +106,8 @@ func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 // catalog reads them there when it talks to the broker (the engine, which
 // has the cluster). An authInfo left as it was (a broker registered through
 // the REST API, its password sealed in the catalog) is fine.
-func validateBrokerAuth(spec, old *v1beta1.ClusterServiceBrokerSpec, secretRefs bool) field.ErrorList {
-	a := spec.AuthInfo
-	if a == nil || old != nil && apiequality.Semantic.DeepEqual(a, old.AuthInfo) {
+func validateBrokerAuth(a, old *v1beta1.ClusterServiceBrokerAuthInfo, updating, secretRefs bool) field.ErrorList {
+	if a == nil || updating && apiequality.Semantic.DeepEqual(a, old) {
 		return nil
 	}
 	p := field.NewPath("spec", "authInfo")
@@ -133,6 +165,8 @@ func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object
 		o.Spec.UserInfo = prev.Spec.UserInfo
 	case *v1beta1.ClusterServiceBroker:
 		o.Status = old.(*v1beta1.ClusterServiceBroker).Status
+	case *v1beta1.ServiceBroker:
+		o.Status = old.(*v1beta1.ServiceBroker).Status
 	}
 }
 
@@ -171,8 +205,8 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 		if !sameSpec(&o.Spec, &old.(*v1beta1.ServiceBinding).Spec) {
 			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
 		}
-	case *v1beta1.ClusterServiceBroker:
-		return validateBrokerAuth(&o.Spec, &old.(*v1beta1.ClusterServiceBroker).Spec, s.secretRefs)
+	case *v1beta1.ClusterServiceBroker, *v1beta1.ServiceBroker:
+		return validateBrokerAuth(brokerAuth(o), brokerAuth(old), true, s.secretRefs)
 	}
 	return nil
 }

@@ -28,6 +28,13 @@ func TestStrategyValidation(t *testing.T) {
 	bearer := func(r *v1beta1.ObjectReference) *v1beta1.ClusterBearerTokenAuthConfig {
 		return &v1beta1.ClusterBearerTokenAuthConfig{SecretRef: r}
 	}
+	// A team's broker names a Secret of its own namespace.
+	nsBroker := func(a *v1beta1.ServiceBrokerAuthInfo) *v1beta1.ServiceBroker {
+		b := &v1beta1.ServiceBroker{}
+		b.Namespace, b.Spec.URL, b.Spec.AuthInfo = "team", "https://broker.example", a
+		return b
+	}
+	local := &v1beta1.LocalObjectReference{Name: "creds"}
 	binding := func(secret string) *v1beta1.ServiceBinding {
 		b := &v1beta1.ServiceBinding{}
 		b.Spec.InstanceRef.Name, b.Spec.SecretName = "db", secret
@@ -51,6 +58,18 @@ func TestStrategyValidation(t *testing.T) {
 		{name: "standalone: an unchanged authInfo is kept", standalone: true,
 			old: broker(&v1beta1.ClusterServiceBrokerAuthInfo{Basic: basic(ref)}), obj: broker(&v1beta1.ClusterServiceBrokerAuthInfo{Basic: basic(ref)})},
 		{name: "update adds a bad authInfo", old: broker(nil), obj: broker(&v1beta1.ClusterServiceBrokerAuthInfo{Bearer: bearer(nil)}),
+			want: []string{"FieldValueRequired spec.authInfo.bearer.secretRef"}},
+		{name: "ServiceBroker: basic in a Secret", obj: nsBroker(&v1beta1.ServiceBrokerAuthInfo{Basic: &v1beta1.BasicAuthConfig{SecretRef: local}})},
+		{name: "ServiceBroker: every problem at once",
+			obj:  nsBroker(&v1beta1.ServiceBrokerAuthInfo{Basic: &v1beta1.BasicAuthConfig{}, Bearer: &v1beta1.BearerTokenAuthConfig{}}),
+			want: []string{"FieldValueInvalid spec.authInfo", "FieldValueRequired spec.authInfo.basic.secretRef", "FieldValueRequired spec.authInfo.bearer.secretRef"}},
+		{name: "ServiceBroker: standalone", standalone: true, obj: nsBroker(&v1beta1.ServiceBrokerAuthInfo{Bearer: &v1beta1.BearerTokenAuthConfig{SecretRef: local}}),
+			want: []string{"FieldValueForbidden spec.authInfo"}},
+		{name: "ServiceBroker: standalone, unchanged", standalone: true,
+			old: nsBroker(&v1beta1.ServiceBrokerAuthInfo{Bearer: &v1beta1.BearerTokenAuthConfig{SecretRef: local}}),
+			obj: nsBroker(&v1beta1.ServiceBrokerAuthInfo{Bearer: &v1beta1.BearerTokenAuthConfig{SecretRef: local}})},
+		{name: "ServiceBroker: update drops the Secret", old: nsBroker(&v1beta1.ServiceBrokerAuthInfo{Bearer: &v1beta1.BearerTokenAuthConfig{SecretRef: local}}),
+			obj:  nsBroker(&v1beta1.ServiceBrokerAuthInfo{Bearer: &v1beta1.BearerTokenAuthConfig{}}),
 			want: []string{"FieldValueRequired spec.authInfo.bearer.secretRef"}},
 		{name: "binding created", obj: binding("app")},
 		{name: "binding metadata changed", old: binding("app"), obj: binding("app")},

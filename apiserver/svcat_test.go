@@ -18,7 +18,8 @@ import (
 )
 
 // TestSvcat drives every verb of svcat v0.3.1, Service Catalog's own
-// command line (built by tools/svcat/build.sh), at cluster scope, against
+// command line (built by tools/svcat/build.sh), at cluster scope and then
+// at its default, namespace, scope (svcatNamespaced), against
 // Bindery behind a real kube-apiserver's aggregation layer with the
 // engine running, as a Service Catalog user moving over would. Each output
 // is compared with svcat's own golden file for the verb
@@ -399,6 +400,7 @@ spec:
 		}
 	})
 
+	svcatNamespaced(t, a, step)
 	walkthrough(t, a, step)
 
 	step("version and completion", func(t *testing.T) {

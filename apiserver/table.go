@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -90,13 +91,13 @@ var instanceTable = tableConvertor{
 	},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceInstance)
-		class, plan := o.Spec.ClusterServiceClassExternalName, o.Spec.ClusterServicePlanExternalName
-		if class == "" {
-			class = o.Spec.ClusterServiceClassExternalID + o.Spec.ClusterServiceClassName
-		}
-		if plan == "" {
-			plan = o.Spec.ClusterServicePlanExternalID + o.Spec.ClusterServicePlanName
-		}
+		// The class and plan as the spec names them: by external name
+		// where it does, of whichever scope.
+		s := &o.Spec
+		class := cmp.Or(s.ClusterServiceClassExternalName, s.ServiceClassExternalName, s.ClusterServiceClassExternalID,
+			s.ServiceClassExternalID, s.ClusterServiceClassName, s.ServiceClassName)
+		plan := cmp.Or(s.ClusterServicePlanExternalName, s.ServicePlanExternalName, s.ClusterServicePlanExternalID,
+			s.ServicePlanExternalID, s.ClusterServicePlanName, s.ServicePlanName)
 		var ready, failed *v1beta1.ConditionStatus
 		reason := ""
 		for i := range o.Status.Conditions {
@@ -135,6 +136,10 @@ var bindingTable = tableConvertor{
 	},
 }
 
+// The tables of classes, plans and brokers have the columns Service
+// Catalog's CRDs gave kubectl, for both scopes; the broker and class
+// columns name the objects of the row's scope.
+
 var classTable = tableConvertor{
 	columns: []metav1.TableColumnDefinition{
 		col("External-Name", "The class's name at the broker."),
@@ -142,8 +147,13 @@ var classTable = tableConvertor{
 		{Name: "Description", Type: "string", Description: "What the service is.", Priority: 1},
 	},
 	cells: func(obj runtime.Object) []any {
-		o := obj.(*v1beta1.ClusterServiceClass)
-		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
+		switch o := obj.(type) {
+		case *v1beta1.ClusterServiceClass:
+			return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
+		case *v1beta1.ServiceClass:
+			return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.Description}
+		}
+		return []any{"", "", ""}
 	},
 }
 
@@ -151,12 +161,17 @@ var planTable = tableConvertor{
 	columns: []metav1.TableColumnDefinition{
 		col("External-Name", "The plan's name at the broker."),
 		col("Broker", "The broker that offers it."),
-		col("Class", "The ClusterServiceClass of the plan."),
+		col("Class", "The class of the plan."),
 		{Name: "Free", Type: "boolean", Description: "Whether the plan costs nothing.", Priority: 1},
 	},
 	cells: func(obj runtime.Object) []any {
-		o := obj.(*v1beta1.ClusterServicePlan)
-		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
+		switch o := obj.(type) {
+		case *v1beta1.ClusterServicePlan:
+			return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
+		case *v1beta1.ServicePlan:
+			return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.ServiceClassRef.Name, o.Spec.Free}
+		}
+		return []any{"", "", "", false}
 	},
 }
 
@@ -166,11 +181,19 @@ var brokerTable = tableConvertor{
 		col("Status", "Ready when the catalog was fetched, else why not."),
 	},
 	cells: func(obj runtime.Object) []any {
-		o := obj.(*v1beta1.ClusterServiceBroker)
+		var url string
+		var conds []v1beta1.ServiceBrokerCondition
+		m := objectMetaOf(obj)
+		switch o := obj.(type) {
+		case *v1beta1.ClusterServiceBroker:
+			url, conds = o.Spec.URL, o.Status.Conditions
+		case *v1beta1.ServiceBroker:
+			url, conds = o.Spec.URL, o.Status.Conditions
+		}
 		var ready, failed *v1beta1.ConditionStatus
 		reason := ""
-		for i := range o.Status.Conditions {
-			c := &o.Status.Conditions[i]
+		for i := range conds {
+			c := &conds[i]
 			switch c.Type {
 			case v1beta1.ServiceBrokerConditionReady:
 				ready, reason = &c.Status, c.Reason
@@ -178,6 +201,6 @@ var brokerTable = tableConvertor{
 				failed = &c.Status
 			}
 		}
-		return []any{o.Spec.URL, objectStatus(o.DeletionTimestamp != nil, ready, failed, reason)}
+		return []any{url, objectStatus(m.DeletionTimestamp != nil, ready, failed, reason)}
 	},
 }

@@ -22,10 +22,6 @@ import (
 // user-provided-service broker's (upsCatalog), the test broker's
 // (testBrokerCatalog) and minibroker's mariadb.
 
-// namespacedManifests are the walkthrough's manifests of namespaced
-// brokers (ServiceBroker), which Bindery does not serve yet.
-var namespacedManifests = []string{"ups-servicebroker.yaml", "test-broker/test-servicebroker.yaml"}
-
 // walkthroughManifests lists the walkthrough's manifests, by path under
 // contrib/examples/walkthrough.
 func walkthroughManifests(t testing.TB) (dir string, names []string) {
@@ -232,16 +228,38 @@ spec:
 		}
 	})
 
+	// The namespaced brokers, each in the namespace its manifest names
+	// (ups-broker, test-broker): their classes are that namespace's only.
+	step("walkthrough: namespaced brokers", func(t *testing.T) {
+		for _, b := range []struct{ manifest, name, namespace, url string }{
+			{"ups-servicebroker.yaml", "ups-broker", "ups-broker", ups.URL()},
+			{"test-broker/test-servicebroker.yaml", "test-broker", "test-broker", tests.URL()},
+		} {
+			a.kubectl(kubetest.Admin, nil, "create", "namespace", b.namespace)
+			mustApply(t, b.manifest, b.url)
+			wait(t, "servicebroker/"+b.name+" -n "+b.namespace, "Ready")
+			out := a.kubectl(kubetest.Admin, nil, "get", "serviceclasses", "-n", b.namespace, "-o", "jsonpath={.items[*].spec.serviceBrokerName}")
+			if got := strings.Fields(out); len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return s != b.name }) {
+				t.Errorf("%s's classes name the brokers %q", b.name, got)
+			}
+		}
+		out := a.kubectl(kubetest.Admin, nil, "get", "serviceclasses", "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}{\"\\n\"}{end}")
+		for _, ns := range strings.Fields(out) {
+			if ns != "ups-broker" && ns != "test-broker" {
+				t.Errorf("a ServiceClass in %s", ns)
+			}
+		}
+		if n := strings.Count(out, "ups-broker"); n != len(upsCatalog()) {
+			t.Errorf("%d ServiceClasses in ups-broker, want %d", n, len(upsCatalog()))
+		}
+		if out := a.kubectl(kubetest.Admin, nil, "get", "serviceclasses,serviceplans", "-n", "test-ns", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("test-ns has namespaced classes or plans:\n%s", out)
+		}
+	})
+
 	step("walkthrough: every manifest", func(t *testing.T) {
 		for _, name := range names {
-			switch {
-			case applied[name]:
-			case slices.Contains(namespacedManifests, name):
-				// A ServiceBroker: namespaced brokers are not served yet.
-				if _, err := apply(t, name, "http://127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "ServiceBroker") {
-					t.Errorf("%s: %v", name, err)
-				}
-			default:
+			if !applied[name] {
 				t.Errorf("walkthrough manifest %s was not applied", name)
 			}
 		}

@@ -156,7 +156,8 @@ var seedRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Step
 // itself, which only matters to a selector's transitions, at start.
 func (h *hub) seed(ctx context.Context) error {
 	known := map[string]*attrs{}
-	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding} {
+	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding,
+		catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan} {
 		for cont := ""; ; {
 			l, err := h.store.ListRaw(ctx, kind, catalog.ListOptions{Continue: cont, Limit: 5000})
 			if err != nil {
@@ -407,12 +408,17 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			}
 		}
 	}
+	// covered is the revision the list or backlog read up to: the hub's
+	// changes up to it were sent already. The changes of one transaction
+	// share a revision (a relist adds a broker's classes at once), so a
+	// change of the revision last sent is not one sent before.
+	covered := last
 	// handle passes on a change from the hub; false ends the watch.
 	handle := func(ev hubEvent) bool {
-		if ev.rev <= last {
+		if ev.rev <= covered {
 			return true // in the list or backlog already
 		}
-		last = ev.rev
+		last = max(last, ev.rev)
 		typ, ok := req.pred.transition(ev)
 		if !ok {
 			return true

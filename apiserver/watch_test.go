@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
 // TestWatchSelectorTransitions: a watch with a label or field selector gets
@@ -200,5 +201,42 @@ func TestWatchWithoutResourceVersion(t *testing.T) {
 		if !slices.Equal(types, want) {
 			t.Errorf("bookmarks %v: events %v, want %v", bookmarks, types, want)
 		}
+	}
+}
+
+// TestWatchSameRevision: the changes of one transaction share a revision
+// (a relist adds every class of a broker at once): a watch sends each of
+// them, not only the first.
+func TestWatchSameRevision(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	w, err := b.client.ServicecatalogV1beta1().ClusterServiceClasses().Watch(ctx, metav1.ListOptions{FieldSelector: "spec.clusterServiceBrokerName=two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	fake := osbtest.New(t, osbtest.WithCatalog(osbtest.GenerateCatalog(2, 1)))
+	broker := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	broker.Name = "two"
+	broker, err = b.store.CreateBroker(ctx, broker, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Relist(ctx, broker.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 2 {
+		ev := nextEvent(t, w)
+		c, ok := ev.Object.(*v1beta1.ClusterServiceClass)
+		if ev.Type != watch.Added || !ok {
+			t.Fatalf("event %s %T", ev.Type, ev.Object)
+		}
+		got = append(got, c.Spec.ExternalName)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"fake-service-1", "fake-service-2"}) {
+		t.Errorf("classes watched: %q", got)
 	}
 }

@@ -182,6 +182,12 @@ func objectMetaOf(obj runtime.Object) *metav1.ObjectMeta {
 		return &o.ObjectMeta
 	case *v1beta1.ClusterServicePlan:
 		return &o.ObjectMeta
+	case *v1beta1.ServiceBroker:
+		return &o.ObjectMeta
+	case *v1beta1.ServiceClass:
+		return &o.ObjectMeta
+	case *v1beta1.ServicePlan:
+		return &o.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}
 }
@@ -488,8 +494,31 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 		}, nil)
 }
 
-// brokerStorage is clusterservicebrokers: registration and deregistration
-// through the catalog, which fetches the broker's catalog.
+// readOnlyStatus is the status subresource of a kind whose status only the
+// catalog writes: it reads the object.
+type readOnlyStatus struct{ st *storage }
+
+var _ rest.Getter = (*readOnlyStatus)(nil)
+
+// New returns an empty object of the resource.
+func (s *readOnlyStatus) New() runtime.Object { return s.st.New() }
+
+// Destroy has nothing to release.
+func (s *readOnlyStatus) Destroy() {}
+
+// Get reads the object.
+func (s *readOnlyStatus) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	return s.st.Get(ctx, name, opts)
+}
+
+// ConvertToTable gives kubectl its columns.
+func (s *readOnlyStatus) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return s.st.ConvertToTable(ctx, obj, opts)
+}
+
+// brokerStorage is clusterservicebrokers and servicebrokers: registration
+// and deregistration through the catalog, which fetches the broker's
+// catalog (a ServiceBroker's into its namespace).
 type brokerStorage struct {
 	*storage
 	strategy *strategy
@@ -504,10 +533,22 @@ var (
 	_ rest.GracefulDeleter = (*brokerStorage)(nil)
 )
 
+// brokerSpecOf is the spec of a broker of either kind, as the catalog has
+// it.
+func brokerSpecOf(obj runtime.Object) (catalog.BrokerSpec, error) {
+	switch o := obj.(type) {
+	case *v1beta1.ClusterServiceBroker:
+		return brokerSpecFrom(&o.Spec, "")
+	case *v1beta1.ServiceBroker:
+		return brokerSpecFrom(&o.Spec, o.Namespace)
+	}
+	return catalog.BrokerSpec{}, fmt.Errorf("%T is not a broker", obj)
+}
+
 // Create registers a broker (catalog.CreateBroker) and fetches its catalog.
 func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	return s.create(ctx, obj, createValidation, s.strategy, opts, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
-		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
+		spec, err := brokerSpecOf(obj)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
@@ -516,9 +557,9 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 			return nil, err
 		}
 		s.relist(b.ID)
-		return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
+		return typed(s.kind, b.Meta, b.Spec, b.Status)
 	}, func(ctx context.Context, m catalog.Meta) error {
-		spec, err := brokerSpecFrom(&obj.(*v1beta1.ClusterServiceBroker).Spec)
+		spec, err := brokerSpecOf(obj)
 		if err != nil {
 			return apierrors.NewBadRequest(err.Error())
 		}
@@ -533,12 +574,11 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	create := createOnUpdate(s, forceAllowCreate, createValidation, opts)
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
-			o := obj.(*v1beta1.ClusterServiceBroker)
-			m, err := catalogMeta(o)
+			m, err := catalogMeta(obj)
 			if err != nil {
 				return nil, err
 			}
-			spec, err := brokerSpecFrom(&o.Spec)
+			spec, err := brokerSpecOf(obj)
 			if err != nil {
 				return nil, err
 			}
@@ -555,7 +595,7 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 			if err != nil {
 				return nil, err
 			}
-			return typed(catalog.KindBroker, b.Meta, b.Spec, b.Status)
+			return typed(s.kind, b.Meta, b.Spec, b.Status)
 		}, create)
 }
 

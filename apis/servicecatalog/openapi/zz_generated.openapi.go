@@ -21,6 +21,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1beta1.AddKeyTransform{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_AddKeyTransform(ref),
 		v1beta1.AddKeysFromTransform{}.OpenAPIModelName():           schema_bindery_apis_servicecatalog_v1beta1_AddKeysFromTransform(ref),
+		v1beta1.BasicAuthConfig{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_BasicAuthConfig(ref),
+		v1beta1.BearerTokenAuthConfig{}.OpenAPIModelName():          schema_bindery_apis_servicecatalog_v1beta1_BearerTokenAuthConfig(ref),
 		v1beta1.CatalogRestrictions{}.OpenAPIModelName():            schema_bindery_apis_servicecatalog_v1beta1_CatalogRestrictions(ref),
 		v1beta1.ClusterBasicAuthConfig{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_ClusterBasicAuthConfig(ref),
 		v1beta1.ClusterBearerTokenAuthConfig{}.OpenAPIModelName():   schema_bindery_apis_servicecatalog_v1beta1_ClusterBearerTokenAuthConfig(ref),
@@ -56,13 +58,26 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ServiceBindingSecretReference{}.OpenAPIModelName():  schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingSecretReference(ref),
 		v1beta1.ServiceBindingSpec{}.OpenAPIModelName():             schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingSpec(ref),
 		v1beta1.ServiceBindingStatus{}.OpenAPIModelName():           schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingStatus(ref),
+		v1beta1.ServiceBroker{}.OpenAPIModelName():                  schema_bindery_apis_servicecatalog_v1beta1_ServiceBroker(ref),
+		v1beta1.ServiceBrokerAuthInfo{}.OpenAPIModelName():          schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerAuthInfo(ref),
 		v1beta1.ServiceBrokerCondition{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerCondition(ref),
+		v1beta1.ServiceBrokerList{}.OpenAPIModelName():              schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerList(ref),
+		v1beta1.ServiceBrokerSpec{}.OpenAPIModelName():              schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerSpec(ref),
+		v1beta1.ServiceBrokerStatus{}.OpenAPIModelName():            schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerStatus(ref),
+		v1beta1.ServiceClass{}.OpenAPIModelName():                   schema_bindery_apis_servicecatalog_v1beta1_ServiceClass(ref),
+		v1beta1.ServiceClassList{}.OpenAPIModelName():               schema_bindery_apis_servicecatalog_v1beta1_ServiceClassList(ref),
+		v1beta1.ServiceClassSpec{}.OpenAPIModelName():               schema_bindery_apis_servicecatalog_v1beta1_ServiceClassSpec(ref),
+		v1beta1.ServiceClassStatus{}.OpenAPIModelName():             schema_bindery_apis_servicecatalog_v1beta1_ServiceClassStatus(ref),
 		v1beta1.ServiceInstance{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_ServiceInstance(ref),
 		v1beta1.ServiceInstanceCondition{}.OpenAPIModelName():       schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceCondition(ref),
 		v1beta1.ServiceInstanceList{}.OpenAPIModelName():            schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceList(ref),
 		v1beta1.ServiceInstancePropertiesState{}.OpenAPIModelName(): schema_bindery_apis_servicecatalog_v1beta1_ServiceInstancePropertiesState(ref),
 		v1beta1.ServiceInstanceSpec{}.OpenAPIModelName():            schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceSpec(ref),
 		v1beta1.ServiceInstanceStatus{}.OpenAPIModelName():          schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceStatus(ref),
+		v1beta1.ServicePlan{}.OpenAPIModelName():                    schema_bindery_apis_servicecatalog_v1beta1_ServicePlan(ref),
+		v1beta1.ServicePlanList{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_ServicePlanList(ref),
+		v1beta1.ServicePlanSpec{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_ServicePlanSpec(ref),
+		v1beta1.ServicePlanStatus{}.OpenAPIModelName():              schema_bindery_apis_servicecatalog_v1beta1_ServicePlanStatus(ref),
 		v1beta1.UserInfo{}.OpenAPIModelName():                       schema_bindery_apis_servicecatalog_v1beta1_UserInfo(ref),
 		resource.Quantity{}.OpenAPIModelName():                      schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -183,6 +198,56 @@ func schema_bindery_apis_servicecatalog_v1beta1_AddKeysFromTransform(ref common.
 		},
 		Dependencies: []string{
 			v1beta1.ObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_BasicAuthConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BasicAuthConfig is HTTP basic authentication to a ServiceBroker.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"username": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Username is the user name presented to the broker, shown for brokers registered through Bindery's REST API, whose password is sealed in the catalog; through this API, name a Secret in SecretRef instead.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef names a Secret of the broker's namespace with the keys \"username\" and \"password\".",
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_BearerTokenAuthConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BearerTokenAuthConfig sends a bearer token to a ServiceBroker.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef names a Secret of the broker's namespace with the key \"token\", holding the token without the \"Bearer \" prefix.",
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1214,7 +1279,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_PlanReference(ref common.Referen
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "PlanReference names the class and the plan of an instance, both, in exactly one of three ways: by external name (as the broker calls them), by external id, or by the names of the ClusterServiceClass and ClusterServicePlan. The class cannot change; the plan can when the class is PlanUpdatable.",
+				Description: "PlanReference names the class and the plan of an instance, both, in exactly one of three ways: by external name (as the broker calls them), by external id, or by the names of the ClusterServiceClass and ClusterServicePlan; or, with the fields that do not start with Cluster, in one of the same three ways a ServiceClass and ServicePlan of the instance's namespace. The class cannot change; the plan can when the class is PlanUpdatable.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"clusterServiceClassExternalName": {
@@ -1255,6 +1320,48 @@ func schema_bindery_apis_servicecatalog_v1beta1_PlanReference(ref common.Referen
 					"clusterServicePlanName": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ClusterServicePlanName is the name of the ClusterServicePlan.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceClassExternalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassExternalName is the name at the broker of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceClassExternalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassExternalID is the id at the broker of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanExternalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalName is the name at the broker of a ServicePlan of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanExternalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalID is the id at the broker of a ServicePlan of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassName is the name of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanName is the name of a ServicePlan of the instance's namespace.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1835,6 +1942,20 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingStatus(ref common.
 							Format:      "",
 						},
 					},
+					"retries": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Retries is the engine's backoff for each failing operation (Bind, Unbind), as on ServiceInstanceStatus.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.OperationRetry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"binding": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Binding names the binding's Secret once it exists. It makes every ServiceBinding a Provisioned Service of the Service Binding Specification (servicebinding.io), which any implementation can bind.",
@@ -1859,26 +1980,89 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingStatus(ref common.
 							},
 						},
 					},
-					"retries": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Retries is the engine's backoff for each failing operation (Bind, Unbind), as on ServiceInstanceStatus.",
-							Type:        []string{"object"},
-							AdditionalProperties: &spec.SchemaOrBool{
-								Allows: true,
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1beta1.OperationRetry{}.OpenAPIModelName()),
-									},
-								},
-							},
-						},
-					},
 				},
 				Required: []string{"asyncOpInProgress", "reconciledGeneration", "observedGeneration", "orphanMitigationInProgress", "unbindStatus"},
 			},
 		},
 		Dependencies: []string{
 			v1beta1.OperationRetry{}.OpenAPIModelName(), v1beta1.ServiceBindingCondition{}.OpenAPIModelName(), v1beta1.ServiceBindingEndpoint{}.OpenAPIModelName(), v1beta1.ServiceBindingPropertiesState{}.OpenAPIModelName(), v1beta1.ServiceBindingSecretReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBroker(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBroker is an Open Service Broker registered in one namespace, as a team registers its own: its services and plans appear as the ServiceClasses and ServicePlans of that namespace, which no other namespace sees.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says where the broker is and how to talk to it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServiceBrokerSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status reports the last fetch of the broker's catalog.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServiceBrokerStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServiceBrokerSpec{}.OpenAPIModelName(), v1beta1.ServiceBrokerStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerAuthInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBrokerAuthInfo says how Bindery authenticates to a ServiceBroker: set one of its members.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"basic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Basic is HTTP basic authentication.",
+							Ref:         ref(v1beta1.BasicAuthConfig{}.OpenAPIModelName()),
+						},
+					},
+					"bearer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bearer sends a bearer token.",
+							Ref:         ref(v1beta1.BearerTokenAuthConfig{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.BasicAuthConfig{}.OpenAPIModelName(), v1beta1.BearerTokenAuthConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -1934,11 +2118,453 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerCondition(ref commo
 	}
 }
 
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBrokerList is a list of ServiceBrokers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the ServiceBrokers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ServiceBroker{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServiceBroker{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBrokerSpec is ClusterServiceBrokerSpec for a broker of a namespace, whose credentials are in a Secret of that namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is the base address of the broker's OSB API (without /v2).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"insecureSkipTLSVerify": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InsecureSkipTLSVerify turns off verification of the broker's serving certificate. Prefer CABundle.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"caBundle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CABundle holds the PEM certificates that the broker's serving certificate must chain to (base64 in JSON).",
+							Type:        []string{"string"},
+							Format:      "byte",
+						},
+					},
+					"relistBehavior": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistBehavior says when the broker's catalog is fetched again: Duration (every RelistDuration, the default) or Manual (only when the spec changes or RelistRequests is incremented).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"relistDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistDuration is the interval between fetches when RelistBehavior is Duration; it defaults to 15m.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"relistRequests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistRequests is a counter: incrementing it fetches the catalog now.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"catalogRestrictions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CatalogRestrictions limit which of the broker's services and plans become ServiceClasses and ServicePlans.",
+							Ref:         ref(v1beta1.CatalogRestrictions{}.OpenAPIModelName()),
+						},
+					},
+					"authInfo": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AuthInfo names the Secret, in the broker's namespace, whose credentials are presented to the broker.",
+							Ref:         ref(v1beta1.ServiceBrokerAuthInfo{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CatalogRestrictions{}.OpenAPIModelName(), v1beta1.ServiceBrokerAuthInfo{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBrokerStatus reports the last fetch of a ServiceBroker's catalog, as ClusterServiceBrokerStatus does for a ClusterServiceBroker.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions say whether the catalog was fetched (Ready) and whether Bindery gave up (Failed).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ServiceBrokerCondition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"reconciledGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReconciledGeneration is the generation of the spec that the last fetch used, whether or not it succeeded.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastCatalogRetrievalTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastCatalogRetrievalTime is when the catalog was last fetched.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"nextRelistTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextRelistTime is when the catalog is due to be fetched again.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"serviceClassCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassCount is how many ServiceClasses the broker offers.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"servicePlanCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanCount is how many ServicePlans the broker offers.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServiceBrokerCondition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceClass(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceClass is a service that a ServiceBroker offers, in the broker's namespace. Bindery creates, updates and removes them when it fetches the broker's catalog.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the service as the broker describes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServiceClassSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status says whether the broker still offers the service.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServiceClassStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServiceClassSpec{}.OpenAPIModelName(), v1beta1.ServiceClassStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceClassList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceClassList is a list of ServiceClasses.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the ServiceClasses.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ServiceClass{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServiceClass{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceClassSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceClassSpec is an OSB service object of a ServiceBroker: the fields of ClusterServiceClassSpec, the broker named by ServiceBrokerName.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"serviceBrokerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceBrokerName is the name of the ServiceBroker, in the same namespace, that offers the service.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalName is the service's name in the broker's catalog. The broker may change it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalID is the service's id in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description is a short description of the service.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"bindable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bindable says whether instances of the service can be bound, unless a plan says otherwise.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindingRetrievable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BindingRetrievable says whether the broker answers GET on bindings.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"instancesRetrievable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstancesRetrievable says whether the broker answers GET on instances.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"planUpdatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanUpdatable says whether an instance may move to another plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"allowContextUpdates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AllowContextUpdates says whether the broker accepts updates that change only the context of an instance (OSB 2.15).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tags": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags classify the service.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"requires": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Requires lists the platform permissions the service needs (syslog_drain, route_forwarding, volume_mount).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"externalMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalMetadata is the broker's free-form metadata for the service.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"serviceBrokerName", "externalName", "externalID", "description", "bindable"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceClassStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceClassStatus says whether the broker still offers a service.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"removedFromBrokerCatalog": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RemovedFromBrokerCatalog is true once the service is gone from the broker's catalog while instances of it still exist.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"removedFromBrokerCatalog"},
+			},
+		},
+	}
+}
+
 func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstance(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ServiceInstance is a provisioned instance of a ClusterServicePlan.",
+				Description: "ServiceInstance is a provisioned instance of a ClusterServicePlan or of a ServicePlan of its namespace.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -2109,6 +2735,20 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstancePropertiesState(r
 							Format:      "",
 						},
 					},
+					"servicePlanExternalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalName is, for a ServicePlan, the plan's name at the broker (ClusterServicePlanExternalName is then empty).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanExternalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalID is, for a ServicePlan, the plan's id at the broker.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"parameters": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Parameters are the parameters sent, with values read from Secrets replaced by \"<redacted>\".",
@@ -2193,6 +2833,48 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceSpec(ref common.R
 							Format:      "",
 						},
 					},
+					"serviceClassExternalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassExternalName is the name at the broker of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceClassExternalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassExternalID is the id at the broker of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanExternalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalName is the name at the broker of a ServicePlan of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanExternalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanExternalID is the id at the broker of a ServicePlan of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"serviceClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassName is the name of a ServiceClass of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"servicePlanName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanName is the name of a ServicePlan of the instance's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"clusterServiceClassRef": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ClusterServiceClassRef is the ClusterServiceClass that the PlanReference resolved to; Bindery sets it.",
@@ -2203,6 +2885,18 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceSpec(ref common.R
 						SchemaProps: spec.SchemaProps{
 							Description: "ClusterServicePlanRef is the ClusterServicePlan that the PlanReference resolved to; Bindery sets it.",
 							Ref:         ref(v1beta1.ClusterObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"serviceClassRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassRef is the ServiceClass, in the instance's namespace, that the PlanReference resolved to; Bindery sets it.",
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"servicePlanRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServicePlanRef is the ServicePlan, in the instance's namespace, that the PlanReference resolved to; Bindery sets it.",
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"parameters": {
@@ -2254,7 +2948,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceSpec(ref common.R
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ClusterObjectReference{}.OpenAPIModelName(), v1beta1.ParametersFromSource{}.OpenAPIModelName(), v1beta1.UserInfo{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1beta1.ClusterObjectReference{}.OpenAPIModelName(), v1beta1.LocalObjectReference{}.OpenAPIModelName(), v1beta1.ParametersFromSource{}.OpenAPIModelName(), v1beta1.UserInfo{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -2399,6 +3093,249 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceInstanceStatus(ref common
 		},
 		Dependencies: []string{
 			v1beta1.OperationRetry{}.OpenAPIModelName(), v1beta1.ServiceInstanceCondition{}.OpenAPIModelName(), v1beta1.ServiceInstancePropertiesState{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServicePlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServicePlan is a plan of a ServiceClass, in the namespace of its ServiceBroker. Bindery maintains them from the broker's catalog.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the plan as the broker describes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServicePlanSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status says whether the broker still offers the plan.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ServicePlanStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServicePlanSpec{}.OpenAPIModelName(), v1beta1.ServicePlanStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServicePlanList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServicePlanList is a list of ServicePlans.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the ServicePlans.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ServicePlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ServicePlan{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServicePlanSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServicePlanSpec is an OSB plan object of a ServiceBroker: the fields of ClusterServicePlanSpec, the broker and class named by ServiceBrokerName and ServiceClassRef.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"serviceBrokerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceBrokerName is the name of the ServiceBroker, in the same namespace, that offers the plan.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalName is the plan's name in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalID is the plan's id in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description is a short description of the plan.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"free": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Free says whether the plan costs nothing.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bindable, when set, overrides the class's Bindable for this plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"planUpdatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanUpdatable, when set, overrides the class's PlanUpdatable for this plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindingRotatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BindingRotatable says whether bindings on this plan can be rotated (OSB 2.17).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"maximumPollingDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaximumPollingDuration is how long, in seconds, Bindery polls an asynchronous operation on this plan before giving up (OSB 2.15).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"maintenanceInfo": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaintenanceInfo is the plan's current maintenance version (OSB 2.15).",
+							Ref:         ref(v1beta1.MaintenanceInfo{}.OpenAPIModelName()),
+						},
+					},
+					"externalMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalMetadata is the broker's free-form metadata for the plan.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"instanceCreateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceCreateParameterSchema is the JSON schema of the parameters accepted when provisioning.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"instanceUpdateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceUpdateParameterSchema is the JSON schema of the parameters accepted when updating an instance.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"serviceBindingCreateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceBindingCreateParameterSchema is the JSON schema of the parameters accepted when binding.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"serviceClassRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceClassRef names the ServiceClass of the plan, in the same namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"serviceBrokerName", "externalName", "externalID", "description", "free", "serviceClassRef"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.LocalObjectReference{}.OpenAPIModelName(), v1beta1.MaintenanceInfo{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServicePlanStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServicePlanStatus says whether the broker still offers a plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"removedFromBrokerCatalog": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RemovedFromBrokerCatalog is true once the plan is gone from the broker's catalog while instances on it still exist.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"removedFromBrokerCatalog"},
+			},
+		},
 	}
 }
 

@@ -27,3 +27,14 @@ func SetDefaults_ClusterServiceBrokerSpec(spec *ClusterServiceBrokerSpec) {
 		spec.RelistDuration = &metav1.Duration{Duration: DefaultRelistDuration}
 	}
 }
+
+// SetDefaults_ServiceBrokerSpec gives a ServiceBroker the relist defaults
+// of a ClusterServiceBroker.
+func SetDefaults_ServiceBrokerSpec(spec *ServiceBrokerSpec) {
+	if spec.RelistBehavior == "" {
+		spec.RelistBehavior = ServiceBrokerRelistBehaviorDuration
+	}
+	if spec.RelistBehavior == ServiceBrokerRelistBehaviorDuration && spec.RelistDuration == nil {
+		spec.RelistDuration = &metav1.Duration{Duration: DefaultRelistDuration}
+	}
+}

@@ -1,6 +1,8 @@
 // Package v1beta1 is the servicecatalog.k8s.io/v1beta1 API that Bindery serves
 // through the Kubernetes aggregation layer: ClusterServiceBroker,
-// ClusterServiceClass, ClusterServicePlan, ServiceInstance and ServiceBinding.
+// ClusterServiceClass, ClusterServicePlan, their namespaced twins
+// ServiceBroker, ServiceClass and ServicePlan, ServiceInstance and
+// ServiceBinding.
 //
 // The JSON of every kind is that of Kubernetes Service Catalog's v1beta1
 // (kubernetes-sigs/service-catalog), so manifests and tools written for it keep

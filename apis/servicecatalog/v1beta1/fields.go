@@ -34,6 +34,26 @@ func SelectableFields(obj runtime.Object) fields.Set {
 			"spec.externalID":                  o.Spec.ExternalID,
 			"spec.free":                        strconv.FormatBool(o.Spec.Free),
 		}
+	case *ServiceBroker:
+		return fields.Set{"metadata.name": o.Name, "metadata.namespace": o.Namespace}
+	case *ServiceClass:
+		return fields.Set{
+			"metadata.name":          o.Name,
+			"metadata.namespace":     o.Namespace,
+			"spec.serviceBrokerName": o.Spec.ServiceBrokerName,
+			"spec.externalName":      o.Spec.ExternalName,
+			"spec.externalID":        o.Spec.ExternalID,
+		}
+	case *ServicePlan:
+		return fields.Set{
+			"metadata.name":             o.Name,
+			"metadata.namespace":        o.Namespace,
+			"spec.serviceBrokerName":    o.Spec.ServiceBrokerName,
+			"spec.serviceClassRef.name": o.Spec.ServiceClassRef.Name,
+			"spec.externalName":         o.Spec.ExternalName,
+			"spec.externalID":           o.Spec.ExternalID,
+			"spec.free":                 strconv.FormatBool(o.Spec.Free),
+		}
 	case *ServiceInstance:
 		s := &o.Spec
 		return fields.Set{
@@ -47,6 +67,14 @@ func SelectableFields(obj runtime.Object) fields.Set {
 			"spec.clusterServicePlanName":          s.ClusterServicePlanName,
 			"spec.clusterServiceClassRef.name":     refName(s.ClusterServiceClassRef),
 			"spec.clusterServicePlanRef.name":      refName(s.ClusterServicePlanRef),
+			"spec.serviceClassExternalName":        s.ServiceClassExternalName,
+			"spec.serviceClassExternalID":          s.ServiceClassExternalID,
+			"spec.servicePlanExternalName":         s.ServicePlanExternalName,
+			"spec.servicePlanExternalID":           s.ServicePlanExternalID,
+			"spec.serviceClassName":                s.ServiceClassName,
+			"spec.servicePlanName":                 s.ServicePlanName,
+			"spec.serviceClassRef.name":            localRefName(s.ServiceClassRef),
+			"spec.servicePlanRef.name":             localRefName(s.ServicePlanRef),
 			"spec.externalID":                      s.ExternalID,
 		}
 	case *ServiceBinding:
@@ -62,6 +90,13 @@ func SelectableFields(obj runtime.Object) fields.Set {
 }
 
 func refName(r *ClusterObjectReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+func localRefName(r *LocalObjectReference) string {
 	if r == nil {
 		return ""
 	}

@@ -44,6 +44,9 @@ func knownTypes() []runtime.Object {
 		&ClusterServiceBroker{}, &ClusterServiceBrokerList{},
 		&ClusterServiceClass{}, &ClusterServiceClassList{},
 		&ClusterServicePlan{}, &ClusterServicePlanList{},
+		&ServiceBroker{}, &ServiceBrokerList{},
+		&ServiceClass{}, &ServiceClassList{},
+		&ServicePlan{}, &ServicePlanList{},
 		&ServiceInstance{}, &ServiceInstanceList{},
 		&ServiceBinding{}, &ServiceBindingList{},
 	}

@@ -46,6 +46,10 @@ func fuzzerFuncs(serializer.CodecFactory) []any {
 			c.FillNoCustom(s)
 			v1beta1.SetDefaults_ClusterServiceBrokerSpec(s)
 		},
+		func(s *v1beta1.ServiceBrokerSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			v1beta1.SetDefaults_ServiceBrokerSpec(s)
+		},
 		func(r *runtime.RawExtension, c randfill.Continue) {
 			r.Raw = randomJSON(c)
 		},
@@ -139,6 +143,19 @@ func TestDefaults(t *testing.T) {
 			if !reflect.DeepEqual(list.Items[0].Spec, tc.want) {
 				t.Errorf("list: got %+v, want %+v", list.Items[0].Spec, tc.want)
 			}
+			// A ServiceBroker's spec has the same defaults.
+			var in, want v1beta1.ServiceBrokerSpec
+			if err := convert(&tc.in, &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := convert(&tc.want, &want); err != nil {
+				t.Fatal(err)
+			}
+			nb := &v1beta1.ServiceBroker{Spec: in}
+			scheme.Default(nb)
+			if !reflect.DeepEqual(nb.Spec, want) {
+				t.Errorf("ServiceBroker: got %+v, want %+v", nb.Spec, want)
+			}
 		})
 	}
 }
@@ -155,6 +172,9 @@ func TestFieldSelectors(t *testing.T) {
 		"ClusterServicePlan":   &v1beta1.ClusterServicePlan{},
 		"ServiceInstance":      &v1beta1.ServiceInstance{},
 		"ServiceBinding":       &v1beta1.ServiceBinding{},
+		"ServiceBroker":        &v1beta1.ServiceBroker{},
+		"ServiceClass":         &v1beta1.ServiceClass{},
+		"ServicePlan":          &v1beta1.ServicePlan{},
 	}
 	for kind, obj := range objs {
 		gvk := v1beta1.SchemeGroupVersion.WithKind(kind)
@@ -211,7 +231,7 @@ func TestCatalogCompatibility(t *testing.T) {
 					// catalog -> JSON -> v1beta1 -> JSON
 					c := reflect.New(ct.Type).Interface()
 					f.Fill(c)
-					fixCatalog(c)
+					fixCatalog(kind, c)
 					want := apiJSON(mustJSON(t, c), c)
 					a := reflect.New(at.Type).Interface()
 					if err := strictUnmarshal(want, a); err != nil {
@@ -224,6 +244,7 @@ func TestCatalogCompatibility(t *testing.T) {
 					// v1beta1 -> JSON -> catalog -> JSON
 					a = reflect.New(at.Type).Interface()
 					f.Fill(a)
+					fixAPI(a)
 					aj := mustJSON(t, a)
 					c = reflect.New(ct.Type).Interface()
 					if err := strictUnmarshal(catalogJSON(aj, a), c); err != nil {
@@ -246,6 +267,10 @@ func kindPairs() map[string]struct{ catalog, api reflect.Type } {
 		catalog.KindServicePlan:  {reflect.TypeFor[catalog.ServicePlan](), reflect.TypeFor[v1beta1.ClusterServicePlan]()},
 		catalog.KindInstance:     {reflect.TypeFor[catalog.Instance](), reflect.TypeFor[v1beta1.ServiceInstance]()},
 		catalog.KindBinding:      {reflect.TypeFor[catalog.Binding](), reflect.TypeFor[v1beta1.ServiceBinding]()},
+
+		catalog.KindNamespacedBroker:       {reflect.TypeFor[catalog.Broker](), reflect.TypeFor[v1beta1.ServiceBroker]()},
+		catalog.KindNamespacedServiceClass: {reflect.TypeFor[catalog.ServiceClass](), reflect.TypeFor[v1beta1.ServiceClass]()},
+		catalog.KindNamespacedServicePlan:  {reflect.TypeFor[catalog.ServicePlan](), reflect.TypeFor[v1beta1.ServicePlan]()},
 	}
 }
 
@@ -340,25 +365,67 @@ func randomJSON(c randfill.Continue) []byte {
 	return b
 }
 
-// fixCatalog makes a filled catalog value one that the catalog can hold.
-func fixCatalog(v any) {
+// fixCatalog makes a filled catalog value one that the catalog can hold
+// for an object of kind.
+//
+// References to cluster-scoped objects and to objects in the referrer's
+// namespace carry no namespace in v1beta1 (nor in Service Catalog); the
+// catalog never sets one there. Brokers, classes and plans of both scopes
+// share the catalog's types: an object has the fields of its scope and not
+// the other's, and always names its broker (and a plan its class).
+func fixCatalog(kind string, v any) {
+	namespaced := kind == catalog.KindNamespacedBroker || kind == catalog.KindNamespacedServiceClass || kind == catalog.KindNamespacedServicePlan
 	switch s := v.(type) {
 	case *catalog.BrokerSpec:
 		// The catalog keeps relistDuration as Go prints durations.
 		s.RelistDuration = (90 * time.Minute).String()
+		if a := s.AuthInfo; a != nil && namespaced {
+			// The Secret is in the broker's own namespace.
+			if a.Basic != nil && a.Basic.SecretRef != nil {
+				a.Basic.SecretRef.Namespace = ""
+			}
+			if a.Bearer != nil && a.Bearer.SecretRef != nil {
+				a.Bearer.SecretRef.Namespace = ""
+			}
+		}
+	case *catalog.ServiceClassSpec:
+		if namespaced {
+			s.ClusterServiceBrokerName, s.ServiceBrokerName = "", "broker-"+s.ExternalID
+		} else {
+			s.ClusterServiceBrokerName, s.ServiceBrokerName = "broker-"+s.ExternalID, ""
+		}
 	case *catalog.ServicePlanSpec:
-		// References to cluster-scoped objects and to objects in the
-		// referrer's namespace carry no namespace in v1beta1 (nor in
-		// Service Catalog); the catalog never sets one there.
-		s.ClusterServiceClassRef.Namespace = ""
+		class := catalog.ObjectRef{Name: "class-" + s.ExternalID}
+		if namespaced {
+			s.ClusterServiceBrokerName, s.ServiceBrokerName = "", "broker-"+s.ExternalID
+			s.ClusterServiceClassRef, s.ServiceClassRef = catalog.ObjectRef{}, class
+		} else {
+			s.ClusterServiceBrokerName, s.ServiceBrokerName = "broker-"+s.ExternalID, ""
+			s.ClusterServiceClassRef, s.ServiceClassRef = class, catalog.ObjectRef{}
+		}
 	case *catalog.InstanceSpec:
-		for _, r := range []*catalog.ObjectRef{s.ClusterServiceClassRef, s.ClusterServicePlanRef} {
+		for _, r := range []*catalog.ObjectRef{s.ClusterServiceClassRef, s.ClusterServicePlanRef, s.ServiceClassRef, s.ServicePlanRef} {
 			if r != nil {
 				r.Namespace = ""
 			}
 		}
 	case *catalog.BindingSpec:
 		s.InstanceRef.Namespace = ""
+	}
+}
+
+// fixAPI makes a filled v1beta1 value one that the API server can hold: a
+// class names its broker, a plan its broker and class.
+func fixAPI(v any) {
+	switch s := v.(type) {
+	case *v1beta1.ClusterServiceClassSpec:
+		s.ClusterServiceBrokerName = "broker-" + s.ExternalID
+	case *v1beta1.ServiceClassSpec:
+		s.ServiceBrokerName = "broker-" + s.ExternalID
+	case *v1beta1.ClusterServicePlanSpec:
+		s.ClusterServiceBrokerName, s.ClusterServiceClassRef.Name = "broker-"+s.ExternalID, "class-"+s.ExternalID
+	case *v1beta1.ServicePlanSpec:
+		s.ServiceBrokerName, s.ServiceClassRef.Name = "broker-"+s.ExternalID, "class-"+s.ExternalID
 	}
 }
 
@@ -377,12 +444,18 @@ func apiJSON(data []byte, v any) []byte {
 
 // catalogJSON is the inverse of apiJSON.
 func catalogJSON(data []byte, v any) []byte {
-	s, ok := v.(*v1beta1.ClusterServiceBrokerSpec)
-	if !ok || len(s.CABundle) == 0 {
+	var ca []byte
+	switch s := v.(type) {
+	case *v1beta1.ClusterServiceBrokerSpec:
+		ca = s.CABundle
+	case *v1beta1.ServiceBrokerSpec:
+		ca = s.CABundle
+	}
+	if len(ca) == 0 {
 		return data
 	}
-	pem, _ := json.Marshal(string(s.CABundle))
-	b64, _ := json.Marshal(s.CABundle)
+	pem, _ := json.Marshal(string(ca))
+	b64, _ := json.Marshal(ca)
 	return bytes.Replace(data, append([]byte(`"caBundle":`), b64...), append([]byte(`"caBundle":`), pem...), 1)
 }
 
@@ -400,8 +473,21 @@ func TestMinimalObjects(t *testing.T) {
 		{catalog.InstanceStatus{}, v1beta1.ServiceInstanceStatus{}, ""},
 		{catalog.BindingSpec{}, v1beta1.ServiceBindingSpec{}, ""},
 		{catalog.BindingStatus{}, v1beta1.ServiceBindingStatus{}, ""},
-		{catalog.ServicePlanSpec{}, v1beta1.ClusterServicePlanSpec{}, ""},
-		{catalog.ServiceClassSpec{}, v1beta1.ClusterServiceClassSpec{}, ""},
+		{catalog.BrokerSpec{}, v1beta1.ServiceBrokerSpec{}, ""},
+		{catalog.BrokerStatus{}, v1beta1.ServiceBrokerStatus{}, ""},
+		// A class names its broker, a plan its broker and class, in the
+		// fields of its scope; the catalog omits the other scope's, and
+		// Service Catalog always wrote them.
+		{catalog.ServicePlanSpec{}, v1beta1.ClusterServicePlanSpec{},
+			`{"clusterServiceBrokerName":"","externalName":"","externalID":"","description":"","free":false,"clusterServiceClassRef":{"name":""}}`},
+		{catalog.ServiceClassSpec{}, v1beta1.ClusterServiceClassSpec{},
+			`{"clusterServiceBrokerName":"","externalName":"","externalID":"","description":"","bindable":false}`},
+		{catalog.ServicePlanSpec{}, v1beta1.ServicePlanSpec{},
+			`{"serviceBrokerName":"","externalName":"","externalID":"","description":"","free":false,"serviceClassRef":{"name":""}}`},
+		{catalog.ServiceClassSpec{}, v1beta1.ServiceClassSpec{},
+			`{"serviceBrokerName":"","externalName":"","externalID":"","description":"","bindable":false}`},
+		{catalog.ServicePlanStatus{}, v1beta1.ServicePlanStatus{}, ""},
+		{catalog.ServiceClassStatus{}, v1beta1.ServiceClassStatus{}, ""},
 		// A condition always has a transition time (catalog.SetCondition
 		// sets it); a zero one is null in Kubernetes and year 1 in Go.
 		{catalog.Condition{}, v1beta1.ServiceInstanceCondition{},
@@ -427,6 +513,7 @@ func TestSchemeKinds(t *testing.T) {
 	for _, gv := range []schema.GroupVersion{v1beta1.SchemeGroupVersion, v1beta1.InternalGroupVersion} {
 		for _, kind := range []string{
 			"ClusterServiceBroker", "ClusterServiceClass", "ClusterServicePlan", "ServiceInstance", "ServiceBinding",
+			"ServiceBroker", "ServiceClass", "ServicePlan",
 		} {
 			for _, k := range []string{kind, kind + "List"} {
 				if !scheme.Recognizes(gv.WithKind(k)) {
@@ -439,6 +526,15 @@ func TestSchemeKinds(t *testing.T) {
 	if err != nil || len(kinds) != 2 || kinds[0].Version != "v1beta1" {
 		t.Errorf("ObjectKinds = %v, %v; want v1beta1 first, then internal", kinds, err)
 	}
+}
+
+// convert moves a value to a type of the same JSON.
+func convert(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return strictUnmarshal(raw, to)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

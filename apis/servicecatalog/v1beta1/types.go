@@ -190,6 +190,148 @@ type ClusterServiceBrokerStatus struct {
 	ServicePlanCount int64 `json:"servicePlanCount"`
 }
 
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServiceBroker is an Open Service Broker registered in one namespace, as a
+// team registers its own: its services and plans appear as the
+// ServiceClasses and ServicePlans of that namespace, which no other
+// namespace sees.
+type ServiceBroker struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says where the broker is and how to talk to it.
+	// +optional
+	Spec ServiceBrokerSpec `json:"spec,omitempty"`
+
+	// Status reports the last fetch of the broker's catalog.
+	// +optional
+	Status ServiceBrokerStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServiceBrokerList is a list of ServiceBrokers.
+type ServiceBrokerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the ServiceBrokers.
+	Items []ServiceBroker `json:"items"`
+}
+
+// ServiceBrokerSpec is ClusterServiceBrokerSpec for a broker of a
+// namespace, whose credentials are in a Secret of that namespace.
+type ServiceBrokerSpec struct {
+	// URL is the base address of the broker's OSB API (without /v2).
+	URL string `json:"url"`
+
+	// InsecureSkipTLSVerify turns off verification of the broker's serving
+	// certificate. Prefer CABundle.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+
+	// CABundle holds the PEM certificates that the broker's serving
+	// certificate must chain to (base64 in JSON).
+	// +optional
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// RelistBehavior says when the broker's catalog is fetched again:
+	// Duration (every RelistDuration, the default) or Manual (only when the
+	// spec changes or RelistRequests is incremented).
+	// +optional
+	RelistBehavior ServiceBrokerRelistBehavior `json:"relistBehavior"`
+
+	// RelistDuration is the interval between fetches when RelistBehavior is
+	// Duration; it defaults to 15m.
+	// +optional
+	RelistDuration *metav1.Duration `json:"relistDuration,omitempty"`
+
+	// RelistRequests is a counter: incrementing it fetches the catalog now.
+	// +optional
+	RelistRequests int64 `json:"relistRequests,omitempty"`
+
+	// CatalogRestrictions limit which of the broker's services and plans
+	// become ServiceClasses and ServicePlans.
+	// +optional
+	CatalogRestrictions *CatalogRestrictions `json:"catalogRestrictions,omitempty"`
+
+	// AuthInfo names the Secret, in the broker's namespace, whose
+	// credentials are presented to the broker.
+	// +optional
+	AuthInfo *ServiceBrokerAuthInfo `json:"authInfo,omitempty"`
+}
+
+// ServiceBrokerAuthInfo says how Bindery authenticates to a ServiceBroker:
+// set one of its members.
+type ServiceBrokerAuthInfo struct {
+	// Basic is HTTP basic authentication.
+	// +optional
+	Basic *BasicAuthConfig `json:"basic,omitempty"`
+	// Bearer sends a bearer token.
+	// +optional
+	Bearer *BearerTokenAuthConfig `json:"bearer,omitempty"`
+}
+
+// BasicAuthConfig is HTTP basic authentication to a ServiceBroker.
+type BasicAuthConfig struct {
+	// Username is the user name presented to the broker, shown for brokers
+	// registered through Bindery's REST API, whose password is sealed in
+	// the catalog; through this API, name a Secret in SecretRef instead.
+	// +optional
+	Username string `json:"username"`
+
+	// SecretRef names a Secret of the broker's namespace with the keys
+	// "username" and "password".
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// BearerTokenAuthConfig sends a bearer token to a ServiceBroker.
+type BearerTokenAuthConfig struct {
+	// SecretRef names a Secret of the broker's namespace with the key
+	// "token", holding the token without the "Bearer " prefix.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// ServiceBrokerStatus reports the last fetch of a ServiceBroker's catalog,
+// as ClusterServiceBrokerStatus does for a ClusterServiceBroker.
+type ServiceBrokerStatus struct {
+	// Conditions say whether the catalog was fetched (Ready) and whether
+	// Bindery gave up (Failed).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []ServiceBrokerCondition `json:"conditions,omitempty"`
+
+	// ReconciledGeneration is the generation of the spec that the last
+	// fetch used, whether or not it succeeded.
+	// +optional
+	ReconciledGeneration int64 `json:"reconciledGeneration,omitempty"`
+
+	// LastCatalogRetrievalTime is when the catalog was last fetched.
+	// +optional
+	LastCatalogRetrievalTime *metav1.Time `json:"lastCatalogRetrievalTime,omitempty"`
+
+	// NextRelistTime is when the catalog is due to be fetched again.
+	// +optional
+	NextRelistTime *metav1.Time `json:"nextRelistTime,omitempty"`
+
+	// ServiceClassCount is how many ServiceClasses the broker offers.
+	// +optional
+	ServiceClassCount int64 `json:"serviceClassCount"`
+
+	// ServicePlanCount is how many ServicePlans the broker offers.
+	// +optional
+	ServicePlanCount int64 `json:"servicePlanCount"`
+}
+
 // ServiceBrokerCondition is one aspect of a broker's state.
 type ServiceBrokerCondition struct {
 	// Type is Ready or Failed.
@@ -322,6 +464,102 @@ type ClusterServiceClassStatus struct {
 }
 
 // +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServiceClass is a service that a ServiceBroker offers, in the broker's
+// namespace. Bindery creates, updates and removes them when it fetches the
+// broker's catalog.
+type ServiceClass struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the service as the broker describes it.
+	// +optional
+	Spec ServiceClassSpec `json:"spec,omitempty"`
+
+	// Status says whether the broker still offers the service.
+	// +optional
+	Status ServiceClassStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServiceClassList is a list of ServiceClasses.
+type ServiceClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the ServiceClasses.
+	Items []ServiceClass `json:"items"`
+}
+
+// ServiceClassSpec is an OSB service object of a ServiceBroker: the fields
+// of ClusterServiceClassSpec, the broker named by ServiceBrokerName.
+type ServiceClassSpec struct {
+	// ServiceBrokerName is the name of the ServiceBroker, in the same
+	// namespace, that offers the service.
+	ServiceBrokerName string `json:"serviceBrokerName"`
+
+	// ExternalName is the service's name in the broker's catalog. The broker
+	// may change it.
+	ExternalName string `json:"externalName"`
+
+	// ExternalID is the service's id in the broker's catalog.
+	ExternalID string `json:"externalID"`
+
+	// Description is a short description of the service.
+	Description string `json:"description"`
+
+	// Bindable says whether instances of the service can be bound, unless a
+	// plan says otherwise.
+	Bindable bool `json:"bindable"`
+
+	// BindingRetrievable says whether the broker answers GET on bindings.
+	// +optional
+	BindingRetrievable bool `json:"bindingRetrievable,omitempty"`
+
+	// InstancesRetrievable says whether the broker answers GET on
+	// instances.
+	// +optional
+	InstancesRetrievable bool `json:"instancesRetrievable,omitempty"`
+
+	// PlanUpdatable says whether an instance may move to another plan.
+	// +optional
+	PlanUpdatable bool `json:"planUpdatable,omitempty"`
+
+	// AllowContextUpdates says whether the broker accepts updates that
+	// change only the context of an instance (OSB 2.15).
+	// +optional
+	AllowContextUpdates bool `json:"allowContextUpdates,omitempty"`
+
+	// Tags classify the service.
+	// +optional
+	// +listType=atomic
+	Tags []string `json:"tags,omitempty"`
+
+	// Requires lists the platform permissions the service needs
+	// (syslog_drain, route_forwarding, volume_mount).
+	// +optional
+	// +listType=atomic
+	Requires []string `json:"requires,omitempty"`
+
+	// ExternalMetadata is the broker's free-form metadata for the service.
+	// +optional
+	ExternalMetadata *runtime.RawExtension `json:"externalMetadata,omitempty"`
+}
+
+// ServiceClassStatus says whether the broker still offers a service.
+type ServiceClassStatus struct {
+	// RemovedFromBrokerCatalog is true once the service is gone from the
+	// broker's catalog while instances of it still exist.
+	RemovedFromBrokerCatalog bool `json:"removedFromBrokerCatalog"`
+}
+
+// +genclient
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -438,7 +676,115 @@ type ClusterServicePlanStatus struct {
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
-// ServiceInstance is a provisioned instance of a ClusterServicePlan.
+// ServicePlan is a plan of a ServiceClass, in the namespace of its
+// ServiceBroker. Bindery maintains them from the broker's catalog.
+type ServicePlan struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the plan as the broker describes it.
+	// +optional
+	Spec ServicePlanSpec `json:"spec,omitempty"`
+
+	// Status says whether the broker still offers the plan.
+	// +optional
+	Status ServicePlanStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServicePlanList is a list of ServicePlans.
+type ServicePlanList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the ServicePlans.
+	Items []ServicePlan `json:"items"`
+}
+
+// ServicePlanSpec is an OSB plan object of a ServiceBroker: the fields of
+// ClusterServicePlanSpec, the broker and class named by ServiceBrokerName
+// and ServiceClassRef.
+type ServicePlanSpec struct {
+	// ServiceBrokerName is the name of the ServiceBroker, in the same
+	// namespace, that offers the plan.
+	ServiceBrokerName string `json:"serviceBrokerName"`
+
+	// ExternalName is the plan's name in the broker's catalog.
+	ExternalName string `json:"externalName"`
+
+	// ExternalID is the plan's id in the broker's catalog.
+	ExternalID string `json:"externalID"`
+
+	// Description is a short description of the plan.
+	Description string `json:"description"`
+
+	// Free says whether the plan costs nothing.
+	Free bool `json:"free"`
+
+	// Bindable, when set, overrides the class's Bindable for this plan.
+	// +optional
+	Bindable *bool `json:"bindable,omitempty"`
+
+	// PlanUpdatable, when set, overrides the class's PlanUpdatable for this
+	// plan.
+	// +optional
+	PlanUpdatable *bool `json:"planUpdatable,omitempty"`
+
+	// BindingRotatable says whether bindings on this plan can be rotated
+	// (OSB 2.17).
+	// +optional
+	BindingRotatable bool `json:"bindingRotatable,omitempty"`
+
+	// MaximumPollingDuration is how long, in seconds, Bindery polls an
+	// asynchronous operation on this plan before giving up (OSB 2.15).
+	// +optional
+	MaximumPollingDuration *int64 `json:"maximumPollingDuration,omitempty"`
+
+	// MaintenanceInfo is the plan's current maintenance version (OSB 2.15).
+	// +optional
+	MaintenanceInfo *MaintenanceInfo `json:"maintenanceInfo,omitempty"`
+
+	// ExternalMetadata is the broker's free-form metadata for the plan.
+	// +optional
+	ExternalMetadata *runtime.RawExtension `json:"externalMetadata,omitempty"`
+
+	// InstanceCreateParameterSchema is the JSON schema of the parameters
+	// accepted when provisioning.
+	// +optional
+	InstanceCreateParameterSchema *runtime.RawExtension `json:"instanceCreateParameterSchema,omitempty"`
+
+	// InstanceUpdateParameterSchema is the JSON schema of the parameters
+	// accepted when updating an instance.
+	// +optional
+	InstanceUpdateParameterSchema *runtime.RawExtension `json:"instanceUpdateParameterSchema,omitempty"`
+
+	// ServiceBindingCreateParameterSchema is the JSON schema of the
+	// parameters accepted when binding.
+	// +optional
+	ServiceBindingCreateParameterSchema *runtime.RawExtension `json:"serviceBindingCreateParameterSchema,omitempty"`
+
+	// ServiceClassRef names the ServiceClass of the plan, in the same
+	// namespace.
+	ServiceClassRef LocalObjectReference `json:"serviceClassRef"`
+}
+
+// ServicePlanStatus says whether the broker still offers a plan.
+type ServicePlanStatus struct {
+	// RemovedFromBrokerCatalog is true once the plan is gone from the
+	// broker's catalog while instances on it still exist.
+	RemovedFromBrokerCatalog bool `json:"removedFromBrokerCatalog"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ServiceInstance is a provisioned instance of a ClusterServicePlan or of a
+// ServicePlan of its namespace.
 type ServiceInstance struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
@@ -470,7 +816,9 @@ type ServiceInstanceList struct {
 // PlanReference names the class and the plan of an instance, both, in
 // exactly one of three ways: by external name (as the broker calls them), by
 // external id, or by the names of the ClusterServiceClass and
-// ClusterServicePlan. The class cannot change; the plan can when the class
+// ClusterServicePlan; or, with the fields that do not start with Cluster, in
+// one of the same three ways a ServiceClass and ServicePlan of the
+// instance's namespace. The class cannot change; the plan can when the class
 // is PlanUpdatable.
 type PlanReference struct {
 	// ClusterServiceClassExternalName is the class's name at the broker.
@@ -491,6 +839,30 @@ type PlanReference struct {
 	// ClusterServicePlanName is the name of the ClusterServicePlan.
 	// +optional
 	ClusterServicePlanName string `json:"clusterServicePlanName,omitempty"`
+	// ServiceClassExternalName is the name at the broker of a ServiceClass
+	// of the instance's namespace.
+	// +optional
+	ServiceClassExternalName string `json:"serviceClassExternalName,omitempty"`
+	// ServiceClassExternalID is the id at the broker of a ServiceClass of
+	// the instance's namespace.
+	// +optional
+	ServiceClassExternalID string `json:"serviceClassExternalID,omitempty"`
+	// ServicePlanExternalName is the name at the broker of a ServicePlan of
+	// the instance's namespace.
+	// +optional
+	ServicePlanExternalName string `json:"servicePlanExternalName,omitempty"`
+	// ServicePlanExternalID is the id at the broker of a ServicePlan of the
+	// instance's namespace.
+	// +optional
+	ServicePlanExternalID string `json:"servicePlanExternalID,omitempty"`
+	// ServiceClassName is the name of a ServiceClass of the instance's
+	// namespace.
+	// +optional
+	ServiceClassName string `json:"serviceClassName,omitempty"`
+	// ServicePlanName is the name of a ServicePlan of the instance's
+	// namespace.
+	// +optional
+	ServicePlanName string `json:"servicePlanName,omitempty"`
 }
 
 // ServiceInstanceSpec is the desired state of an instance.
@@ -507,6 +879,16 @@ type ServiceInstanceSpec struct {
 	// resolved to; Bindery sets it.
 	// +optional
 	ClusterServicePlanRef *ClusterObjectReference `json:"clusterServicePlanRef,omitempty"`
+
+	// ServiceClassRef is the ServiceClass, in the instance's namespace,
+	// that the PlanReference resolved to; Bindery sets it.
+	// +optional
+	ServiceClassRef *LocalObjectReference `json:"serviceClassRef,omitempty"`
+
+	// ServicePlanRef is the ServicePlan, in the instance's namespace, that
+	// the PlanReference resolved to; Bindery sets it.
+	// +optional
+	ServicePlanRef *LocalObjectReference `json:"servicePlanRef,omitempty"`
 
 	// Parameters are sent to the broker as they are. They are not secret:
 	// put secrets in a Secret and name it in ParametersFrom.
@@ -700,6 +1082,14 @@ type ServiceInstancePropertiesState struct {
 	ClusterServicePlanExternalName string `json:"clusterServicePlanExternalName"`
 	// ClusterServicePlanExternalID is the plan's id at the broker.
 	ClusterServicePlanExternalID string `json:"clusterServicePlanExternalID"`
+	// ServicePlanExternalName is, for a ServicePlan, the plan's name at the
+	// broker (ClusterServicePlanExternalName is then empty).
+	// +optional
+	ServicePlanExternalName string `json:"servicePlanExternalName,omitempty"`
+	// ServicePlanExternalID is, for a ServicePlan, the plan's id at the
+	// broker.
+	// +optional
+	ServicePlanExternalID string `json:"servicePlanExternalID,omitempty"`
 	// Parameters are the parameters sent, with values read from Secrets
 	// replaced by "<redacted>".
 	// +optional

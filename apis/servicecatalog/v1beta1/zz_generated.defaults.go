@@ -17,6 +17,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&ClusterServiceBroker{}, func(obj interface{}) { SetObjectDefaults_ClusterServiceBroker(obj.(*ClusterServiceBroker)) })
 	scheme.AddTypeDefaultingFunc(&ClusterServiceBrokerList{}, func(obj interface{}) { SetObjectDefaults_ClusterServiceBrokerList(obj.(*ClusterServiceBrokerList)) })
+	scheme.AddTypeDefaultingFunc(&ServiceBroker{}, func(obj interface{}) { SetObjectDefaults_ServiceBroker(obj.(*ServiceBroker)) })
+	scheme.AddTypeDefaultingFunc(&ServiceBrokerList{}, func(obj interface{}) { SetObjectDefaults_ServiceBrokerList(obj.(*ServiceBrokerList)) })
 	return nil
 }
 
@@ -28,5 +30,16 @@ func SetObjectDefaults_ClusterServiceBrokerList(in *ClusterServiceBrokerList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_ClusterServiceBroker(a)
+	}
+}
+
+func SetObjectDefaults_ServiceBroker(in *ServiceBroker) {
+	SetDefaults_ServiceBrokerSpec(&in.Spec)
+}
+
+func SetObjectDefaults_ServiceBrokerList(in *ServiceBrokerList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ServiceBroker(a)
 	}
 }

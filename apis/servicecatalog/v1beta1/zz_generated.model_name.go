@@ -18,6 +18,16 @@ func (in AddKeysFromTransform) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in BasicAuthConfig) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.BasicAuthConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in BearerTokenAuthConfig) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.BearerTokenAuthConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CatalogRestrictions) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.CatalogRestrictions"
 }
@@ -193,8 +203,53 @@ func (in ServiceBindingStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBroker) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBroker"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBrokerAuthInfo) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBrokerAuthInfo"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ServiceBrokerCondition) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.ServiceBrokerCondition"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBrokerList) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBrokerList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBrokerSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBrokerSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBrokerStatus) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBrokerStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceClass) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceClass"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceClassList) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceClassList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceClassSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceClassSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceClassStatus) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceClassStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -225,6 +280,26 @@ func (in ServiceInstanceSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ServiceInstanceStatus) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.ServiceInstanceStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServicePlan) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServicePlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServicePlanList) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServicePlanList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServicePlanSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServicePlanSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServicePlanStatus) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServicePlanStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

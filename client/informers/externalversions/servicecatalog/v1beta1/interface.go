@@ -18,8 +18,14 @@ type Interface interface {
 	ClusterServicePlans() TypedClusterServicePlanInformer
 	// ServiceBindings returns a ServiceBindingInformer.
 	ServiceBindings() TypedServiceBindingInformer
+	// ServiceBrokers returns a ServiceBrokerInformer.
+	ServiceBrokers() TypedServiceBrokerInformer
+	// ServiceClasses returns a ServiceClassInformer.
+	ServiceClasses() TypedServiceClassInformer
 	// ServiceInstances returns a ServiceInstanceInformer.
 	ServiceInstances() TypedServiceInstanceInformer
+	// ServicePlans returns a ServicePlanInformer.
+	ServicePlans() TypedServicePlanInformer
 }
 
 type version struct {
@@ -53,7 +59,22 @@ func (v *version) ServiceBindings() TypedServiceBindingInformer {
 	return &serviceBindingInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// ServiceBrokers returns a TypedServiceBrokerInformer.
+func (v *version) ServiceBrokers() TypedServiceBrokerInformer {
+	return &serviceBrokerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ServiceClasses returns a TypedServiceClassInformer.
+func (v *version) ServiceClasses() TypedServiceClassInformer {
+	return &serviceClassInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // ServiceInstances returns a TypedServiceInstanceInformer.
 func (v *version) ServiceInstances() TypedServiceInstanceInformer {
 	return &serviceInstanceInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ServicePlans returns a TypedServicePlanInformer.
+func (v *version) ServicePlans() TypedServicePlanInformer {
+	return &servicePlanInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

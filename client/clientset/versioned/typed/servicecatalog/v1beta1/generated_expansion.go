@@ -12,4 +12,10 @@ type ClusterServicePlanExpansion interface{}
 
 type ServiceBindingExpansion interface{}
 
+type ServiceBrokerExpansion interface{}
+
+type ServiceClassExpansion interface{}
+
 type ServiceInstanceExpansion interface{}
+
+type ServicePlanExpansion interface{}

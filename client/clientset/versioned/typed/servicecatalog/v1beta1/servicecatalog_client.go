@@ -18,7 +18,10 @@ type ServicecatalogV1beta1Interface interface {
 	ClusterServiceClassesGetter
 	ClusterServicePlansGetter
 	ServiceBindingsGetter
+	ServiceBrokersGetter
+	ServiceClassesGetter
 	ServiceInstancesGetter
+	ServicePlansGetter
 }
 
 // ServicecatalogV1beta1Client is used to interact with features provided by the servicecatalog.k8s.io group.
@@ -42,8 +45,20 @@ func (c *ServicecatalogV1beta1Client) ServiceBindings(namespace string) ServiceB
 	return newServiceBindings(c, namespace)
 }
 
+func (c *ServicecatalogV1beta1Client) ServiceBrokers(namespace string) ServiceBrokerInterface {
+	return newServiceBrokers(c, namespace)
+}
+
+func (c *ServicecatalogV1beta1Client) ServiceClasses(namespace string) ServiceClassInterface {
+	return newServiceClasses(c, namespace)
+}
+
 func (c *ServicecatalogV1beta1Client) ServiceInstances(namespace string) ServiceInstanceInterface {
 	return newServiceInstances(c, namespace)
+}
+
+func (c *ServicecatalogV1beta1Client) ServicePlans(namespace string) ServicePlanInterface {
+	return newServicePlans(c, namespace)
 }
 
 // NewForConfig creates a new ServicecatalogV1beta1Client for the given config.

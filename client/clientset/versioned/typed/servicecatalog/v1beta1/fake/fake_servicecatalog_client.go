@@ -30,8 +30,20 @@ func (c *FakeServicecatalogV1beta1) ServiceBindings(namespace string) v1beta1.Se
 	return newFakeServiceBindings(c, namespace)
 }
 
+func (c *FakeServicecatalogV1beta1) ServiceBrokers(namespace string) v1beta1.ServiceBrokerInterface {
+	return newFakeServiceBrokers(c, namespace)
+}
+
+func (c *FakeServicecatalogV1beta1) ServiceClasses(namespace string) v1beta1.ServiceClassInterface {
+	return newFakeServiceClasses(c, namespace)
+}
+
 func (c *FakeServicecatalogV1beta1) ServiceInstances(namespace string) v1beta1.ServiceInstanceInterface {
 	return newFakeServiceInstances(c, namespace)
+}
+
+func (c *FakeServicecatalogV1beta1) ServicePlans(namespace string) v1beta1.ServicePlanInterface {
+	return newFakeServicePlans(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate
