@@ -241,6 +241,8 @@ func TestNamespacedBrokers(t *testing.T) {
 		res := tc.c.post("/instances", url.Values{"plan": {small.ID}, "name": {"sneaky"}, "namespace": {tc.ns}})
 		expect(t, "an instance of team-a's plan in "+tc.ns, res, http.StatusNotFound)
 	}
+	expect(t, "an invalid name", n.teamDev.post("/instances", url.Values{"plan": {small.ID}, "name": {"Orders_DB"}, "namespace": {"team-a"}}),
+		http.StatusBadRequest, `id="f-name-error"`, `<input id="f-namespace" name="namespace" value="team-a" readonly`)
 	res = n.teamDev.post("/instances", url.Values{"plan": {small.ID}, "name": {"orders-db"}, "namespace": {"team-a"}})
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("team-a's developer creates an instance: %d %s", res.StatusCode, body(t, res))
@@ -288,6 +290,28 @@ func TestNamespacedBrokers(t *testing.T) {
 	}
 	if _, err := n.store.GetBrokerIn(ctx, "team-a", "team-broker"); err != nil {
 		t.Errorf("team-a's broker: %v", err)
+	}
+
+	// A second broker of team-a offering a service of the same name: its
+	// plan's instance names class and plan by object name, since the
+	// external names would not say which.
+	other := osbtest.New(t, osbtest.WithCatalog([]osbtest.Service{{ID: "other-mysql-id", Name: "mysql", Description: "Another MySQL.", Bindable: true,
+		Plans: []osbtest.Plan{{ID: "other-small-id", Name: "alpha-small", Description: "Another small plan."}}}}))
+	form := teamBroker("other", "team-a", other)
+	form.Set("auth", "none")
+	expect(t, "a second broker of team-a", n.teamAdmin.post("/brokers", form), http.StatusSeeOther)
+	otherPlan, err := n.store.GetPlanIn(ctx, "team-a", "other-small-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "an instance of the second broker's plan", n.teamDev.post("/instances", url.Values{"plan": {otherPlan.ID}, "name": {"other-db"}, "namespace": {"team-a"}}), http.StatusSeeOther)
+	in, err = n.store.GetInstanceByName(ctx, "team-a", "other-db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := in.Spec; s.ServiceClassName != "other-mysql-id" || s.ServicePlanName != "other-small-id" || s.ServiceClassExternalName != "" ||
+		s.ServicePlanRef == nil || s.ServicePlanRef.Name != "other-small-id" {
+		t.Fatalf("the second broker's instance: %+v", s)
 	}
 }
 
