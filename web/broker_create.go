@@ -11,18 +11,27 @@ import (
 
 // brokerCreate registers a broker with its URL and credentials, then
 // fetches its catalogue; a broker that cannot be reached is registered
-// all the same, and its status says why.
+// all the same, and its status says why. A broker registered in a
+// namespace (a ServiceBroker) offers its services to that namespace only.
 func (s *Server) brokerCreate(c echo.Context) error {
 	ctx := c.Request().Context()
 	f := brokerForm{
-		Name: strings.TrimSpace(c.FormValue("name")), URL: strings.TrimSpace(c.FormValue("url")),
-		Username: strings.TrimSpace(c.FormValue("username")), Auth: c.FormValue("auth"),
+		Name: strings.TrimSpace(c.FormValue("name")), Namespace: strings.TrimSpace(c.FormValue("namespace")),
+		URL: strings.TrimSpace(c.FormValue("url")), Username: strings.TrimSpace(c.FormValue("username")), Auth: c.FormValue("auth"),
 	}
-	if problems := inputProblems(c); problems != nil {
+	problems := inputProblems(c)
+	if f.Namespace == "" && problems["namespace"] == "" {
+		// The cluster's broker: refused outright to a limited session,
+		// whose form does not offer it.
+		if msg := brokerRefusal(c, ""); msg != "" {
+			return s.renderError(c, http.StatusForbidden, msg)
+		}
+	}
+	if problems != nil {
 		f.Errors = map[string]string{}
 		for k, p := range problems {
 			switch k {
-			case "name", "url", "username", "password", "token":
+			case "name", "namespace", "url", "username", "password", "token":
 				f.Errors[k] = p
 			default:
 				f.Other = append(f.Other, printable(k)+": "+p)
@@ -31,6 +40,9 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		// Text that cannot be stored is not shown back.
 		if problems["name"] != "" {
 			f.Name = ""
+		}
+		if problems["namespace"] != "" {
+			f.Namespace = ""
 		}
 		if problems["url"] != "" {
 			f.URL = ""
@@ -43,8 +55,12 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		}
 		return s.renderBrokers(c, http.StatusBadRequest, f)
 	}
+	if msg := brokerRefusal(c, f.Namespace); msg != "" {
+		f.Errors = map[string]string{"namespace": msg}
+		return s.renderBrokers(c, http.StatusBadRequest, f)
+	}
 	b := &catalog.Broker{}
-	b.Name, b.Spec.URL = f.Name, f.URL
+	b.Name, b.Namespace, b.Spec.URL = f.Name, f.Namespace, f.URL
 	var auth *catalog.BrokerAuth
 	switch f.Auth {
 	case "basic":
@@ -73,6 +89,9 @@ func (s *Server) brokerCreate(c echo.Context) error {
 	if _, err := s.store.Relist(ctx, created.ID); err != nil {
 		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", created.Name, "error", err)
 	}
+	if created.Namespace != "" {
+		return redirect(c, "/brokers", "Broker "+created.Name+" registered in namespace "+created.Namespace+": its services are offered there only.")
+	}
 	return redirect(c, "/brokers", "Broker "+created.Name+" registered.")
 }
 
@@ -81,6 +100,8 @@ func brokerField(f string) string {
 	switch {
 	case f == "name":
 		return "name"
+	case f == "namespace":
+		return "namespace"
 	case f == "spec.url":
 		return "url"
 	case strings.HasPrefix(f, "auth.basic.username"), strings.HasPrefix(f, "spec.authInfo.basic.username"):

@@ -4,21 +4,33 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/catalog"
 )
 
-func (s *Server) brokerDeleteView(c echo.Context) (deleteView, error) {
-	b, err := s.store.GetBroker(c.Request().Context(), c.Param("id"))
+// brokerDeleteView reads the broker to deregister: one the session may
+// change (404 for another namespace's, 403 for the cluster's to a session
+// limited to namespaces).
+func (s *Server) brokerDeleteView(c echo.Context) (deleteView, *catalog.Broker, error) {
+	b, err := s.broker(c)
 	if err != nil {
-		return deleteView{}, err
+		return deleteView{}, nil, err
 	}
-	return deleteView{Kind: "broker", Name: b.Name, Verb: "Deregister",
-		Action: "/brokers/" + b.ID + "/delete", Back: "/brokers",
-		Consequence: "Its services and plans leave the marketplace. The catalog refuses while instances of its plans exist."}, nil
+	if msg := brokerRefusal(c, b.Namespace); msg != "" {
+		return deleteView{}, nil, echo.NewHTTPError(http.StatusForbidden, msg)
+	}
+	v := deleteView{Kind: "broker", Name: b.Name, Namespace: b.Namespace, Verb: "Deregister",
+		Action: "/brokers/" + b.ID + "/delete" + scopedQuery(b.Namespace), Back: "/brokers",
+		Consequence: "Its services and plans leave the marketplace. The catalog refuses while instances of its plans exist."}
+	if b.Namespace != "" {
+		v.Consequence = "Its services and plans leave namespace " + b.Namespace + "'s marketplace. The catalog refuses while instances of its plans exist."
+	}
+	return v, b, nil
 }
 
 // brokerDeleteConfirm asks to confirm a broker's deregistration.
 func (s *Server) brokerDeleteConfirm(c echo.Context) error {
-	v, err := s.brokerDeleteView(c)
+	v, _, err := s.brokerDeleteView(c)
 	if err != nil {
 		return err
 	}
@@ -28,14 +40,14 @@ func (s *Server) brokerDeleteConfirm(c echo.Context) error {
 // brokerDelete deregisters a broker once its name was typed; the catalog
 // refuses while instances of its plans exist.
 func (s *Server) brokerDelete(c echo.Context) error {
-	v, err := s.brokerDeleteView(c)
+	v, b, err := s.brokerDeleteView(c)
 	if err != nil {
 		return err
 	}
 	if v.Error = confirmed(c, v.Name); v.Error != "" {
 		return s.confirmPage(c, http.StatusBadRequest, v)
 	}
-	if err := s.store.DeleteBroker(c.Request().Context(), c.Param("id")); err != nil {
+	if err := s.store.DeleteBroker(c.Request().Context(), b.ID); err != nil {
 		return err
 	}
 	return redirect(c, "/brokers", "Broker "+v.Name+" deregistered.")

@@ -11,12 +11,17 @@ import (
 // brokerForm is the registration form, with what was typed (never the
 // password or token) and the errors by field.
 type brokerForm struct {
-	Name, URL, Username, Auth string
-	Errors                    map[string]string
-	Other                     []string
+	Name, Namespace, URL, Username, Auth string
+	// Namespaces, for a session limited to them, are the namespaces it may
+	// register a broker in, offered as a list (the cluster is not one).
+	Namespaces []string
+	Errors     map[string]string
+	Other      []string
 }
 
 type brokerListView struct {
+	// Brokers are the cluster's, then those of the session's namespaces
+	// by namespace and name.
 	Brokers []*catalog.Broker
 	Form    brokerForm
 }
@@ -26,18 +31,39 @@ func (s *Server) brokerList(c echo.Context) error {
 }
 
 func (s *Server) renderBrokers(c echo.Context, status int, f brokerForm) error {
-	l, err := s.store.ListBrokers(c.Request().Context(), catalog.ListOptions{})
+	brokers, err := s.brokers(c)
 	if err != nil {
 		return err
 	}
-	return s.page(c, status, "brokers", "Brokers", "brokers", brokerListView{Brokers: l.Items, Form: f})
+	if sess, _ := sessionOf(c); !sess.AllNamespaces() {
+		f.Namespaces = sess.Namespaces
+		if f.Namespace == "" {
+			f.Namespace = sess.Namespaces[0]
+		}
+	}
+	return s.page(c, status, "brokers", "Brokers", "brokers", brokerListView{Brokers: brokers, Form: f})
+}
+
+// brokers are the brokers the session sees: the cluster's, and the own
+// brokers of its namespaces (of every namespace, for a session of all).
+func (s *Server) brokers(c echo.Context) ([]*catalog.Broker, error) {
+	ctx := c.Request().Context()
+	cluster, err := s.store.ListBrokers(ctx, catalog.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	own, err := s.store.ListBrokers(ctx, scoped(c, catalog.ListOptions{Namespaced: true}))
+	if err != nil {
+		return nil, err
+	}
+	return append(cluster.Items, own.Items...), nil
 }
 
 // brokerRows renders the brokers table alone, for live updates.
 func (s *Server) brokerRows(c echo.Context) (string, error) {
-	l, err := s.store.ListBrokers(c.Request().Context(), catalog.ListOptions{})
+	brokers, err := s.brokers(c)
 	if err != nil {
 		return "", err
 	}
-	return s.renderString(c, "brokers", "broker-rows", brokerListView{Brokers: l.Items})
+	return s.renderString(c, "brokers", "broker-rows", brokerListView{Brokers: brokers})
 }

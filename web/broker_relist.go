@@ -1,6 +1,8 @@
 package web
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 )
 
@@ -8,9 +10,12 @@ import (
 // how it went.
 func (s *Server) brokerRelist(c echo.Context) error {
 	ctx := c.Request().Context()
-	b, err := s.store.GetBroker(ctx, c.Param("id"))
+	b, err := s.broker(c)
 	if err != nil {
 		return err
+	}
+	if msg := brokerRefusal(c, b.Namespace); msg != "" {
+		return s.renderError(c, http.StatusForbidden, msg)
 	}
 	synced, err := s.store.Relist(ctx, b.ID)
 	if synced == nil && err != nil {

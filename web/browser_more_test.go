@@ -169,8 +169,8 @@ func TestBrowserSchemaForms(t *testing.T) {
 
 // TestBrowserNamespaces: signed in with a token limited to a namespace,
 // the browser sees and is offered only that namespace, is told another
-// namespace's objects do not exist, creates only in its own, is offered no
-// broker changes, and its open pages follow its namespace's changes (each
+// namespace's objects do not exist, creates only in its own, registers and
+// changes brokers of its own namespace only, and its open pages follow its namespace's changes (each
 // within a second) and nothing of the others'.
 func TestBrowserNamespaces(t *testing.T) {
 	b := setup(t, setupOptions{})
@@ -206,12 +206,31 @@ func TestBrowserNamespaces(t *testing.T) {
 	}
 	br.axe("not-found-other-namespace")
 
-	// Brokers: seen, not changed.
+	// Brokers: the cluster's seen, not changed; one of its namespace's
+	// registered here, listed with its namespace, offered to change, and
+	// its service in the marketplace marked as the namespace's.
 	br.run(chromedp.Navigate(b.url+"/brokers"), chromedp.WaitVisible("table", q))
-	if br.count("main form") != 0 || br.count(`a[href$="/delete"]`) != 0 {
-		t.Fatal("a limited admin is offered broker changes")
+	if br.count("main table form") != 0 || br.count(`a[href$="/delete"]`) != 0 {
+		t.Fatal("a limited admin is offered changes of the cluster's broker")
+	}
+	if got := br.text("#b-namespace"); got != "team-a" {
+		t.Fatalf("namespaces offered for a broker: %q", got)
+	}
+	team := osbtest.New(t, osbtest.WithCatalog(teamCatalog("alpha-small")))
+	br.run(chromedp.SendKeys("#b-name", "team-broker", q), chromedp.SendKeys("#b-url", team.URL(), q),
+		chromedp.Click(`input[name="auth"][value="none"]`, q), chromedp.Submit("#b-name", q), chromedp.WaitVisible("p.flash", q))
+	if got := br.text("p.flash"); !strings.Contains(got, "registered in namespace team-a") {
+		t.Fatalf("registered: %q", got)
+	}
+	if br.count(`a[href$="/delete?namespace=team-a"][aria-label="Deregister team-broker in team-a"]`) != 1 || br.count("main table form") != 1 {
+		t.Fatal("the namespace's broker is not offered to change")
 	}
 	br.axe("brokers-limited")
+	br.run(chromedp.Navigate(b.url+"/?tag=team"), chromedp.WaitVisible("table.market", q))
+	if got := br.text("table.market"); !strings.Contains(got, "mysql") || !strings.Contains(got, "namespace team-a only") {
+		t.Fatalf("the marketplace shows %q", got)
+	}
+	br.axe("marketplace-namespaced")
 	brokers, _ := b.store.ListBrokers(t.Context(), catalog.ListOptions{})
 	br.run(chromedp.Navigate(b.url+"/brokers/"+brokers.Items[0].ID+"/delete"), chromedp.WaitVisible("h1", q))
 	if got := br.text("main"); !strings.Contains(got, "admin token for all namespaces") {

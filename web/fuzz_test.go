@@ -51,6 +51,9 @@ var fuzzRoutes = []fuzzRoute{
 		return url.Values{"name": {"fuzzed"}, "url": {"http://127.0.0.1:1"}, "auth": {"none"}}
 	}, "form"},
 	{"POST", "/brokers/{broker}/relist", nil, "form"},
+	{"GET", "/brokers/{broker}/events", nil, "query"},
+	{"GET", "/plans/{plan}", nil, "query"},
+	{"GET", "/instances/new", func(b *inputBundle) url.Values { return url.Values{"plan": {b.plan.ID}, "namespace": {"team-a"}} }, "query"},
 }
 
 // FuzzWebInput sends the web UI's forms and pages a field (or query or
@@ -66,6 +69,7 @@ func FuzzWebInput(f *testing.F) {
 			{"name", "a\x00b"}, {"name", "\xff"}, {"namespace", "team\x00"}, {"spec.parameters.size", "1e999"},
 			{"spec.parameters.region", "\xc3\x28"}, {"q", "%"}, {"", ""}, {"continue", "not-a-token"},
 			{"limit", "-1"}, {"confirm", "target"}, {"x\x00", "1"}, {"spec.parameters.size~", "7"}, {"plan", "../../etc"},
+			{"namespace", "Team_A"}, {"namespace", "team-b"}, {"broker", "team-a/x"},
 		} {
 			f.Add(uint8(i), kv[0], kv[1])
 		}
@@ -76,7 +80,7 @@ func FuzzWebInput(f *testing.F) {
 		if r.path == "/brokers" && key == "url" && pgtext.Problem(value) == "" {
 			t.Skip("a broker's URL is called: only unstorable URLs, which are never called")
 		}
-		path := strings.NewReplacer("{in}", b.in.ID, "{binding}", b.binding.ID, "{broker}", b.broker.ID).Replace(r.path)
+		path := strings.NewReplacer("{in}", b.in.ID, "{binding}", b.binding.ID, "{broker}", b.broker.ID, "{plan}", b.plan.ID).Replace(r.path)
 		form := url.Values{}
 		if r.form != nil {
 			form = r.form(b)

@@ -29,11 +29,14 @@ func (s *Server) history(k historyKind) func(echo.Context) error {
 		var id string
 		switch k {
 		case kindBroker:
-			b, err := s.store.GetBroker(ctx, c.Param("id"))
+			b, err := s.broker(c)
 			if err != nil {
 				return err
 			}
 			id, v.Kind, v.Name, v.Back = b.ID, "Broker", b.Name, "/brokers"
+			if b.Namespace != "" {
+				v.Name = b.Namespace + "/" + b.Name
+			}
 		case kindInstance:
 			in, err := s.instance(c, c.Param("id"))
 			if err != nil {

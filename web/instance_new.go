@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -32,7 +33,11 @@ type instanceForm struct {
 // instanceNew shows the form to create an instance of a plan, generated
 // from the plan's parameter schema.
 func (s *Server) instanceNew(c echo.Context) error {
-	plan, class, err := s.planAndClass(c, c.QueryParam("plan"))
+	ns, err := catalogNamespace(c)
+	if err != nil {
+		return err
+	}
+	plan, class, err := s.planAndClass(c, c.QueryParam("plan"), ns)
 	if err != nil {
 		return err
 	}
@@ -41,25 +46,53 @@ func (s *Server) instanceNew(c echo.Context) error {
 		return err
 	}
 	f := instanceForm{Plan: plan, Class: class, Namespace: catalog.DefaultNamespace, Fields: fields}
-	if sess, _ := sessionOf(c); !sess.AllNamespaces() {
+	switch sess, _ := sessionOf(c); {
+	case plan.Namespace != "":
+		// A namespace's own plan makes instances in its namespace only.
+		f.Namespace = plan.Namespace
+	case !sess.AllNamespaces():
 		f.Namespaces, f.Namespace = sess.Namespaces, sess.Namespaces[0]
 	}
 	return s.page(c, http.StatusOK, "instance_new", "New "+class.Spec.ExternalName+" instance", "instances", f)
 }
 
-func (s *Server) planAndClass(c echo.Context, id string) (*catalog.ServicePlan, *catalog.ServiceClass, error) {
+// planAndClass reads plan id of scope ns ("" for the cluster's) and its
+// class; a namespace's own plan outside the session's namespaces is not
+// found.
+func (s *Server) planAndClass(c echo.Context, id, ns string) (*catalog.ServicePlan, *catalog.ServiceClass, error) {
 	if id == "" {
 		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "plan: required; choose a plan in the marketplace")
 	}
-	plan, err := s.store.GetPlan(c.Request().Context(), id)
+	plan, err := s.plan(c, ns, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	class, err := s.store.GetClass(c.Request().Context(), plan.Spec.ClusterServiceClassRef.Name)
+	class, err := s.store.GetClassIn(c.Request().Context(), plan.Namespace, plan.Spec.ClassName())
 	if err != nil {
 		return nil, nil, err
 	}
 	return plan, class, nil
+}
+
+// postedPlan reads the plan an instance form names: one of the cluster's,
+// or else one of the instance's namespace's own brokers (as Service
+// Catalog resolves a namespaced class in its instance's namespace).
+func (s *Server) postedPlan(c echo.Context, id, ns string) (*catalog.ServicePlan, *catalog.ServiceClass, error) {
+	plan, class, err := s.planAndClass(c, id, "")
+	if !errors.Is(err, catalog.ErrNotFound) {
+		return plan, class, err
+	}
+	// Not the cluster's: the namespace must be one that can be looked in.
+	if p := inputProblems(c)["namespace"]; p != "" {
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+	}
+	if ns == "" {
+		return nil, nil, err
+	}
+	if p := namespaceSyntax(ns); p != "" {
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+	}
+	return s.planAndClass(c, id, ns)
 }
 
 // instanceCreate reads the generated form into an instance and asks the
@@ -71,13 +104,13 @@ func (s *Server) instanceCreate(c echo.Context) error {
 	if problems["plan"] != "" {
 		return echo.NewHTTPError(http.StatusBadRequest, "plan: "+problems["plan"])
 	}
-	plan, class, err := s.planAndClass(c, posted.Get("plan"))
+	ns := strings.TrimSpace(posted.Get("namespace"))
+	plan, class, err := s.postedPlan(c, posted.Get("plan"), ns)
 	if err != nil {
 		return err
 	}
-	f := instanceForm{Plan: plan, Class: class, Name: strings.TrimSpace(posted.Get("name")),
-		Namespace: strings.TrimSpace(posted.Get("namespace")), Errors: map[string]string{}}
-	if sess, _ := sessionOf(c); !sess.AllNamespaces() {
+	f := instanceForm{Plan: plan, Class: class, Name: strings.TrimSpace(posted.Get("name")), Namespace: ns, Errors: map[string]string{}}
+	if sess, _ := sessionOf(c); !sess.AllNamespaces() && plan.Namespace == "" {
 		f.Namespaces = sess.Namespaces
 	}
 	for k, v := range problems {
@@ -97,7 +130,9 @@ func (s *Server) instanceCreate(c echo.Context) error {
 		if len(perrs) == 0 {
 			in := &catalog.Instance{}
 			in.Name, in.Namespace = f.Name, f.Namespace
-			in.Spec.ClusterServiceClassName, in.Spec.ClusterServicePlanName = class.Name, plan.Name
+			if err := s.namePlan(c, &in.Spec, class, plan); err != nil {
+				return err
+			}
 			if len(params) > 0 {
 				in.Spec.Parameters, _ = json.Marshal(params)
 			}
@@ -131,4 +166,28 @@ func (s *Server) instanceCreate(c echo.Context) error {
 		blankProblems(f.Fields, problems)
 	}
 	return s.page(c, http.StatusBadRequest, "instance_new", "New "+class.Spec.ExternalName+" instance", "instances", f)
+}
+
+// namePlan names class and plan in a new instance's spec. A namespace's
+// own are named as Service Catalog's users name them, by their external
+// names (resolved in the instance's namespace), unless another class of
+// the namespace has the same external name (two of its brokers offering
+// one service): then by their object names, which are the chosen plan's
+// whatever else the namespace offers.
+func (s *Server) namePlan(c echo.Context, spec *catalog.InstanceSpec, class *catalog.ServiceClass, plan *catalog.ServicePlan) error {
+	if plan.Namespace == "" {
+		spec.ClusterServiceClassName, spec.ClusterServicePlanName = class.Name, plan.Name
+		return nil
+	}
+	same, err := s.store.ListClasses(c.Request().Context(), catalog.ClassFilter{Name: class.Spec.ExternalName},
+		catalog.ListOptions{Namespaced: true, Namespace: plan.Namespace, Limit: 2})
+	if err != nil {
+		return err
+	}
+	if len(same.Items) == 1 {
+		spec.ServiceClassExternalName, spec.ServicePlanExternalName = class.Spec.ExternalName, plan.Spec.ExternalName
+	} else {
+		spec.ServiceClassName, spec.ServicePlanName = class.Name, plan.Name
+	}
+	return nil
 }

@@ -224,9 +224,14 @@ func (s *Server) liveBindings(c echo.Context) error {
 	})
 }
 
-// liveBrokers keeps the brokers table current.
+// liveBrokers keeps the brokers table current: the cluster's brokers and
+// those of the session's namespaces. Other namespaces' brokers changing do
+// not even wake the stream.
 func (s *Server) liveBrokers(c echo.Context) error {
-	return s.live(c, func(ch change) bool { return ch.Kind == catalog.KindBroker }, func() ([]sseEvent, error) {
+	sess, _ := sessionOf(c)
+	return s.live(c, func(ch change) bool {
+		return ch.Kind == catalog.KindBroker || (ch.Kind == catalog.KindNamespacedBroker && sess.AllowsNamespace(ch.Namespace))
+	}, func() ([]sseEvent, error) {
 		rows, err := s.brokerRows(c)
 		return []sseEvent{{"rows", rows}}, err
 	})

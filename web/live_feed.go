@@ -26,8 +26,8 @@ type feed struct {
 // change is what a page needs to know of a committed change.
 type change struct {
 	Kind, ObjectID string
-	// Namespace is the object's namespace ("" for brokers, classes and
-	// plans).
+	// Namespace is the object's namespace ("" for the cluster's brokers,
+	// classes and plans).
 	Namespace string
 	// InstanceID is, for a binding, its instance's id.
 	InstanceID string

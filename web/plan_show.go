@@ -20,14 +20,14 @@ type planView struct {
 	Schemas []schemaView
 }
 
-// planShow shows a plan and the parameters each of its schemas takes.
+// planShow shows a plan and the parameters each of its schemas takes: one
+// of the cluster's, or of a namespace's own broker with ?namespace=.
 func (s *Server) planShow(c echo.Context) error {
-	ctx := c.Request().Context()
-	plan, err := s.store.GetPlan(ctx, c.Param("id"))
+	ns, err := catalogNamespace(c)
 	if err != nil {
 		return err
 	}
-	class, err := s.store.GetClass(ctx, plan.Spec.ClusterServiceClassRef.Name)
+	plan, class, err := s.planAndClass(c, c.Param("id"), ns)
 	if err != nil {
 		return err
 	}

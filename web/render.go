@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ var funcs = template.FuncMap{
 	"ready": readyOf,
 	"join":  strings.Join,
 	"deref": func(b *bool) bool { return b != nil && *b },
+	// scopeQuery is the query of a broker's, class's or plan's address in
+	// namespace ns ("" for the cluster's).
+	"scopeQuery": scopedQuery,
 }
 
 func parsePages() (pages, error) {
@@ -83,9 +87,20 @@ type pageData struct {
 // Can reports whether the signed-in role includes want.
 func (d pageData) Can(want string) bool { return catalog.Allows(d.Role, want) }
 
-// CanBrokers reports whether the session may register, relist and
-// deregister brokers: an admin for all namespaces.
-func (d pageData) CanBrokers() bool { return d.Can(catalog.RoleAdmin) && len(d.Namespaces) == 0 }
+// CanBrokers reports whether the session may register brokers: an admin,
+// for all namespaces (the cluster's brokers and any namespace's) or for
+// its namespaces' own.
+func (d pageData) CanBrokers() bool { return d.Can(catalog.RoleAdmin) }
+
+// CanChangeBroker reports whether the session may relist and deregister a
+// broker of scope ns ("" for the cluster's): an admin for all namespaces,
+// or for ns (see brokerRefusal, which the server checks).
+func (d pageData) CanChangeBroker(ns string) bool {
+	if !d.Can(catalog.RoleAdmin) {
+		return false
+	}
+	return len(d.Namespaces) == 0 || (ns != "" && slices.Contains(d.Namespaces, ns))
+}
 
 func (p pages) render(w io.Writer, page string, d pageData) error {
 	t, ok := p[page]

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -80,15 +83,76 @@ func namespaceProblem(c echo.Context, ns string) string {
 	return fmt.Sprintf("your token is limited to the namespace(s) %s", strings.Join(sess.Namespaces, ", "))
 }
 
-// clusterWide refuses sessions limited to namespaces: brokers (and the
-// classes and plans they bring) belong to no namespace, so changing them
-// needs a token for all namespaces.
-func (s *Server) clusterWide(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if sess, ok := sessionOf(c); ok && !sess.AllNamespaces() {
-			return s.renderError(c, http.StatusForbidden, "Brokers belong to every namespace: this needs an admin token for all namespaces; yours is limited to "+
-				strings.Join(sess.Namespaces, ", ")+".")
-		}
-		return next(c)
+// catalogNamespace reads the ?namespace= of a broker's, class's or plan's
+// address: "" for the cluster's, otherwise the namespace whose own it is
+// (400 naming the parameter when it cannot be one).
+func catalogNamespace(c echo.Context) (string, error) {
+	ns := c.QueryParam("namespace")
+	if ns == "" {
+		return "", nil
 	}
+	if p := namespaceSyntax(ns); p != "" {
+		return "", echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+	}
+	return ns, nil
+}
+
+// namespaceSyntax says why ns cannot name a namespace (a DNS-1123 label),
+// or "".
+func namespaceSyntax(ns string) string {
+	return strings.Join(validation.IsDNS1123Label(ns), "; ")
+}
+
+// lookupScoped reads the broker, class or plan id of scope ns (the
+// cluster's for ""). A namespace's own outside the session's namespaces is
+// not found, so that a limited session cannot even learn it exists; the
+// cluster's are everyone's to read.
+func lookupScoped[T any](c echo.Context, ns, id string, get func(ctx context.Context, ns, id string) (T, error)) (T, error) {
+	if ns != "" && !allowsNamespace(c, ns) {
+		var zero T
+		return zero, errOutside
+	}
+	return get(c.Request().Context(), ns, id)
+}
+
+// broker reads the broker the address names: its id in the path, its
+// namespace in ?namespace= (none for the cluster's).
+func (s *Server) broker(c echo.Context) (*catalog.Broker, error) {
+	ns, err := catalogNamespace(c)
+	if err != nil {
+		return nil, err
+	}
+	return lookupScoped(c, ns, c.Param("id"), s.store.GetBrokerIn)
+}
+
+// plan reads plan id of scope ns the session may see.
+func (s *Server) plan(c echo.Context, ns, id string) (*catalog.ServicePlan, error) {
+	return lookupScoped(c, ns, id, s.store.GetPlanIn)
+}
+
+// brokerRefusal says why the session may not register, relist or
+// deregister a broker of scope ns, or "": the same rule as the REST API's.
+// The cluster's brokers offer their services to every namespace, so
+// changing them needs a token for all namespaces; a namespace's own broker
+// needs a token of its namespace. (The role, admin, is checked by the
+// route.)
+func brokerRefusal(c echo.Context, ns string) string {
+	sess, _ := sessionOf(c)
+	switch {
+	case ns == "" && !sess.AllNamespaces():
+		return "The cluster's brokers offer their services to every namespace: changing them needs an admin token for all namespaces; yours is limited to " +
+			strings.Join(sess.Namespaces, ", ") + ". Register a broker of your namespace instead."
+	case ns != "" && !sess.AllowsNamespace(ns):
+		return "Your token is limited to the namespace(s) " + strings.Join(sess.Namespaces, ", ") + "."
+	}
+	return ""
+}
+
+// scopedQuery is the query of a broker's, class's or plan's address: its
+// namespace, for a namespace's own.
+func scopedQuery(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return "?namespace=" + url.QueryEscape(ns)
 }

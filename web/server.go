@@ -81,9 +81,6 @@ func (s *Server) Register(e *echo.Echo) {
 		return csrf.Protect(next, s.forged)
 	}), s.authenticate)
 	viewer, developer, admin := s.need(catalog.RoleViewer), s.need(catalog.RoleDeveloper), s.need(catalog.RoleAdmin)
-	// Brokers belong to no namespace: changing them needs an admin token
-	// for all namespaces.
-	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(s.clusterWide(next)) }
 
 	g.GET("/login", s.h(s.loginForm))
 	g.POST("/login", s.form(s.login))
@@ -92,11 +89,14 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/", s.h(s.marketplace), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
+	// A broker is the cluster's or a namespace's own (?namespace= in its
+	// addresses): its scope decides which admins may change it, as in the
+	// REST API. The handlers check it once they have read the broker.
 	g.GET("/brokers", s.h(s.brokerList), viewer)
-	g.POST("/brokers", s.form(s.brokerCreate), clusterAdmin)
-	g.POST("/brokers/:id/relist", s.h(s.brokerRelist), clusterAdmin)
-	g.GET("/brokers/:id/delete", s.h(s.brokerDeleteConfirm), clusterAdmin)
-	g.POST("/brokers/:id/delete", s.form(s.brokerDelete), clusterAdmin)
+	g.POST("/brokers", s.form(s.brokerCreate), admin)
+	g.POST("/brokers/:id/relist", s.h(s.brokerRelist), admin)
+	g.GET("/brokers/:id/delete", s.h(s.brokerDeleteConfirm), admin)
+	g.POST("/brokers/:id/delete", s.form(s.brokerDelete), admin)
 	g.GET("/brokers/:id/events", s.h(s.history(kindBroker)), viewer)
 
 	g.GET("/instances", s.h(s.instanceList), viewer)
