@@ -68,7 +68,7 @@ type Config struct {
 
 // Controller is the engine.
 type Controller struct {
-	store     *catalog.Store
+	store     timedStore
 	kube      kubernetes.Interface
 	clusterID string
 	log       *slog.Logger
@@ -139,8 +139,7 @@ func New(cfg Config) (*Controller, error) {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
 	)
-	return &Controller{
-		store:     cfg.Store,
+	c := &Controller{
 		kube:      cfg.Kube,
 		clusterID: cfg.ClusterID,
 		log:       cfg.Logger,
@@ -154,7 +153,9 @@ func New(cfg Config) (*Controller, error) {
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		now:       time.Now,
-	}, nil
+	}
+	c.store = timedStore{Store: cfg.Store, c: c}
+	return c, nil
 }
 
 // Work-queue keys name the kind and the id.
@@ -272,7 +273,9 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 		// Bindings waiting for their instance look again: those of it, and
 		// those that name it and are not linked to it yet (recorded while
 		// it was being created, or left by an instance of that name).
-		if bs, err := c.store.BindingsOf(ctx, id); err == nil {
+		start := time.Now()
+		defer c.since(partFeed, start)
+		if bs, err := c.store.Store.BindingsOf(ctx, id); err == nil {
 			for _, b := range bs {
 				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
 					c.queue.Add(bindingPrefix + b.ID)
@@ -306,7 +309,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	claimed := time.Now()
 	release, ok, err := c.claims.Claim(ctx, key)
+	c.since(partClaim, claimed)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
 		c.queue.AddAfter(key, time.Second)
@@ -321,7 +326,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case strings.HasPrefix(key, bindingPrefix):
 		after, err = c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
 	}
+	released := time.Now()
 	release()
+	c.since(partClaim, released)
 	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
 	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	if err != nil {

@@ -11,6 +11,7 @@ type metrics struct {
 	brokerCalls *prometheus.CounterVec
 	pollErrors  *prometheus.CounterVec
 	retries     *prometheus.CounterVec
+	spent       [parts]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -33,6 +34,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"operation"}),
 	}
 	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls, m.pollErrors, m.retries)
+	m.spent = newSpent(reg)
 	return m
 }
 

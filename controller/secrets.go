@@ -49,7 +49,7 @@ func (c *Controller) parametersFrom(ctx context.Context, namespace string, from 
 		if ref == nil {
 			return nil, fmt.Errorf("spec.parametersFrom[%d]: secretKeyRef is required", i)
 		}
-		s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := c.secretsIn(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("%w: spec.parametersFrom[%d]: read Secret %s/%s: %v", errKube, i, namespace, ref.Name, err)
 		}
@@ -216,7 +216,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 			return fmt.Errorf("read credentials of %s/%s: %w", b.Namespace, b.Name, err)
 		}
 	}
-	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	secrets := c.secretsIn(b.Namespace)
 	data, err := SecretData(creds, b.Spec.SecretTransforms, func(name string) (map[string][]byte, error) {
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -294,7 +294,7 @@ func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error
 	if c.kube == nil {
 		return nil
 	}
-	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	secrets := c.secretsIn(b.Namespace)
 	s, err := secrets.Get(ctx, b.Spec.SecretName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
