@@ -101,6 +101,7 @@ func benchEngine(b *testing.B, n int) {
 
 	for b.Loop() {
 		spentBefore := spent(b, e)
+		self0, pg0 := selfCPU(), backendsCPU(b, e)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for w := range 8 {
@@ -136,9 +137,19 @@ func benchEngine(b *testing.B, n int) {
 			b.Fatalf("%d Secrets (%v)", len(secrets.Items), err)
 		}
 		total := time.Since(start)
+		self1, pg1 := selfCPU(), backendsCPU(b, e)
+		var pg time.Duration
+		for pid, t := range pg1 {
+			pg += t - pg0[pid]
+		}
 		b.ReportMetric(total.Seconds(), "s-all-ready")
 		b.ReportMetric(created.Seconds(), "s-to-create")
 		b.ReportMetric(float64(2*n)/total.Seconds(), "objects/s")
+		// The CPU each object cost (this process: the engine, the
+		// creating clients and the fake broker; PostgreSQL's backends),
+		// which the machine's other load changes less than the time.
+		b.ReportMetric(float64((self1-self0).Microseconds())/1000/float64(2*n), "process-cpu-ms/object")
+		b.ReportMetric(float64(pg.Microseconds())/1000/float64(2*n), "pg-cpu-ms/object")
 		// Where the workers' time went meanwhile (worker-seconds; the
 		// reconciles' own is what they spent beyond the parts).
 		after := spent(b, e)
