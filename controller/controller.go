@@ -81,6 +81,7 @@ type Controller struct {
 	backoff   backoff
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
+	wake      *wakeups
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -152,6 +153,7 @@ func New(cfg Config) (*Controller, error) {
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
+		wake:      newWakeups(),
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
@@ -267,7 +269,7 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
-		if ch.Type != catalog.Deleted {
+		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
 			c.queue.Add(instancePrefix + id)
 		}
 		// Bindings waiting for their instance look again: those of it, and
@@ -288,11 +290,13 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 			}
 		}
 	case catalog.KindBinding:
-		if ch.Type != catalog.Deleted {
+		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
 			c.queue.Add(bindingPrefix + id)
 		}
-		// An instance being deleted waits for its bindings to go.
-		if ch.InstanceID != "" {
+		// An instance being deleted waits for its bindings to go: their
+		// removal is what it waits for, and nothing else of theirs
+		// concerns it.
+		if ch.InstanceID != "" && ch.Type == catalog.Deleted {
 			c.queue.Add(instancePrefix + ch.InstanceID)
 		}
 	}
@@ -308,7 +312,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
+	c.wake.start(key)
+	defer func() {
+		if c.wake.finish(key) {
+			c.queue.Add(key) // after this reconcile
+		}
+		c.queue.Done(key)
+	}()
 	claimed := time.Now()
 	release, ok, err := c.claims.Claim(ctx, key)
 	c.since(partClaim, claimed)
