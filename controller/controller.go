@@ -82,6 +82,7 @@ type Controller struct {
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
 	wake      *wakeups
+	catalogue *catalogue
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -154,6 +155,7 @@ func New(cfg Config) (*Controller, error) {
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
+		catalogue: newCatalogue(),
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
@@ -231,14 +233,20 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 func (c *Controller) watch(ctx context.Context, rev int64) {
 	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
 		Kinds: []string{catalog.KindInstance, catalog.KindBinding, catalog.KindServiceClass, catalog.KindServicePlan,
-			catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan},
+			catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan, catalog.KindBroker, catalog.KindNamespacedBroker},
 		NamesOnly: true, // each object is read when reconciled
 		Idle:      c.resync,
 		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
 		catalogue := false
 		for _, ch := range page {
-			if ch.Kind != catalog.KindInstance && ch.Kind != catalog.KindBinding {
+			switch ch.Kind {
+			case catalog.KindBroker, catalog.KindNamespacedBroker:
+				c.catalogue.invalidate()
+				continue
+			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
+				// Before the changes after it are handed to the workers.
+				c.catalogue.invalidate()
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}
@@ -383,7 +391,7 @@ func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (ma
 // client returns the OSB client of a broker, cached per broker version
 // (and for a while only, when its credentials are in a Secret).
 func (c *Controller) client(ctx context.Context, namespace, brokerName string) (*catalog.Broker, *osb.Client, error) {
-	b, err := c.store.GetBrokerIn(ctx, namespace, brokerName)
+	b, err := c.getBroker(ctx, namespace, brokerName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker %s: %w", brokerName, err)
 	}

@@ -145,13 +145,13 @@ func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 	classRef, planRef, ns := in.Refs()
 	kinds := scopedKinds(ns)
 	var err error
-	if env.plan, err = c.store.GetPlanIn(ctx, ns, planRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.plan, err = c.getPlan(ctx, ns, planRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentPlan,
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.plan, planRef.Name)})
 	} else if err != nil {
 		return fmt.Errorf("plan %s: %w", planRef.Name, err)
 	}
-	if env.class, err = c.store.GetClassIn(ctx, ns, classRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.class, err = c.getClass(ctx, ns, classRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentClass,
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.class, classRef.Name)})
 	} else if err != nil {

@@ -89,19 +89,19 @@ func (s timedStore) GetBindingByName(ctx context.Context, namespace, name string
 	return s.Store.GetBindingByName(ctx, namespace, name)
 }
 
-func (s timedStore) GetPlan(ctx context.Context, name string) (*catalog.ServicePlan, error) {
+func (s timedStore) GetPlanIn(ctx context.Context, namespace, name string) (*catalog.ServicePlan, error) {
 	defer s.done(time.Now())
-	return s.Store.GetPlan(ctx, name)
+	return s.Store.GetPlanIn(ctx, namespace, name)
 }
 
-func (s timedStore) GetClass(ctx context.Context, name string) (*catalog.ServiceClass, error) {
+func (s timedStore) GetClassIn(ctx context.Context, namespace, name string) (*catalog.ServiceClass, error) {
 	defer s.done(time.Now())
-	return s.Store.GetClass(ctx, name)
+	return s.Store.GetClassIn(ctx, namespace, name)
 }
 
-func (s timedStore) GetBroker(ctx context.Context, name string) (*catalog.Broker, error) {
+func (s timedStore) GetBrokerIn(ctx context.Context, namespace, name string) (*catalog.Broker, error) {
 	defer s.done(time.Now())
-	return s.Store.GetBroker(ctx, name)
+	return s.Store.GetBrokerIn(ctx, namespace, name)
 }
 
 func (s timedStore) BrokerClient(ctx context.Context, b *catalog.Broker) (*osb.Client, error) {
