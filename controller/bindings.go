@@ -38,7 +38,10 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	}
 	// The instance, which the binding may have been recorded before (it is
 	// linked to it now if it exists).
-	in, err := c.store.LinkBinding(ctx, b.ID)
+	in, err := c.store.LinkedInstance(ctx, b.ID)
+	if errors.Is(err, catalog.ErrNotFound) {
+		in, err = c.store.LinkBinding(ctx, b.ID)
+	}
 	if r, ok := catalog.AsReference(err); ok {
 		if b.DeletionTimestamp != nil {
 			// Nothing can be unbound without the instance (one that was

@@ -119,6 +119,11 @@ func (s timedStore) LinkBinding(ctx context.Context, id string) (*catalog.Instan
 	return s.Store.LinkBinding(ctx, id)
 }
 
+func (s timedStore) LinkedInstance(ctx context.Context, id string) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.LinkedInstance(ctx, id)
+}
+
 func (s timedStore) CheckBindable(ctx context.Context, b *catalog.Binding, in *catalog.Instance) error {
 	defer s.done(time.Now())
 	return s.Store.CheckBindable(ctx, b, in)
