@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -91,6 +92,9 @@ type Controller struct {
 	// still wait for Retry-After. Kept in memory only: a restarted engine
 	// polls once sooner, which the spec allows.
 	nextPoll sync.Map
+	// secrets is the cache of the Secrets the engine wrote (nil without
+	// a cluster), filled by the informer that repairs them.
+	secrets corelisters.SecretLister
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
@@ -185,6 +189,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.enqueueUnsettled(ctx); err != nil {
 		return err
 	}
+	var syncSecrets func() error
+	if c.kube != nil {
+		if syncSecrets, err = c.watchSecrets(ctx); err != nil {
+			return err
+		}
+	}
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Add(1)
@@ -194,8 +204,8 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	if c.kube != nil {
-		if err := c.watchSecrets(ctx); err != nil {
+	if syncSecrets != nil {
+		if err := syncSecrets(); err != nil {
 			return err
 		}
 	}

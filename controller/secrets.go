@@ -228,6 +228,25 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return c.secretProblem(ctx, b, reasonSecretFailed, "Error injecting bind result: "+err.Error())
 	}
 	want := BuildSecret(b, env.class, env.broker.Name, data)
+	// The informer's cache first: a Secret as it should be needs no
+	// request, and one it has not seen is most likely new, so created
+	// without looking (what the cache missed answers AlreadyExists).
+	cached, err := c.secrets.Secrets(b.Namespace).Get(want.Name)
+	switch {
+	case err == nil && ownedBy(cached, b) && sameSecret(cached, want):
+		return nil
+	case apierrors.IsNotFound(err):
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return errNamespaceTerminating
+		}
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Secret %s/%s: %w", b.Namespace, want.Name, err)
+		}
+	}
 	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -245,7 +264,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return c.secretProblem(ctx, b, reasonSecretNotOwned,
 			fmt.Sprintf("Secret %s/%s exists and does not belong to this binding; it is left alone. Delete it or choose another spec.secretName.", b.Namespace, want.Name))
 	}
-	if have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels) {
+	if sameSecret(have, want) {
 		return nil
 	}
 	if have.Type != want.Type {
@@ -263,6 +282,11 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	}
 	c.log.Info("Secret repaired", "binding", b.Namespace+"/"+b.Name)
 	return nil
+}
+
+// sameSecret reports whether a Secret has what the binding's should have.
+func sameSecret(have, want *corev1.Secret) bool {
+	return have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels)
 }
 
 func sameLabels(have, want map[string]string) bool {
@@ -313,11 +337,13 @@ func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error
 }
 
 // watchSecrets repairs Bindery's Secrets: a change to one, or its
-// deletion, puts its binding back in the queue.
-func (c *Controller) watchSecrets(ctx context.Context) error {
+// deletion, puts its binding back in the queue. Its cache is c.secrets;
+// the returned function starts it and waits until it is filled.
+func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 10*time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
 	informer := factory.Core().V1().Secrets().Informer()
+	c.secrets = factory.Core().V1().Secrets().Lister()
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -330,13 +356,15 @@ func (c *Controller) watchSecrets(ctx context.Context) error {
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("sync the informer of %v", typ)
+	return func() error {
+		factory.Start(ctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("sync the informer of %v", typ)
+			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }
