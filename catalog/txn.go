@@ -125,12 +125,22 @@ func (w *txn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return batchRow{br}
 }
 
-// Query runs sql once the pending statements are sent.
+// Query runs sql after the pending statements, in the same round trip.
+// Its rows must be closed before the next statement.
 func (w *txn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := w.flush(ctx); err != nil {
+	if len(w.pending) == 0 {
+		return w.conn.Query(ctx, sql, args...)
+	}
+	br, err := w.send(ctx, queued{sql: sql, args: args})
+	if err != nil {
 		return nil, err
 	}
-	return w.conn.Query(ctx, sql, args...)
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return batchRows{rows, br}, nil
 }
 
 // SendBatch sends b once the pending statements are sent.
@@ -196,6 +206,18 @@ func (r batchRow) Scan(dest ...any) error {
 		err = cerr
 	}
 	return err
+}
+
+// batchRows are the rows of a batch's last statement; closing them closes
+// the batch.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
 }
 
 type errRow struct{ err error }
