@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -284,6 +283,15 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	return nil
 }
 
+// secretChanged reports whether an informer's update is a change: a
+// relist after the watch broke hands every Secret back as an update, and
+// with 100,000 bindings that would be as many reconciles for nothing.
+func secretChanged(old, obj any) bool {
+	o, ok1 := old.(*corev1.Secret)
+	n, ok2 := obj.(*corev1.Secret)
+	return !ok1 || !ok2 || o.ResourceVersion != n.ResourceVersion
+}
+
 // sameSecret reports whether a Secret has what the binding's should have.
 func sameSecret(have, want *corev1.Secret) bool {
 	return have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels)
@@ -340,7 +348,10 @@ func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error
 // deletion, puts its binding back in the queue. Its cache is c.secrets;
 // the returned function starts it and waits until it is filled.
 func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 10*time.Minute,
+	// No resync: it would hand every Secret back as an update every
+	// period, and a reconcile of each binding with it (the cache holds
+	// what the kube-apiserver said; a resync learns nothing new).
+	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
 	informer := factory.Core().V1().Secrets().Informer()
 	c.secrets = factory.Core().V1().Secrets().Lister()
@@ -353,7 +364,11 @@ func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		UpdateFunc: func(old, obj any) {
+			if secretChanged(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}); err != nil {
 		return nil, err
