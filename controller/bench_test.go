@@ -47,7 +47,8 @@ func BenchmarkEngine10k(b *testing.B) {
 }
 
 // spent reads the engine's bindery_controller_wait_seconds_total by part,
-// and the sum of its reconciles' durations as "reconcile".
+// the sum of its reconciles' durations as "reconcile", and their count as
+// "reconciles".
 func spent(b *testing.B, e *env) map[string]float64 {
 	families, err := e.registry.Gather()
 	if err != nil {
@@ -63,6 +64,7 @@ func spent(b *testing.B, e *env) map[string]float64 {
 		case "bindery_controller_reconcile_duration_seconds":
 			for _, m := range f.GetMetric() {
 				out["reconcile"] += m.GetHistogram().GetSampleSum()
+				out["reconciles"] += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
@@ -154,13 +156,30 @@ func benchEngine(b *testing.B, n int) {
 		// reconciles' own is what they spent beyond the parts).
 		after := spent(b, e)
 		for part, v := range after {
-			b.ReportMetric(v-spentBefore[part], "s-"+part)
+			if part != "reconciles" {
+				b.ReportMetric(v-spentBefore[part], "s-"+part)
+			}
 		}
+		b.ReportMetric(after["reconciles"]-spentBefore["reconciles"], "reconciles")
 	}
-	// At rest: every object settled, nothing changing.
-	time.Sleep(2 * time.Second)
+	// At rest: every object settled, nothing changing, once the engine
+	// has caught up with the feed and finished its last reconciles (the
+	// Ready bindings count before the last writes' news arrive).
+	idle := time.Now()
+	for last := -1.0; ; {
+		time.Sleep(3 * time.Second)
+		now := spent(b, e)["reconciles"]
+		if now == last {
+			break
+		}
+		last = now
+	}
+	b.ReportMetric(time.Since(idle).Seconds(), "s-until-idle")
+	before := spent(b, e)["reconciles"]
 	rest := measureCPU(b, e, 20*time.Second)
 	b.ReportMetric(rest.engine, "engine-cores-at-rest")
+	b.ReportMetric(rest.postgres, "pg-cores-at-rest")
+	b.ReportMetric(spent(b, e)["reconciles"]-before, "reconciles-at-rest")
 	b.ReportMetric(floor.Seconds(), "s-secret-floor")
 
 	// Latency: each binding of a Ready instance, from its creation to its
