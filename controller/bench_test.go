@@ -47,8 +47,9 @@ func BenchmarkEngine10k(b *testing.B) {
 }
 
 // spent reads the engine's bindery_controller_wait_seconds_total by part,
-// the sum of its reconciles' durations as "reconcile", and their count as
-// "reconciles".
+// the sum of its reconciles' durations as "reconcile", their count as
+// "reconciles", and the revision it has read the feed up to as
+// "feed-revision".
 func spent(b *testing.B, e *env) map[string]float64 {
 	families, err := e.registry.Gather()
 	if err != nil {
@@ -61,6 +62,8 @@ func spent(b *testing.B, e *env) map[string]float64 {
 			for _, m := range f.GetMetric() {
 				out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 			}
+		case "bindery_controller_feed_revision":
+			out["feed-revision"] = f.GetMetric()[0].GetGauge().GetValue()
 		case "bindery_controller_reconcile_duration_seconds":
 			for _, m := range f.GetMetric() {
 				out["reconcile"] += m.GetHistogram().GetSampleSum()
@@ -156,23 +159,28 @@ func benchEngine(b *testing.B, n int) {
 		// reconciles' own is what they spent beyond the parts).
 		after := spent(b, e)
 		for part, v := range after {
-			if part != "reconciles" {
+			if part != "reconciles" && part != "feed-revision" {
 				b.ReportMetric(v-spentBefore[part], "s-"+part)
 			}
 		}
 		b.ReportMetric(after["reconciles"]-spentBefore["reconciles"], "reconciles")
 	}
 	// At rest: every object settled, nothing changing, once the engine
-	// has caught up with the feed and finished its last reconciles (the
-	// Ready bindings count before the last writes' news arrive).
+	// has read the feed up to the catalog's revision and finished its last
+	// reconciles (the Ready bindings count before the news of the last
+	// writes has reached the engine).
 	idle := time.Now()
+	rev, err := e.store.Revision(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for last := -1.0; ; {
 		time.Sleep(3 * time.Second)
-		now := spent(b, e)["reconciles"]
-		if now == last {
+		now := spent(b, e)
+		if now["reconciles"] == last && now["feed-revision"] >= float64(rev) {
 			break
 		}
-		last = now
+		last = now["reconciles"]
 	}
 	b.ReportMetric(time.Since(idle).Seconds(), "s-until-idle")
 	before := spent(b, e)["reconciles"]

@@ -249,6 +249,9 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
 		catalogue := false
+		// The instances changed in the page, whose bindings may wait for
+		// them: looked up once for the whole page.
+		var ids, namespaces, names []string
 		for _, ch := range page {
 			switch ch.Kind {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
@@ -260,12 +263,29 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}
-			c.enqueueChange(ctx, ch)
+			if ch.Kind == catalog.KindInstance {
+				ids, namespaces, names = append(ids, ch.Object.ID), append(namespaces, ch.Object.Namespace), append(names, ch.Object.Name)
+			}
+			c.enqueueChange(ch)
+		}
+		if len(ids) > 0 {
+			start := time.Now()
+			bindings, err := c.store.BindingsToWake(ctx, ids, namespaces, names)
+			c.since(partFeed, start)
+			if err != nil {
+				return fmt.Errorf("list the bindings of changed instances: %w", err)
+			}
+			for _, id := range bindings {
+				c.queue.Add(bindingPrefix + id)
+			}
 		}
 		if catalogue {
 			// One look per page, however large the relist.
-			return c.enqueueUnresolved(ctx)
+			if err := c.enqueueUnresolved(ctx); err != nil {
+				return err
+			}
 		}
+		c.metrics.feed.Set(float64(page[len(page)-1].Revision))
 		return nil
 	})
 }
@@ -283,29 +303,15 @@ func (c *Controller) enqueueUnresolved(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
+// enqueueChange enqueues the object a change is about, and an instance
+// that waits for a removed binding. The bindings an instance's change may
+// concern are the page's to look up (watch).
+func (c *Controller) enqueueChange(ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
 		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
 			c.queue.Add(instancePrefix + id)
-		}
-		// Bindings waiting for their instance look again: those of it, and
-		// those that name it and are not linked to it yet (recorded while
-		// it was being created, or left by an instance of that name).
-		start := time.Now()
-		defer c.since(partFeed, start)
-		if bs, err := c.store.Store.BindingsOf(ctx, id); err == nil {
-			for _, b := range bs {
-				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
-					c.queue.Add(bindingPrefix + b.ID)
-				}
-			}
-		}
-		if ids, err := c.store.BindingsAwaiting(ctx, ch.Object.Namespace, ch.Object.Name); err == nil {
-			for _, b := range ids {
-				c.queue.Add(bindingPrefix + b)
-			}
 		}
 	case catalog.KindBinding:
 		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
