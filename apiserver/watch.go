@@ -89,15 +89,78 @@ type hubEvent struct {
 }
 
 // subscription is a watcher's queue of changes of one kind. The hub closes
-// ch when the watcher falls too far behind; the watcher then ends and its
+// it when the watcher falls too far behind; the watcher then ends and its
 // client watches again from the last resourceVersion it saw.
+//
+// The queue grows with what waits in it, instead of a channel of
+// subscriptionBuffer changes made up front (some 260 kB per watcher, most
+// of a watcher's memory, for a queue nearly always empty); the watcher
+// takes everything waiting at once.
 type subscription struct {
 	kind string
-	ch   chan hubEvent
+	// ready has a value when changes wait or the queue is closed.
+	ready chan struct{}
+
+	mu     sync.Mutex
+	queue  []hubEvent
+	spare  []hubEvent
+	closed bool
 }
 
 // subscriptionBuffer is how many changes a watcher may lag behind.
 const subscriptionBuffer = 4096
+
+// push queues ev; false when the watcher is too far behind, and the
+// queue is closed.
+func (s *subscription) push(ev hubEvent) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if len(s.queue) >= subscriptionBuffer {
+		s.closeLocked()
+		return false
+	}
+	s.queue = append(s.queue, ev)
+	s.signal()
+	return true
+}
+
+func (s *subscription) close() {
+	s.mu.Lock()
+	s.closeLocked()
+	s.mu.Unlock()
+}
+
+func (s *subscription) closeLocked() {
+	if !s.closed {
+		s.closed = true
+		s.queue = nil
+		s.signal()
+	}
+}
+
+func (s *subscription) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what waits, oldest first (valid until the next take), and
+// false once the queue is closed.
+func (s *subscription) take() ([]hubEvent, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	out := s.queue
+	clear(s.spare)
+	s.queue, s.spare = s.spare[:0], out
+	return out, true
+}
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
 	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
@@ -105,7 +168,7 @@ func newHub(store *catalog.Store, log *slog.Logger) *hub {
 }
 
 func (h *hub) subscribe(kind string) *subscription {
-	s := &subscription{kind: kind, ch: make(chan hubEvent, subscriptionBuffer)}
+	s := &subscription{kind: kind, ready: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
 	h.mu.Unlock()
@@ -116,7 +179,7 @@ func (h *hub) unsubscribe(s *subscription) {
 	h.mu.Lock()
 	if _, ok := h.subs[s]; ok {
 		delete(h.subs, s)
-		close(s.ch)
+		s.close()
 	}
 	h.mu.Unlock()
 }
@@ -283,12 +346,9 @@ func (h *hub) deliver(kind string, ev hubEvent) {
 		if s.kind != kind {
 			continue
 		}
-		select {
-		case s.ch <- ev:
-		default:
+		if !s.push(ev) {
 			// Too far behind: end this watch rather than hold up the others.
 			delete(h.subs, s)
-			close(s.ch)
 		}
 	}
 }
@@ -431,25 +491,32 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 		defer t.Stop()
 		tick = t.C
 	}
+	// drain handles what waits in the subscription; false ends the watch.
+	drain := func() bool {
+		evs, ok := sub.take()
+		if !ok {
+			return false
+		}
+		for _, ev := range evs {
+			if !handle(ev) {
+				return false
+			}
+		}
+		return true
+	}
 	for {
 		select {
-		case ev, ok := <-sub.ch:
-			if !ok || !handle(ev) {
+		case <-sub.ready:
+			if !drain() {
 				return
 			}
 		case <-tick:
-			// Every change up to the hub's last revision is in sub.ch once
-			// last has been read: drain it, then the bookmark is true.
+			// Every change up to the hub's last revision is in the
+			// subscription once last has been read: drain it, then the
+			// bookmark is true.
 			upTo := st.hub.last.Load()
-			for drained := false; !drained; {
-				select {
-				case ev, ok := <-sub.ch:
-					if !ok || !handle(ev) {
-						return
-					}
-				default:
-					drained = true
-				}
+			if !drain() {
+				return
 			}
 			last = max(last, upTo)
 			if !send(watch.Event{Type: watch.Bookmark, Object: st.bookmark(last)}) {

@@ -139,9 +139,8 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 		if in != nil {
 			instanceID = &in.ID
 		}
-		_, err = w.Exec(ctx, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
-		if err != nil {
+		// With the commit (txn.queue): a name taken shows there.
+		w.queue(func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
 				return err
@@ -150,7 +149,8 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 				return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
 			}
 			return mapErr(err)
-		}
+		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		if err := addEvent(ctx, w, KindBinding, b.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
 			return err
 		}

@@ -2,10 +2,7 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // History: the events recorded with writes, read back per object.
@@ -26,41 +23,32 @@ const (
 
 // addEvent records an entry of an object's history. An entry identical to
 // one the object already has (type, reason, message and operation) is
-// folded into it: its count goes up and its last time moves on.
-func addEvent(ctx context.Context, w *txn, kind, objectID, typ, reason, message, operation string) error {
+// folded into it: its count goes up and its last time moves on. A new
+// entry keeps the object's history within HistoryLimit entries, keeping
+// the first HistoryHead. It is one statement, which goes with the write's
+// next round trip.
+func addEvent(_ context.Context, w *txn, kind, objectID, typ, reason, message, operation string) error {
 	var op *string
 	if operation != "" {
 		op = &operation
 	}
-	var id int64
-	err := w.QueryRow(ctx, `UPDATE catalog.events SET count = count + 1, last_time = now()
-		WHERE id = (SELECT id FROM catalog.events WHERE object_id = $1 AND kind = $2 AND type = $3 AND reason = $4
-			AND message = $5 AND operation IS NOT DISTINCT FROM $6 ORDER BY id DESC LIMIT 1)
-		RETURNING id`, objectID, kind, typ, reason, message, op).Scan(&id)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		if _, err := w.Exec(ctx, `INSERT INTO catalog.events (kind, object_id, type, reason, message, operation) VALUES ($1, $2, $3, $4, $5, $6)`,
-			kind, objectID, typ, reason, message, op); err != nil {
-			return mapErr(err)
-		}
-		if err := trimHistory(ctx, w, objectID); err != nil {
-			return err
-		}
-	case err != nil:
-		return mapErr(err)
-	}
+	// The DELETE does not see the row the INSERT adds (one statement, one
+	// snapshot): hence the count's + 1.
+	w.queue(nil, `WITH folded AS (
+			UPDATE catalog.events SET count = count + 1, last_time = now()
+			WHERE id = (SELECT id FROM catalog.events WHERE object_id = $1 AND kind = $2 AND type = $3 AND reason = $4
+				AND message = $5 AND operation IS NOT DISTINCT FROM $6 ORDER BY id DESC LIMIT 1)
+			RETURNING id),
+		added AS (
+			INSERT INTO catalog.events (kind, object_id, type, reason, message, operation)
+			SELECT $2::text, $1::uuid, $3::text, $4::text, $5::text, $6::text WHERE NOT EXISTS (SELECT FROM folded)
+			RETURNING id)
+		DELETE FROM catalog.events WHERE EXISTS (SELECT FROM added) AND id IN (
+			SELECT id FROM catalog.events WHERE object_id = $1 ORDER BY id OFFSET $7
+			LIMIT greatest((SELECT count(*) FROM catalog.events WHERE object_id = $1) + 1 - $8, 0))`,
+		objectID, kind, typ, reason, message, op, HistoryHead, HistoryLimit)
 	w.events = append(w.events, Event{Kind: kind, ObjectID: objectID, Type: typ, Reason: reason, Message: message, Operation: operation, Time: time.Now()})
 	return nil
-}
-
-// trimHistory keeps an object's history within HistoryLimit entries,
-// keeping the first HistoryHead.
-func trimHistory(ctx context.Context, w *txn, objectID string) error {
-	_, err := w.Exec(ctx, `DELETE FROM catalog.events WHERE id IN (
-		SELECT id FROM catalog.events WHERE object_id = $1 ORDER BY id OFFSET $2
-		LIMIT greatest((SELECT count(*) FROM catalog.events WHERE object_id = $1) - $3, 0))`,
-		objectID, HistoryHead, HistoryLimit)
-	return mapErr(err)
 }
 
 // Events lists an object's history, oldest first: at most limit entries

@@ -128,10 +128,9 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 		if err != nil {
 			return err
 		}
-		_, err = w.Exec(ctx, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
-			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
-		if err != nil {
+		// The rest goes with the commit (txn.queue): a name taken shows
+		// there.
+		w.queue(func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
 				return err
@@ -140,11 +139,11 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 				return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
 			}
 			return mapErr(err)
-		}
-		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET instance_id = $1
-			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name); err != nil {
-			return mapErr(err)
-		}
+		}, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
+			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
+			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
+		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
+			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)
 		if err := addEvent(ctx, w, KindInstance, in.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
 			return err
 		}

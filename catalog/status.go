@@ -77,9 +77,7 @@ func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*In
 		if string(before) == string(after) {
 			return nil
 		}
-		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET status = $2 WHERE id = $1`, id, after); err != nil {
-			return mapErr(err)
-		}
+		w.queue(nil, `UPDATE catalog.instances SET status = $2 WHERE id = $1`, id, after)
 		w.changed(Modified, in)
 		return nil
 	})
@@ -157,10 +155,8 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 			return err
 		}
 		if sealed != nil {
-			if _, err := w.Exec(ctx, `INSERT INTO catalog.binding_credentials (binding_id, sealed) VALUES ($1, $2)
-				ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, id, sealed); err != nil {
-				return mapErr(err)
-			}
+			w.queue(nil, `INSERT INTO catalog.binding_credentials (binding_id, sealed) VALUES ($1, $2)
+				ON CONFLICT (binding_id) DO UPDATE SET sealed = excluded.sealed, updated_at = now()`, id, sealed)
 		}
 		for _, e := range events {
 			if err := addEvent(ctx, w, KindBinding, id, e.Type, e.Reason, e.Message, e.Operation); err != nil {
@@ -172,9 +168,7 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 		if string(before) == string(after) {
 			return nil
 		}
-		if _, err := w.Exec(ctx, `UPDATE catalog.bindings SET status = $2 WHERE id = $1`, id, after); err != nil {
-			return mapErr(err)
-		}
+		w.queue(nil, `UPDATE catalog.bindings SET status = $2 WHERE id = $1`, id, after)
 		w.changed(Modified, b)
 		return nil
 	})

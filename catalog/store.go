@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -195,18 +197,6 @@ type change struct {
 	obj object
 }
 
-// txn is a write transaction that collects the objects it changed.
-type txn struct {
-	pgx.Tx
-	changes []change
-	events  []Event
-	// names of the objects the transaction read, by kind and id, kept
-	// when the store publishes events: an event may be about an object it
-	// did not change.
-	publishing bool
-	names      map[[2]string][2]string
-}
-
 func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
 
 func (w *txn) read(obj object) {
@@ -221,25 +211,32 @@ func (w *txn) read(obj object) {
 }
 
 // write runs fn in a transaction and, if fn changed objects, gives them the
-// next revision and records them in the change feed before committing.
+// next revision and records them in the change feed as it commits.
 func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	w, err := beginWrite(ctx, s.pool)
 	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
+		return 0, err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
-	w := &txn{Tx: tx, publishing: s.publish != nil}
+	defer w.end(ctx)
+	w.publishing = s.publish != nil
 	if err := fn(w); err != nil {
 		return 0, err
 	}
 	var rev int64
+	var sql string
+	var args []any
 	if len(w.changes) > 0 {
-		if rev, err = s.record(ctx, w); err != nil {
+		if sql, args, err = record(w); err != nil {
 			return 0, err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit: %w", mapErr(err))
+	if err := w.commit(ctx, sql, args, &rev); err != nil {
+		return 0, err
+	}
+	for _, c := range w.changes {
+		if c.typ != Deleted {
+			c.obj.meta().ResourceVersion = rev
+		}
 	}
 	if s.publish != nil && len(w.events) > 0 {
 		s.publish(w.objectEvents())
@@ -273,11 +270,13 @@ func (w *txn) objectEvents() []ObjectEvent {
 // check (FOR KEY SHARE on its instance, which PostgreSQL also takes when
 // stamping a binding row this transaction already changed) then never
 // waits for an instance another writer holds.
-func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
-	var rev int64
-	if err := w.QueryRow(ctx, `UPDATE catalog.revision SET value = value + 1 RETURNING value`).Scan(&rev); err != nil {
-		return 0, fmt.Errorf("next revision: %w", err)
-	}
+//
+// Every writer waits for the revision in turn, so the time it is held is
+// what bounds the catalog's writes per second: record is one statement,
+// sent with the commit (txn.commit), so the revision is held for one round
+// trip. The objects' documents are encoded before the revision is known;
+// the statement stamps it into them, and write on the objects.
+func record(w *txn) (string, []any, error) {
 	ids := map[string][]string{}
 	var kinds, objectIDs, namespaces, names, types, docs []string
 	seen := map[string]int{}
@@ -285,12 +284,11 @@ func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 		m := c.obj.meta()
 		setSpecLabels(c.obj)
 		if c.typ != Deleted {
-			m.ResourceVersion = rev
 			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
 		}
 		doc, err := json.Marshal(c.obj)
 		if err != nil {
-			return 0, err
+			return "", nil, err
 		}
 		typ := c.typ
 		// An object written twice in one transaction appears once, as it ended.
@@ -305,21 +303,20 @@ func (s *Store) record(ctx context.Context, w *txn) (int64, error) {
 		kinds, objectIDs, namespaces = append(kinds, c.obj.kind()), append(objectIDs, m.ID), append(namespaces, m.Namespace)
 		names, types, docs = append(names, m.Name), append(types, typ), append(docs, string(doc))
 	}
-	// The rest goes in one round trip: the revision is held until the
-	// commit, so every round trip here is time no other writer can commit.
-	batch := &pgx.Batch{}
-	for table, list := range ids {
-		batch.Queue(`UPDATE `+table+` SET resource_version = $1 WHERE id = ANY($2::uuid[])`, rev, list)
+	args := []any{kinds, objectIDs, namespaces, names, types, docs, NotifyChannel}
+	var stamps strings.Builder
+	for _, table := range slices.Sorted(maps.Keys(ids)) {
+		args = append(args, ids[table])
+		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s SET resource_version = (SELECT value FROM rev) WHERE id = ANY($%d::uuid[]))`,
+			len(args), table, len(args))
 	}
-	batch.Queue(`INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
-		SELECT $1, kind, object_id, namespace, name, type, object::jsonb
-		FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[]) AS c(kind, object_id, namespace, name, type, object)`,
-		rev, kinds, objectIDs, namespaces, names, types, docs)
-	batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, strconv.FormatInt(rev, 10))
-	if err := w.SendBatch(ctx, batch).Close(); err != nil {
-		return 0, fmt.Errorf("record changes: %w", err)
-	}
-	return rev, nil
+	// A deleted object keeps, in its feed row, the resourceVersion it had.
+	return `WITH rev AS (UPDATE catalog.revision SET value = value + 1 RETURNING value)` + stamps.String() + `,
+		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
+			SELECT rev.value, c.kind, c.object_id, c.namespace, c.name, c.type,
+				CASE WHEN c.type = '` + Deleted + `' THEN c.object::jsonb ELSE c.object::jsonb || jsonb_build_object('resourceVersion', rev.value) END
+			FROM rev, unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object))
+		SELECT value FROM rev, pg_notify($7, value::text)`, args, nil
 }
 
 // metaDoc is the JSON kept in the metadata column.

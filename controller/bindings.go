@@ -38,7 +38,10 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	}
 	// The instance, which the binding may have been recorded before (it is
 	// linked to it now if it exists).
-	in, err := c.store.LinkBinding(ctx, b.ID)
+	in, err := c.store.LinkedInstance(ctx, b.ID)
+	if errors.Is(err, catalog.ErrNotFound) {
+		in, err = c.store.LinkBinding(ctx, b.ID)
+	}
 	if r, ok := catalog.AsReference(err); ok {
 		if b.DeletionTimestamp != nil {
 			// Nothing can be unbound without the instance (one that was
@@ -187,7 +190,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return 0, err
 	}
 	env.b = b
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.Bind(cctx, &osb.BindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID, AcceptsIncomplete: true,
 		Identity:  identity(b.Spec.UserInfo),
@@ -367,7 +370,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		}
 	}
 	env.b = b
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.Unbind(cctx, &osb.UnbindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
@@ -440,7 +443,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d))
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID, Operation: st.LastOperation,
@@ -473,7 +476,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
-		cctx, cancel := context.WithTimeout(ctx, c.timeout)
+		cctx, cancel := c.brokerCall(ctx)
 		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
 		cancel()
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -68,7 +69,7 @@ type Config struct {
 
 // Controller is the engine.
 type Controller struct {
-	store     *catalog.Store
+	store     timedStore
 	kube      kubernetes.Interface
 	clusterID string
 	log       *slog.Logger
@@ -81,6 +82,8 @@ type Controller struct {
 	backoff   backoff
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
+	wake      *wakeups
+	catalogue *catalogue
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -89,6 +92,9 @@ type Controller struct {
 	// still wait for Retry-After. Kept in memory only: a restarted engine
 	// polls once sooner, which the spec allows.
 	nextPoll sync.Map
+	// secrets is the cache of the Secrets the engine wrote (nil without
+	// a cluster), filled by the informer that repairs them.
+	secrets corelisters.SecretLister
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
@@ -139,8 +145,7 @@ func New(cfg Config) (*Controller, error) {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
 	)
-	return &Controller{
-		store:     cfg.Store,
+	c := &Controller{
 		kube:      cfg.Kube,
 		clusterID: cfg.ClusterID,
 		log:       cfg.Logger,
@@ -153,8 +158,12 @@ func New(cfg Config) (*Controller, error) {
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
+		wake:      newWakeups(),
+		catalogue: newCatalogue(),
 		now:       time.Now,
-	}, nil
+	}
+	c.store = timedStore{Store: cfg.Store, c: c}
+	return c, nil
 }
 
 // Work-queue keys name the kind and the id.
@@ -180,6 +189,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.enqueueUnsettled(ctx); err != nil {
 		return err
 	}
+	var syncSecrets func() error
+	if c.kube != nil {
+		if syncSecrets, err = c.watchSecrets(ctx); err != nil {
+			return err
+		}
+	}
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Add(1)
@@ -189,8 +204,8 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	if c.kube != nil {
-		if err := c.watchSecrets(ctx); err != nil {
+	if syncSecrets != nil {
+		if err := syncSecrets(); err != nil {
 			return err
 		}
 	}
@@ -228,23 +243,49 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 func (c *Controller) watch(ctx context.Context, rev int64) {
 	c.store.Feed().Follow(ctx, rev, catalog.FollowOptions{
 		Kinds: []string{catalog.KindInstance, catalog.KindBinding, catalog.KindServiceClass, catalog.KindServicePlan,
-			catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan},
+			catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan, catalog.KindBroker, catalog.KindNamespacedBroker},
 		NamesOnly: true, // each object is read when reconciled
 		Idle:      c.resync,
 		OnIdle:    c.enqueueUnsettled,
 	}, func(ctx context.Context, page []catalog.Change) error {
 		catalogue := false
+		// The instances changed in the page, whose bindings may wait for
+		// them: looked up once for the whole page.
+		var ids, namespaces, names []string
 		for _, ch := range page {
-			if ch.Kind != catalog.KindInstance && ch.Kind != catalog.KindBinding {
+			switch ch.Kind {
+			case catalog.KindBroker, catalog.KindNamespacedBroker:
+				c.catalogue.invalidate()
+				continue
+			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
+				// Before the changes after it are handed to the workers.
+				c.catalogue.invalidate()
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}
-			c.enqueueChange(ctx, ch)
+			if ch.Kind == catalog.KindInstance {
+				ids, namespaces, names = append(ids, ch.Object.ID), append(namespaces, ch.Object.Namespace), append(names, ch.Object.Name)
+			}
+			c.enqueueChange(ch)
+		}
+		if len(ids) > 0 {
+			start := time.Now()
+			bindings, err := c.store.BindingsToWake(ctx, ids, namespaces, names)
+			c.since(partFeed, start)
+			if err != nil {
+				return fmt.Errorf("list the bindings of changed instances: %w", err)
+			}
+			for _, id := range bindings {
+				c.queue.Add(bindingPrefix + id)
+			}
 		}
 		if catalogue {
 			// One look per page, however large the relist.
-			return c.enqueueUnresolved(ctx)
+			if err := c.enqueueUnresolved(ctx); err != nil {
+				return err
+			}
 		}
+		c.metrics.feed.Set(float64(page[len(page)-1].Revision))
 		return nil
 	})
 }
@@ -262,34 +303,24 @@ func (c *Controller) enqueueUnresolved(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
+// enqueueChange enqueues the object a change is about, and an instance
+// that waits for a removed binding. The bindings an instance's change may
+// concern are the page's to look up (watch).
+func (c *Controller) enqueueChange(ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
-		if ch.Type != catalog.Deleted {
+		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
 			c.queue.Add(instancePrefix + id)
 		}
-		// Bindings waiting for their instance look again: those of it, and
-		// those that name it and are not linked to it yet (recorded while
-		// it was being created, or left by an instance of that name).
-		if bs, err := c.store.BindingsOf(ctx, id); err == nil {
-			for _, b := range bs {
-				if !ready(b.Status.Conditions) || b.DeletionTimestamp != nil {
-					c.queue.Add(bindingPrefix + b.ID)
-				}
-			}
-		}
-		if ids, err := c.store.BindingsAwaiting(ctx, ch.Object.Namespace, ch.Object.Name); err == nil {
-			for _, b := range ids {
-				c.queue.Add(bindingPrefix + b)
-			}
-		}
 	case catalog.KindBinding:
-		if ch.Type != catalog.Deleted {
+		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
 			c.queue.Add(bindingPrefix + id)
 		}
-		// An instance being deleted waits for its bindings to go.
-		if ch.InstanceID != "" {
+		// An instance being deleted waits for its bindings to go: their
+		// removal is what it waits for, and nothing else of theirs
+		// concerns it.
+		if ch.InstanceID != "" && ch.Type == catalog.Deleted {
 			c.queue.Add(instancePrefix + ch.InstanceID)
 		}
 	}
@@ -305,8 +336,16 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
+	c.wake.start(key)
+	defer func() {
+		if c.wake.finish(key) {
+			c.queue.Add(key) // after this reconcile
+		}
+		c.queue.Done(key)
+	}()
+	claimed := time.Now()
 	release, ok, err := c.claims.Claim(ctx, key)
+	c.since(partClaim, claimed)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
 		c.queue.AddAfter(key, time.Second)
@@ -321,7 +360,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case strings.HasPrefix(key, bindingPrefix):
 		after, err = c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
 	}
+	released := time.Now()
 	release()
+	c.since(partClaim, released)
 	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
 	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -366,7 +407,7 @@ func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (ma
 // client returns the OSB client of a broker, cached per broker version
 // (and for a while only, when its credentials are in a Secret).
 func (c *Controller) client(ctx context.Context, namespace, brokerName string) (*catalog.Broker, *osb.Client, error) {
-	b, err := c.store.GetBrokerIn(ctx, namespace, brokerName)
+	b, err := c.getBroker(ctx, namespace, brokerName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker %s: %w", brokerName, err)
 	}

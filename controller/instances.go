@@ -145,13 +145,13 @@ func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 	classRef, planRef, ns := in.Refs()
 	kinds := scopedKinds(ns)
 	var err error
-	if env.plan, err = c.store.GetPlanIn(ctx, ns, planRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.plan, err = c.getPlan(ctx, ns, planRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentPlan,
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.plan, planRef.Name)})
 	} else if err != nil {
 		return fmt.Errorf("plan %s: %w", planRef.Name, err)
 	}
-	if env.class, err = c.store.GetClassIn(ctx, ns, classRef.Name); errors.Is(err, catalog.ErrNotFound) {
+	if env.class, err = c.getClass(ctx, ns, classRef.Name); errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("%w: %w", errVanished, &catalog.ReferenceError{Reason: reasonNonexistentClass,
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.class, classRef.Name)})
 	} else if err != nil {
@@ -278,7 +278,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	if env.plan.Spec.MaintenanceInfo != nil {
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: env.plan.Spec.MaintenanceInfo.Version}
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.Provision(cctx, req)
 	cancel()
 	if err != nil {
@@ -521,7 +521,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	if err != nil {
 		return 0, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.Update(cctx, req)
 	cancel()
 	if err != nil {
@@ -608,7 +608,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	if p := in.Status.InProgressProperties; orphan && p != nil {
 		planID = p.PlanID()
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.Deprovision(cctx, &osb.DeprovisionRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID,
 		AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
@@ -704,7 +704,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cctx, cancel := c.brokerCall(ctx)
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID, Operation: st.LastOperation,
 	})

@@ -11,6 +11,8 @@ type metrics struct {
 	brokerCalls *prometheus.CounterVec
 	pollErrors  *prometheus.CounterVec
 	retries     *prometheus.CounterVec
+	spent       [parts]prometheus.Counter
+	feed        prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,7 +34,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "bindery_controller_retries_scheduled_total", Help: "Failed broker calls scheduled for another attempt with backoff, by operation.",
 		}, []string{"operation"}),
 	}
-	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls, m.pollErrors, m.retries)
+	m.feed = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "bindery_controller_feed_revision", Help: "The last catalog revision the engine has read from the change feed: behind the catalog's, the engine is catching up.",
+	})
+	reg.MustRegister(m.reconciles, m.duration, m.brokerCalls, m.pollErrors, m.retries, m.feed)
+	m.spent = newSpent(reg)
 	return m
 }
 

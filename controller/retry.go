@@ -135,24 +135,32 @@ func retrying(retries map[string]catalog.Retry, op string) string {
 // writeInstance is the engine's status write of an instance: fn's change,
 // with the backoffs that no longer apply dropped.
 func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
-	return c.store.UpdateInstanceStatus(ctx, id, func(in *catalog.Instance) error {
+	in, err := c.store.UpdateInstanceStatus(ctx, id, func(in *catalog.Instance) error {
 		if err := fn(in); err != nil {
 			return err
 		}
 		tidyRetries(&in.Status.Retries, in.Generation, in.Status.AsyncOpInProgress)
 		return nil
 	}, events...)
+	if err == nil {
+		c.wake.wrote(instancePrefix+id, in.ResourceVersion, instanceSettled(in))
+	}
+	return in, err
 }
 
 // writeBinding is writeInstance for a binding.
 func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catalog.Binding) error, creds map[string]any, events ...catalog.EventRecord) (*catalog.Binding, error) {
-	return c.store.UpdateBindingStatus(ctx, id, func(b *catalog.Binding) error {
+	b, err := c.store.UpdateBindingStatus(ctx, id, func(b *catalog.Binding) error {
 		if err := fn(b); err != nil {
 			return err
 		}
 		tidyRetries(&b.Status.Retries, b.Generation, b.Status.AsyncOpInProgress)
 		return nil
 	}, creds, events...)
+	if err == nil {
+		c.wake.wrote(bindingPrefix+id, b.ResourceVersion, bindingSettled(b))
+	}
+	return b, err
 }
 
 // maxPolling is how long an asynchronous operation is polled before it is

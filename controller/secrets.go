@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,7 +48,7 @@ func (c *Controller) parametersFrom(ctx context.Context, namespace string, from 
 		if ref == nil {
 			return nil, fmt.Errorf("spec.parametersFrom[%d]: secretKeyRef is required", i)
 		}
-		s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := c.secretsIn(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("%w: spec.parametersFrom[%d]: read Secret %s/%s: %v", errKube, i, namespace, ref.Name, err)
 		}
@@ -216,7 +215,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 			return fmt.Errorf("read credentials of %s/%s: %w", b.Namespace, b.Name, err)
 		}
 	}
-	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	secrets := c.secretsIn(b.Namespace)
 	data, err := SecretData(creds, b.Spec.SecretTransforms, func(name string) (map[string][]byte, error) {
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -228,6 +227,25 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return c.secretProblem(ctx, b, reasonSecretFailed, "Error injecting bind result: "+err.Error())
 	}
 	want := BuildSecret(b, env.class, env.broker.Name, data)
+	// The informer's cache first: a Secret as it should be needs no
+	// request, and one it has not seen is most likely new, so created
+	// without looking (what the cache missed answers AlreadyExists).
+	cached, err := c.secrets.Secrets(b.Namespace).Get(want.Name)
+	switch {
+	case err == nil && ownedBy(cached, b) && sameSecret(cached, want):
+		return nil
+	case apierrors.IsNotFound(err):
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return errNamespaceTerminating
+		}
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Secret %s/%s: %w", b.Namespace, want.Name, err)
+		}
+	}
 	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -245,7 +263,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return c.secretProblem(ctx, b, reasonSecretNotOwned,
 			fmt.Sprintf("Secret %s/%s exists and does not belong to this binding; it is left alone. Delete it or choose another spec.secretName.", b.Namespace, want.Name))
 	}
-	if have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels) {
+	if sameSecret(have, want) {
 		return nil
 	}
 	if have.Type != want.Type {
@@ -263,6 +281,20 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	}
 	c.log.Info("Secret repaired", "binding", b.Namespace+"/"+b.Name)
 	return nil
+}
+
+// secretChanged reports whether an informer's update is a change: a
+// relist after the watch broke hands every Secret back as an update, and
+// with 100,000 bindings that would be as many reconciles for nothing.
+func secretChanged(old, obj any) bool {
+	o, ok1 := old.(*corev1.Secret)
+	n, ok2 := obj.(*corev1.Secret)
+	return !ok1 || !ok2 || o.ResourceVersion != n.ResourceVersion
+}
+
+// sameSecret reports whether a Secret has what the binding's should have.
+func sameSecret(have, want *corev1.Secret) bool {
+	return have.Type == want.Type && maps.EqualFunc(have.Data, want.Data, bytes.Equal) && sameLabels(have.Labels, want.Labels)
 }
 
 func sameLabels(have, want map[string]string) bool {
@@ -294,7 +326,7 @@ func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error
 	if c.kube == nil {
 		return nil
 	}
-	secrets := c.kube.CoreV1().Secrets(b.Namespace)
+	secrets := c.secretsIn(b.Namespace)
 	s, err := secrets.Get(ctx, b.Spec.SecretName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -313,11 +345,16 @@ func (c *Controller) deleteSecret(ctx context.Context, b *catalog.Binding) error
 }
 
 // watchSecrets repairs Bindery's Secrets: a change to one, or its
-// deletion, puts its binding back in the queue.
-func (c *Controller) watchSecrets(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 10*time.Minute,
+// deletion, puts its binding back in the queue. Its cache is c.secrets;
+// the returned function starts it and waits until it is filled.
+func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
+	// No resync: it would hand every Secret back as an update every
+	// period, and a reconcile of each binding with it (the cache holds
+	// what the kube-apiserver said; a resync learns nothing new).
+	factory := informers.NewSharedInformerFactoryWithOptions(c.kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
 	informer := factory.Core().V1().Secrets().Informer()
+	c.secrets = factory.Core().V1().Secrets().Lister()
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -327,16 +364,22 @@ func (c *Controller) watchSecrets(ctx context.Context) error {
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		UpdateFunc: func(old, obj any) {
+			if secretChanged(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("sync the informer of %v", typ)
+	return func() error {
+		factory.Start(ctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("sync the informer of %v", typ)
+			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }

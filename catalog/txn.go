@@ -1,0 +1,236 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// txn is a write transaction that collects the objects it changed.
+//
+// Its round trips are what a write costs (the database's CPU and the
+// wait for it), so it spends as few as it can: statements whose results
+// the write does not need (queue) wait and go with the next statement
+// that needs an answer, in one pipeline; BEGIN goes with the first
+// statement, COMMIT with the last (commit). A write that reads a row and
+// changes it is then three round trips: BEGIN and the read, the changes
+// and the feed row, COMMIT with them.
+type txn struct {
+	conn    *pgxpool.Conn
+	pending []queued
+	// begun: BEGIN has been sent.
+	begun bool
+
+	changes []change
+	events  []Event
+	// names of the objects the transaction read, by kind and id, kept
+	// when the store publishes events: an event may be about an object it
+	// did not change.
+	publishing bool
+	names      map[[2]string][2]string
+}
+
+// queued is a statement waiting for the next round trip; onErr, when not
+// nil, says what its failure means.
+type queued struct {
+	sql   string
+	args  []any
+	onErr func(error) error
+}
+
+const (
+	sqlBegin  = "begin"
+	sqlCommit = "commit"
+)
+
+// begin starts a write on one of the pool's connections; nothing is sent
+// until the write's first statement.
+func beginWrite(ctx context.Context, pool *pgxpool.Pool) (*txn, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &txn{conn: conn, pending: []queued{{sql: sqlBegin}}}, nil
+}
+
+// queue adds a statement whose result the write does not need; it is sent
+// with the next one that needs an answer. onErr, when not nil, maps its
+// failure (mapErr applies otherwise).
+func (w *txn) queue(onErr func(error) error, sql string, args ...any) {
+	w.pending = append(w.pending, queued{sql: sql, args: args, onErr: onErr})
+}
+
+// send pipelines the pending statements and then more, and reads the
+// pending ones' results: the caller reads more's from the returned
+// results, then closes them.
+func (w *txn) send(ctx context.Context, more ...queued) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	list := append(w.pending, more...)
+	w.pending = nil
+	for _, q := range list {
+		b.Queue(q.sql, q.args...)
+		if q.sql == sqlBegin {
+			w.begun = true
+		}
+	}
+	br := w.conn.SendBatch(ctx, b)
+	for _, q := range list[:len(list)-len(more)] {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			if q.onErr != nil {
+				return nil, q.onErr(err)
+			}
+			return nil, mapErr(err)
+		}
+	}
+	return br, nil
+}
+
+// flush sends the pending statements.
+func (w *txn) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	br, err := w.send(ctx)
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// Exec runs sql after the pending statements, in the same round trip.
+func (w *txn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := w.send(ctx, queued{sql: sql, args: args})
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// QueryRow runs sql after the pending statements, in the same round trip.
+// Its row must be scanned before the next statement.
+func (w *txn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	br, err := w.send(ctx, queued{sql: sql, args: args})
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{br}
+}
+
+// Query runs sql after the pending statements, in the same round trip.
+// Its rows must be closed before the next statement.
+func (w *txn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if len(w.pending) == 0 {
+		return w.conn.Query(ctx, sql, args...)
+	}
+	br, err := w.send(ctx, queued{sql: sql, args: args})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return batchRows{rows, br}, nil
+}
+
+// SendBatch sends b once the pending statements are sent.
+func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := w.flush(ctx); err != nil {
+		return errResults{err: err}
+	}
+	return w.conn.SendBatch(ctx, b)
+}
+
+// commit sends the pending statements, then sql (when not empty, its row
+// scanned into dest) and COMMIT, in one round trip.
+func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) error {
+	if !w.begun && sql == "" && len(w.pending) == 1 {
+		// Nothing but BEGIN: nothing to send.
+		w.pending = nil
+		return nil
+	}
+	var more []queued
+	if sql != "" {
+		more = append(more, queued{sql: sql, args: args})
+	}
+	br, err := w.send(ctx, append(more, queued{sql: sqlCommit})...)
+	if err != nil {
+		return err
+	}
+	if sql != "" {
+		if err := br.QueryRow().Scan(dest...); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("record changes: %w", mapErr(err))
+		}
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	if tag.String() != "COMMIT" {
+		// PostgreSQL answers a COMMIT of a failed transaction so.
+		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+	}
+	return nil
+}
+
+// end rolls back what was not committed and gives the connection back.
+func (w *txn) end(ctx context.Context) {
+	if w.conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, err := w.conn.Exec(context.WithoutCancel(ctx), "rollback"); err != nil {
+			// The pool closes a connection left in a transaction.
+			_ = w.conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	w.conn.Release()
+}
+
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil || (errors.Is(err, pgx.ErrNoRows) && cerr != nil) {
+		err = cerr
+	}
+	return err
+}
+
+// batchRows are the rows of a batch's last statement; closing them closes
+// the batch.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// errResults are the results of a batch that was not sent.
+type errResults struct {
+	pgx.BatchResults
+	err error
+}
+
+func (r errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, r.err }
+func (r errResults) Query() (pgx.Rows, error)         { return nil, r.err }
+func (r errResults) QueryRow() pgx.Row                { return errRow{r.err} }
+func (r errResults) Close() error                     { return r.err }

@@ -1,0 +1,198 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osb"
+)
+
+// Where the engine's time goes: each part counts the seconds the workers
+// spend waiting on it (summed over the workers), so that a slow engine
+// says whether the catalog, the brokers or the cluster hold it up. What a
+// reconcile spends beyond these is the engine's own work.
+type part int
+
+const (
+	// partClaim: taking and releasing an object's claim in PostgreSQL.
+	partClaim part = iota
+	// partCatalog: the catalog's reads and writes.
+	partCatalog
+	// partBroker: OSB requests.
+	partBroker
+	// partKube: the cluster's Secrets.
+	partKube
+	// partFeed: the catalog reads that following the change feed makes
+	// (which bindings an instance's change wakes up), outside the workers.
+	partFeed
+	parts
+)
+
+var partNames = [parts]string{"claim", "catalog", "broker", "kube", "feed"}
+
+func newSpent(reg prometheus.Registerer) [parts]prometheus.Counter {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bindery_controller_wait_seconds_total",
+		Help: "Seconds the engine spent waiting on each part (claims, catalog, broker, kube; feed: reads made while following the change feed), summed over its workers.",
+	}, []string{"part"})
+	reg.MustRegister(vec)
+	var out [parts]prometheus.Counter
+	for p, name := range partNames {
+		out[p] = vec.WithLabelValues(name)
+	}
+	return out
+}
+
+// since adds the time since start to part p.
+func (c *Controller) since(p part, start time.Time) {
+	c.metrics.spent[p].Add(time.Since(start).Seconds())
+}
+
+// brokerCall bounds an OSB request by the broker timeout; its cancel
+// function also counts the request's time.
+func (c *Controller) brokerCall(ctx context.Context) (context.Context, context.CancelFunc) {
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return cctx, func() {
+		cancel()
+		c.since(partBroker, start)
+	}
+}
+
+// timedStore is the catalog as the engine's workers use it: each call's
+// time counts to partCatalog.
+type timedStore struct {
+	*catalog.Store
+	c *Controller
+}
+
+func (s timedStore) done(start time.Time) { s.c.since(partCatalog, start) }
+
+func (s timedStore) GetInstance(ctx context.Context, id string) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.GetInstance(ctx, id)
+}
+
+func (s timedStore) GetBinding(ctx context.Context, id string) (*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.GetBinding(ctx, id)
+}
+
+func (s timedStore) GetBindingByName(ctx context.Context, namespace, name string) (*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.GetBindingByName(ctx, namespace, name)
+}
+
+func (s timedStore) GetPlanIn(ctx context.Context, namespace, name string) (*catalog.ServicePlan, error) {
+	defer s.done(time.Now())
+	return s.Store.GetPlanIn(ctx, namespace, name)
+}
+
+func (s timedStore) GetClassIn(ctx context.Context, namespace, name string) (*catalog.ServiceClass, error) {
+	defer s.done(time.Now())
+	return s.Store.GetClassIn(ctx, namespace, name)
+}
+
+func (s timedStore) GetBrokerIn(ctx context.Context, namespace, name string) (*catalog.Broker, error) {
+	defer s.done(time.Now())
+	return s.Store.GetBrokerIn(ctx, namespace, name)
+}
+
+func (s timedStore) BrokerClient(ctx context.Context, b *catalog.Broker) (*osb.Client, error) {
+	defer s.done(time.Now())
+	return s.Store.BrokerClient(ctx, b)
+}
+
+func (s timedStore) ResolveInstance(ctx context.Context, id string) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.ResolveInstance(ctx, id)
+}
+
+func (s timedStore) LinkBinding(ctx context.Context, id string) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.LinkBinding(ctx, id)
+}
+
+func (s timedStore) LinkedInstance(ctx context.Context, id string) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.LinkedInstance(ctx, id)
+}
+
+func (s timedStore) CheckBindable(ctx context.Context, b *catalog.Binding, in *catalog.Instance) error {
+	defer s.done(time.Now())
+	return s.Store.CheckBindable(ctx, b, in)
+}
+
+func (s timedStore) BindingsOf(ctx context.Context, instanceID string) ([]*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.BindingsOf(ctx, instanceID)
+}
+
+func (s timedStore) DeleteBinding(ctx context.Context, id string) (*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.DeleteBinding(ctx, id)
+}
+
+func (s timedStore) Credentials(ctx context.Context, bindingID string) (map[string]any, error) {
+	defer s.done(time.Now())
+	return s.Store.Credentials(ctx, bindingID)
+}
+
+func (s timedStore) UpdateInstanceStatus(ctx context.Context, id string, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.UpdateInstanceStatus(ctx, id, fn, events...)
+}
+
+func (s timedStore) UpdateBindingStatus(ctx context.Context, id string, fn func(*catalog.Binding) error, creds map[string]any, events ...catalog.EventRecord) (*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.UpdateBindingStatus(ctx, id, fn, creds, events...)
+}
+
+func (s timedStore) FinalizeInstance(ctx context.Context, id string, e catalog.EventRecord) error {
+	defer s.done(time.Now())
+	return s.Store.FinalizeInstance(ctx, id, e)
+}
+
+func (s timedStore) FinalizeBinding(ctx context.Context, id string, e catalog.EventRecord) error {
+	defer s.done(time.Now())
+	return s.Store.FinalizeBinding(ctx, id, e)
+}
+
+// secretsIn are a namespace's Secrets as the engine uses them: each call's
+// time counts to partKube.
+func (c *Controller) secretsIn(namespace string) timedSecrets {
+	return timedSecrets{c.kube.CoreV1().Secrets(namespace), c}
+}
+
+type timedSecrets struct {
+	s typedcorev1.SecretInterface
+	c *Controller
+}
+
+func (t timedSecrets) done(start time.Time) { t.c.since(partKube, start) }
+
+func (t timedSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
+	defer t.done(time.Now())
+	return t.s.Get(ctx, name, opts)
+}
+
+func (t timedSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	defer t.done(time.Now())
+	return t.s.Create(ctx, s, opts)
+}
+
+func (t timedSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	defer t.done(time.Now())
+	return t.s.Update(ctx, s, opts)
+}
+
+func (t timedSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	defer t.done(time.Now())
+	return t.s.Delete(ctx, name, opts)
+}
