@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,10 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/client/clientset/versioned"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 )
 
@@ -53,14 +55,51 @@ spec:
         - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
 `
 
+// benchBindingCRD is a CustomResourceDefinition of the same shape as
+// ServiceBinding, beside benchCRD.
+const benchBindingCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicebindings.bench.bindery.dev
+spec:
+  group: bench.bindery.dev
+  scope: Namespaced
+  names: {plural: servicebindings, singular: servicebinding, kind: ServiceBinding, listKind: ServiceBindingList}
+  versions:
+    - name: v1beta1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+      additionalPrinterColumns:
+        - {name: Service-Instance, type: string, jsonPath: .spec.instanceRef.name}
+        - {name: Secret-Name, type: string, jsonPath: .spec.secretName}
+        - {name: Status, type: string, jsonPath: ".status.conditions[?(@.type==\"Ready\")].reason"}
+        - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+`
+
 // BenchmarkAggregatedGet10k times `kubectl get -A` over 10,000
 // ServiceInstances through kube-apiserver's aggregation layer, and over
 // 10,000 objects of a CRD of the same shape in the same kube-apiserver,
 // alternating; the same with a label selector that matches 1 % of them;
-// and discovery of servicecatalog.k8s.io through the aggregator. Reported:
-// the median of each kubectl run, their ratio, discovery's p50/p99, and the
-// peak RSS of this process (the aggregated API server with the test's own
-// clients beside it) while kubectl lists.
+// and discovery of servicecatalog.k8s.io through the aggregator. The
+// catalog holds as many ServiceBindings, and a second CRD as many objects
+// of their shape; each kind is listed once by kubectl too. The API server
+// runs as its own process (`bindery serve apiserver`), restarted once the
+// catalog is full, as a replica would be.
+//
+// Reported: the median of each kubectl run, their ratio, discovery's
+// p50/p99; the server's RSS while the objects were created (peak: every
+// change through its watch hub), once restarted (now and peak: the hub's
+// seed), since then while serving chunked lists (kubectl's, 500 a page,
+// and the CRDs' copies) and watches (peak), at rest after them, and
+// through one unchunked list of each kind (peak); kube-apiserver's RSS
+// before the CRDs' objects exist and after, and its peak while kubectl
+// lists.
 func BenchmarkAggregatedGet10k(b *testing.B) { aggregatedGet(b, 10000) }
 
 // BenchmarkAggregatedGet100k is BenchmarkAggregatedGet10k with 100,000
@@ -68,50 +107,68 @@ func BenchmarkAggregatedGet10k(b *testing.B) { aggregatedGet(b, 10000) }
 func BenchmarkAggregatedGet100k(b *testing.B) { aggregatedGet(b, 100000) }
 
 func aggregatedGet(b *testing.B, n int) {
-	a := aggregate(b, false)
+	a := aggregateProcess(b)
 	ctx := context.Background()
 	for i := range 10 {
 		a.kubectl(kubetest.Admin, nil, "create", "namespace", fmt.Sprintf("team-%d", i))
 	}
 	began := time.Now()
 	createInstances(b, a.store, n, "postgresql", "small")
-	b.Logf("%d instances created in the catalog in %s", n, time.Since(began).Round(time.Millisecond))
-
-	// The CRD's objects copy Bindery's: same metadata sizes, spec and status.
-	a.kubectl(kubetest.Admin, []byte(benchCRD), "apply", "-f", "-")
-	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Established", "crd/serviceinstances.bench.bindery.dev", "--timeout=30s")
+	createBindings(b, a.store, n)
+	b.Logf("%d instances and %d bindings created in the catalog in %s", n, n, time.Since(began).Round(time.Millisecond))
+	// Figures taken before b.Loop are reported after it: its start
+	// deletes the metrics reported so far.
+	before := map[string]float64{"server-peak-rss-creating-MB": memoryMB(b, a.server.pid(), "VmHWM")}
+	a.server.restart()
 	cfg := a.cluster.Config()
 	sc, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	list, err := sc.ServicecatalogV1beta1().ServiceInstances("").List(ctx, metav1.ListOptions{})
-	if err != nil || len(list.Items) != n {
-		b.Fatalf("list through the aggregator: %d items, %v", len(list.Items), err)
-	}
+	waitWatching(b, sc)
+	before["server-rss-started-MB"] = memoryMB(b, a.server.pid(), "VmRSS")
+	before["server-peak-rss-started-MB"] = memoryMB(b, a.server.pid(), "VmHWM")
+
+	// The CRDs' objects copy Bindery's: same metadata sizes, spec and
+	// status.
+	a.kubectl(kubetest.Admin, []byte(benchCRD+"---\n"+benchBindingCRD), "apply", "-f", "-")
+	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Established", "crd/serviceinstances.bench.bindery.dev", "crd/servicebindings.bench.bindery.dev", "--timeout=30s")
+	kubeAPI := a.cluster.PID("kube-apiserver")
+	before["kube-apiserver-rss-before-crds-MB"] = memoryMB(b, kubeAPI, "VmRSS")
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	crd := dyn.Resource(schema.GroupVersionResource{Group: "bench.bindery.dev", Version: "v1beta1", Resource: "serviceinstances"})
 	began = time.Now()
-	inParallel(b, len(list.Items), func(i int) error {
-		in := list.Items[i]
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in)
+	// Read in chunks, as informers and kubectl do: the unchunked list
+	// comes last, measured apart.
+	var instances []v1beta1.ServiceInstance
+	for cont := ""; ; {
+		l, err := sc.ServicecatalogV1beta1().ServiceInstances("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
 		if err != nil {
-			return err
+			b.Fatalf("list through the aggregator: %v", err)
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "bench.bindery.dev/v1beta1", "kind": "ServiceInstance",
-			"metadata": map[string]any{"name": in.Name, "namespace": in.Namespace, "labels": in.Labels},
-			"spec":     u["spec"], "status": u["status"],
-		}}
-		_, err = crd.Namespace(in.Namespace).Create(ctx, obj, metav1.CreateOptions{})
-		return err
-	})
-	b.Logf("%d CRD objects created in %s", n, time.Since(began).Round(time.Millisecond))
-	list = nil
+		if instances, cont = append(instances, l.Items...), l.Continue; cont == "" {
+			break
+		}
+	}
+	copyToCRD(b, dyn, "serviceinstances", "ServiceInstance", n, func(i int) metav1.Object { return &instances[i] })
+	instances = nil
+	var bindings []v1beta1.ServiceBinding
+	for cont := ""; ; {
+		l, err := sc.ServicecatalogV1beta1().ServiceBindings("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			b.Fatalf("list through the aggregator: %v", err)
+		}
+		if bindings, cont = append(bindings, l.Items...), l.Continue; cont == "" {
+			break
+		}
+	}
+	copyToCRD(b, dyn, "servicebindings", "ServiceBinding", n, func(i int) metav1.Object { return &bindings[i] })
+	bindings = nil
+	b.Logf("%d objects of each CRD created in %s", n, time.Since(began).Round(time.Millisecond))
 	debug.FreeOSMemory()
+	before["kube-apiserver-rss-with-crds-MB"] = memoryMB(b, kubeAPI, "VmRSS")
 
 	// kubectl's own CPU time (its process, waited for, is the only child
 	// that ends), per full listing of each kind.
@@ -135,9 +192,11 @@ func aggregatedGet(b *testing.B, n int) {
 	}
 	// One of each first, so both caches (kubectl's discovery, the
 	// servers' connections) are warm.
+	resetPeakRSS(b, kubeAPI)
 	get("serviceinstances.servicecatalog.k8s.io")
 	get("serviceinstances.bench.bindery.dev")
-	resetPeakRSS(b)
+	get("servicebindings.servicecatalog.k8s.io")
+	get("servicebindings.bench.bindery.dev")
 	var bindery, crds, binderySel, crdsSel []time.Duration
 	for b.Loop() {
 		bindery = append(bindery, get("serviceinstances.servicecatalog.k8s.io"))
@@ -145,7 +204,11 @@ func aggregatedGet(b *testing.B, n int) {
 		binderySel = append(binderySel, get("serviceinstances.servicecatalog.k8s.io", "-l", "team=t7"))
 		crdsSel = append(crdsSel, get("serviceinstances.bench.bindery.dev", "-l", "team=t7"))
 	}
-	b.ReportMetric(peakRSSMB(b), "peak-rss-MB")
+	for unit, v := range before {
+		b.ReportMetric(v, unit)
+	}
+	b.ReportMetric(memoryMB(b, a.server.pid(), "VmHWM"), "server-peak-rss-MB")
+	b.ReportMetric(memoryMB(b, kubeAPI, "VmHWM"), "kube-apiserver-peak-rss-MB")
 	mb, mc := median(bindery), median(crds)
 	b.ReportMetric(float64(mb.Milliseconds()), "bindery-ms")
 	b.ReportMetric(float64(mc.Milliseconds()), "crd-ms")
@@ -197,6 +260,76 @@ func aggregatedGet(b *testing.B, n int) {
 	b.ReportMetric(float64(disc[len(disc)/2].Microseconds())/1000, "discovery-p50-ms")
 	b.ReportMetric(float64(disc[len(disc)*99/100].Microseconds())/1000, "discovery-p99-ms")
 	b.ReportMetric(float64(a.available.Milliseconds()), "apiservice-available-ms")
+
+	// At rest: the lists are over and the server serves nothing; the Go
+	// runtime returns freed memory to the system in the background.
+	time.Sleep(10 * time.Second)
+	b.ReportMetric(memoryMB(b, a.server.pid(), "VmRSS"), "server-rss-at-rest-MB")
+
+	// One unchunked list of each kind, which the server answers whole.
+	resetPeakRSS(b, a.server.pid())
+	if l, err := sc.ServicecatalogV1beta1().ServiceInstances("").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != n {
+		b.Fatalf("unchunked list: %v", err)
+	}
+	if l, err := sc.ServicecatalogV1beta1().ServiceBindings("").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != n {
+		b.Fatalf("unchunked list: %v", err)
+	}
+	b.ReportMetric(memoryMB(b, a.server.pid(), "VmHWM"), "server-peak-rss-unchunked-list-MB")
+}
+
+// waitWatching waits until the restarted server's watches deliver a
+// change, which they do once its hub has read every object: an annotation
+// on instance-00000, which the CRD's copy leaves out.
+func waitWatching(b *testing.B, sc versioned.Interface) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	instances := sc.ServicecatalogV1beta1().ServiceInstances("team-0")
+	var l *v1beta1.ServiceInstanceList
+	eventually.Succeeds(b, 60*time.Second, func(ctx context.Context) error {
+		var err error
+		l, err = instances.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=instance-00000"})
+		return err
+	})
+	w, err := instances.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=instance-00000", ResourceVersion: l.ResourceVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.bindery.dev/restarted":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if _, err := instances.Patch(ctx, "instance-00000", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok || ev.Type != watch.Modified {
+			b.Fatalf("watch after the restart: %v %v", ev.Type, ok)
+		}
+	case <-ctx.Done():
+		b.Fatal("the restarted server's watch delivered nothing within 5 minutes")
+	}
+}
+
+// copyToCRD creates n objects of the bench CRD resource (kind) with the
+// name, namespace, labels, spec and status of object(i), from 16 clients.
+func copyToCRD(b *testing.B, dyn dynamic.Interface, resource, kind string, n int, object func(i int) metav1.Object) {
+	b.Helper()
+	ctx := context.Background()
+	crd := dyn.Resource(schema.GroupVersionResource{Group: "bench.bindery.dev", Version: "v1beta1", Resource: resource})
+	inParallel(b, n, func(i int) error {
+		o := object(i)
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "bench.bindery.dev/v1beta1", "kind": kind,
+			"metadata": map[string]any{"name": o.GetName(), "namespace": o.GetNamespace(), "labels": o.GetLabels()},
+			"spec":     u["spec"], "status": u["status"],
+		}}
+		_, err = crd.Namespace(o.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // childrenCPU is the CPU time of this process's children that have ended
@@ -205,33 +338,6 @@ func childrenCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// resetPeakRSS starts this process's peak resident set size afresh
-// (proc(5): writing 5 to clear_refs resets VmHWM).
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// peakRSSMB is this process's peak resident set size since resetPeakRSS.
-func peakRSSMB(b *testing.B) float64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.Lines(string(status)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatal("no VmHWM in /proc/self/status")
-	return 0
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -65,6 +65,9 @@ type aggregated struct {
 	available time.Duration
 	// brokerURL is where Bindery's own broker answers.
 	brokerURL string
+	// server is the API server's process (aggregateProcess), else nil: the
+	// server runs in this process.
+	server *serverProcess
 }
 
 // aggregate starts it all: cluster (with the clusterrole-aggregation
@@ -80,6 +83,19 @@ func aggregate(t testing.TB, engine bool) *aggregated {
 // aggregateWith is aggregate; with engine but not register, the broker is
 // left for the test to register (brokerURL).
 func aggregateWith(t testing.TB, engine, register bool) *aggregated {
+	t.Helper()
+	return aggregateServer(t, engine, register, false)
+}
+
+// aggregateProcess is aggregate without the engine, the API server run as
+// its own process, `bindery serve apiserver` as deploy/bindery runs it, so
+// that a benchmark measures the server's memory alone (aggregated.server).
+func aggregateProcess(t testing.TB) *aggregated {
+	t.Helper()
+	return aggregateServer(t, false, false, true)
+}
+
+func aggregateServer(t testing.TB, engine, register, separate bool) *aggregated {
 	t.Helper()
 	ctx := context.Background()
 	ns := netnstest.New(t) // first: it skips the test without root
@@ -134,18 +150,30 @@ func aggregateWith(t testing.TB, engine, register bool) *aggregated {
 		}
 	}
 
-	l, err := ns.Listen("tcp", netip.AddrPortFrom(ns.IP, 0).String())
-	if err != nil {
-		t.Fatal(err)
+	// The aggregator checks the certificate against the Service's name.
+	host := serviceName + "." + systemNamespace + ".svc"
+	var endpoint netip.AddrPort
+	var caData []byte
+	if separate {
+		// A process of its own cannot take a socket from the namespace: it
+		// listens on the host's end of the veth pair, an address this test
+		// made that kube-apiserver accepts as an endpoint.
+		a.server = startServerProcess(t, ns.HostIP, a.pool.Config().ConnString(), a.serviceAccountKubeconfig("bindery-apiserver"), host)
+		endpoint, caData = a.server.addr, a.server.caData
+	} else {
+		l, err := ns.Listen("tcp", netip.AddrPortFrom(ns.IP, 0).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := &apiserver.Options{
+			Listener: l, DataDir: filepath.Join(t.TempDir(), "apiserver"),
+			ClusterKubeconfig: a.serviceAccountKubeconfig("bindery-apiserver"),
+			Hosts:             []string{host},
+		}
+		srv := runServer(t, opts, a.store, log)
+		endpoint, caData = l.Addr().(*net.TCPAddr).AddrPort(), srv.CAData
 	}
-	port := int32(l.Addr().(*net.TCPAddr).Port)
-	opts := &apiserver.Options{
-		Listener: l, DataDir: filepath.Join(t.TempDir(), "apiserver"),
-		ClusterKubeconfig: a.serviceAccountKubeconfig("bindery-apiserver"),
-		// The aggregator checks the certificate against the Service's name.
-		Hosts: []string{serviceName + "." + systemNamespace + ".svc"},
-	}
-	srv := runServer(t, opts, a.store, log)
+	port := int32(endpoint.Port())
 
 	// The Service has a selector, for the Deployment's Pods; with no
 	// kubelet there are none, and no endpoint controller runs, so the
@@ -162,7 +190,7 @@ func aggregateWith(t testing.TB, engine, register bool) *aggregated {
 			discoveryv1.LabelManagedBy:   "bindery-tests",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ns.IP.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &up}}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{endpoint.Addr().String()}, Conditions: discoveryv1.EndpointConditions{Ready: &up}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -175,7 +203,7 @@ func aggregateWith(t testing.TB, engine, register bool) *aggregated {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withCA := strings.Replace(string(apiService), "\nspec:\n", "\nspec:\n  caBundle: "+base64.StdEncoding.EncodeToString(srv.CAData)+"\n", 1)
+	withCA := strings.Replace(string(apiService), "\nspec:\n", "\nspec:\n  caBundle: "+base64.StdEncoding.EncodeToString(caData)+"\n", 1)
 	began := time.Now()
 	a.kubectl(kubetest.Admin, []byte(withCA), "apply", "-f", "-")
 	a.kubectl(kubetest.Admin, nil, "wait", "--for=condition=Available", "apiservice/"+apiServiceName, "--timeout=60s")

@@ -34,6 +34,20 @@ func createInstances(tb testing.TB, store *catalog.Store, n int, class, plan str
 	})
 }
 
+// createBindings creates n bindings in the catalog directly, one for each
+// instance createInstances made, with the same labels.
+func createBindings(tb testing.TB, store *catalog.Store, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	inParallel(tb, n, func(i int) error {
+		bd := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: fmt.Sprintf("instance-%05d", i)}, SecretName: fmt.Sprintf("binding-%05d", i)}}
+		bd.Name, bd.Namespace = fmt.Sprintf("binding-%05d", i), fmt.Sprintf("team-%d", i%10)
+		bd.Labels = map[string]string{"app": "bench", "team": fmt.Sprintf("t%d", i%100)}
+		_, err := store.CreateBinding(ctx, bd)
+		return err
+	})
+}
+
 // inParallel calls f for 0..n-1 from 16 goroutines and fails tb with the
 // first error, after which no new call starts.
 func inParallel(tb testing.TB, n int, f func(i int) error) {

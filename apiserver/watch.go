@@ -15,13 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
 )
 
@@ -53,25 +50,6 @@ type hub struct {
 	// before their deletion is pruned (forget): the Extra of a watch's
 	// backlog changes whose row is gone.
 	gone map[string]*attrs
-}
-
-// attrs is what a selector looks at of an object, with its Extra (which
-// the change feed's documents leave out: catalog.Change).
-type attrs struct {
-	namespace string
-	labels    labels.Set
-	fields    fields.Set
-	extra     json.RawMessage
-	// rev is, in hub.gone, the revision of the deletion.
-	rev int64
-}
-
-func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return &attrs{extra: extra}
-	}
-	return &attrs{namespace: m.GetNamespace(), labels: labels.Set(m.GetLabels()), fields: v1beta1.SelectableFields(obj), extra: extra}
 }
 
 // hubEvent is one change, converted. obj is shared by every watcher: they

@@ -184,6 +184,18 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	return c
 }
 
+// PID is the process id of the control-plane program name
+// ("kube-apiserver", "etcd"), for a test that measures it; 0 when the
+// cluster runs none.
+func (c *Cluster) PID(name string) int {
+	for _, p := range c.procs {
+		if p.name == name {
+			return p.cmd.Process.Pid
+		}
+	}
+	return 0
+}
+
 // Config returns a client configuration for Admin.
 func (c *Cluster) Config() *rest.Config { return c.ConfigFor(Admin) }
 
