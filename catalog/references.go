@@ -378,19 +378,6 @@ func (s *Store) UnresolvedInstances(ctx context.Context) ([]string, error) {
 	return ids, mapErr(err)
 }
 
-// BindingsAwaiting lists the ids of the bindings that name the instance
-// namespace/name but are not linked to it (yet): created before it, or
-// left by an instance of that name that is gone.
-func (s *Store) BindingsAwaiting(ctx context.Context, namespace, name string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM catalog.bindings
-		WHERE instance_id IS NULL AND namespace = $1 AND spec->'instanceRef'->>'name' = $2`, namespace, name)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, mapErr(err)
-}
-
 // nonexistentInstance is how Service Catalog said a binding's instance
 // does not exist.
 func nonexistentInstance(namespace, name string) *ReferenceError {

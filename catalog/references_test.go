@@ -269,7 +269,7 @@ func TestBindingWaitsForItsInstance(t *testing.T) {
 	if r, ok := catalog.AsReference(err); !ok || r.Reason != catalog.ReasonNonexistentInstance || r.Message != `References a non-existent ServiceInstance "team/db"` {
 		t.Fatalf("link: %v", err)
 	}
-	if ids, _ := s.BindingsAwaiting(ctx, "team", "db"); len(ids) != 1 || ids[0] != b.ID {
+	if ids, _ := s.BindingsToWake(ctx, nil, []string{"team"}, []string{"db"}); len(ids) != 1 || ids[0] != b.ID {
 		t.Errorf("bindings awaiting team/db: %v", ids)
 	}
 	// Invalid names are still refused.
@@ -289,7 +289,7 @@ func TestBindingWaitsForItsInstance(t *testing.T) {
 	if got, err := s.LinkBinding(ctx, b.ID); err != nil || got.ID != in.ID {
 		t.Errorf("link a linked binding: %v", err)
 	}
-	if ids, _ := s.BindingsAwaiting(ctx, "team", "db"); len(ids) != 0 {
+	if ids, _ := s.BindingsToWake(ctx, nil, []string{"team"}, []string{"db"}); len(ids) != 0 {
 		t.Errorf("bindings still awaiting team/db: %v", ids)
 	}
 	if bs, _ := s.BindingsOf(ctx, in.ID); len(bs) != 1 {
@@ -306,7 +306,7 @@ func TestBindingWaitsForItsInstance(t *testing.T) {
 	if err := s.FinalizeInstance(ctx, in.ID, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."}); err != nil {
 		t.Fatalf("remove an instance with a binding that waited for it: %v", err)
 	}
-	if ids, _ := s.BindingsAwaiting(ctx, "team", "db"); len(ids) != 1 {
+	if ids, _ := s.BindingsToWake(ctx, nil, []string{"team"}, []string{"db"}); len(ids) != 1 {
 		t.Errorf("the binding of a removed instance does not wait for a new one: %v", ids)
 	}
 }
