@@ -143,7 +143,7 @@ func TestConvertServiceClassAndPlan(t *testing.T) {
 		t.Errorf("plan row %q", got)
 	}
 
-	broker := &v1beta1.ServiceBroker{Spec: v1beta1.ServiceBrokerSpec{URL: "https://ups.example"},
+	broker := &v1beta1.ServiceBroker{Spec: v1beta1.ServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{URL: "https://ups.example"}},
 		Status: v1beta1.ServiceBrokerStatus{Conditions: []v1beta1.ServiceBrokerCondition{{Type: v1beta1.ServiceBrokerConditionReady, Status: v1beta1.ConditionTrue}}}}
 	broker.Name = "ups"
 	table, err = brokerTable.convert(context.Background(), broker, &metav1.TableOptions{})

@@ -97,7 +97,7 @@ func TestBrokerInputRefused(t *testing.T) {
 		{"a NUL byte in an annotation", "http://broker.example", map[string]string{"note": "a\x00b"}, "metadata.annotations[note]"},
 	} {
 		_, err := c.Create(ctx, &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "refused", Annotations: tc.annot},
-			Spec: v1beta1.ClusterServiceBrokerSpec{URL: tc.url}}, metav1.CreateOptions{})
+			Spec: v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{URL: tc.url}}}, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v, want 422 Invalid naming %s without the password", tc.name, err, tc.field)
 		}

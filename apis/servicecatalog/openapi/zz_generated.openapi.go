@@ -40,6 +40,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ClusterServicePlanList{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_ClusterServicePlanList(ref),
 		v1beta1.ClusterServicePlanSpec{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_ClusterServicePlanSpec(ref),
 		v1beta1.ClusterServicePlanStatus{}.OpenAPIModelName():       schema_bindery_apis_servicecatalog_v1beta1_ClusterServicePlanStatus(ref),
+		v1beta1.CommonServiceBrokerSpec{}.OpenAPIModelName():        schema_bindery_apis_servicecatalog_v1beta1_CommonServiceBrokerSpec(ref),
+		v1beta1.CommonServiceClassSpec{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_CommonServiceClassSpec(ref),
+		v1beta1.CommonServicePlanSpec{}.OpenAPIModelName():          schema_bindery_apis_servicecatalog_v1beta1_CommonServicePlanSpec(ref),
 		v1beta1.LocalObjectReference{}.OpenAPIModelName():           schema_bindery_apis_servicecatalog_v1beta1_LocalObjectReference(ref),
 		v1beta1.MaintenanceInfo{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_MaintenanceInfo(ref),
 		v1beta1.ObjectReference{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_ObjectReference(ref),
@@ -553,7 +556,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_ClusterServiceBrokerSpec(ref com
 					},
 					"catalogRestrictions": {
 						SchemaProps: spec.SchemaProps{
-							Description: "CatalogRestrictions limit which of the broker's services and plans become ClusterServiceClasses and ClusterServicePlans.",
+							Description: "CatalogRestrictions limit which of the broker's services and plans become its classes and plans.",
 							Ref:         ref(v1beta1.CatalogRestrictions{}.OpenAPIModelName()),
 						},
 					},
@@ -1133,6 +1136,297 @@ func schema_bindery_apis_servicecatalog_v1beta1_ClusterServicePlanStatus(ref com
 				Required: []string{"removedFromBrokerCatalog"},
 			},
 		},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_CommonServiceBrokerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CommonServiceBrokerSpec is what both kinds of broker say of where the broker is and when its catalog is fetched again.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is the base address of the broker's OSB API (without /v2).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"insecureSkipTLSVerify": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InsecureSkipTLSVerify turns off verification of the broker's serving certificate. Prefer CABundle.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"caBundle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CABundle holds the PEM certificates that the broker's serving certificate must chain to. Like every []byte field of a Kubernetes API it is base64 in JSON; the catalog's REST API holds the PEM text.",
+							Type:        []string{"string"},
+							Format:      "byte",
+						},
+					},
+					"relistBehavior": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistBehavior says when the broker's catalog is fetched again: Duration (every RelistDuration, the default) or Manual (only when the spec changes or RelistRequests is incremented).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"relistDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistDuration is the interval between fetches when RelistBehavior is Duration; it defaults to 15m.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"relistRequests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RelistRequests is a counter: incrementing it fetches the catalog now.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"catalogRestrictions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CatalogRestrictions limit which of the broker's services and plans become its classes and plans.",
+							Ref:         ref(v1beta1.CatalogRestrictions{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CatalogRestrictions{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_CommonServiceClassSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CommonServiceClassSpec is the OSB service object, as both kinds of class hold it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"externalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalName is the service's name in the broker's catalog. The broker may change it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalID is the service's id in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description is a short description of the service.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"bindable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bindable says whether instances of the service can be bound, unless a plan says otherwise.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindingRetrievable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BindingRetrievable says whether the broker answers GET on bindings.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"instancesRetrievable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstancesRetrievable says whether the broker answers GET on instances.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"planUpdatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanUpdatable says whether an instance may move to another plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"allowContextUpdates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AllowContextUpdates says whether the broker accepts updates that change only the context of an instance (OSB 2.15).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tags": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags classify the service.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"requires": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Requires lists the platform permissions the service needs (syslog_drain, route_forwarding, volume_mount).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"externalMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalMetadata is the broker's free-form metadata for the service.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"externalName", "externalID", "description", "bindable"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_CommonServicePlanSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CommonServicePlanSpec is the OSB plan object, as both kinds of plan hold it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"externalName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalName is the plan's name in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"externalID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalID is the plan's id in the broker's catalog.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description is a short description of the plan.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"free": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Free says whether the plan costs nothing.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bindable, when set, overrides the class's Bindable for this plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"planUpdatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanUpdatable, when set, overrides the class's PlanUpdatable for this plan.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bindingRotatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BindingRotatable says whether bindings on this plan can be rotated (OSB 2.17).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"maximumPollingDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaximumPollingDuration is how long, in seconds, Bindery polls an asynchronous operation on this plan before giving up (OSB 2.15).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"maintenanceInfo": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaintenanceInfo is the plan's current maintenance version (OSB 2.15).",
+							Ref:         ref(v1beta1.MaintenanceInfo{}.OpenAPIModelName()),
+						},
+					},
+					"externalMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalMetadata is the broker's free-form metadata for the plan.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"instanceCreateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceCreateParameterSchema is the JSON schema of the parameters accepted when provisioning.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"instanceUpdateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceUpdateParameterSchema is the JSON schema of the parameters accepted when updating an instance.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"serviceBindingCreateParameterSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceBindingCreateParameterSchema is the JSON schema of the parameters accepted when binding.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"externalName", "externalID", "description", "free"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.MaintenanceInfo{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -2192,7 +2486,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerSpec(ref common.Ref
 					},
 					"caBundle": {
 						SchemaProps: spec.SchemaProps{
-							Description: "CABundle holds the PEM certificates that the broker's serving certificate must chain to (base64 in JSON).",
+							Description: "CABundle holds the PEM certificates that the broker's serving certificate must chain to. Like every []byte field of a Kubernetes API it is base64 in JSON; the catalog's REST API holds the PEM text.",
 							Type:        []string{"string"},
 							Format:      "byte",
 						},
@@ -2220,7 +2514,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBrokerSpec(ref common.Ref
 					},
 					"catalogRestrictions": {
 						SchemaProps: spec.SchemaProps{
-							Description: "CatalogRestrictions limit which of the broker's services and plans become ServiceClasses and ServicePlans.",
+							Description: "CatalogRestrictions limit which of the broker's services and plans become its classes and plans.",
 							Ref:         ref(v1beta1.CatalogRestrictions{}.OpenAPIModelName()),
 						},
 					},

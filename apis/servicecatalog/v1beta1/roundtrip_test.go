@@ -126,11 +126,11 @@ func TestDefaults(t *testing.T) {
 		want v1beta1.ClusterServiceBrokerSpec
 	}{
 		{"empty", v1beta1.ClusterServiceBrokerSpec{},
-			v1beta1.ClusterServiceBrokerSpec{RelistBehavior: "Duration", RelistDuration: &metav1.Duration{Duration: 15 * time.Minute}}},
-		{"duration kept", v1beta1.ClusterServiceBrokerSpec{RelistDuration: &metav1.Duration{Duration: time.Hour}},
-			v1beta1.ClusterServiceBrokerSpec{RelistBehavior: "Duration", RelistDuration: &metav1.Duration{Duration: time.Hour}}},
-		{"manual", v1beta1.ClusterServiceBrokerSpec{RelistBehavior: "Manual"},
-			v1beta1.ClusterServiceBrokerSpec{RelistBehavior: "Manual"}},
+			v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{RelistBehavior: "Duration", RelistDuration: &metav1.Duration{Duration: 15 * time.Minute}}}},
+		{"duration kept", v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{RelistDuration: &metav1.Duration{Duration: time.Hour}}},
+			v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{RelistBehavior: "Duration", RelistDuration: &metav1.Duration{Duration: time.Hour}}}},
+		{"manual", v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{RelistBehavior: "Manual"}},
+			v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{RelistBehavior: "Manual"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &v1beta1.ClusterServiceBroker{Spec: tc.in}

@@ -46,6 +46,17 @@ type ClusterServiceBrokerList struct {
 // ClusterServiceBrokerSpec says where a broker is, how to authenticate to it
 // and when to fetch its catalog again.
 type ClusterServiceBrokerSpec struct {
+	CommonServiceBrokerSpec `json:",inline"`
+
+	// AuthInfo names the Secret whose credentials are presented to the
+	// broker.
+	// +optional
+	AuthInfo *ClusterServiceBrokerAuthInfo `json:"authInfo,omitempty"`
+}
+
+// CommonServiceBrokerSpec is what both kinds of broker say of where the
+// broker is and when its catalog is fetched again.
+type CommonServiceBrokerSpec struct {
 	// URL is the base address of the broker's OSB API (without /v2).
 	URL string `json:"url"`
 
@@ -76,14 +87,9 @@ type ClusterServiceBrokerSpec struct {
 	RelistRequests int64 `json:"relistRequests,omitempty"`
 
 	// CatalogRestrictions limit which of the broker's services and plans
-	// become ClusterServiceClasses and ClusterServicePlans.
+	// become its classes and plans.
 	// +optional
 	CatalogRestrictions *CatalogRestrictions `json:"catalogRestrictions,omitempty"`
-
-	// AuthInfo names the Secret whose credentials are presented to the
-	// broker.
-	// +optional
-	AuthInfo *ClusterServiceBrokerAuthInfo `json:"authInfo,omitempty"`
 }
 
 // ServiceBrokerRelistBehavior says when a broker's catalog is fetched again.
@@ -228,38 +234,7 @@ type ServiceBrokerList struct {
 // ServiceBrokerSpec is ClusterServiceBrokerSpec for a broker of a
 // namespace, whose credentials are in a Secret of that namespace.
 type ServiceBrokerSpec struct {
-	// URL is the base address of the broker's OSB API (without /v2).
-	URL string `json:"url"`
-
-	// InsecureSkipTLSVerify turns off verification of the broker's serving
-	// certificate. Prefer CABundle.
-	// +optional
-	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
-
-	// CABundle holds the PEM certificates that the broker's serving
-	// certificate must chain to (base64 in JSON).
-	// +optional
-	CABundle []byte `json:"caBundle,omitempty"`
-
-	// RelistBehavior says when the broker's catalog is fetched again:
-	// Duration (every RelistDuration, the default) or Manual (only when the
-	// spec changes or RelistRequests is incremented).
-	// +optional
-	RelistBehavior ServiceBrokerRelistBehavior `json:"relistBehavior"`
-
-	// RelistDuration is the interval between fetches when RelistBehavior is
-	// Duration; it defaults to 15m.
-	// +optional
-	RelistDuration *metav1.Duration `json:"relistDuration,omitempty"`
-
-	// RelistRequests is a counter: incrementing it fetches the catalog now.
-	// +optional
-	RelistRequests int64 `json:"relistRequests,omitempty"`
-
-	// CatalogRestrictions limit which of the broker's services and plans
-	// become ServiceClasses and ServicePlans.
-	// +optional
-	CatalogRestrictions *CatalogRestrictions `json:"catalogRestrictions,omitempty"`
+	CommonServiceBrokerSpec `json:",inline"`
 
 	// AuthInfo names the Secret, in the broker's namespace, whose
 	// credentials are presented to the broker.
@@ -408,6 +383,12 @@ type ClusterServiceClassSpec struct {
 	// service.
 	ClusterServiceBrokerName string `json:"clusterServiceBrokerName"`
 
+	CommonServiceClassSpec `json:",inline"`
+}
+
+// CommonServiceClassSpec is the OSB service object, as both kinds of
+// class hold it.
+type CommonServiceClassSpec struct {
 	// ExternalName is the service's name in the broker's catalog. The broker
 	// may change it.
 	ExternalName string `json:"externalName"`
@@ -504,52 +485,7 @@ type ServiceClassSpec struct {
 	// namespace, that offers the service.
 	ServiceBrokerName string `json:"serviceBrokerName"`
 
-	// ExternalName is the service's name in the broker's catalog. The broker
-	// may change it.
-	ExternalName string `json:"externalName"`
-
-	// ExternalID is the service's id in the broker's catalog.
-	ExternalID string `json:"externalID"`
-
-	// Description is a short description of the service.
-	Description string `json:"description"`
-
-	// Bindable says whether instances of the service can be bound, unless a
-	// plan says otherwise.
-	Bindable bool `json:"bindable"`
-
-	// BindingRetrievable says whether the broker answers GET on bindings.
-	// +optional
-	BindingRetrievable bool `json:"bindingRetrievable,omitempty"`
-
-	// InstancesRetrievable says whether the broker answers GET on
-	// instances.
-	// +optional
-	InstancesRetrievable bool `json:"instancesRetrievable,omitempty"`
-
-	// PlanUpdatable says whether an instance may move to another plan.
-	// +optional
-	PlanUpdatable bool `json:"planUpdatable,omitempty"`
-
-	// AllowContextUpdates says whether the broker accepts updates that
-	// change only the context of an instance (OSB 2.15).
-	// +optional
-	AllowContextUpdates bool `json:"allowContextUpdates,omitempty"`
-
-	// Tags classify the service.
-	// +optional
-	// +listType=atomic
-	Tags []string `json:"tags,omitempty"`
-
-	// Requires lists the platform permissions the service needs
-	// (syslog_drain, route_forwarding, volume_mount).
-	// +optional
-	// +listType=atomic
-	Requires []string `json:"requires,omitempty"`
-
-	// ExternalMetadata is the broker's free-form metadata for the service.
-	// +optional
-	ExternalMetadata *runtime.RawExtension `json:"externalMetadata,omitempty"`
+	CommonServiceClassSpec `json:",inline"`
 }
 
 // ServiceClassStatus says whether the broker still offers a service.
@@ -599,6 +535,15 @@ type ClusterServicePlanSpec struct {
 	// plan.
 	ClusterServiceBrokerName string `json:"clusterServiceBrokerName"`
 
+	CommonServicePlanSpec `json:",inline"`
+
+	// ClusterServiceClassRef names the ClusterServiceClass of the plan.
+	ClusterServiceClassRef ClusterObjectReference `json:"clusterServiceClassRef"`
+}
+
+// CommonServicePlanSpec is the OSB plan object, as both kinds of plan
+// hold it.
+type CommonServicePlanSpec struct {
 	// ExternalName is the plan's name in the broker's catalog.
 	ExternalName string `json:"externalName"`
 
@@ -652,9 +597,6 @@ type ClusterServicePlanSpec struct {
 	// parameters accepted when binding.
 	// +optional
 	ServiceBindingCreateParameterSchema *runtime.RawExtension `json:"serviceBindingCreateParameterSchema,omitempty"`
-
-	// ClusterServiceClassRef names the ClusterServiceClass of the plan.
-	ClusterServiceClassRef ClusterObjectReference `json:"clusterServiceClassRef"`
 }
 
 // MaintenanceInfo is the OSB maintenance_info of a plan.
@@ -714,59 +656,7 @@ type ServicePlanSpec struct {
 	// namespace, that offers the plan.
 	ServiceBrokerName string `json:"serviceBrokerName"`
 
-	// ExternalName is the plan's name in the broker's catalog.
-	ExternalName string `json:"externalName"`
-
-	// ExternalID is the plan's id in the broker's catalog.
-	ExternalID string `json:"externalID"`
-
-	// Description is a short description of the plan.
-	Description string `json:"description"`
-
-	// Free says whether the plan costs nothing.
-	Free bool `json:"free"`
-
-	// Bindable, when set, overrides the class's Bindable for this plan.
-	// +optional
-	Bindable *bool `json:"bindable,omitempty"`
-
-	// PlanUpdatable, when set, overrides the class's PlanUpdatable for this
-	// plan.
-	// +optional
-	PlanUpdatable *bool `json:"planUpdatable,omitempty"`
-
-	// BindingRotatable says whether bindings on this plan can be rotated
-	// (OSB 2.17).
-	// +optional
-	BindingRotatable bool `json:"bindingRotatable,omitempty"`
-
-	// MaximumPollingDuration is how long, in seconds, Bindery polls an
-	// asynchronous operation on this plan before giving up (OSB 2.15).
-	// +optional
-	MaximumPollingDuration *int64 `json:"maximumPollingDuration,omitempty"`
-
-	// MaintenanceInfo is the plan's current maintenance version (OSB 2.15).
-	// +optional
-	MaintenanceInfo *MaintenanceInfo `json:"maintenanceInfo,omitempty"`
-
-	// ExternalMetadata is the broker's free-form metadata for the plan.
-	// +optional
-	ExternalMetadata *runtime.RawExtension `json:"externalMetadata,omitempty"`
-
-	// InstanceCreateParameterSchema is the JSON schema of the parameters
-	// accepted when provisioning.
-	// +optional
-	InstanceCreateParameterSchema *runtime.RawExtension `json:"instanceCreateParameterSchema,omitempty"`
-
-	// InstanceUpdateParameterSchema is the JSON schema of the parameters
-	// accepted when updating an instance.
-	// +optional
-	InstanceUpdateParameterSchema *runtime.RawExtension `json:"instanceUpdateParameterSchema,omitempty"`
-
-	// ServiceBindingCreateParameterSchema is the JSON schema of the
-	// parameters accepted when binding.
-	// +optional
-	ServiceBindingCreateParameterSchema *runtime.RawExtension `json:"serviceBindingCreateParameterSchema,omitempty"`
+	CommonServicePlanSpec `json:",inline"`
 
 	// ServiceClassRef names the ServiceClass of the plan, in the same
 	// namespace.

@@ -113,6 +113,21 @@ func (in ClusterServicePlanStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CommonServiceBrokerSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.CommonServiceBrokerSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CommonServiceClassSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.CommonServiceClassSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CommonServicePlanSpec) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.CommonServicePlanSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LocalObjectReference) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.LocalObjectReference"
 }
