@@ -402,149 +402,8 @@ func TestRESTConformanceReadOnly(t *testing.T) {
 // storage.
 func TestRESTConformanceBroker(t *testing.T) {
 	t.Parallel()
-	var brokers *brokerStorage
-	var url string
-	fresh := func(t *testing.T) {
-		storages, _, fake, _ := storagesWithBroker(t)
-		brokers = storages["clusterservicebrokers"].(*brokerStorage)
-		// A new broker's catalog is fetched in the background, which
-		// changes the broker (its status) between resttest's steps, and
-		// resttest expects what it wrote to stay as it was: no relist.
-		brokers.relist = func(string) {}
-		url = fake.URL()
-	}
-	valid := func() *v1beta1.ClusterServiceBroker {
-		o := &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "foo"}}
-		o.Spec.URL = url
-		return o
-	}
-	createFn := func(ctx context.Context, obj runtime.Object) error {
-		_, err := brokers.Create(ctx, obj, nil, &metav1.CreateOptions{})
-		return err
-	}
-	getFn := func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
-		return brokers.Get(ctx, obj.(*v1beta1.ClusterServiceBroker).Name, &metav1.GetOptions{})
-	}
-	t.Run("create", func(t *testing.T) {
-		// A dry run returns the validated request, a create what the
-		// catalog made of it (relist settings defaulted, a status).
-		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
-			fresh(t)
-			invalid := valid()
-			invalid.Spec.URL = ""
-			resttest.New(t, brokers).ClusterScope().TestCreate(valid(), createFn, getFn, invalid)
-		})
-	})
-	t.Run("update", func(t *testing.T) {
-		fresh(t)
-		resttest.New(t, brokers).ClusterScope().TestUpdate(valid(), createFn, getFn,
-			func(obj runtime.Object) runtime.Object {
-				o := obj.(*v1beta1.ClusterServiceBroker)
-				o.Labels = map[string]string{"changed": "yes"}
-				return o
-			},
-			func(obj runtime.Object) runtime.Object {
-				o := obj.(*v1beta1.ClusterServiceBroker)
-				o.Spec.URL = ""
-				return o
-			})
-	})
-	t.Run("get", func(t *testing.T) {
-		fresh(t)
-		resttest.New(t, brokers).ClusterScope().TestGet(valid())
-	})
-	t.Run("delete", func(t *testing.T) {
-		// testDeleteWithUID creates its object with uid "UID0000", where
-		// the uid is the catalog's id.
-		resttestAllBut(t, "testDeleteWithUID", func(t *testing.T) {
-			fresh(t)
-			resttest.New(t, brokers).ClusterScope().ReturnDeletedObject().TestDelete(valid(), clearingLeftover(brokers, createFn), getFn, apierrors.IsNotFound)
-		})
-	})
-	t.Run("watch", func(t *testing.T) {
-		fresh(t)
-		test := resttest.New(t, brokers).ClusterScope()
-		ensure := func(ctx context.Context, obj runtime.Object, present bool) error {
-			name := obj.(*v1beta1.ClusterServiceBroker).Name
-			_, err := brokers.Get(ctx, name, nil)
-			switch {
-			case err == nil && !present:
-				_, _, err = brokers.Delete(ctx, name, nil, nil)
-				return err
-			case apierrors.IsNotFound(err) && present:
-				return createFn(ctx, obj.DeepCopyObject())
-			case apierrors.IsNotFound(err):
-				return nil
-			}
-			return err
-		}
-		n := 0
-		emit := func(obj runtime.Object, action string) error {
-			ctx := test.TestContext()
-			switch action {
-			case "ADDED":
-				if err := ensure(ctx, obj, false); err != nil {
-					return err
-				}
-				return createFn(ctx, obj.DeepCopyObject())
-			case "MODIFIED":
-				if err := ensure(ctx, obj, true); err != nil {
-					return err
-				}
-				got, err := brokers.Get(ctx, obj.(*v1beta1.ClusterServiceBroker).Name, nil)
-				if err != nil {
-					return err
-				}
-				o := got.(*v1beta1.ClusterServiceBroker)
-				n++
-				o.Annotations = map[string]string{"n": strconv.Itoa(n)}
-				_, _, err = brokers.Update(ctx, o.Name, rest.DefaultUpdatedObjectInfo(o), nil, nil, false, &metav1.UpdateOptions{})
-				return err
-			case "DELETED":
-				if err := ensure(ctx, obj, true); err != nil {
-					return err
-				}
-				return ensure(ctx, obj, false)
-			}
-			return nil
-		}
-		v := valid()
-		v.Labels = map[string]string{"app": "db"}
-		test.TestWatch(v, emit,
-			[]labels.Set{{"app": "db"}}, []labels.Set{{"app": "other"}},
-			[]fields.Set{{"metadata.name": "foo"}}, []fields.Set{{"metadata.name": "bar"}},
-			[]string{"ADDED", "MODIFIED", "DELETED"})
-	})
-	t.Run("list", func(t *testing.T) {
-		fresh(t)
-		test := resttest.New(t, brokers).ClusterScope()
-		test.TestList(valid(), func(objs []runtime.Object) []runtime.Object {
-			ctx := context.Background()
-			all, err := brokers.store.ListBrokers(ctx, catalog.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range all.Items {
-				if err := brokers.store.DeleteBroker(ctx, b.ID); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, obj := range objs {
-				o := obj.(*v1beta1.ClusterServiceBroker)
-				if _, err := brokers.Create(test.TestContext(), o, nil, &metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, obj := range objs {
-				o := obj.(*v1beta1.ClusterServiceBroker)
-				got, err := brokers.Get(ctx, o.Name, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				*o = *got.(*v1beta1.ClusterServiceBroker)
-			}
-			return objs
-		})
+	restConformanceBroker(t, "clusterservicebrokers", false, func(o *v1beta1.ClusterServiceBroker) *v1beta1.CommonServiceBrokerSpec {
+		return &o.Spec.CommonServiceBrokerSpec
 	})
 }
 
@@ -553,63 +412,90 @@ func TestRESTConformanceBroker(t *testing.T) {
 // namespace only.
 func TestRESTConformanceServiceBroker(t *testing.T) {
 	t.Parallel()
+	restConformanceBroker(t, "servicebrokers", true, func(o *v1beta1.ServiceBroker) *v1beta1.CommonServiceBrokerSpec {
+		return &o.Spec.CommonServiceBrokerSpec
+	})
+}
+
+// restConformanceBroker runs resttest against the storage of a broker
+// kind, cluster-scoped or namespaced; spec reaches the object's spec.
+func restConformanceBroker[T any, P interface {
+	*T
+	runtime.Object
+	metav1.Object
+}](t *testing.T, resource string, namespaced bool, spec func(P) *v1beta1.CommonServiceBrokerSpec) {
 	var brokers *brokerStorage
 	var url string
 	fresh := func(t *testing.T) {
 		storages, _, fake, _ := storagesWithBroker(t)
-		brokers = storages["servicebrokers"].(*brokerStorage)
-		brokers.relist = func(string) {} // as in TestRESTConformanceBroker
+		brokers = storages[resource].(*brokerStorage)
+		// A new broker's catalog is fetched in the background, which
+		// changes the broker (its status) between resttest's steps, and
+		// resttest expects what it wrote to stay as it was: no relist.
+		brokers.relist = func(string) {}
 		url = fake.URL()
 	}
-	valid := func() *v1beta1.ServiceBroker {
-		o := &v1beta1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "foo"}}
-		o.Spec.URL = url
+	valid := func() P {
+		o := P(new(T))
+		o.SetName("foo")
+		spec(o).URL = url
 		return o
+	}
+	tester := func(t *testing.T) *resttest.Tester {
+		test := resttest.New(t, brokers)
+		if !namespaced {
+			test = test.ClusterScope()
+		}
+		return test
 	}
 	createFn := func(ctx context.Context, obj runtime.Object) error {
 		_, err := brokers.Create(ctx, obj, nil, &metav1.CreateOptions{})
 		return err
 	}
 	getFn := func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
-		return brokers.Get(ctx, obj.(*v1beta1.ServiceBroker).Name, &metav1.GetOptions{})
+		return brokers.Get(ctx, obj.(P).GetName(), &metav1.GetOptions{})
 	}
 	t.Run("create", func(t *testing.T) {
+		// A dry run returns the validated request, a create what the
+		// catalog made of it (relist settings defaulted, a status).
 		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
 			fresh(t)
 			invalid := valid()
-			invalid.Spec.URL = ""
-			resttest.New(t, brokers).TestCreate(valid(), createFn, getFn, invalid)
+			spec(invalid).URL = ""
+			tester(t).TestCreate(valid(), createFn, getFn, invalid)
 		})
 	})
 	t.Run("update", func(t *testing.T) {
 		fresh(t)
-		resttest.New(t, brokers).TestUpdate(valid(), createFn, getFn,
+		tester(t).TestUpdate(valid(), createFn, getFn,
 			func(obj runtime.Object) runtime.Object {
-				o := obj.(*v1beta1.ServiceBroker)
-				o.Labels = map[string]string{"changed": "yes"}
+				o := obj.(P)
+				o.SetLabels(map[string]string{"changed": "yes"})
 				return o
 			},
 			func(obj runtime.Object) runtime.Object {
-				o := obj.(*v1beta1.ServiceBroker)
-				o.Spec.URL = ""
+				o := obj.(P)
+				spec(o).URL = ""
 				return o
 			})
 	})
 	t.Run("get", func(t *testing.T) {
 		fresh(t)
-		resttest.New(t, brokers).TestGet(valid())
+		tester(t).TestGet(valid())
 	})
 	t.Run("delete", func(t *testing.T) {
+		// testDeleteWithUID creates its object with uid "UID0000", where
+		// the uid is the catalog's id.
 		resttestAllBut(t, "testDeleteWithUID", func(t *testing.T) {
 			fresh(t)
-			resttest.New(t, brokers).ReturnDeletedObject().TestDelete(valid(), clearingLeftover(brokers, createFn), getFn, apierrors.IsNotFound)
+			tester(t).ReturnDeletedObject().TestDelete(valid(), clearingLeftover(brokers, createFn), getFn, apierrors.IsNotFound)
 		})
 	})
 	t.Run("watch", func(t *testing.T) {
 		fresh(t)
-		test := resttest.New(t, brokers)
+		test := tester(t)
 		ensure := func(ctx context.Context, obj runtime.Object, present bool) error {
-			name := obj.(*v1beta1.ServiceBroker).Name
+			name := obj.(P).GetName()
 			_, err := brokers.Get(ctx, name, nil)
 			switch {
 			case err == nil && !present:
@@ -635,14 +521,14 @@ func TestRESTConformanceServiceBroker(t *testing.T) {
 				if err := ensure(ctx, obj, true); err != nil {
 					return err
 				}
-				got, err := brokers.Get(ctx, obj.(*v1beta1.ServiceBroker).Name, nil)
+				got, err := brokers.Get(ctx, obj.(P).GetName(), nil)
 				if err != nil {
 					return err
 				}
-				o := got.(*v1beta1.ServiceBroker)
+				o := got.(P)
 				n++
-				o.Annotations = map[string]string{"n": strconv.Itoa(n)}
-				_, _, err = brokers.Update(ctx, o.Name, rest.DefaultUpdatedObjectInfo(o), nil, nil, false, &metav1.UpdateOptions{})
+				o.SetAnnotations(map[string]string{"n": strconv.Itoa(n)})
+				_, _, err = brokers.Update(ctx, o.GetName(), rest.DefaultUpdatedObjectInfo(o), nil, nil, false, &metav1.UpdateOptions{})
 				return err
 			case "DELETED":
 				if err := ensure(ctx, obj, true); err != nil {
@@ -653,7 +539,7 @@ func TestRESTConformanceServiceBroker(t *testing.T) {
 			return nil
 		}
 		v := valid()
-		v.Labels = map[string]string{"app": "db"}
+		v.SetLabels(map[string]string{"app": "db"})
 		test.TestWatch(v, emit,
 			[]labels.Set{{"app": "db"}}, []labels.Set{{"app": "other"}},
 			[]fields.Set{{"metadata.name": "foo"}}, []fields.Set{{"metadata.name": "bar"}},
@@ -661,10 +547,10 @@ func TestRESTConformanceServiceBroker(t *testing.T) {
 	})
 	t.Run("list", func(t *testing.T) {
 		fresh(t)
-		test := resttest.New(t, brokers)
+		test := tester(t)
 		test.TestList(valid(), func(objs []runtime.Object) []runtime.Object {
 			ctx := context.Background()
-			all, err := brokers.store.ListBrokers(ctx, catalog.ListOptions{Namespaced: true})
+			all, err := brokers.store.ListBrokers(ctx, catalog.ListOptions{Namespaced: namespaced})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -674,18 +560,17 @@ func TestRESTConformanceServiceBroker(t *testing.T) {
 				}
 			}
 			for _, obj := range objs {
-				o := obj.(*v1beta1.ServiceBroker)
-				if _, err := brokers.Create(test.TestContext(), o, nil, &metav1.CreateOptions{}); err != nil {
+				if _, err := brokers.Create(test.TestContext(), obj, nil, &metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, obj := range objs {
-				o := obj.(*v1beta1.ServiceBroker)
-				got, err := brokers.Get(test.TestContext(), o.Name, nil)
+				o := obj.(P)
+				got, err := brokers.Get(test.TestContext(), o.GetName(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				*o = *got.(*v1beta1.ServiceBroker)
+				*o = *got.(P)
 			}
 			return objs
 		})
