@@ -397,6 +397,14 @@ func (p *InstanceProperties) PlanID() string {
 	return p.ClusterServicePlanExternalID
 }
 
+// PlanName is the OSB name of the plan the properties were sent with.
+func (p *InstanceProperties) PlanName() string {
+	if p.ServicePlanExternalName != "" {
+		return p.ServicePlanExternalName
+	}
+	return p.ClusterServicePlanExternalName
+}
+
 // Instance operations (status.currentOperation) and provision and
 // deprovision states, as Service Catalog names them.
 const (
