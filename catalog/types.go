@@ -397,7 +397,8 @@ func (p *InstanceProperties) PlanID() string {
 	return p.ClusterServicePlanExternalID
 }
 
-// PlanName is the OSB name of the plan the properties were sent with.
+// PlanName is the OSB name of the plan the properties were sent with
+// (the web's instances list shows it).
 func (p *InstanceProperties) PlanName() string {
 	if p.ServicePlanExternalName != "" {
 		return p.ServicePlanExternalName
