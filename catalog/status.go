@@ -77,8 +77,7 @@ func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*In
 		if string(before) == string(after) {
 			return nil
 		}
-		w.queue(nil, `UPDATE catalog.instances SET status = $2 WHERE id = $1`, id, after)
-		w.changed(Modified, in)
+		w.changedStatus(in, after)
 		return nil
 	})
 	return out, err
@@ -168,8 +167,7 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 		if string(before) == string(after) {
 			return nil
 		}
-		w.queue(nil, `UPDATE catalog.bindings SET status = $2 WHERE id = $1`, id, after)
-		w.changed(Modified, b)
+		w.changedStatus(b, after)
 		return nil
 	})
 	return out, err

@@ -199,6 +199,27 @@ type change struct {
 
 func (w *txn) changed(typ string, obj object) { w.changes = append(w.changes, change{typ, obj}) }
 
+// changedStatus records that obj's status changed to status (its JSON):
+// the row is written when the transaction's changes are stamped (record).
+func (w *txn) changedStatus(obj object, status []byte) {
+	if w.statuses == nil {
+		w.statuses = map[string]string{}
+	}
+	w.statuses[obj.meta().ID] = string(status)
+	w.changed(Modified, obj)
+}
+
+// statusesOf are the new statuses of the objects with these ids, "" for
+// those whose status is unchanged; some reports whether there is one.
+func (w *txn) statusesOf(ids []string) (out []string, some bool) {
+	out = make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = w.statuses[id]
+		some = some || out[i] != ""
+	}
+	return out, some
+}
+
 func (w *txn) read(obj object) {
 	if !w.publishing {
 		return
@@ -307,8 +328,19 @@ func record(w *txn) (string, []any, error) {
 	var stamps strings.Builder
 	for _, table := range slices.Sorted(maps.Keys(ids)) {
 		args = append(args, ids[table])
-		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s SET resource_version = (SELECT value FROM rev) WHERE id = ANY($%d::uuid[]))`,
-			len(args), table, len(args))
+		statuses, some := w.statusesOf(ids[table])
+		if !some {
+			fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s SET resource_version = (SELECT value FROM rev) WHERE id = ANY($%d::uuid[]))`,
+				len(args), table, len(args))
+			continue
+		}
+		// The new statuses go in with the stamp: one change of each row,
+		// not two (a second change of a row in the same transaction costs
+		// a row version and, for a binding, a foreign-key check).
+		args = append(args, statuses)
+		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = rev.value, status = coalesce(nullif(s.status, '')::jsonb, t.status)
+			FROM rev, unnest($%d::uuid[], $%d::text[]) AS s(id, status) WHERE t.id = s.id)`,
+			len(args), table, len(args)-1, len(args))
 	}
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
 	return `WITH rev AS (UPDATE catalog.revision SET value = value + 1 RETURNING value)` + stamps.String() + `,
