@@ -93,10 +93,15 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
 		// Bound: make sure the Secret is still as it should be.
-		if err := c.ensureSecret(ctx, env, nil); !errors.Is(err, errNamespaceTerminating) {
-			return 0, err
+		err := c.ensureSecret(ctx, env, nil)
+		var p *secretProblem
+		switch {
+		case errors.As(err, &p):
+			return 0, c.secretFailed(ctx, b, p)
+		case errors.Is(err, errNamespaceTerminating):
+			return 0, nil
 		}
-		return 0, nil
+		return 0, err
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
 		return 0, nil
 	}
@@ -232,16 +237,30 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 	return 0, c.bound(ctx, env, &res.Binding)
 }
 
-// bound stores the credentials, writes the Secret when there is a
-// cluster, and marks the binding Ready.
+// bound writes the Secret when there is a cluster, then stores the
+// credentials and marks the binding Ready in one write. A crash between
+// the two leaves the bind in flight: it is sent again, and OSB has a
+// broker answer a bind it already made with the same binding.
+// Without a Secret, the credentials are stored all the same, and the
+// binding is not Ready.
 func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Binding) error {
 	b := env.b
 	creds := result.Credentials
 	if creds == nil {
 		creds = map[string]any{}
 	}
+	secretErr := c.ensureSecret(ctx, env, creds)
+	var problem *secretProblem
+	errors.As(secretErr, &problem)
 	now := c.now().UTC()
-	b, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	events := []catalog.EventRecord{{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind}}
+	switch {
+	case secretErr == nil:
+		events = append(events, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: msgBound, Operation: catalog.OperationBind})
+	case problem != nil:
+		events = append(events, problem.event())
+	}
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
 		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
@@ -250,30 +269,28 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		for _, e := range result.Endpoints {
 			st.Endpoints = append(st.Endpoints, catalog.Endpoint{Host: e.Host, Ports: e.Ports, Protocol: e.Protocol})
 		}
+		switch {
+		case secretErr == nil:
+			st.ReconciledGeneration = b.Generation
+			if c.kube != nil {
+				st.Binding = &catalog.SecretReference{Name: b.Spec.SecretName}
+			}
+			setReady(&st.Conditions, catalog.ConditionTrue, reasonBound, msgBound, now)
+			removeCondition(&st.Conditions, catalog.ConditionFailed)
+		case problem != nil:
+			problem.record(st, now)
+		}
 		return nil
-	}, creds, catalog.EventRecord{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
-	if err != nil {
+	}, creds, events...)
+	switch {
+	case err != nil:
 		return err
-	}
-	env.b = b
-	if err := c.ensureSecret(ctx, env, creds); errors.Is(err, errNamespaceTerminating) {
+	case errors.Is(secretErr, errNamespaceTerminating):
 		// Bound at the broker, credentials stored, but no Secret: not
 		// Ready. The namespace's deletion unbinds it.
 		return nil
-	} else if err != nil {
-		return err
 	}
-	_, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-		st := &b.Status
-		st.ReconciledGeneration = b.Generation
-		if c.kube != nil {
-			st.Binding = &catalog.SecretReference{Name: b.Spec.SecretName}
-		}
-		setReady(&st.Conditions, catalog.ConditionTrue, reasonBound, msgBound, now)
-		removeCondition(&st.Conditions, catalog.ConditionFailed)
-		return nil
-	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: msgBound, Operation: catalog.OperationBind})
-	return err
+	return secretErr
 }
 
 // startBindingOrphanMitigation records a failed bind that needs cleaning

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -224,7 +225,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 		return s.Data, nil
 	})
 	if err != nil {
-		return c.secretProblem(ctx, b, reasonSecretFailed, "Error injecting bind result: "+err.Error())
+		return &secretProblem{reason: reasonSecretFailed, msg: "Error injecting bind result: " + err.Error()}
 	}
 	want := BuildSecret(b, env.class, env.broker.Name, data)
 	// The informer's cache first: a Secret as it should be needs no
@@ -260,8 +261,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	case err != nil:
 		return fmt.Errorf("read Secret %s/%s: %w", b.Namespace, want.Name, err)
 	case !ownedBy(have, b):
-		return c.secretProblem(ctx, b, reasonSecretNotOwned,
-			fmt.Sprintf("Secret %s/%s exists and does not belong to this binding; it is left alone. Delete it or choose another spec.secretName.", b.Namespace, want.Name))
+		return &secretProblem{reason: reasonSecretNotOwned, msg: fmt.Sprintf("Secret %s/%s exists and does not belong to this binding; it is left alone. Delete it or choose another spec.secretName.", b.Namespace, want.Name)}
 	}
 	if sameSecret(have, want) {
 		return nil
@@ -306,19 +306,34 @@ func sameLabels(have, want map[string]string) bool {
 	return true
 }
 
-// secretProblem puts a Secret problem in the binding's status; it is
-// retried with backoff.
-func (c *Controller) secretProblem(ctx context.Context, b *catalog.Binding, reason, msg string) error {
+// secretProblem is a reason the binding's Secret cannot be written that
+// the binding's status tells (secretProblem.record); it is retried with
+// backoff.
+type secretProblem struct{ reason, msg string }
+
+func (p *secretProblem) Error() string { return p.msg }
+
+// record puts the problem in a binding's status.
+func (p *secretProblem) record(st *catalog.BindingStatus, now time.Time) {
+	catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: p.reason, Message: p.msg}, now)
+	st.LastError = p.msg
+}
+
+func (p *secretProblem) event() catalog.EventRecord {
+	return catalog.EventRecord{Type: "Warning", Reason: p.reason, Message: p.msg}
+}
+
+// secretFailed records a Secret problem of a bound binding, and returns
+// it to be retried.
+func (c *Controller) secretFailed(ctx context.Context, b *catalog.Binding, p *secretProblem) error {
 	now := c.now().UTC()
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-		catalog.SetCondition(&b.Status.Conditions, catalog.Condition{Type: catalog.ConditionReady, Status: catalog.ConditionFalse, Reason: reason, Message: msg}, now)
-		b.Status.LastError = msg
+	if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		p.record(&b.Status, now)
 		return nil
-	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
-	if err != nil {
+	}, nil, p.event()); err != nil {
 		return err
 	}
-	return errors.New(msg)
+	return p
 }
 
 // deleteSecret removes the binding's Secret, if it is the binding's.
