@@ -59,6 +59,12 @@ func checkBindingOf(ctx context.Context, q querier, b *Binding, in *Instance, fi
 	if err != nil {
 		return err
 	}
+	return checkBindingAgainst(ctx, q, b, in, class, plan, fill, errs)
+}
+
+// checkBindingAgainst is checkBindingOf with the instance's class and plan
+// at hand.
+func checkBindingAgainst(ctx context.Context, q querier, b *Binding, in *Instance, class *ServiceClass, plan *ServicePlan, fill bool, errs *field.ErrorList) error {
 	bindable := class.Spec.Bindable
 	if plan.Spec.Bindable != nil {
 		bindable = *plan.Spec.Bindable
@@ -92,10 +98,18 @@ func checkBindingOf(ctx context.Context, q querier, b *Binding, in *Instance, fi
 // it binds: the binding may have been recorded before its instance, or
 // before the instance's plan was resolved. A plan that is not bindable (or
 // not rotatable) is ErrUnprocessable; parameters that do not match the
-// plan's schema a *ValidationError.
-func (s *Store) CheckBindable(ctx context.Context, b *Binding, in *Instance) error {
+// plan's schema a *ValidationError. class and plan, when the caller has
+// them (the engine caches them), are the instance's resolved class and
+// plan; nil reads them.
+func (s *Store) CheckBindable(ctx context.Context, b *Binding, in *Instance, class *ServiceClass, plan *ServicePlan) error {
 	var errs field.ErrorList
-	if err := checkBindingOf(ctx, s.pool, b, in, false, &errs); err != nil {
+	var err error
+	if class != nil && plan != nil && in.Resolved() {
+		err = checkBindingAgainst(ctx, s.pool, b, in, class, plan, false, &errs)
+	} else {
+		err = checkBindingOf(ctx, s.pool, b, in, false, &errs)
+	}
+	if err != nil {
 		return err
 	}
 	return invalid(errs)

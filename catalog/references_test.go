@@ -296,7 +296,7 @@ func TestBindingWaitsForItsInstance(t *testing.T) {
 		t.Errorf("bindings of the instance: %d", len(bs))
 	}
 	// The instance waits for its class and so does the binding's check.
-	if err := s.CheckBindable(ctx, b, in); err != nil {
+	if err := s.CheckBindable(ctx, b, in, nil, nil); err != nil {
 		t.Errorf("check a binding of an unresolved instance: %v", err)
 	}
 

@@ -21,7 +21,7 @@ type bindingEnv struct {
 }
 
 func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Duration, error) {
-	b, err := c.store.GetBinding(ctx, id)
+	b, in, inErr, err := c.store.GetBindingLinked(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return 0, nil
 	}
@@ -38,7 +38,7 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	}
 	// The instance, which the binding may have been recorded before (it is
 	// linked to it now if it exists).
-	in, err := c.store.LinkedInstance(ctx, b.ID)
+	err = inErr
 	if errors.Is(err, catalog.ErrNotFound) {
 		in, err = c.store.LinkBinding(ctx, b.ID)
 	}
@@ -158,7 +158,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		msg := fmt.Sprintf("References a non-bindable %s and Plan (%q) combination", className(env.class), env.plan.Spec.ExternalName)
 		return 0, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
 	}
-	if err := c.store.CheckBindable(ctx, b, in); errors.Is(err, catalog.ErrUnprocessable) {
+	if err := c.store.CheckBindable(ctx, b, in, env.class, env.plan); errors.Is(err, catalog.ErrUnprocessable) {
 		return 0, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
 	} else if v, ok := catalog.AsValidation(err); ok {
 		reason := reasonWithParameters

@@ -84,6 +84,11 @@ func (s timedStore) GetBinding(ctx context.Context, id string) (*catalog.Binding
 	return s.Store.GetBinding(ctx, id)
 }
 
+func (s timedStore) GetBindingLinked(ctx context.Context, id string) (*catalog.Binding, *catalog.Instance, error, error) {
+	defer s.done(time.Now())
+	return s.Store.GetBindingLinked(ctx, id)
+}
+
 func (s timedStore) GetBindingByName(ctx context.Context, namespace, name string) (*catalog.Binding, error) {
 	defer s.done(time.Now())
 	return s.Store.GetBindingByName(ctx, namespace, name)
@@ -119,14 +124,9 @@ func (s timedStore) LinkBinding(ctx context.Context, id string) (*catalog.Instan
 	return s.Store.LinkBinding(ctx, id)
 }
 
-func (s timedStore) LinkedInstance(ctx context.Context, id string) (*catalog.Instance, error) {
+func (s timedStore) CheckBindable(ctx context.Context, b *catalog.Binding, in *catalog.Instance, class *catalog.ServiceClass, plan *catalog.ServicePlan) error {
 	defer s.done(time.Now())
-	return s.Store.LinkedInstance(ctx, id)
-}
-
-func (s timedStore) CheckBindable(ctx context.Context, b *catalog.Binding, in *catalog.Instance) error {
-	defer s.done(time.Now())
-	return s.Store.CheckBindable(ctx, b, in)
+	return s.Store.CheckBindable(ctx, b, in, class, plan)
 }
 
 func (s timedStore) BindingsOf(ctx context.Context, instanceID string) ([]*catalog.Binding, error) {
