@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,20 +87,31 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 	// OnIdle's period runs from its last call, not from the last
 	// notification: a busy feed does not put it off.
 	next := time.Now().Add(opts.Idle)
+	read := true
 	for {
 		// Several notifications are read as one batch of changes; changes
 		// committed while no one listened are read on the first round.
-		if err := f.catchUp(ctx, pos, opts, fn); err != nil {
-			return err
+		if read {
+			if err := f.catchUp(ctx, pos, opts, fn); err != nil {
+				return err
+			}
+			ok()
 		}
-		ok()
+		read = true
 		wctx, cancel := context.WithDeadline(ctx, next)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err == nil:
+			// A notification carries its revision. Those of the changes
+			// the last read already had (they queue up while it runs) need
+			// no read: revisions are granted in commit order, so a read
+			// that saw a revision saw every one before it.
+			if rev, perr := strconv.ParseInt(n.Payload, 10, 64); perr == nil && rev <= *pos {
+				read = false
+			}
 		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
 			next = time.Now().Add(opts.Idle)
 			if opts.OnIdle != nil {
