@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
+	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
 // TestSecretsInCluster registers Bindery's own broker, provisions and binds
@@ -164,4 +165,61 @@ func waitNoSecret(t *testing.T, kube kubernetes.Interface, ns, name string) {
 		}
 		return nil
 	})
+}
+
+// TestBoundWriteLost: the engine writes a binding's Secret, then stores its
+// credentials and Ready in one write. When that write is lost (here it
+// fails once in PostgreSQL, as if the engine stopped between the two), the
+// bind is still in flight: it is sent again, the broker answers with the
+// same binding, and the binding ends Ready with its Secret and its
+// credentials stored.
+func TestBoundWriteLost(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	kube := cluster.Client(t)
+	e := setup(t, func(o *engineOptions) { o.kube = kube })
+	broker := e.registerFake()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	// The first write that makes a binding Ready fails (a sequence, since
+	// what the failing transaction changes is rolled back).
+	if _, err := e.pool.Exec(ctx, `CREATE SEQUENCE lost_writes;
+		CREATE FUNCTION lose_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.status->'conditions' @> '[{"type": "Ready", "status": "True"}]' THEN
+				IF nextval('lost_writes') = 1 THEN
+					RAISE EXCEPTION 'the write is lost';
+				END IF;
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER lose_ready BEFORE UPDATE ON catalog.bindings FOR EACH ROW EXECUTE FUNCTION lose_ready();`); err != nil {
+		t.Fatal(err)
+	}
+	b := e.createBinding("app", "db")
+	b = e.waitBinding(b.ID, "Ready", bindingReady)
+	var lost int64
+	if err := e.pool.QueryRow(ctx, `SELECT last_value FROM lost_writes`).Scan(&lost); err != nil || lost < 2 {
+		t.Fatalf("the Ready write was not lost once and then made (sequence at %d, %v)", lost, err)
+	}
+	if n := broker.Count(osbtest.VerbBind); n != 2 {
+		t.Errorf("%d bind requests, want 2: the lost write's and the one after", n)
+	}
+	creds, err := e.store.Credentials(ctx, b.ID)
+	if err != nil || len(creds) == 0 {
+		t.Fatalf("credentials stored: %v, %v", creds, err)
+	}
+	s, err := kube.CoreV1().Secrets("test").Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the binding's Secret: %v", err)
+	}
+	for k, v := range creds {
+		if sv, ok := v.(string); ok && string(s.Data[k]) != sv {
+			t.Errorf("Secret %s = %q, stored credentials have %q", k, s.Data[k], sv)
+		}
+	}
 }
