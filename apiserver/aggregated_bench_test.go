@@ -99,7 +99,13 @@ spec:
 // and the CRDs' copies) and watches (peak), at rest after them, and
 // through one unchunked list of each kind (peak); kube-apiserver's RSS
 // before the CRDs' objects exist and after, and its peak while kubectl
-// lists.
+// lists. Where kubectl's time goes: the p50 of a page of 500 rows as a
+// Table from the server directly, through the aggregator and from the CRD;
+// and, of one kubectl run of each at -v=6, the time its requests took and
+// the time its client-side rate limiter made them wait. With
+// BINDERY_BENCH_PROFILE naming a directory, the server's heap profiles once
+// started and at rest, and its CPU profile during a kubectl get, are
+// written there.
 func BenchmarkAggregatedGet10k(b *testing.B) { aggregatedGet(b, 10000) }
 
 // BenchmarkAggregatedGet100k is BenchmarkAggregatedGet10k with 100,000
@@ -128,6 +134,10 @@ func aggregatedGet(b *testing.B, n int) {
 	waitWatching(b, sc)
 	before["server-rss-started-MB"] = memoryMB(b, a.server.pid(), "VmRSS")
 	before["server-peak-rss-started-MB"] = memoryMB(b, a.server.pid(), "VmHWM")
+	if profileDir() != "" {
+		saveProfile(b, httpClientFor(b, a.server.caData), "https://"+a.server.addr.String(), a.cluster.Token(kubetest.Admin), "/debug/pprof/heap?gc=1", "heap-started.pprof")
+		b.Logf("server memory once started: %s", rssParts(b, a.server.pid()))
+	}
 
 	// The CRDs' objects copy Bindery's: same metadata sizes, spec and
 	// status.
@@ -219,6 +229,34 @@ func aggregatedGet(b *testing.B, n int) {
 	b.ReportMetric(float64(mb.Milliseconds()), "bindery-1%-ms")
 	b.ReportMetric(float64(mc.Milliseconds()), "crd-1%-ms")
 
+	// Where kubectl's time goes: a page of 500 rows as a Table from the
+	// server itself, through the aggregator, and from the CRD; and one
+	// kubectl run of each at -v=6, its requests' time and its client-side
+	// rate limiter's waits.
+	token := a.cluster.Token(kubetest.Admin)
+	direct, serverURL := httpClientFor(b, a.server.caData), "https://"+a.server.addr.String()
+	front := httpClientFor(b, a.cluster.CAData)
+	const pagesRead = 40
+	b.ReportMetric(p50(pageTimes(b, direct, serverURL, "/apis/servicecatalog.k8s.io/v1beta1/serviceinstances", token, pagesRead)), "server-page-p50-ms")
+	b.ReportMetric(p50(pageTimes(b, front, a.cluster.URL, "/apis/servicecatalog.k8s.io/v1beta1/serviceinstances", token, pagesRead)), "aggregated-page-p50-ms")
+	b.ReportMetric(p50(pageTimes(b, front, a.cluster.URL, "/apis/bench.bindery.dev/v1beta1/serviceinstances", token, pagesRead)), "crd-page-p50-ms")
+	for name, resource := range map[string]string{"bindery": "serviceinstances.servicecatalog.k8s.io", "crd": "serviceinstances.bench.bindery.dev"} {
+		tr := traceKubectl(b, a.cluster, resource)
+		b.Logf("kubectl get %s -A -v=6: %s, %d requests taking %s, throttled %s", resource,
+			tr.wall.Round(time.Millisecond), tr.n, tr.requests.Round(time.Millisecond), tr.throttled.Round(time.Millisecond))
+		b.ReportMetric(float64(tr.requests.Milliseconds()), "kubectl-requests-ms-"+name)
+		b.ReportMetric(float64(tr.throttled.Milliseconds()), "kubectl-throttled-ms-"+name)
+	}
+	if profileDir() != "" {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			saveProfile(b, direct, serverURL, token, "/debug/pprof/profile?seconds=20", "cpu-kubectl-get.pprof")
+		}()
+		get("serviceinstances.servicecatalog.k8s.io")
+		<-done
+	}
+
 	// The filtered list alone, as a client sends it (no kubectl start-up):
 	// a page of the default size, through the aggregator.
 	var sel []time.Duration
@@ -265,6 +303,10 @@ func aggregatedGet(b *testing.B, n int) {
 	// runtime returns freed memory to the system in the background.
 	time.Sleep(10 * time.Second)
 	b.ReportMetric(memoryMB(b, a.server.pid(), "VmRSS"), "server-rss-at-rest-MB")
+	if profileDir() != "" {
+		saveProfile(b, httpClientFor(b, a.server.caData), "https://"+a.server.addr.String(), a.cluster.Token(kubetest.Admin), "/debug/pprof/heap?gc=1", "heap-at-rest.pprof")
+		b.Logf("server memory at rest: %s", rssParts(b, a.server.pid()))
+	}
 
 	// One unchunked list of each kind, which the server answers whole.
 	resetPeakRSS(b, a.server.pid())

@@ -3,10 +3,13 @@ package apiserver
 import (
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
+	"unique"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -15,50 +18,75 @@ import (
 
 // attrs is what a selector looks at of an object, with its Extra (which
 // the change feed's documents leave out: catalog.Change). The hub keeps
-// one of every object, so it is compact: a few hundred bytes for an
-// instance, where maps of its labels and fields took some 1.5 kB.
+// one of every object, so it is compact: some 200 bytes for an instance
+// with its spec labels, where maps of its labels and fields took some
+// 1.5 kB. Its namespace is in its fields (every namespaced kind selects
+// by metadata.namespace), its labels are shared with every object that
+// has the same ones, and its Extra, which most objects lack, is a string.
 type attrs struct {
-	// namespace is a slice of fields' encoding: it costs nothing more.
-	namespace string
-	labels    labelSet
-	fields    fieldSet
-	extra     json.RawMessage
-	// rev is, in hub.gone, the revision of the deletion.
-	rev int64
+	labels labelSet
+	fields fieldSet
+	extra  string
 }
 
 func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
-	if len(extra) == 0 {
-		extra = nil
-	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return &attrs{extra: extra}
+		return &attrs{extra: string(extra)}
 	}
-	a := &attrs{labels: labelSetOf(m.GetLabels()), fields: fieldSetOf(obj), extra: extra}
-	a.namespace = a.fields.Get("metadata.namespace")
-	if a.namespace != m.GetNamespace() { // a kind without the field
-		a.namespace = m.GetNamespace()
-	}
-	return a
+	return &attrs{labels: labelSetOf(m.GetLabels()), fields: fieldSetOf(obj), extra: string(extra)}
 }
 
-// labelSet is an object's labels (labels.Labels) in one string: each key
-// and value preceded by its length as a uvarint.
-type labelSet string
+// namespace is the object's namespace, empty for a cluster-scoped one.
+func (a *attrs) namespace() string { return a.fields.Get("metadata.namespace") }
+
+// extraJSON is the object's Extra, nil when it has none.
+func (a *attrs) extraJSON() json.RawMessage {
+	if a.extra == "" {
+		return nil
+	}
+	return json.RawMessage(a.extra)
+}
+
+// objectID is a catalog object's id (a UUID) as the hub keys it: 16
+// bytes, where the string took 48 and a pointer.
+type objectID [16]byte
+
+// idOf is the key of the catalog id id; false when id is not a UUID,
+// which the catalog's ids always are.
+func idOf(id string) (objectID, bool) {
+	u, err := uuid.Parse(id)
+	return objectID(u), err == nil
+}
+
+// labelSet is an object's labels (labels.Labels) in one string, each key
+// and value preceded by its length as a uvarint, in the order of their
+// keys. The string is interned (package unique): the objects that carry
+// the same labels (a team's, Service Catalog's spec labels of one plan)
+// share one copy, which the runtime frees with the last of them.
+type labelSet struct{ h unique.Handle[string] }
 
 func labelSetOf(l map[string]string) labelSet {
 	if len(l) == 0 {
-		return ""
+		return labelSet{}
 	}
 	var b []byte
-	for k, v := range l {
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		v := l[k]
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
-	return labelSet(b)
+	return labelSet{unique.Make(string(b))}
+}
+
+// encoded is the set's encoding, empty when it has no labels.
+func (s labelSet) encoded() string {
+	if s == (labelSet{}) {
+		return ""
+	}
+	return s.h.Value()
 }
 
 // Has says whether the set holds the label.
@@ -75,7 +103,7 @@ func (s labelSet) Get(label string) string {
 
 // Lookup is the label's value and whether the set holds it.
 func (s labelSet) Lookup(label string) (string, bool) {
-	for rest := string(s); rest != ""; {
+	for rest := s.encoded(); rest != ""; {
 		var k, v string
 		k, rest = nextString(rest)
 		v, rest = nextString(rest)

@@ -32,6 +32,9 @@ func TestAttrsSelectLikeMaps(t *testing.T) {
 			Spec:       v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: long}, SecretName: "s"},
 		},
 		"cluster broker": &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "bindery", Labels: map[string]string{"a": "b"}}},
+		"broker":         &v1beta1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: "team-a"}},
+		"class":          &v1beta1.ServiceClass{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team-a"}},
+		"plan":           &v1beta1.ServicePlan{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team-b"}},
 	}
 	labelSelectors := []string{"", "team=a", "team!=a", "team", "!team", "empty", "empty=", "!empty", "missing", "!missing",
 		"team in (a,b)", "team notin (a)", "app.kubernetes.io/name=" + long[:63], "a=b", "a"}
@@ -45,8 +48,8 @@ func TestAttrsSelectLikeMaps(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := attrsOf(obj, nil)
-		if a.namespace != m.GetNamespace() {
-			t.Errorf("%s: namespace %q, want %q", name, a.namespace, m.GetNamespace())
+		if a.namespace() != m.GetNamespace() {
+			t.Errorf("%s: namespace %q, want %q", name, a.namespace(), m.GetNamespace())
 		}
 		for _, s := range labelSelectors {
 			sel, err := labels.Parse(s)
@@ -77,5 +80,22 @@ func TestAttrsSelectLikeMaps(t *testing.T) {
 				t.Errorf("%s: label %s is %q (%v), want %q", name, k, got, ok, v)
 			}
 		}
+	}
+}
+
+// TestLabelSetsShared checks that objects with the same labels, given in
+// any order, share one label set, and that the empty set is empty.
+func TestLabelSetsShared(t *testing.T) {
+	t.Parallel()
+	a := labelSetOf(map[string]string{"app": "bench", "team": "t7", "tier": "db"})
+	b := labelSetOf(map[string]string{"tier": "db", "team": "t7", "app": "bench"})
+	if a != b {
+		t.Errorf("the same labels make two sets: %q, %q", a.encoded(), b.encoded())
+	}
+	if c := labelSetOf(map[string]string{"app": "bench", "team": "t8", "tier": "db"}); c == a {
+		t.Error("other labels make the same set")
+	}
+	if e := labelSetOf(nil); e.encoded() != "" || e.Has("app") || e != labelSetOf(map[string]string{}) {
+		t.Errorf("the empty set: %q", e.encoded())
 	}
 }

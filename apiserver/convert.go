@@ -163,9 +163,11 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 	if finalizer && catalog.Abandoned(&r.Meta) {
 		finalizer = false
 	}
-	if finalizer && len(r.Status) > 0 {
+	if finalizer && r.DeletionTimestamp != nil && len(r.Status) > 0 {
 		// Bindery's finalizer is shown until the engine is done with an
 		// object being deleted; other finalizers may keep it after that.
+		// (Only an object being deleted can be released: the others'
+		// status is not decoded twice.)
 		var typed any = &catalog.Instance{}
 		if kind == catalog.KindBinding {
 			typed = &catalog.Binding{}

@@ -149,7 +149,7 @@ func (p predicate) matches(obj runtime.Object) bool {
 }
 
 func (p predicate) matchesAttrs(a *attrs) bool {
-	if p.namespace != "" && a.namespace != p.namespace {
+	if p.namespace != "" && a.namespace() != p.namespace {
 		return false
 	}
 	if !p.label.Empty() && !p.label.Matches(a.labels) {

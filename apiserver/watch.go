@@ -45,11 +45,18 @@ type hub struct {
 	kmu sync.Mutex
 	// known is the last state the hub saw of each object, by id: a
 	// change's prev, and the Extra of a change whose row is gone.
-	known map[string]*attrs
+	known map[objectID]*attrs
 	// gone is the last state of deleted objects, by id, until the feed
 	// before their deletion is pruned (forget): the Extra of a watch's
 	// backlog changes whose row is gone.
-	gone map[string]*attrs
+	gone map[objectID]goneAttrs
+}
+
+// goneAttrs is the last state of a deleted object and the revision of its
+// deletion.
+type goneAttrs struct {
+	*attrs
+	rev int64
 }
 
 // hubEvent is one change, converted. obj is shared by every watcher: they
@@ -142,7 +149,7 @@ func (s *subscription) take() ([]hubEvent, bool) {
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
 	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
-		known: map[string]*attrs{}, gone: map[string]*attrs{}}
+		known: map[objectID]*attrs{}, gone: map[objectID]goneAttrs{}}
 }
 
 func (h *hub) subscribe(kind string) *subscription {
@@ -196,7 +203,7 @@ var seedRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Step
 // the hub starts after: a change between the two may get a prev newer than
 // itself, which only matters to a selector's transitions, at start.
 func (h *hub) seed(ctx context.Context) error {
-	known := map[string]*attrs{}
+	known := map[objectID]*attrs{}
 	for _, kind := range []string{catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindInstance, catalog.KindBinding,
 		catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan} {
 		for cont := ""; ; {
@@ -209,7 +216,9 @@ func (h *hub) seed(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				known[r.ID] = attrsOf(obj, r.Extra)
+				if id, ok := idOf(r.ID); ok {
+					known[id] = attrsOf(obj, r.Extra)
+				}
 			}
 			if cont = l.Continue; cont == "" {
 				break
@@ -223,14 +232,18 @@ func (h *hub) seed(ctx context.Context) error {
 }
 
 // lastExtra is the Extra the hub last saw of an object, deleted or not.
-func (h *hub) lastExtra(id string) json.RawMessage {
+func (h *hub) lastExtra(objectID string) json.RawMessage {
+	id, ok := idOf(objectID)
+	if !ok {
+		return nil
+	}
 	h.kmu.Lock()
 	defer h.kmu.Unlock()
 	if a := h.known[id]; a != nil {
-		return a.extra
+		return a.extraJSON()
 	}
-	if a := h.gone[id]; a != nil {
-		return a.extra
+	if a, ok := h.gone[id]; ok {
+		return a.extraJSON()
 	}
 	return nil
 }
@@ -277,16 +290,17 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 		}
 		a := attrsOf(ev.obj, c.Object.Extra)
 		ev.shared = share(ev.obj)
-		h.kmu.Lock()
-		ev.prev = h.known[c.Object.ID]
-		if ev.typ == watch.Deleted {
-			delete(h.known, c.Object.ID)
-			a.rev = c.Revision
-			h.gone[c.Object.ID] = a
-		} else {
-			h.known[c.Object.ID] = a
+		if id, ok := idOf(c.Object.ID); ok {
+			h.kmu.Lock()
+			ev.prev = h.known[id]
+			if ev.typ == watch.Deleted {
+				delete(h.known, id)
+				h.gone[id] = goneAttrs{attrs: a, rev: c.Revision}
+			} else {
+				h.known[id] = a
+			}
+			h.kmu.Unlock()
 		}
-		h.kmu.Unlock()
 		h.deliver(c.Kind, ev)
 	}
 	h.last.Store(page[len(page)-1].Revision)

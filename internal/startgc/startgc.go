@@ -27,8 +27,9 @@ import (
 // otherwise off.
 const MemoryLimit = 128 << 20
 
-// off tells whether init turned the collector off.
-var off bool
+// off tells whether init turned the collector off; restored whether
+// Restore ran.
+var off, restored bool
 
 func init() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
@@ -39,14 +40,25 @@ func init() {
 	off = true
 }
 
-// Restore gives the runtime's default collection back (GOGC=100, no memory
-// limit), for a process that will run for long: a server. It does nothing
-// when init did nothing.
+// Restore gives the runtime's default collection back (GOGC=100), for a
+// process that will run for long: a server, with a soft memory limit of
+// nine tenths of its cgroup's memory limit when it runs under one (a
+// container's limit) and GOMEMLIMIT does not set another. Only its first
+// call does anything.
 func Restore() {
-	if !off {
+	if restored {
 		return
 	}
-	debug.SetGCPercent(100)
-	debug.SetMemoryLimit(math.MaxInt64)
-	off = false
+	restored = true
+	if off {
+		debug.SetGCPercent(100)
+		off = false
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit := int64(math.MaxInt64)
+		if l, ok := cgroupMemoryLimit(cgroupRoot); ok {
+			limit = softLimit(l)
+		}
+		debug.SetMemoryLimit(limit)
+	}
 }
