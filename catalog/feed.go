@@ -104,7 +104,7 @@ func (f *Feed) since(ctx context.Context, after int64, kinds []string, limit int
 			` + cols + joins + ` WHERE ` + w.where() + ` AND c.revision <= (SELECT max(revision) FROM page)
 			ORDER BY c.revision, c.object_id`
 	}
-	rows, err := genericQuery(ctx, f.s.pool, sql, w.args...)
+	rows, err := f.s.pool.Query(ctx, sql, w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("read changes after %d: %w", after, mapErr(err))
 	}

@@ -57,17 +57,8 @@ func beginWrite(ctx context.Context, pool *pgxpool.Pool) (*txn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &txn{conn: conn, pending: []queued{{sql: sqlBegin}, {sql: sqlGenericPlans}}}, nil
+	return &txn{conn: conn, pending: []queued{{sql: sqlBegin}}}, nil
 }
-
-// sqlGenericPlans makes the transaction's statements use their prepared,
-// generic plans. PostgreSQL otherwise plans some of them again on every
-// execution (the feed's record statement, reads by a range of revisions:
-// a custom plan's estimate always looks cheaper than the generic one's),
-// and planning them cost more of the database's CPU than running them.
-// The statements of a write find their rows by key (an id, a namespace
-// and a name), where the generic plan is the custom one.
-const sqlGenericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 // queue adds a statement whose result the write does not need; it is sent
 // with the next one that needs an answer. onErr, when not nil, maps its
@@ -166,8 +157,8 @@ func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // commit sends the pending statements, then sql (when not empty, its row
 // scanned into dest) and COMMIT, in one round trip.
 func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) error {
-	if !w.begun && sql == "" && len(w.pending) == 2 {
-		// Nothing but BEGIN and its setting: nothing to send.
+	if !w.begun && sql == "" && len(w.pending) == 1 {
+		// Nothing but BEGIN: nothing to send.
 		w.pending = nil
 		return nil
 	}
@@ -246,46 +237,3 @@ func (r errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag
 func (r errResults) Query() (pgx.Rows, error)         { return nil, r.err }
 func (r errResults) QueryRow() pgx.Row                { return errRow{r.err} }
 func (r errResults) Close() error                     { return r.err }
-
-// genericQuery runs a read with its generic plan (sqlGenericPlans), in a
-// read-only transaction sent in the same round trip as the query. It is
-// for reads that run often with a range of revisions, whose custom plans
-// PostgreSQL would make again on every call: the change feed's.
-func genericQuery(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (pgx.Rows, error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := &pgx.Batch{}
-	b.Queue("begin read only")
-	b.Queue(sqlGenericPlans)
-	b.Queue(sql, args...)
-	b.Queue(sqlCommit)
-	br := conn.SendBatch(ctx, b)
-	for range 2 {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			conn.Release()
-			return nil, err
-		}
-	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		conn.Release()
-		return nil, err
-	}
-	return &genericRows{batchRows: batchRows{rows, br}, conn: conn}, nil
-}
-
-// genericRows are genericQuery's rows: closing them reads the commit and
-// gives the connection back.
-type genericRows struct {
-	batchRows
-	conn *pgxpool.Conn
-}
-
-func (r *genericRows) Close() {
-	r.batchRows.Close()
-	r.conn.Release()
-}
