@@ -1,0 +1,2 @@
+DROP TRIGGER api_tokens_removed ON catalog.api_tokens;
+DROP FUNCTION catalog.announce_token_removal();
