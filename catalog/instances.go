@@ -159,9 +159,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
 		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
 			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)
-		if err := addEvent(ctx, w, KindInstance, in.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
-			return err
-		}
+		addCreatedEvent(w, KindInstance, in.ID, "Desired state recorded.")
 		w.changed(Added, in)
 		return nil
 	})
