@@ -17,7 +17,7 @@ import (
 // checked (checkBindingOf). An instance that does not exist yet is no
 // error: the binding waits for it. Field problems are returned all at
 // once.
-func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (*Instance, error) {
+func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *Binding) (*Instance, error) {
 	defaultBinding(b)
 	errs := validateName(field.NewPath("name"), b.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
@@ -29,7 +29,7 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 	if len(refErrs) > 0 {
 		return nil, invalid(errs)
 	}
-	in, err := getBy[Instance](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
+	in, err := getBy[Instance](ctx, r.q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil
@@ -38,7 +38,7 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 	case in.DeletionTimestamp != nil:
 		return nil, fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
 	}
-	if err := checkBindingOf(ctx, q, b, in, true, &errs); err != nil {
+	if err := checkBindingOf(ctx, r, b, in, true, &errs); err != nil {
 		return nil, err
 	}
 	return in, invalid(errs)
@@ -50,16 +50,16 @@ func (s *Store) validateNewBinding(ctx context.Context, q querier, b *Binding) (
 // the parameters must match the plan's binding schema. With fill, a
 // rotation without parameters takes its predecessor's. State problems are
 // returned (ErrUnprocessable), field problems added to errs.
-func checkBindingOf(ctx context.Context, q querier, b *Binding, in *Instance, fill bool, errs *field.ErrorList) error {
+func checkBindingOf(ctx context.Context, r *catalogueReader, b *Binding, in *Instance, fill bool, errs *field.ErrorList) error {
 	if !in.Resolved() {
 		// The instance waits for its plan: so does this check.
 		return nil
 	}
-	class, plan, err := resolvedPlan(ctx, q, in)
+	class, plan, err := r.resolvedPlan(ctx, in)
 	if err != nil {
 		return err
 	}
-	return checkBindingAgainst(ctx, q, b, in, class, plan, fill, errs)
+	return checkBindingAgainst(ctx, r.q, b, in, class, plan, fill, errs)
 }
 
 // checkBindingAgainst is checkBindingOf with the instance's class and plan
@@ -107,7 +107,7 @@ func (s *Store) CheckBindable(ctx context.Context, b *Binding, in *Instance, cla
 	if class != nil && plan != nil && in.Resolved() {
 		err = checkBindingAgainst(ctx, s.pool, b, in, class, plan, false, &errs)
 	} else {
-		err = checkBindingOf(ctx, s.pool, b, in, false, &errs)
+		err = checkBindingOf(ctx, &catalogueReader{q: s.pool}, b, in, false, &errs)
 	}
 	if err != nil {
 		return err
@@ -130,11 +130,27 @@ func defaultBinding(b *Binding) {
 // namespace: the desired state the engine then binds. The instance need
 // not exist yet: the binding is linked to it when it is created.
 func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
+	err := s.createWithCatalogue(ctx, func(r *catalogueReader) error {
+		return s.createBinding(ctx, r, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// createBinding is CreateBinding, the class and plan of its instance
+// resolved by r. With them kept by the store, it is two round trips: BEGIN
+// and the read of the instance; the check of the catalogue's version, the
+// rows and COMMIT.
+func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Binding) error {
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := s.validateNewBinding(ctx, w, b)
+		r.q = w
+		in, err := s.validateNewBinding(ctx, r, b)
 		if err != nil {
 			return err
 		}
+		r.check(w)
 		if b.ID == "" {
 			b.ID = uuid.NewString()
 		}
@@ -165,16 +181,12 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 			return mapErr(err)
 		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
-		if err := addEvent(ctx, w, KindBinding, b.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
-			return err
-		}
+		addCreatedEvent(w, KindBinding, b.ID, "Desired state recorded.")
+		w.queue(nil, sqlCustomPlanForRecord)
 		w.changed(Added, b)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+	return err
 }
 
 // GetBinding reads a binding by id.
@@ -303,7 +315,7 @@ func (s *Store) UpdateBindingMeta(ctx context.Context, id string, expectRV int64
 // CheckBinding validates a new binding as CreateBinding does, without
 // recording it, for a dry run.
 func (s *Store) CheckBinding(ctx context.Context, b *Binding) error {
-	if _, err := s.validateNewBinding(ctx, s.pool, b); err != nil {
+	if _, err := s.validateNewBinding(ctx, &catalogueReader{q: s.pool}, b); err != nil {
 		return err
 	}
 	return s.nameFree(ctx, KindBinding, b.Namespace, b.Name)

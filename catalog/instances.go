@@ -82,12 +82,12 @@ func defaultInstance(in *Instance) {
 // the references its plan resolves to when the plan is offered. A class or
 // plan not offered yet is no error: the instance waits for it (plan nil).
 // It returns every problem at once.
-func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance) (*ServicePlan, error) {
+func (s *Store) validateNewInstance(ctx context.Context, r *catalogueReader, in *Instance) (*ServicePlan, error) {
 	defaultInstance(in)
 	errs := validateName(field.NewPath("name"), in.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
-	plan, err := resolveNew(ctx, q, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
+	plan, err := r.resolveNew(ctx, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +103,26 @@ func (s *Store) validateNewInstance(ctx context.Context, q querier, in *Instance
 // parameters must match its schema; the name must be free in the
 // namespace. Bindings recorded before the instance are linked to it.
 func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, error) {
+	err := s.createWithCatalogue(ctx, func(r *catalogueReader) error {
+		return s.createInstance(ctx, r, in)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// createInstance is CreateInstance, its class and plan resolved by r. With
+// them kept by the store, it is one round trip: BEGIN, the check of the
+// catalogue's version, the rows and COMMIT.
+func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Instance) error {
 	_, err := s.write(ctx, func(w *txn) error {
-		plan, err := s.validateNewInstance(ctx, w, in)
+		r.q = w
+		plan, err := s.validateNewInstance(ctx, r, in)
 		if err != nil {
 			return err
 		}
+		r.check(w)
 		var planID *string
 		if plan != nil {
 			planID = &plan.ID
@@ -144,16 +159,12 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
 		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
 			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)
-		if err := addEvent(ctx, w, KindInstance, in.ID, "Normal", "Created", "Desired state recorded.", ""); err != nil {
-			return err
-		}
+		addCreatedEvent(w, KindInstance, in.ID, "Desired state recorded.")
+		w.queue(nil, sqlCustomPlanForRecord)
 		w.changed(Added, in)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return in, nil
+	return err
 }
 
 // GetInstance reads an instance by id.
@@ -411,7 +422,7 @@ func (s *Store) UpdateInstanceMeta(ctx context.Context, id string, expectRV int6
 // namespace, plan, parameters, a free name) without recording it, for a
 // dry run. It fills in the references the plan resolves to.
 func (s *Store) CheckInstance(ctx context.Context, in *Instance) error {
-	if _, err := s.validateNewInstance(ctx, s.pool, in); err != nil {
+	if _, err := s.validateNewInstance(ctx, &catalogueReader{q: s.pool}, in); err != nil {
 		return err
 	}
 	return s.nameFree(ctx, KindInstance, in.Namespace, in.Name)

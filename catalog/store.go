@@ -40,6 +40,9 @@ type Store struct {
 	brokerTimeout time.Duration
 	egress        *osb.Egress
 	feed          *Feed
+	// catalogue keeps the classes and plans new objects resolved to
+	// (catalogue.go).
+	catalogue catalogueCache
 }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of

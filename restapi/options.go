@@ -80,6 +80,10 @@ func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 		return nil
 	})
 	g.Go(func() error {
+		api.Run(gctx)
+		return nil
+	})
+	g.Go(func() error {
 		log.Info("serving the REST API", "addr", l.Addr().String(), "mounted", len(cfg.Mount))
 		return serve.Run(gctx, l, e, log)
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/restapi"
 )
@@ -202,17 +203,38 @@ func TestTokens(t *testing.T) {
 	if len(list) < 3 || strings.Contains(fmt.Sprint(list), tok) {
 		t.Errorf("token list: %v", list)
 	}
+	// The server keeps the tokens it checked (catalog.TokenCache): the one
+	// that revokes forgets them at once, the others when PostgreSQL
+	// announces the removal.
 	b.must(204, b.do(b.admin, "DELETE", "/tokens/team-a-ci", nil))
 	b.must(401, b.do(tok, "GET", "/instances", nil))
 	b.must(404, b.do(b.admin, "DELETE", "/tokens/team-a-ci", nil))
+	elsewhere := b.must(201, b.do(b.admin, "POST", "/tokens", map[string]any{"name": "elsewhere", "role": "viewer"})).str("token")
+	b.must(200, b.do(elsewhere, "GET", "/instances", nil))
+	if err := b.store.RevokeToken(context.Background(), "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
+		if r := b.do(elsewhere, "GET", "/instances", nil); r.status != http.StatusUnauthorized {
+			return fmt.Errorf("a token revoked by another server: %d", r.status)
+		}
+		return nil
+	})
 
-	// Expiry: a token past its expiresAt is refused.
+	// Expiry: a token past its expiresAt is refused. The database is
+	// changed by hand to make it expire, which the server hears of as it
+	// hears of a removal.
 	exp := b.must(201, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}))
 	b.must(200, b.do(exp.str("token"), "GET", "/instances", nil))
 	if _, err := b.pool.Exec(context.Background(), `UPDATE catalog.api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, exp.str("id")); err != nil {
 		t.Fatal(err)
 	}
-	b.must(401, b.do(exp.str("token"), "GET", "/instances", nil))
+	eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
+		if r := b.do(exp.str("token"), "GET", "/instances", nil); r.status != http.StatusUnauthorized {
+			return fmt.Errorf("an expired token: %d", r.status)
+		}
+		return nil
+	})
 	b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": "2001-01-01T00:00:00Z"}))
 }
 

@@ -28,12 +28,21 @@ import (
 type Server struct {
 	store *catalog.Store
 	log   *slog.Logger
+	// tokens checks bearer tokens, keeping them while Run listens for
+	// their removal.
+	tokens *catalog.TokenCache
 }
 
-// New returns a REST API server over store.
+// New returns a REST API server over store. Until Run is called, it checks
+// every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log}
+	return &Server{store: store, log: log, tokens: store.NewTokenCache(0)}
 }
+
+// Run keeps the tokens the server checked, and listens for their removal,
+// until ctx ends: a request then costs no database read for its token, and
+// a revoked token still stops working at once on every server.
+func (s *Server) Run(ctx context.Context) { s.tokens.Run(ctx) }
 
 // Register mounts the API on e under /api/v1. Every request is checked
 // against openapi/openapi.yaml after its token and role, before its
@@ -262,7 +271,7 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
 				return apiError(http.StatusUnauthorized, "unauthorized", "An API token is required: send Authorization: Bearer <token> (create one with `bindery token create --role viewer|developer|admin`).")
 			}
-			tok, err := s.store.LookupToken(c.Request().Context(), strings.TrimSpace(h[7:]))
+			tok, err := s.tokens.Lookup(c.Request().Context(), strings.TrimSpace(h[7:]))
 			if errors.Is(err, catalog.ErrBadToken) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_token"`)
 				return apiError(http.StatusUnauthorized, "unauthorized", "The API token is not valid (unknown, revoked or expired).")

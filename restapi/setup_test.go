@@ -63,6 +63,9 @@ func setup(t testing.TB) *bundle {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
 	api := restapi.New(store, log)
+	runCtx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go api.Run(runCtx)
 	e := serve.NewEcho(log, prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)

@@ -49,5 +49,7 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err := s.store.RevokeToken(ctx(c), c.Param("id")); err != nil {
 		return err
 	}
+	// Every server hears of the removal; this one need not wait to.
+	s.tokens.Forget()
 	return c.NoContent(http.StatusNoContent)
 }

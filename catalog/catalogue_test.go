@@ -1,0 +1,177 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// roundTrips counts what a connection sends to PostgreSQL and waits for:
+// a query, or a batch (pipelined statements).
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestCreationRoundTrips: once the store has read a plan, an instance of
+// it is created in one round trip and a binding in two (the read of its
+// instance, then the rest); a change of the catalogue costs the next
+// creation a read of it again, and no more.
+func TestCreationRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One connection: every statement is prepared on it by the first
+	// creations, which the counted ones then do not pay for.
+	cfg.MaxConns = 1
+	trips := &roundTrips{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.Parse(keyring.Generate())
+	s := catalog.NewStore(pool, keys, nil)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string) (instance, binding int64) {
+		t.Helper()
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanSync}}
+		in.Name = name
+		before := trips.n.Load()
+		if _, err := s.CreateInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		instance = trips.n.Load() - before
+		bd := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: name}}}
+		bd.Name = name
+		before = trips.n.Load()
+		if _, err := s.CreateBinding(ctx, bd); err != nil {
+			t.Fatal(err)
+		}
+		return instance, trips.n.Load() - before
+	}
+	for i := range 3 {
+		create(fmt.Sprintf("warm-%d", i))
+	}
+	if in, bd := create("kept"); in != 1 || bd != 2 {
+		t.Errorf("round trips to create an instance and a binding of a plan read before: %d and %d, want 1 and 2", in, bd)
+	}
+	// The catalogue changes: the next creations see it and read it again.
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if in, bd := create("after-relist"); in < 2 || bd < 3 {
+		t.Errorf("round trips after the catalogue changed: %d and %d, want the creations to read it again", in, bd)
+	}
+	if in, bd := create("read-again"); in != 1 || bd != 2 {
+		t.Errorf("round trips once the changed catalogue is read: %d and %d, want 1 and 2", in, bd)
+	}
+}
+
+// TestCreationFollowsCatalogueChanges: what the store kept of a plan is
+// not used once the broker changed it: a plan no longer bindable refuses
+// new bindings, a removed plan new instances, and a restored one takes
+// them again.
+func TestCreationFollowsCatalogueChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	instance := func(name string) error {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanSync}}
+		in.Name = name
+		_, err := s.CreateInstance(ctx, in)
+		return err
+	}
+	binding := func(name, instance string) error {
+		bd := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: instance}}}
+		bd.Name = name
+		_, err := s.CreateBinding(ctx, bd)
+		return err
+	}
+	// Read and kept.
+	if err := instance("db"); err != nil {
+		t.Fatal(err)
+	}
+	if err := binding("app-1", "db"); err != nil {
+		t.Fatal(err)
+	}
+	relist := func(change func(p *osbtest.Plan)) {
+		t.Helper()
+		services := fake.Catalog()
+		services[0].Plans = slices.Clone(services[0].Plans)
+		for i := range services[0].Plans {
+			if services[0].Plans[i].Name == osbtest.PlanSync {
+				change(&services[0].Plans[i])
+			}
+		}
+		fake.SetCatalog(services)
+		if _, err := s.Relist(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relist(func(p *osbtest.Plan) { p.Bindable = new(false) })
+	if err := binding("app-2", "db"); !errors.Is(err, catalog.ErrUnprocessable) || !strings.Contains(err.Error(), "not bindable") {
+		t.Errorf("a binding of a plan no longer bindable: %v, want it refused", err)
+	}
+	relist(func(p *osbtest.Plan) { p.Bindable = new(true) })
+	if err := binding("app-3", "db"); err != nil {
+		t.Errorf("a binding of a plan bindable again: %v", err)
+	}
+	// Removed from the broker's catalogue: new instances are refused.
+	services := fake.Catalog()
+	kept := services[0].Plans
+	services[0].Plans = slices.DeleteFunc(slices.Clone(kept), func(p osbtest.Plan) bool { return p.Name == osbtest.PlanSync })
+	fake.SetCatalog(services)
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := instance("db-2"); err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Errorf("a new instance of a removed plan: %v, want it refused", err)
+	}
+	services[0].Plans = kept
+	fake.SetCatalog(services)
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := instance("db-3"); err != nil {
+		t.Errorf("a new instance of a restored plan: %v", err)
+	}
+}
