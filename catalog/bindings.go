@@ -182,7 +182,6 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		addCreatedEvent(w, KindBinding, b.ID, "Desired state recorded.")
-		w.queue(nil, sqlCustomPlanForRecord)
 		w.changed(Added, b)
 		return nil
 	})

@@ -12,14 +12,3 @@ func addCreatedEvent(w *txn, kind, objectID, message string) {
 		kind, objectID, typ, reason, message)
 	w.events = append(w.events, Event{Kind: kind, ObjectID: objectID, Type: typ, Reason: reason, Message: message, Time: time.Now()})
 }
-
-// sqlCustomPlanForRecord has the statement that records a creation in the
-// feed (record), the last before COMMIT, planned for its arguments. Its
-// generic plan (sqlGenericPlans) is made once per connection, while the
-// tables are small, and kept: creating 30,000 instances then 30,000
-// bindings from empty tables, it read 840 and 550 blocks per call on
-// average, while holding the revision every write waits for, and
-// PostgreSQL's CPU per object at 100,000 rose from 0.59 ms to 0.89 ms.
-// Planning it costs about 0.13 ms; scanning costs more the more objects
-// there are.
-const sqlCustomPlanForRecord = "SET LOCAL plan_cache_mode = force_custom_plan"

@@ -160,7 +160,6 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
 			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)
 		addCreatedEvent(w, KindInstance, in.ID, "Desired state recorded.")
-		w.queue(nil, sqlCustomPlanForRecord)
 		w.changed(Added, in)
 		return nil
 	})
