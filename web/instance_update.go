@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -45,7 +46,13 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 		}
 	}
 	if len(errs) == 0 {
-		_, err = s.store.UpdateInstance(ctx, cur.Instance.ID, cur.Instance.ResourceVersion, func(in *catalog.Instance) error {
+		// The parameters were parsed with the plan read above: the update
+		// holds if the spec is still the one read (its generation), whatever
+		// the engine wrote to the status meanwhile.
+		_, err = s.store.UpdateInstance(ctx, cur.Instance.ID, 0, func(in *catalog.Instance) error {
+			if in.Generation != cur.Instance.Generation {
+				return fmt.Errorf("%w: instance %s/%s was changed meanwhile; look at it again", catalog.ErrConflict, in.Namespace, in.Name)
+			}
 			in.Spec.Parameters = nil
 			if len(params) > 0 {
 				in.Spec.Parameters, _ = json.Marshal(params)
