@@ -18,6 +18,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
 )
 
 // BenchmarkEngine1000 creates 1,000 instances and 1,000 bindings against a
@@ -105,7 +106,7 @@ func benchEngine(b *testing.B, n int) {
 
 	for b.Loop() {
 		spentBefore := spent(b, e)
-		self0, pg0 := selfCPU(), backendsCPU(b, e)
+		self0, pg0 := pgtest.SelfCPU(), pgtest.BackendsCPU(b, e.pool)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for w := range 8 {
@@ -145,7 +146,7 @@ func benchEngine(b *testing.B, n int) {
 			b.Fatalf("%d Secrets (%v)", len(secrets.Items), err)
 		}
 		total := last.Sub(start)
-		self1, pg1 := selfCPU(), backendsCPU(b, e)
+		self1, pg1 := pgtest.SelfCPU(), pgtest.BackendsCPU(b, e.pool)
 		var pg time.Duration
 		for pid, t := range pg1 {
 			pg += t - pg0[pid]

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
 )
 
 // BenchmarkFailureStorm: 100 instances whose broker fails for a minute,
@@ -101,12 +99,12 @@ type cpu struct{ engine, postgres float64 }
 // this process (getrusage) and by the PostgreSQL backends connected to the
 // test's database (/proc/PID/stat).
 func measureCPU(b *testing.B, e *env, d time.Duration) cpu {
-	self0 := selfCPU()
-	pg0 := backendsCPU(b, e)
+	self0 := pgtest.SelfCPU()
+	pg0 := pgtest.BackendsCPU(b, e.pool)
 	start := time.Now()
 	time.Sleep(d)
-	self1 := selfCPU()
-	pg1 := backendsCPU(b, e)
+	self1 := pgtest.SelfCPU()
+	pg1 := pgtest.BackendsCPU(b, e.pool)
 	wall := time.Since(start)
 	var pg time.Duration
 	for pid, t := range pg1 {
@@ -114,40 +112,3 @@ func measureCPU(b *testing.B, e *env, d time.Duration) cpu {
 	}
 	return cpu{engine: float64(self1-self0) / float64(wall), postgres: float64(pg) / float64(wall)}
 }
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// backendsCPU is the CPU time used so far by each backend connected to the
-// test's database.
-func backendsCPU(b *testing.B, e *env) map[int32]time.Duration {
-	rows, err := e.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[int32]time.Duration{}
-	for rows.Next() {
-		var pid int32
-		if err := rows.Scan(&pid); err != nil {
-			b.Fatal(err)
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		// Fields after the command (which may hold spaces): utime and
-		// stime are the 14th and 15th of the line, in clock ticks.
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = time.Duration(ut+st) * time.Second / clockTicks
-	}
-	return out
-}
-
-// clockTicks is USER_HZ, 100 on Linux.
-const clockTicks = 100

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
 )
 
 // BenchmarkRegisterBroker100x10 registers a broker whose catalogue has 100
@@ -97,14 +97,14 @@ func BenchmarkCreate100k(b *testing.B) {
 		bb := setup(b)
 		bb.registerBindery("bindery")
 		start := time.Now()
-		self0, pg0 := selfCPU(), backendsCPU(b, bb)
+		self0, pg0 := pgtest.SelfCPU(), pgtest.BackendsCPU(b, bb.pool)
 		createMany(b, bb, n, "/instances", instanceBody)
 		instances := time.Since(start)
 		createMany(b, bb, n, "/bindings", func(i int64) string {
 			return fmt.Sprintf(`{"name":"app-%d","namespace":"bench","spec":{"instanceRef":{"name":"db-%d"}}}`, i, i)
 		})
 		all := time.Since(start)
-		self1, pg1 := selfCPU(), backendsCPU(b, bb)
+		self1, pg1 := pgtest.SelfCPU(), pgtest.BackendsCPU(b, bb.pool)
 		b.ReportMetric(float64(n)/instances.Seconds(), "instances/s")
 		b.ReportMetric(float64(n)/(all-instances).Seconds(), "bindings/s")
 		b.ReportMetric(float64(2*n)/all.Seconds(), "objects/s")
@@ -161,41 +161,6 @@ func createMany(b *testing.B, bb *bundle, n int, path string, body func(int64) s
 		})
 	}
 	wg.Wait()
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// backendsCPU is the CPU time used so far by each backend connected to the
-// test's database (/proc/PID/stat).
-func backendsCPU(b *testing.B, bb *bundle) map[int32]time.Duration {
-	rows, err := bb.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[int32]time.Duration{}
-	for rows.Next() {
-		var pid int32
-		if err := rows.Scan(&pid); err != nil {
-			b.Fatal(err)
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		// Fields after the command (which may hold spaces): utime and
-		// stime are the 14th and 15th of the line, in clock ticks (USER_HZ,
-		// 100 on Linux).
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = time.Duration(ut+st) * time.Second / 100
-	}
-	return out
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
