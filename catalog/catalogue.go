@@ -59,11 +59,16 @@ func (c *catalogueCache) put(key string, version int64, e resolvedPair) {
 	switch {
 	case version < c.version:
 		return
-	case c.entries == nil || version > c.version:
+	case c.entries == nil || version > c.version || len(c.entries) >= maxCatalogueEntries:
+		// Full (keys name namespaces too, so entries grow with them):
+		// start again, as after a change of the catalogue.
 		c.entries, c.version = map[string]resolvedPair{}, version
 	}
 	c.entries[key] = e
 }
+
+// maxCatalogueEntries bounds the cache of resolved classes and plans.
+const maxCatalogueEntries = 10000
 
 // forget drops every entry read at stale or before: the catalogue has
 // changed since; what a slower reader read at stale is not kept either.
