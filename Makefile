@@ -59,9 +59,9 @@ test: deps node-deps kube cni browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
-## docs: the README's configuration table, from the flags the commands parse
+## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:
-	$(GO) run ./cmd/bindery docs config --update README.md
+	$(GO) run ./cmd/bindery docs config --update docs/configuration.md
 
 ## lint: formatting, vet and staticcheck
 lint: $(BIN)/staticcheck
@@ -72,7 +72,7 @@ lint: $(BIN)/staticcheck
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## bench: the performance figures (see README: Benchmarks)
+## bench: the performance figures (docs/benchmarks.md)
 bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench 'RegisterBroker|ListPlans|CreateInstances' -benchtime 1000x ./restapi/
 	$(GO) test -run '^$$' -bench 'Engine1000|FailureStorm' -benchtime 1x ./controller/

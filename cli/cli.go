@@ -130,7 +130,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 		Use:   "bindery",
 		Short: "Bindery: an Open Service Broker marketplace",
 		Long: "Bindery runs an Open Service Broker marketplace and is its command line.\n\n" +
-			"Start with `bindery login URL --token TOKEN`, then `bindery marketplace`, `bindery provision`, `bindery bind`.\n" +
+			"Start with `bindery login URL`, then `bindery marketplace`, `bindery provision`, `bindery bind`.\n" +
 			"Exit codes: 0 ok, 1 failed operation, 2 usage, 3 not found, 4 forbidden.",
 		SilenceErrors: true,
 		SilenceUsage:  true,

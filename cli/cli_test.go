@@ -31,7 +31,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Not logged in: a usage error that names the fix.
 	r := w.must(ExitUsage, "instances")
-	contains(t, "stderr", r.errOut, "bindery login URL --token TOKEN", "BINDERY_URL")
+	contains(t, "stderr", r.errOut, "bindery login URL", "BINDERY_URL")
 
 	w.login(w.admin)
 	if m := fileMode(t, configFile(w)); m != 0o600 {
@@ -144,9 +144,28 @@ func TestTokensAndRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := w.must(ExitForbidden, "login", w.url, "--token", "bdy_not-a-token")
-	contains(t, "bad token", r.errOut, "refused the token")
-	w.must(ExitUsage, "login", "localhost:80", "--token", "x")
+	r := w.runIn("bdy_not-a-token\n", "bindery", "login", w.url)
+	if r.code != ExitForbidden {
+		t.Errorf("login with a bad token: exit %d, want %d", r.code, ExitForbidden)
+	}
+	contains(t, "bad token", r.errOut, "did not accept the token")
+	w.must(ExitUsage, "login", "localhost:80")
+	if r := w.runIn("", "bindery", "login", w.url); r.code != ExitUsage || !strings.Contains(r.errOut, "BINDERY_TOKEN") {
+		t.Errorf("login without a token: exit %d, stderr %q; want %d naming BINDERY_TOKEN", r.code, r.errOut, ExitUsage)
+	}
+	// The REST URL as the banner prints it, and the web UI's, both work;
+	// BINDERY_TOKEN is read when set.
+	for _, u := range []string{w.url + "/api/v1", w.url + "/api/v1/", w.url + "/"} {
+		if r := w.runIn(w.admin+"\n", "bindery", "login", u); r.code != 0 {
+			t.Errorf("login %s: exit %d\n%s", u, r.code, r.errOut)
+		}
+		if raw, _ := os.ReadFile(configFile(w)); !strings.Contains(string(raw), w.url+"\n") {
+			t.Errorf("login %s saved:\n%s\nwant the server's base URL %s", u, raw, w.url)
+		}
+	}
+	w.env["BINDERY_TOKEN"] = w.admin
+	w.must(0, "login", w.url)
+	delete(w.env, "BINDERY_TOKEN")
 	w.login(w.admin)
 
 	// Away from a data directory, a logged-in admin creates tokens over

@@ -108,8 +108,14 @@ func (w *world) run(args ...string) result {
 
 func (w *world) runAs(name string, args ...string) result {
 	w.t.Helper()
+	return w.runIn("", name, args...)
+}
+
+// runIn runs a command line with stdin as its standard input.
+func (w *world) runIn(stdin, name string, args ...string) result {
+	w.t.Helper()
 	var out, errOut bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
 	f.Getenv = func(k string) string { return w.env[k] }
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -127,9 +133,12 @@ func (w *world) must(want int, args ...string) result {
 	return r
 }
 
+// login logs in as a person does: the token on standard input.
 func (w *world) login(token string) {
 	w.t.Helper()
-	w.must(0, "login", w.url, "--token", token)
+	if r := w.runIn(token+"\n", "bindery", "login", w.url); r.code != 0 {
+		w.t.Fatalf("bindery login: exit %d\nstderr:\n%s", r.code, r.errOut)
+	}
 }
 
 func configFile(w *world) string {

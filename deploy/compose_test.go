@@ -162,7 +162,7 @@ func TestComposeFollowsTheSpecification(t *testing.T) {
 // TestComposeRunsBinderyAsTheImageAllows: Bindery's image has no shell, so
 // its health checks are CMD with bindery itself; it runs as the image's
 // non-root user; the servers are real components; the key, passwords and
-// the README's .env recipe agree.
+// docs/install.md's .env recipe agree.
 func TestComposeRunsBinderyAsTheImageAllows(t *testing.T) {
 	doc, raw := load(t)
 	services, _ := doc["services"].(map[string]any)
@@ -197,13 +197,13 @@ func TestComposeRunsBinderyAsTheImageAllows(t *testing.T) {
 	if bindery < 3 {
 		t.Errorf("%d Bindery services, want the broker, the catalog and the engine", bindery)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/install.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range interpolation.FindAllStringSubmatch(raw, -1) {
 		if strings.HasSuffix(m[2], "?") && !strings.Contains(string(readme), m[1]+"=") {
-			t.Errorf("docker-compose.yaml requires %s, which the README's .env recipe does not set", m[1])
+			t.Errorf("docker-compose.yaml requires %s, which docs/install.md's .env recipe does not set", m[1])
 		}
 	}
 }

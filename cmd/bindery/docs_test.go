@@ -7,27 +7,27 @@ import (
 	"testing"
 )
 
-// TestREADMEConfiguration fails when the README's configuration table is
+// TestConfigurationDoc fails when docs/configuration.md's configuration table is
 // not what the commands' flags give: a flag added, removed or changed
 // without `make docs`.
-func TestREADMEConfiguration(t *testing.T) {
+func TestConfigurationDoc(t *testing.T) {
 	t.Parallel()
 	want, err := configTable(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	updated, err := replaceConfig(readme, want)
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("docs/configuration.md: %v", err)
 	}
 	if !bytes.Equal(readme, updated) {
 		_, rest, _ := strings.Cut(string(readme), configBegin+"\n")
 		got, _, _ := strings.Cut(rest, configEnd)
-		t.Errorf("README.md's configuration table is out of date: run `make docs`.\ngot:\n%s\nwant:\n%s", got, want)
+		t.Errorf("docs/configuration.md's configuration table is out of date: run `make docs`.\ngot:\n%s\nwant:\n%s", got, want)
 	}
 	// Every server's own flag is there, with its variable.
 	for _, row := range []string{

@@ -507,6 +507,7 @@ func TestUpKeepsState(t *testing.T) {
 	tokenCmd(t, nil, 3, "token", "revoke", "--data-dir", dataDir, "made-offline")
 	rest.token = again["admin token"]
 	rest.must(http.StatusOK, "GET", "/instances", nil)
+	checkBannerLinks(t, again)
 	if _, err := os.Stat(filepath.Join(dataDir, "pg", "data", "postmaster.pid")); err != nil {
 		t.Fatalf("the token commands stopped the PostgreSQL up runs: %v", err)
 	}
@@ -583,13 +584,42 @@ func tokenCmd(t *testing.T, env []string, want int, args ...string) string {
 }
 
 // printed reads the "  name: value" lines of up's banner.
+// checkBannerLinks pastes the banner's login line with the admin token on
+// standard input, as a person does, and opens its web UI address.
+func checkBannerLinks(t *testing.T, shown map[string]string) {
+	t.Helper()
+	login := strings.Fields(shown["CLI login"])
+	if len(login) != 3 || login[1] != "login" {
+		t.Fatalf("up printed the login line %q", shown["CLI login"])
+	}
+	cmd := exec.Command(login[0], login[1:]...)
+	cmd.Env = []string{runMainEnv + "=1", "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + t.TempDir()}
+	cmd.Stdin = strings.NewReader(shown["admin token"] + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the banner's login line: %v\n%s", err, out)
+	}
+	resp, err := http.Get(shown["web UI"] + "login")
+	if err != nil {
+		t.Fatalf("the banner's web UI: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the banner's web UI %s: %s", shown["web UI"], resp.Status)
+	}
+}
+
 func printed(out string) map[string]string {
 	m := map[string]string{}
 	s := bufio.NewScanner(strings.NewReader(out))
 	for s.Scan() {
 		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), ":")
 		if ok {
-			m[k] = strings.TrimSpace(v)
+			// A value may be followed by a note in parentheses.
+			v, note, _ := strings.Cut(strings.TrimSpace(v), " (")
+			m[k] = v
+			if note != "" {
+				m[k+" note"] = strings.TrimSuffix(note, ")")
+			}
 		}
 	}
 	return m

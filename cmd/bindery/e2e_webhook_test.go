@@ -87,7 +87,7 @@ func TestUpWebhook(t *testing.T) {
 	env := []string{"DATABASE_URL=" + pgtest.New(t)}
 	p, shown := upWithCluster(t, cluster, dataDir, port, env)
 	wantURL := "https://127.0.0.1:" + strconv.Itoa(port) + servicebinding.MutatePath
-	if !strings.HasPrefix(shown["webhook"], wantURL+" ") {
+	if shown["webhook"] != wantURL {
 		t.Errorf("up printed webhook %q, want %s", shown["webhook"], wantURL)
 	}
 	caPEM, err := os.ReadFile(filepath.Join(dataDir, "webhook", "ca.crt"))

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -284,13 +285,35 @@ func (u *up) run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// cliName is how to run this program again from the current directory:
+// bin/bindery after `make run`, bindery when it is on the PATH.
+func cliName() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "bindery"
+	}
+	if p, err := exec.LookPath("bindery"); err == nil {
+		if same, _ := filepath.EvalSymlinks(p); same == exe {
+			return "bindery"
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			return "./" + rel
+		}
+	}
+	return exe
+}
+
 // printUp is the one place credentials are shown: stdout, never the log.
 func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string) {
 	w, o := u.stdout, u.o
 	fmt.Fprintln(w, "Bindery is up.")
+	fmt.Fprintf(w, "  web UI:          http://%s/ (sign in with the admin token)\n", catalogAddr)
 	fmt.Fprintf(w, "  REST API:        http://%s/api/v1\n", catalogAddr)
 	fmt.Fprintf(w, "  Kubernetes API:  %s (kubectl --kubeconfig %s get serviceinstances -A)\n", apiURL, kubeconfig)
-	fmt.Fprintf(w, "  admin token:     %s\n", u.creds.AdminToken)
+	fmt.Fprintf(w, "  admin token:     %s (kept as admin_token in %s)\n", u.creds.AdminToken, filepath.Join(u.dir, credentialsFile))
+	fmt.Fprintf(w, "  CLI login:       %s login http://%s (paste the admin token when asked)\n", cliName(), catalogAddr)
 	if u.webhookURL != "" {
 		fmt.Fprintf(w, "  webhook:         %s (servicebinding.io, installed in the cluster)\n", u.webhookURL)
 	}

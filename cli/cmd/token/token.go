@@ -140,7 +140,7 @@ func (o *Options) where() (*Database, error) {
 		return nil, nil
 	}
 	return nil, cmdutil.Usagef("no Bindery to work on: no data directory %s here (run `bindery up`, or give --data-dir), "+
-		"no DATABASE_URL, and no login (`bindery login URL --token TOKEN`)", db.DataDir)
+		"no DATABASE_URL, and no login (`bindery login URL`)", db.DataDir)
 }
 
 // withStore runs do on the database's tokens, or returns false when the

@@ -83,7 +83,7 @@ func (e *Error) Error() string {
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		b.WriteString(" (the token is not valid, expired or revoked: run `bindery login URL --token TOKEN` with a valid one, or set BINDERY_TOKEN)")
+		b.WriteString(" (the token is not valid, expired or revoked: log in again with a valid one (`bindery login URL`), or set BINDERY_TOKEN)")
 	case http.StatusForbidden:
 		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
 	}

@@ -56,7 +56,7 @@ func (f *Factory) Client() (*api.Client, error) {
 		return nil, err
 	}
 	if c.URL == "" {
-		return nil, &UsageError{Err: errors.New("no server: run `bindery login URL --token TOKEN`, or set BINDERY_URL and BINDERY_TOKEN")}
+		return nil, &UsageError{Err: errors.New("no server: run `bindery login URL`, or set BINDERY_URL and BINDERY_TOKEN")}
 	}
 	f.client = api.New(c.URL, c.Token)
 	return f.client, nil
