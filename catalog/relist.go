@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/internal/osb"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // Broker condition reasons, and the messages Service Catalog v0.3.1 wrote
@@ -187,7 +188,10 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		if reason == ReasonErrorFetchingCatalog {
 			prefix = msgErrorFetchingCatalog
 		}
-		msg := fmt.Sprintf("%s%s (attempt %d; next at %s)", prefix, cause.Error(), failures, next.Format(time.RFC3339))
+		// The cause (a broker's words among them) is cut so that the
+		// message keeps its next attempt within MaxMessage.
+		suffix := fmt.Sprintf(" (attempt %d; next at %s)", failures, next.Format(time.RFC3339))
+		msg := prefix + pgtext.Clip(cause.Error(), MaxMessage-len(prefix)-len(suffix)) + suffix
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.NextRelistTime = &next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_claimed_until = NULL WHERE id = $1`,
@@ -519,7 +523,7 @@ func classOf(b *Broker, svc osb.Service) *ServiceClass {
 	class := &ServiceClass{Spec: ServiceClassSpec{
 		ExternalName:         svc.Name,
 		ExternalID:           svc.ID,
-		Description:          svc.Description,
+		Description:          pgtext.Clip(svc.Description, osb.MaxDescription),
 		Bindable:             svc.Bindable,
 		BindingRetrievable:   svc.BindingsRetrievable,
 		InstancesRetrievable: svc.InstancesRetrievable,
@@ -544,7 +548,7 @@ func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 	plan := &ServicePlan{Spec: ServicePlanSpec{
 		ExternalName:           p.Name,
 		ExternalID:             p.ID,
-		Description:            p.Description,
+		Description:            pgtext.Clip(p.Description, osb.MaxDescription),
 		Free:                   free,
 		Bindable:               p.Bindable,
 		PlanUpdatable:          p.PlanUpdateable,
@@ -558,7 +562,7 @@ func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 		plan.Spec.ClusterServiceBrokerName, plan.Spec.ClusterServiceClassRef = b.Name, ObjectRef{Name: class.Name}
 	}
 	if p.MaintenanceInfo != nil {
-		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: p.MaintenanceInfo.Description}
+		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: pgtext.Clip(p.MaintenanceInfo.Description, osb.MaxDescription)}
 	}
 	if sc := p.Schemas; sc != nil {
 		if si := sc.ServiceInstance; si != nil {

@@ -151,3 +151,47 @@ func TestOperationAnswersBounded(t *testing.T) {
 		t.Errorf("an endpoint host of 254 bytes: %v", err)
 	}
 }
+
+// TestCatalogueBounded: a catalogue past MaxCatalog is refused without
+// reading on (one that never ends included); text PostgreSQL cannot store
+// and ids or names past MaxCatalogID make it invalid, with their paths.
+func TestCatalogueBounded(t *testing.T) {
+	t.Parallel()
+	endlessCatalog := func(w http.ResponseWriter) {
+		_, _ = w.Write([]byte(`{"services":[{"id":"a","name":"a","description":"`))
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	if _, err := answering(t, 200, endlessCatalog).Catalog(context.Background()); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("an endless catalogue: %v", err)
+	}
+	service := func(id, name, description string) string {
+		raw, _ := json.Marshal(map[string]any{"id": id, "name": name, "description": description, "bindable": true,
+			"plans": []map[string]string{{"id": id + "-p", "name": "p", "description": "d"}}})
+		return string(raw)
+	}
+	for _, tc := range []struct{ doc, says string }{
+		{`{"services":[` + service("a", "a", "x\x00y") + `]}`, "services[0].description: contains a NUL"},
+		{`{"services":[` + service(strings.Repeat("i", 256), "a", "d") + `]}`, "services[0].id: longer than 255 bytes"},
+		{`{"services":[` + service("a", "a", "d") + `,` + service("b", strings.Repeat("n", 300), "d") + `]}`, "services[1].name: longer than 255 bytes"},
+		{`{"services":[` + service("a", "a", "d") + `]} {}`, "not valid JSON"},
+		{`{"services":null}`, "services: required"},
+		{`[]`, "not valid JSON"},
+	} {
+		_, err := answering(t, 200, text(tc.doc)).Catalog(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%.60s: %v, want %q", tc.doc, err, tc.says)
+		}
+	}
+	cat, err := answering(t, 200, text(`{"extra":[1,2],"services":[`+service("a", "a", "d")+`]}`)).Catalog(context.Background())
+	if err != nil || cat.Len() != 1 {
+		t.Fatalf("a valid catalogue: %v", err)
+	}
+	if svc, err := cat.Service(0); err != nil || svc.ID != "a" || len(svc.Plans) != 1 || strings.Contains(string(svc.Raw), "plans") {
+		t.Errorf("its service: %v %+v", err, svc)
+	}
+}

@@ -313,11 +313,7 @@ func (c *catalogueCheck) service(i int, raw json.RawMessage) (catalogueEntry, bo
 	delete(obj, "plans")
 	delete(obj, "dashboard_client")
 	kept, _ := json.Marshal(obj)
-	for _, f := range []struct{ name, v string }{{"id", s.ID}, {"name", s.Name}, {"description", s.Description}} {
-		if strings.TrimSpace(f.v) == "" {
-			c.bad("%s.%s: required", path, f.name)
-		}
-	}
+	c.required(path, s.ID, s.Name, s.Description)
 	c.id(path, s.ID)
 	if c.names[s.Name] && s.Name != "" {
 		c.bad("%s.name: %s is not unique", path, quoted(s.Name))
@@ -330,21 +326,41 @@ func (c *catalogueCheck) service(i int, raw json.RawMessage) (catalogueEntry, bo
 	for j := range s.Plans {
 		p := &s.Plans[j]
 		ppath := fmt.Sprintf("%s.plans[%d]", path, j)
-		for _, f := range []struct{ name, v string }{{"id", p.ID}, {"name", p.Name}, {"description", p.Description}} {
-			if strings.TrimSpace(f.v) == "" {
-				c.bad("%s.%s: required", ppath, f.name)
-			}
-		}
+		c.required(ppath, p.ID, p.Name, p.Description)
 		c.id(ppath, p.ID)
 		if planNames[p.Name] && p.Name != "" {
 			c.bad("%s.name: %s is not unique within the service", ppath, quoted(p.Name))
 		}
 		planNames[p.Name] = true
-		if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
+		switch {
+		case p.MaintenanceInfo == nil:
+		case p.MaintenanceInfo.Version == "":
 			c.bad("%s.maintenance_info.version: required", ppath)
+		case len(p.MaintenanceInfo.Version) > MaxCatalogID:
+			c.bad("%s.maintenance_info.version: longer than %d bytes", ppath, MaxCatalogID)
 		}
 	}
 	return catalogueEntry{raw: kept, plans: plans}, len(plans) == len(s.Plans)
+}
+
+// MaxCatalogID bounds the ids and names of services and plans, and
+// maintenance versions, in bytes: OSB recommends strings of at most 255
+// characters, and these are keys.
+const MaxCatalogID = 255
+
+// required checks that an object's id, name and description are there,
+// and its id and name within MaxCatalogID.
+func (c *catalogueCheck) required(path, id, name, description string) {
+	for _, f := range []struct{ name, v string }{{"id", id}, {"name", name}, {"description", description}} {
+		if strings.TrimSpace(f.v) == "" {
+			c.bad("%s.%s: required", path, f.name)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"id", id}, {"name", name}} {
+		if len(f.v) > MaxCatalogID {
+			c.bad("%s.%s: longer than %d bytes", path, f.name, MaxCatalogID)
+		}
+	}
 }
 
 // id checks that an id is unique across the catalogue.
