@@ -2,8 +2,8 @@ package catalog_test
 
 import (
 	"context"
-	"net/http"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
