@@ -146,7 +146,9 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 			return out, err
 		}
 		size += n
-		position = next(o, lastPos, lastBroker)
+		if next != nil {
+			position = next(o, lastPos, lastBroker)
+		}
 		out.Items = append(out.Items, o)
 		if opts.Limit > 0 && len(out.Items) == opts.Limit {
 			out.Continue = encodeCursor(position)
