@@ -54,8 +54,10 @@ type round struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	// holders: relists waiting, plus requests that do not wait (which
-	// never leave); guarded by fetches.mu.
+	// never leave); started: the round is the one under way. Both are
+	// guarded by fetches.mu.
 	holders int
+	started bool
 	broker  *Broker
 	err     error
 }
@@ -80,24 +82,28 @@ func (s *Store) join(id string) *round {
 		br = &brokerRounds{running: newRound()}
 		f.brokers[id] = br
 		br.running.holders++
+		br.running.started = true
 		go s.runRounds(id, br)
 		return br.running
 	}
-	if br.next == nil {
+	if br.next == nil || br.next.ctx.Err() != nil {
+		// None asked for yet, or asked for by relists that all gave up
+		// before it started (it has no holders left): a fresh one.
 		br.next = newRound()
 	}
 	br.next.holders++
 	return br.next
 }
 
-// leave gives up a hold on r; the last one out cancels it, and learns so.
-func (s *Store) leave(r *round) (last bool) {
+// leave gives up a hold on r; the last one out cancels it, and learns
+// whether it cancelled a fetch under way.
+func (s *Store) leave(r *round) (cancelledFetch bool) {
 	s.fetches.mu.Lock()
 	defer s.fetches.mu.Unlock()
 	r.holders--
 	if r.holders == 0 {
 		r.cancel()
-		return true
+		return r.started
 	}
 	return false
 }
@@ -121,6 +127,7 @@ func (s *Store) runRounds(id string, br *brokerRounds) {
 			return
 		}
 		br.running, br.next = br.next, nil
+		br.running.started = true
 		f.mu.Unlock()
 	}
 }
@@ -162,8 +169,9 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	if !s.leave(r) {
 		return nil, ctx.Err()
 	}
-	// The fetch was cancelled for want of anyone waiting: it records that
-	// promptly, and this relist answers with the broker as recorded.
+	// The fetch under way was cancelled for want of anyone waiting: it
+	// records that promptly, and this relist answers with the broker as
+	// recorded.
 	<-r.done
 	return r.broker, ctx.Err()
 }

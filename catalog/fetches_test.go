@@ -133,3 +133,42 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestRelistGivenUpWhileQueued: a relist that gives up while it waits for
+// the next fetch cancels that fetch (no one wants it); one asked for
+// afterwards still gets a fetch.
+func TestRelistGivenUpWhileQueued(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: time.Second, Times: 1})
+	b := register(t, s, "queued", fake.URL(), "")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Relist(ctx, b.ID)
+	}()
+	waitFor(t, func() bool { return fake.Count(osbtest.VerbCatalog) == 1 })
+	gaveUp, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Relist(gaveUp, b.ID); err == nil {
+		t.Fatal("a relist that gave up succeeded")
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("a relist that gave up while queued returned after %s, not at once", d)
+	}
+	later := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		later <- err
+	}()
+	<-done
+	if err := <-later; err != nil {
+		t.Fatalf("a relist asked for after another gave up: %v", err)
+	}
+	if n := fake.Count(osbtest.VerbCatalog); n != 2 {
+		t.Errorf("%d fetches, want the first and one for the later relist", n)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -182,7 +181,7 @@ func bindingPath(instanceID, bindingID string) string {
 // Bind creates a binding (or rotates one, with PredecessorBindingID).
 func (c *Client) Bind(ctx context.Context, r *BindRequest) (*BindResponse, error) {
 	out := &BindResponse{}
-	res, err := c.do(ctx, http.MethodPut, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, nil, r, r.Identity)
+	res, err := c.do(ctx, MaxBindingAnswer, http.MethodPut, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, nil, r, r.Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +210,7 @@ func (c *Client) Bind(ctx context.Context, r *BindRequest) (*BindResponse, error
 
 // GetBinding fetches a binding (after an asynchronous bind).
 func (c *Client) GetBinding(ctx context.Context, instanceID, bindingID string) (*Binding, error) {
-	res, err := c.do(ctx, http.MethodGet, bindingPath(instanceID, bindingID), false, nil, nil, nil)
+	res, err := c.do(ctx, MaxBindingAnswer, http.MethodGet, bindingPath(instanceID, bindingID), false, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +271,7 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 			q.Set(k, v)
 		}
 	}
-	res, err := c.do(ctx, http.MethodGet, path, false, q, nil, nil)
+	res, err := c.do(ctx, MaxAnswer, http.MethodGet, path, false, q, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +318,7 @@ func retryAfter(h string) time.Duration {
 
 // operation sends a request answered by OperationResponse.
 func (c *Client) operation(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*OperationResponse, error) {
-	res, err := c.do(ctx, method, path, async, q, body, id)
+	res, err := c.do(ctx, MaxAnswer, method, path, async, q, body, id)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +360,8 @@ type rawResponse struct {
 	limit    int
 }
 
-func (c *Client) do(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*rawResponse, error) {
+// do sends a request and reads its answer up to limit bytes.
+func (c *Client) do(ctx context.Context, limit int, method, path string, async bool, q url.Values, body any, id *Identity) (*rawResponse, error) {
 	if async {
 		if q == nil {
 			q = url.Values{}
@@ -400,10 +400,6 @@ func (c *Client) do(ctx context.Context, method, path string, async bool, q url.
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
-	limit := MaxAnswer
-	if strings.Contains(path, "/service_bindings/") && !strings.HasSuffix(path, "/last_operation") && method != http.MethodDelete {
-		limit = MaxBindingAnswer
-	}
 	out, err := readAnswer(res, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
