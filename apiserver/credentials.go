@@ -66,6 +66,11 @@ func (s *credentialsStorage) Get(ctx context.Context, name string, _ *metav1.Get
 	if errors.Is(err, catalog.ErrNoCredentials) || (err == nil && !boundReady(b)) {
 		return nil, notReady(gr, name)
 	}
+	if errors.Is(err, catalog.ErrNoKeys) {
+		st := apierrors.NewServiceUnavailable("this API server has no encryption keys (--encryption-key, BINDERY_ENCRYPTION_KEY): it cannot open credentials")
+		st.ErrStatus.Details = &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name}
+		return nil, st
+	}
 	if err != nil {
 		return nil, apiError(err, gr, gk, name, false)
 	}
