@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -39,7 +40,10 @@ type apiClient struct {
 }
 
 // newAPIClient reaches the server at base (https://HOST:PORT), trusting the
-// CA bundle in caFile, or the system's roots when it is empty.
+// CA bundle in caFile, or the system's roots when it is empty. The bundle
+// is read when a connection is made, not now: the agent starts (and its
+// other parts serve) before the operator has put it in place, and a
+// renewed CA is picked up without a restart.
 func newAPIClient(base, caFile string) (*apiClient, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -47,21 +51,58 @@ func newAPIClient(base, caFile string) (*apiClient, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("API server CA: %w", err)
+		roots := &caBundle{file: caFile}
+		// Verified here against the file's roots rather than by crypto/tls
+		// with a fixed RootCAs, which could not follow the file.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			pool, err := roots.pool()
+			if err != nil {
+				return err
+			}
+			opts := x509.VerifyOptions{Roots: pool, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
+			_, err = cs.PeerCertificates[0].Verify(opts)
+			return err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("API server CA %s: no PEM certificate in it", caFile)
-		}
-		cfg.RootCAs = pool
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
 	tr.Proxy = nil // a Service of the cluster: never through a proxy
 	tr.MaxIdleConnsPerHost = 8
 	return &apiClient{base: u, http: &http.Client{Transport: tr, Timeout: fetchTimeout}}, nil
+}
+
+// caBundle is a CA file read again when it changes.
+type caBundle struct {
+	file string
+	mu   sync.Mutex
+	mod  time.Time
+	p    *x509.CertPool
+}
+
+func (b *caBundle) pool() (*x509.CertPool, error) {
+	fi, err := os.Stat(b.file)
+	if err != nil {
+		return nil, fmt.Errorf("the CA bundle of Bindery's API server: %w (deploy/csi/README.md says how to put it there)", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p != nil && fi.ModTime().Equal(b.mod) {
+		return b.p, nil
+	}
+	pem, err := os.ReadFile(b.file)
+	if err != nil {
+		return nil, fmt.Errorf("the CA bundle of Bindery's API server: %w", err)
+	}
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the CA bundle of Bindery's API server, %s: no PEM certificate in it", b.file)
+	}
+	b.p, b.mod = p, fi.ModTime()
+	return p, nil
 }
 
 // credentials reads one binding's credentials as the token's owner. Its
