@@ -48,7 +48,7 @@ type csiStack struct {
 // startCSIStack starts the stack on cluster. apiHost is the address the
 // API server listens on (the node's, when kube-apiserver must reach it
 // through the aggregation layer), targetURL Bindery's broker's target.
-func startCSIStack(t *testing.T, cluster *kubetest.Cluster, apiHost string, env []string, upArgs ...string) *csiStack {
+func startCSIStack(t testing.TB, cluster *kubetest.Cluster, apiHost string, env []string, upArgs ...string) *csiStack {
 	t.Helper()
 	s := &csiStack{cluster: cluster, kube: cluster.Client(t)}
 	dbURL := pgtest.New(t)
@@ -85,7 +85,7 @@ func startCSIStack(t *testing.T, cluster *kubetest.Cluster, apiHost string, env 
 // targetPostgres starts the target PostgreSQL of Bindery's broker, also
 // listening on listen, and returns its URL with host as the address the
 // bindings name.
-func targetPostgres(t *testing.T, host netip.Addr, listen ...netip.Addr) (*pgserver.Server, string) {
+func targetPostgres(t testing.TB, host netip.Addr, listen ...netip.Addr) (*pgserver.Server, string) {
 	t.Helper()
 	base, err := os.MkdirTemp("", "bindery-target-")
 	if err != nil {
@@ -112,7 +112,7 @@ func targetPostgres(t *testing.T, host netip.Addr, listen ...netip.Addr) (*pgser
 
 // namespace creates a namespace with a PostgreSQL instance "db" of
 // Bindery's broker, and waits until the API server knows the namespace.
-func (s *csiStack) namespace(t *testing.T, ns string) {
+func (s *csiStack) namespace(t testing.TB, ns string) {
 	t.Helper()
 	if _, err := s.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func (s *csiStack) namespace(t *testing.T, ns string) {
 
 // bind creates a binding of db that asks for no Secret (rotating pred when
 // not empty) and waits until it is Ready.
-func (s *csiStack) bind(t *testing.T, ns, name, pred string) *v1beta1.ServiceBinding {
+func (s *csiStack) bind(t testing.TB, ns, name, pred string) *v1beta1.ServiceBinding {
 	t.Helper()
 	b := &v1beta1.ServiceBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{catalog.NoSecretAnnotation: "true"}},
@@ -164,7 +164,7 @@ func (s *csiStack) bind(t *testing.T, ns, name, pred string) *v1beta1.ServiceBin
 
 // serviceAccount creates a service account, with the right to read the
 // credentials subresource of every binding of its namespace when grant.
-func (s *csiStack) serviceAccount(t *testing.T, ns, name string, grant bool) {
+func (s *csiStack) serviceAccount(t testing.TB, ns, name string, grant bool) {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := s.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
@@ -188,7 +188,7 @@ func (s *csiStack) serviceAccount(t *testing.T, ns, name string, grant bool) {
 
 // token is a token of the service account for Bindery's audience, as the
 // kubelet gets one for the driver.
-func (s *csiStack) token(t *testing.T, ns, sa string) string {
+func (s *csiStack) token(t testing.TB, ns, sa string) string {
 	t.Helper()
 	tr, err := s.kube.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{csi.DefaultAudience}},
@@ -201,7 +201,7 @@ func (s *csiStack) token(t *testing.T, ns, sa string) string {
 
 // startDriver runs `bindery serve nodeagent --csi` with the kubelet's root
 // directory kubeletDir, and waits for its CSI socket.
-func (s *csiStack) startDriver(t *testing.T, kubeletDir, nodeName string, extra ...string) *proc {
+func (s *csiStack) startDriver(t testing.TB, kubeletDir, nodeName string, extra ...string) *proc {
 	t.Helper()
 	p := start(t, nil, append([]string{"serve", "nodeagent", "--csi", "--node-name", nodeName, "--csi-kubelet-dir", kubeletDir,
 		"--csi-apiserver", s.apiURL, "--csi-apiserver-ca", s.apiCA, "--listen", "127.0.0.1:0"}, extra...)...)
@@ -225,7 +225,7 @@ func tail(s string, n int) string {
 }
 
 // mountsAt counts the mounts at path in this mount namespace.
-func mountsAt(t *testing.T, path string) int {
+func mountsAt(t testing.TB, path string) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {

@@ -37,9 +37,10 @@ type csiNode struct {
 	*csiStack
 	kubeletDir string
 	driver     *proc
+	refresh    time.Duration
 }
 
-func setupCSINode(t *testing.T) *csiNode {
+func setupCSINode(t testing.TB, refresh time.Duration) *csiNode {
 	t.Helper()
 	cluster := kubetest.Start(t, kubetest.WithNode())
 	node := netip.MustParseAddr(kubetest.NodeIP)
@@ -49,14 +50,15 @@ func setupCSINode(t *testing.T) *csiNode {
 		t.Fatal(err)
 	}
 	n := &csiNode{csiStack: s, kubeletDir: filepath.Join(cluster.Node().Dir, "kubelet", "root")}
-	n.driver = s.startDriver(t, n.kubeletDir, kubetest.NodeName, "--csi-refresh-interval", "2s")
+	n.refresh = refresh
+	n.driver = s.startDriver(t, n.kubeletDir, kubetest.NodeName, "--csi-refresh-interval", refresh.String())
 	n.waitRegistered(t)
 	return n
 }
 
 // waitRegistered waits until the node's CSINode lists the driver: the
 // kubelet took its registration.
-func (n *csiNode) waitRegistered(t *testing.T) {
+func (n *csiNode) waitRegistered(t testing.TB) {
 	t.Helper()
 	eventually.Succeeds(t, time.Minute, func(ctx context.Context) error {
 		cn, err := n.kube.StorageV1().CSINodes().Get(ctx, kubetest.NodeName, metav1.GetOptions{})
@@ -102,7 +104,7 @@ func deployment(name, sa, binding string) *appsv1.Deployment {
 }
 
 // runningPod waits for the one Running Pod of the Deployment.
-func (n *csiNode) runningPod(t *testing.T, ns, app string) *corev1.Pod {
+func (n *csiNode) runningPod(t testing.TB, ns, app string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	eventually.Succeeds(t, 2*time.Minute, func(ctx context.Context) error {
@@ -122,7 +124,7 @@ func (n *csiNode) runningPod(t *testing.T, ns, app string) *corev1.Pod {
 }
 
 // read reads a file inside the Pod.
-func (n *csiNode) read(t *testing.T, ns, pod, path string) string {
+func (n *csiNode) read(t testing.TB, ns, pod, path string) string {
 	t.Helper()
 	out, err := n.cluster.Kubectl(t, "exec", "-n", ns, pod, "--", "cat", path)
 	if err != nil {
@@ -140,7 +142,7 @@ func (n *csiNode) read(t *testing.T, ns, pod, path string) string {
 // agent restarting leaves the mounted Pod working and registers again;
 // deleting the Deployment unmounts the tmpfs.
 func TestCSIOnRealNode(t *testing.T) {
-	n := setupCSINode(t)
+	n := setupCSINode(t, 2*time.Second)
 	ctx := t.Context()
 	const ns = "shop"
 	n.namespace(t, ns)
@@ -225,7 +227,7 @@ func TestCSIOnRealNode(t *testing.T) {
 
 // noSecretAnywhere: no Secret of the cluster, and no value in etcd, holds
 // the password.
-func (n *csiNode) noSecretAnywhere(t *testing.T, password []byte) {
+func (n *csiNode) noSecretAnywhere(t testing.TB, password []byte) {
 	t.Helper()
 	if len(password) < 16 {
 		t.Fatalf("a password of %d bytes proves nothing by its absence", len(password))
@@ -257,7 +259,7 @@ func (n *csiNode) noSecretAnywhere(t *testing.T, password []byte) {
 }
 
 // sameContainer: the Pod was not restarted.
-func (n *csiNode) sameContainer(t *testing.T, ns string, pod *corev1.Pod) {
+func (n *csiNode) sameContainer(t testing.TB, ns string, pod *corev1.Pod) {
 	t.Helper()
 	now, err := n.kube.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{})
 	if err != nil {
@@ -271,7 +273,7 @@ func (n *csiNode) sameContainer(t *testing.T, ns string, pod *corev1.Pod) {
 
 // refreshes reads the driver's count of its own successful refreshes
 // from its /metrics.
-func (n *csiNode) refreshes(t *testing.T) int {
+func (n *csiNode) refreshes(t testing.TB) int {
 	t.Helper()
 	m := regexp.MustCompile(`serving health and metrics.* addr=(\S+)`).FindStringSubmatch(n.driver.stderr.String())
 	if m == nil {
@@ -293,7 +295,7 @@ func (n *csiNode) refreshes(t *testing.T) int {
 
 // waitRefreshes waits until the driver has refreshed its volumes k more
 // times, successfully.
-func (n *csiNode) waitRefreshes(t *testing.T, k int) {
+func (n *csiNode) waitRefreshes(t testing.TB, k int) {
 	t.Helper()
 	from := n.refreshes(t)
 	eventually.Succeeds(t, time.Minute, func(context.Context) error {
@@ -306,7 +308,7 @@ func (n *csiNode) waitRefreshes(t *testing.T, k int) {
 
 // refusedPod: a Pod of a service account without the grant stays in
 // ContainerCreating, and its FailedMount Event names the permission.
-func (n *csiNode) refusedPod(t *testing.T, ns string) {
+func (n *csiNode) refusedPod(t testing.TB, ns string) {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := n.kube.AppsV1().Deployments(ns).Create(ctx, deployment("nosy", "nosy", "orders-2"), metav1.CreateOptions{}); err != nil {
@@ -340,14 +342,14 @@ func (n *csiNode) refusedPod(t *testing.T, ns string) {
 
 // restartDriver kills the agent and starts it again: the mounted Pod keeps
 // its files, the kubelet registers the driver again, and a new Pod mounts.
-func (n *csiNode) restartDriver(t *testing.T, ns string, pod *corev1.Pod, password []byte) {
+func (n *csiNode) restartDriver(t testing.TB, ns string, pod *corev1.Pod, password []byte) {
 	t.Helper()
 	_ = n.driver.cmd.Process.Signal(syscall.SIGKILL)
 	n.driver.kill()
 	if got := n.read(t, ns, pod.Name, "/bindings/orders/password"); got != string(password) {
 		t.Errorf("with the agent down the Pod's password changed")
 	}
-	n.driver = n.startDriver(t, n.kubeletDir, kubetest.NodeName, "--csi-refresh-interval", "2s")
+	n.driver = n.startDriver(t, n.kubeletDir, kubetest.NodeName, "--csi-refresh-interval", n.refresh.String())
 	eventually.Succeeds(t, time.Minute, func(context.Context) error {
 		if !strings.Contains(n.driver.stderr.String(), "registered with the kubelet") {
 			return fmt.Errorf("the restarted agent is not registered:\n%s", tail(n.driver.stderr.String(), 2000))
@@ -375,7 +377,7 @@ func (n *csiNode) restartDriver(t *testing.T, ns string, pod *corev1.Pod, passwo
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // mountsUnderDir lists the mount points under dir.
-func mountsUnderDir(t *testing.T, dir string) []string {
+func mountsUnderDir(t testing.TB, dir string) []string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
