@@ -49,9 +49,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, "config", "", "node agent configuration `file` (YAML, with devicePlugins)")
 	fs.StringVar(&o.DevicePluginDir, "device-plugin-dir", deviceplugin.DefaultDir, "kubelet device-plugin `directory`, holding kubelet.sock and the plugins' sockets")
 	fs.StringVar(&o.HostRoot, "host-root", "", "`directory` where the node's root file system is mounted, when the agent runs in a container that does not see the node's /dev at /dev")
-	host, _ := os.Hostname()
 	fs.BoolVar(&o.CSI, "csi", false, "serve the CSI driver csi.bindery.dev, which mounts bindings' credentials into Pods without Secrets")
-	fs.StringVar(&o.NodeName, "node-name", host, "the node's name as the kubelet registers it (the CSI driver's node ID)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the node's name as the kubelet registers it (the CSI driver's node ID); this host's name when empty")
 	fs.StringVar(&o.KubeletDir, "csi-kubelet-dir", "/var/lib/kubelet", "the kubelet's root `directory`: the CSI driver's socket goes under plugins/, its registration under plugins_registry/, and Pods' volumes are under pods/")
 	fs.StringVar(&o.APIServer, "csi-apiserver", "https://bindery-apiserver.bindery-system.svc:443", "`URL` of Bindery's aggregated API server (its Service), which the CSI driver asks for credentials directly")
 	fs.StringVar(&o.APIServerCA, "csi-apiserver-ca", "", "CA bundle `file` that verifies --csi-apiserver (the APIService's caBundle); the system's roots when empty")
@@ -66,8 +65,8 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--config (BINDERY_CONFIG) is required, unless the agent serves only the CSI driver (--csi)"))
 	}
 	if o.CSI {
-		if o.NodeName == "" {
-			errs = append(errs, errors.New("--node-name (BINDERY_NODE_NAME) is required with --csi"))
+		if host, _ := os.Hostname(); o.NodeName == "" && host == "" {
+			errs = append(errs, errors.New("--node-name (BINDERY_NODE_NAME) is required with --csi: this host has no name"))
 		}
 		if o.APIServer == "" {
 			errs = append(errs, errors.New("--csi-apiserver must not be empty with --csi"))
@@ -79,7 +78,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--csi-refresh-interval must not be negative"))
 		}
 	}
-	if o.DevicePluginDir == "" {
+	if o.DevicePluginDir == "" && (o.ConfigFile != "" || !o.CSI) {
 		errs = append(errs, errors.New("--device-plugin-dir must not be empty"))
 	}
 	return errors.Join(errs...)
@@ -113,8 +112,12 @@ func (o *Options) Config(log *slog.Logger) (*AgentConfig, error) {
 		if refresh == 0 {
 			refresh = -1 // the flag's 0 is "only the kubelet's republish"
 		}
+		node := o.NodeName
+		if node == "" {
+			node, _ = os.Hostname()
+		}
 		cfg.CSI = &csi.Options{
-			NodeID:          o.NodeName,
+			NodeID:          node,
 			RegistrationDir: filepath.Join(o.KubeletDir, "plugins_registry"),
 			PluginDir:       filepath.Join(o.KubeletDir, "plugins", csi.Name),
 			APIServer:       o.APIServer, APIServerCA: o.APIServerCA,

@@ -29,7 +29,7 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 		func(set *flag.FlagSet) {
 			fs = set
 			f.AddFlags(set)
-			ko.addFlags(set, "binding credentials, which only the credentials subresource opens (optional: without them it answers 503)")
+			ko.addFlags(set, "binding credentials")
 		},
 		func(*dbOptions) error {
 			errs := []error{f.Complete(), f.Validate()}
