@@ -92,18 +92,7 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		}
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
-		// Bound: make sure the Secret is still as it should be.
-		err := c.ensureSecret(ctx, env, nil)
-		var p *secretProblem
-		switch {
-		case errors.As(err, &p):
-			return 0, c.secretFailed(ctx, b, p)
-		case errors.Is(err, errNamespaceTerminating):
-			return 0, nil
-		case err != nil:
-			return 0, err
-		}
-		return 0, c.syncSecretRef(ctx, b)
+		return 0, c.keepBound(ctx, env)
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
 		return 0, nil
 	}
@@ -550,6 +539,22 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
 	return wait, err
+}
+
+// keepBound makes sure a bound binding's Secret is still as it should be
+// (or absent, if it asks for none) and that status.binding says so.
+func (c *Controller) keepBound(ctx context.Context, env *bindingEnv) error {
+	err := c.ensureSecret(ctx, env, nil)
+	var p *secretProblem
+	switch {
+	case errors.As(err, &p):
+		return c.secretFailed(ctx, env.b, p)
+	case errors.Is(err, errNamespaceTerminating):
+		return nil
+	case err != nil:
+		return err
+	}
+	return c.syncSecretRef(ctx, env.b)
 }
 
 // secretRef is what status.binding says of a bound binding: its Secret,

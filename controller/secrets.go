@@ -125,13 +125,9 @@ var errNamespaceTerminating = errors.New("the namespace is terminating")
 // the binding asks for none (catalog.NoSecretAnnotation). creds nil means
 // read them from the catalog. Without a cluster there is nothing to do.
 func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds map[string]any) error {
-	if c.kube == nil {
-		return nil
-	}
 	b := env.b
-	if catalog.NoSecret(&b.Meta) {
-		// Asked for none: one written before the annotation goes.
-		return c.deleteSecret(ctx, b)
+	if c.kube == nil || catalog.NoSecret(&b.Meta) {
+		return c.deleteSecret(ctx, b) // nothing without a cluster; else one written before the annotation goes
 	}
 	if creds == nil {
 		var err error
