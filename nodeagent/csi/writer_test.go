@@ -122,7 +122,7 @@ func TestWriteFilesAtomic(t *testing.T) {
 			}
 		}
 	})
-	for i := range 300 {
+	for i := range 150 {
 		if _, err := writeFiles(dir, set(string(rune('a'+i%26))+string(rune('a'+i/26)))); err != nil {
 			t.Fatal(err)
 		}
