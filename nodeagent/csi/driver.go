@@ -93,7 +93,7 @@ func New(opts Options) (*Driver, error) {
 		errs = append(errs, errors.New("node name: required (--node-name or NODE_NAME)"))
 	}
 	if opts.APIServer == "" {
-		errs = append(errs, errors.New("Bindery's API server URL: required"))
+		errs = append(errs, errors.New("the URL of Bindery's API server: required"))
 	}
 	opts.RegistrationDir = cmp.Or(opts.RegistrationDir, DefaultRegistrationDir)
 	opts.PluginDir = cmp.Or(opts.PluginDir, DefaultPluginDir)
