@@ -74,7 +74,11 @@ func (s *credentialsStorage) Get(ctx context.Context, name string, _ *metav1.Get
 	if err != nil {
 		return nil, apiError(err, gr, gk, name, false)
 	}
-	class, err := s.classOf(ctx, b)
+	in, err := s.store.InstanceOf(ctx, b)
+	if err != nil {
+		return nil, apiError(err, gr, gk, name, false)
+	}
+	class, err := s.classOf(ctx, in)
 	if err != nil {
 		return nil, apiError(err, gr, gk, name, false)
 	}
@@ -88,7 +92,7 @@ func (s *credentialsStorage) Get(ctx context.Context, name string, _ *metav1.Get
 			Message: fmt.Sprintf("%s %q: %v", gk.Kind, name, err),
 		}}
 	}
-	successor, err := s.successor(ctx, b)
+	successor, err := s.successor(ctx, b, in)
 	if err != nil {
 		return nil, apiError(err, gr, gk, name, false)
 	}
@@ -120,13 +124,9 @@ func notReady(gr schema.GroupResource, name string) error {
 	}}
 }
 
-// classOf reads the class of the binding's instance, for the
+// classOf reads the class of the binding's instance in, for the
 // servicebinding.io type and provider.
-func (s *credentialsStorage) classOf(ctx context.Context, b *catalog.Binding) (*catalog.ServiceClass, error) {
-	in, err := s.store.InstanceOf(ctx, b)
-	if err != nil {
-		return nil, err
-	}
+func (s *credentialsStorage) classOf(ctx context.Context, in *catalog.Instance) (*catalog.ServiceClass, error) {
 	ref, _, ns := in.Refs()
 	if ref == nil {
 		return nil, fmt.Errorf("%w: the instance of the binding has no resolved class", catalog.ErrConflict)
@@ -137,11 +137,7 @@ func (s *credentialsStorage) classOf(ctx context.Context, b *catalog.Binding) (*
 // successor is the newest binding, Ready and not being deleted, that
 // rotates b (OSB 2.17: its predecessorBindingRef names b); "" if none.
 // Rotations are bindings of the same instance, which are few.
-func (s *credentialsStorage) successor(ctx context.Context, b *catalog.Binding) (string, error) {
-	in, err := s.store.InstanceOf(ctx, b)
-	if err != nil {
-		return "", err
-	}
+func (s *credentialsStorage) successor(ctx context.Context, b *catalog.Binding, in *catalog.Instance) (string, error) {
 	all, err := s.store.BindingsOf(ctx, in.ID)
 	if err != nil {
 		return "", err
