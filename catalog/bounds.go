@@ -60,9 +60,8 @@ func boundBindingStatus(st *BindingStatus) error {
 		errs = append(errs, bad(path.Child("endpoints"), fmt.Sprintf("must be at most %d", osb.MaxEndpoints)))
 	}
 	for i, e := range st.Endpoints {
-		if len(e.Host) > osb.MaxEndpointHost || len(e.Ports) > osb.MaxEndpointPorts || len(e.Protocol) > maxOperationName {
-			errs = append(errs, bad(path.Child("endpoints").Index(i),
-				fmt.Sprintf("a host of at most %d bytes with at most %d ports", osb.MaxEndpointHost, osb.MaxEndpointPorts)))
+		if p := osb.EndpointProblem(e.Host, e.Ports, e.Protocol); p != "" {
+			errs = append(errs, bad(path.Child("endpoints").Index(i), "must have "+p))
 		}
 	}
 	return invalid(errs)

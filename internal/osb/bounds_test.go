@@ -150,6 +150,12 @@ func TestOperationAnswersBounded(t *testing.T) {
 	if _, err := bind(jsonOf(map[string]any{"endpoints": []Endpoint{{Host: strings.Repeat("h", 254), Ports: []string{"1"}}}})); !errors.As(err, &me) {
 		t.Errorf("an endpoint host of 254 bytes: %v", err)
 	}
+	if _, err := bind(jsonOf(map[string]any{"endpoints": []Endpoint{{Host: "h", Ports: []string{strings.Repeat("1", 40<<10)}}}})); !errors.As(err, &me) {
+		t.Errorf("an endpoint port of 40 KiB: %v", err)
+	}
+	if b, err := bind(jsonOf(map[string]any{"endpoints": []Endpoint{{Host: "db.example", Ports: []string{"5432", "6000-6010"}, Protocol: "tcp"}}})); err != nil || len(b.Endpoints) != 1 {
+		t.Errorf("a usual endpoint: %v", err)
+	}
 }
 
 // TestCatalogueBounded: a catalogue past MaxCatalog is refused without

@@ -49,12 +49,28 @@ const (
 	// MaxDashboardURL bounds a dashboard_url, in bytes: a longer one is
 	// ignored (a cut URL would point elsewhere).
 	MaxDashboardURL = 4 << 10
-	// MaxEndpoints, MaxEndpointHost and MaxEndpointPorts bound a binding's
-	// endpoints: more, or longer, make the answer malformed.
+	// MaxEndpoints, MaxEndpointHost, MaxEndpointPorts and
+	// MaxEndpointField (a port or range, "6000-6010", and a protocol)
+	// bound a binding's endpoints: more, or longer, make the answer
+	// malformed.
 	MaxEndpoints     = 100
 	MaxEndpointHost  = 253
 	MaxEndpointPorts = 100
+	MaxEndpointField = 16
 )
+
+// EndpointProblem says what puts an endpoint past the bounds, or "".
+func EndpointProblem(host string, ports []string, protocol string) string {
+	if len(host) > MaxEndpointHost || len(ports) > MaxEndpointPorts || len(protocol) > MaxEndpointField {
+		return fmt.Sprintf("a host of at most %d bytes, at most %d ports and a protocol of at most %d bytes", MaxEndpointHost, MaxEndpointPorts, MaxEndpointField)
+	}
+	for _, p := range ports {
+		if len(p) > MaxEndpointField {
+			return fmt.Sprintf("ports of at most %d bytes", MaxEndpointField)
+		}
+	}
+	return ""
+}
 
 // Config says how to reach a broker.
 type Config struct {

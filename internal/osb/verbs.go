@@ -450,8 +450,8 @@ func decodeBinding(r *rawResponse, b *Binding) error {
 		return malformed("%d endpoints, more than %d", len(b.Endpoints), MaxEndpoints)
 	}
 	for i, e := range b.Endpoints {
-		if len(e.Host) > MaxEndpointHost || len(e.Ports) > MaxEndpointPorts {
-			return malformed("endpoints[%d]: a host of at most %d bytes with at most %d ports", i, MaxEndpointHost, MaxEndpointPorts)
+		if p := EndpointProblem(e.Host, e.Ports, e.Protocol); p != "" {
+			return malformed("endpoints[%d]: %s", i, p)
 		}
 	}
 	return nil
