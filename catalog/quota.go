@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,7 +52,9 @@ type PlanQuota struct {
 	// PlanID is the plan's id.
 	PlanID string `json:"planID"`
 	// Plan and Class are the external names of the plan and its class,
-	// and PlanName the plan's object name, filled in when read.
+	// and PlanName the plan's object name, filled in when read. A quota
+	// being set may name a cluster plan by Class and Plan instead of
+	// PlanID.
 	Plan      string `json:"plan,omitempty"`
 	Class     string `json:"class,omitempty"`
 	PlanName  string `json:"planName,omitempty"`
@@ -216,8 +217,10 @@ func validateQuota(q *Quota) field.ErrorList {
 	seen := map[string]bool{}
 	for i, p := range q.Plans {
 		path := field.NewPath("plans").Index(i)
-		if _, err := uuid.Parse(p.PlanID); err != nil {
-			errs = append(errs, bad(path.Child("planID"), "must be a plan's id"))
+		if p.PlanID == "" && p.Class != "" && p.Plan != "" {
+			// Named: resolved when stored.
+		} else if _, err := uuid.Parse(p.PlanID); err != nil {
+			errs = append(errs, bad(path.Child("planID"), "must be a plan's id, or give class and plan (external names)"))
 		} else if seen[p.PlanID] {
 			errs = append(errs, field.Duplicate(path.Child("planID"), p.PlanID))
 		}
@@ -236,31 +239,20 @@ func (s *Store) SetQuota(ctx context.Context, q *Quota) (*Quota, error) {
 	if err := invalid(validateQuota(q)); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(q.Plans))
 	limits := make([]int32, len(q.Plans))
 	for i, p := range q.Plans {
-		ids[i], limits[i] = p.PlanID, int32(p.Instances)
+		limits[i] = int32(p.Instances)
 	}
 	_, err := s.write(ctx, func(w *txn) error {
-		var missing []string
-		if err := w.QueryRow(ctx, `SELECT coalesce(array_agg(u.id::text), '{}') FROM unnest($1::uuid[]) AS u(id)
-			WHERE NOT EXISTS (SELECT 1 FROM catalog.service_plans p WHERE p.id = u.id)`, ids).Scan(&missing); err != nil {
-			return mapErr(err)
-		}
-		var errs field.ErrorList
-		for i, id := range ids {
-			if slices.Contains(missing, id) {
-				errs = append(errs, bad(field.NewPath("plans").Index(i).Child("planID"), "no plan has this id"))
-			}
-		}
-		if err := invalid(errs); err != nil {
+		ids, err := quotaPlanIDs(ctx, w, q.Plans)
+		if err != nil {
 			return err
 		}
 		w.queue(nil, `INSERT INTO catalog.quotas (namespace, instances, bindings, paid_plans, updated_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (namespace) DO UPDATE SET instances = $2, bindings = $3, paid_plans = $4, updated_at = $5`,
 			q.Namespace, q.Instances, q.Bindings, q.PaidPlans, s.now().UTC())
 		w.queue(nil, `DELETE FROM catalog.quota_plans WHERE namespace = $1`, q.Namespace)
-		_, err := w.Exec(ctx, `INSERT INTO catalog.quota_plans (namespace, plan_id, instances)
+		_, err = w.Exec(ctx, `INSERT INTO catalog.quota_plans (namespace, plan_id, instances)
 			SELECT $1, id, n FROM unnest($2::uuid[], $3::int[]) AS p(id, n)`, q.Namespace, ids, limits)
 		return mapErr(err)
 	})
@@ -268,6 +260,40 @@ func (s *Store) SetQuota(ctx context.Context, q *Quota) (*Quota, error) {
 		return nil, err
 	}
 	return s.GetQuota(ctx, q.Namespace)
+}
+
+// quotaPlanIDs finds the plans of a quota being set, by id or by the
+// external names of a cluster class and plan: every one that does not
+// exist (or twice) is a field error.
+func quotaPlanIDs(ctx context.Context, q querier, plans []PlanQuota) ([]string, error) {
+	ids, classes, names := make([]string, len(plans)), make([]string, len(plans)), make([]string, len(plans))
+	for i, p := range plans {
+		ids[i], classes[i], names[i] = p.PlanID, p.Class, p.Plan
+	}
+	var found []*string
+	if err := q.QueryRow(ctx, `SELECT coalesce(array_agg((SELECT p.id::text FROM catalog.service_plans p JOIN catalog.service_classes c ON c.id = p.class_id
+			WHERE CASE WHEN u.id <> '' THEN p.id::text = u.id
+				ELSE p.namespace = '' AND c.external_name = u.class AND p.external_name = u.plan AND NOT p.removed END
+			LIMIT 1) ORDER BY u.n), '{}')
+		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, class, plan, n)`, ids, classes, names).Scan(&found); err != nil {
+		return nil, mapErr(err)
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, id := range found {
+		path := field.NewPath("plans").Index(i)
+		switch {
+		case id == nil && ids[i] != "":
+			errs = append(errs, bad(path.Child("planID"), "no plan has this id"))
+		case id == nil:
+			errs = append(errs, bad(path.Child("plan"), fmt.Sprintf("the cluster's service class %q offers no plan %q", classes[i], names[i])))
+		case seen[*id]:
+			errs = append(errs, bad(path, "names a plan named before"))
+		default:
+			seen[*id], ids[i] = true, *id
+		}
+	}
+	return ids, invalid(errs)
 }
 
 // GetQuota reads a namespace's own quota ("" for the default);

@@ -204,9 +204,8 @@ func TestQuotaPlansAndPaid(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, plans := quotaSetup(t)
-	async := plans[osbtest.PlanAsync]
 	if _, err := s.SetQuota(ctx, &catalog.Quota{Namespace: "team-a", PaidPlans: false,
-		Plans: []catalog.PlanQuota{{PlanID: async.ID, Instances: 1}}}); err != nil {
+		Plans: []catalog.PlanQuota{{Class: osbtest.DefaultService, Plan: osbtest.PlanAsync, Instances: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.CreateInstance(ctx, instanceOf("team-a", "rich", "gold"))
@@ -360,13 +359,20 @@ func TestQuotaValidation(t *testing.T) {
 		t.Fatalf("got %v, want a validation error", err)
 	}
 	want := "namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); " +
-		"instances: must be from 0 to 2147483647; plans[0].planID: must be a plan's id; plans[1].instances: must be from 0 to 2147483647"
+		"instances: must be from 0 to 2147483647; plans[0].planID: must be a plan's id, or give class and plan (external names); plans[1].instances: must be from 0 to 2147483647"
 	if v.Error() != want {
 		t.Errorf("validation:\n%s\nwant\n%s", v.Error(), want)
 	}
 	_, err = s.SetQuota(ctx, &catalog.Quota{Namespace: "team", Plans: []catalog.PlanQuota{{PlanID: "0b0e8f4c-8a5b-4a4e-9d53-9f1e4f0c0001", Instances: 1}}})
 	if v, ok := catalog.AsValidation(err); !ok || v.Error() != "plans[0].planID: no plan has this id" {
 		t.Errorf("a plan that does not exist: %v", err)
+	}
+	_, err = s.SetQuota(ctx, &catalog.Quota{Namespace: "team", Plans: []catalog.PlanQuota{
+		{Class: osbtest.DefaultService, Plan: "platinum", Instances: 1},
+		{Class: osbtest.DefaultService, Plan: osbtest.PlanSync, Instances: 1},
+		{Class: osbtest.DefaultService, Plan: osbtest.PlanSync, Instances: 2}}})
+	if v, ok := catalog.AsValidation(err); !ok || v.Error() != `plans[0].plan: the cluster's service class "fake-service" offers no plan "platinum"; plans[2]: names a plan named before` {
+		t.Errorf("plans by name: %v", err)
 	}
 	if _, err := s.QuotaStatus(ctx, "Team A"); err == nil {
 		t.Error("the status of a namespace of a bad name")
