@@ -82,6 +82,11 @@ const (
 	QuotaPaid = "paid"
 )
 
+// ReasonQuotaExceeded is the Ready reason of an instance recorded before
+// its plan was offered whose plan, once offered, a quota refuses: it waits,
+// unresolved, for room.
+const ReasonQuotaExceeded = "QuotaExceeded"
+
 // QuotaError refuses a creation a quota has no room for. Its Error is the
 // sentence every door shows: "namespace team-a may have 10 instances and
 // has 10".
