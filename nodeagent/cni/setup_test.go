@@ -22,6 +22,7 @@ import (
 
 	"github.com/bindery-dev/bindery/internal/netnstest"
 	"github.com/bindery-dev/bindery/internal/roottest"
+	"github.com/bindery-dev/bindery/internal/version"
 	"github.com/bindery-dev/bindery/nodeagent/cni"
 )
 
@@ -34,6 +35,9 @@ var (
 	refDir      string // bridge and host-local
 	pluginsErr  error
 )
+
+// testVersion is the version the tests build bindery-cni as.
+const testVersion = "v0.0.0-cnitest"
 
 // buildPlugins builds bindery-cni from this tree and the reference plugins
 // (tools/cni/build.sh, which does nothing when they are up to date).
@@ -58,7 +62,8 @@ func buildPlugins(t testing.TB) (binderyDir, referenceDir string) {
 			return
 		}
 		// Static, as make build and the image build it.
-		build := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni")
+		build := exec.Command("go", "build", "-ldflags", "-X "+version.LinkerVariable+"="+testVersion,
+			"-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()
 		if err != nil {
