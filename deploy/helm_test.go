@@ -30,26 +30,33 @@ var helmNames = []string{"helm", "helm3"}
 
 var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"}
 
-// helms returns the Helm binaries the chart is checked with, by name:
-// helm (v4) and helm3, from tools/helm/build.sh (make helm).
+// helms returns the Helm binaries the chart is checked with, by name
+// (helmNames).
 func helms(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range helmNames {
+		out[name] = helmBin(t, name)
+	}
+	return out
+}
+
+// helmBin returns the path of a Helm binary built by tools/helm/build.sh
+// (make helm).
+func helmBin(t *testing.T, name string) string {
 	t.Helper()
 	dir := os.Getenv(kubetest.EnvBin)
 	if dir == "" {
 		dir = filepath.Join("..", "bin")
 	}
-	out := map[string]string{}
-	for _, name := range helmNames {
-		p, err := filepath.Abs(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is missing from %s: run tools/helm/build.sh (make helm) to build it", name, dir)
-		}
-		out[name] = p
+	p, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing from %s: run tools/helm/build.sh (make helm) to build it", name, dir)
+	}
+	return p
 }
 
 // variant is one values file of the chart and the kustomize directories

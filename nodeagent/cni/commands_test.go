@@ -76,7 +76,9 @@ func setupCommands(t *testing.T) *cmdSetup {
 	t.Helper()
 	rules := newMemRules()
 	return &cmdSetup{
-		p:     &Plugin{Rules: rules, Lookup: func(_ context.Context, host string) ([]netip.Addr, error) { return nil, errors.New("no lookups here: " + host) }},
+		p: &Plugin{Rules: rules, Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+			return nil, errors.New("no lookups here: " + host)
+		}},
 		rules: rules,
 		state: filepath.Join(t.TempDir(), "state"),
 		dir:   t.TempDir(),
