@@ -138,6 +138,18 @@ func setup(t testing.TB) *lab {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", l.bridge).Run() })
 	mustRun(t, "ip", "addr", "add", netip.PrefixFrom(l.gateway, l.podSubnet.Bits()).String(), "dev", l.bridge)
 	mustRun(t, "ip", "link", "set", l.bridge, "up")
+	// On a host whose FORWARD policy is DROP, with br_netfilter passing
+	// bridged frames through iptables (as Docker leaves a machine), the
+	// host forwards nothing for the lab's Pods unless told: the lab
+	// accepts what crosses its bridge, as a cluster's network plugin (or
+	// the reference firewall plugin) does for its Pods, and removes its
+	// rules afterwards. bindery-cni's own rules are in the Pods'
+	// namespaces, unaffected.
+	for _, dir := range []string{"-i", "-o"} {
+		rule := []string{"FORWARD", dir, l.bridge, "-m", "comment", "--comment", "bindery-cni test lab", "-j", "ACCEPT"}
+		mustRun(t, "iptables", append([]string{"-w", "-I"}, rule...)...)
+		t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-w", "-D"}, rule...)...).Run() })
+	}
 	l.forwarding = []string{l.bridge}
 	for _, n := range []*netnstest.Namespace{l.svc, l.other, l.outside} {
 		l.forwarding = append(l.forwarding, hostDev(t, n.IP))
