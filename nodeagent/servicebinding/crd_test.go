@@ -4,59 +4,19 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
-
-// klogLines collects what client-go logs through klog (its reflectors
-// report failed watches there), from every test of the process.
-type klogLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (k *klogLines) Enabled(int) bool { return true }
-
-func captureKlog(t *testing.T) *klogLines {
-	t.Helper()
-	k := &klogLines{}
-	klog.SetLogger(logr.New(k))
-	t.Cleanup(klog.ClearLogger)
-	return k
-}
-
-// since returns the lines logged after the first n, and how many there are.
-func (k *klogLines) since(n int) ([]string, int) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]string(nil), k.lines[n:]...), len(k.lines)
-}
-
-func (k *klogLines) add(msg string, kv []any) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.lines = append(k.lines, fmt.Sprint(append([]any{msg}, kv...)...))
-}
-
-// logr.LogSink.
-func (k *klogLines) Init(logr.RuntimeInfo)                  {}
-func (k *klogLines) Info(_ int, msg string, kv ...any)      { k.add(msg, kv) }
-func (k *klogLines) Error(err error, msg string, kv ...any) { k.add(msg+": "+err.Error(), kv) }
-func (k *klogLines) WithValues(...any) logr.LogSink         { return k }
-func (k *klogLines) WithName(string) logr.LogSink           { return k }
 
 // TestWatchFollowsCRDs: the controller watches a Provisioned Service's kind
 // once a binding names it. When the kind's CRD is deleted, the watch stops
@@ -64,7 +24,6 @@ func (k *klogLines) WithName(string) logr.LogSink           { return k }
 // binding says the service is missing; when the CRD comes back, the watch
 // starts again: a service created afterwards is projected.
 func TestWatchFollowsCRDs(t *testing.T) {
-	logs := captureKlog(t)
 	b := setup(t, admissionregistrationv1.Ignore)
 	ctx := t.Context()
 	c, ns := b.c, b.ns
@@ -105,13 +64,12 @@ func TestWatchFollowsCRDs(t *testing.T) {
 	})
 	waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonServiceMissing)
 	// A reflector retries a failed watch after 0.8 s, then 1.6, 3.2, 6.4
-	// and 12.8 s: in 15 s a watch left running says so a few times.
-	_, mark := logs.since(0)
-	_, bmark := b.logs.since(0)
+	// and 12.8 s, and controller-runtime logs each failure: in 15 s a
+	// watch left running says so a few times.
+	_, mark := b.logs.since(0)
 	time.Sleep(15 * time.Second)
-	lines, _ := logs.since(mark)
-	blines, _ := b.logs.since(bmark)
-	for _, l := range append(lines, blines...) {
+	lines, _ := b.logs.since(mark)
+	for _, l := range lines {
 		if strings.Contains(l, "Failed to watch") && strings.Contains(strings.ToLower(l), "accountservice") {
 			t.Errorf("a watch of the deleted kind still runs: %s", l)
 		}
