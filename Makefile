@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm
+.PHONY: bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm
 
 all: build
 
@@ -58,6 +58,12 @@ run: deps $(BIN)/bindery
 test: deps node-deps kube cni helm browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
+
+## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
+## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
+## PostgreSQL from Debian's packages when no registry serves postgres:17
+test-compose:
+	tools/compose/test.sh
 
 ## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:
