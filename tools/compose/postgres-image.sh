@@ -67,6 +67,5 @@ tar -C "$work/root" -c . | docker import \
 	--change "ENV PGDATA=/var/lib/postgresql/data" \
 	--change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
 	--change 'CMD ["postgres"]' \
-	--change 'STOPSIGNAL SIGINT' \
 	- "$image" >/dev/null
 echo "postgres-image: $image built"
