@@ -33,9 +33,17 @@ for t in "${targets[@]}"; do
 	echo "helm: building $name ($module) into $bin (a cold build takes minutes)"
 	start=$SECONDS
 	version=$(cd "$dir" && go list -m -f '{{.Version}}' "$module")
-	(cd "$dir" && nice -n 10 go build -trimpath \
-		-ldflags "-s -w -X $module/internal/version.version=$version" \
-		-o "$bin/.$name.tmp" "$module/cmd/helm")
+	ldflags="-s -w -X $module/internal/version.version=$version"
+	if [[ $module == helm.sh/helm/v3 ]]; then
+		# The Kubernetes version `helm template` assumes and `helm lint`
+		# checks deprecations against; Helm v3's own release build sets
+		# it from its client-go (v4 reads it from the build info).
+		minor=$(cd "$dir" && go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
+		for pkg in pkg/chartutil pkg/lint/rules; do
+			ldflags+=" -X $module/$pkg.k8sVersionMajor=1 -X $module/$pkg.k8sVersionMinor=$minor"
+		done
+	fi
+	(cd "$dir" && nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$bin/.$name.tmp" "$module/cmd/helm")
 	# Renamed only when complete, so an interrupted build never looks up to date.
 	mv -f "$bin/.$name.tmp" "$bin/$name"
 	echo "helm: built $name $version in $((SECONDS - start))s"
