@@ -35,7 +35,7 @@ cleanup() {
 		grep -q " $work/" /proc/mounts && awk -v w="$work/" '$2 ~ "^"w {print $2}' /proc/mounts | sort -r | xargs -r umount -l
 	fi
 	[[ -n $ns ]] && ip netns delete "$ns" 2>/dev/null
-	rm -rf "$work"
+	rm -rf "$work" 2>/dev/null || { sleep 2; rm -rf "$work"; }
 }
 trap cleanup EXIT
 
@@ -76,9 +76,17 @@ if docker pull -q postgres:17 >/dev/null 2>&1; then
 	step "pulled postgres:17"
 else
 	export BINDERY_POSTGRES_IMAGE=bindery.test/postgres:debian
+	# Kept in bin/ once built: a private engine's images go with it.
+	saved=$bin/postgres-debian.tar
 	if ! docker image inspect "$BINDERY_POSTGRES_IMAGE" >/dev/null 2>&1; then
-		step "no registry serves postgres:17: building $BINDERY_POSTGRES_IMAGE from Debian's packages"
-		"$here/postgres-image.sh" "$BINDERY_POSTGRES_IMAGE"
+		if [[ -f $saved ]]; then
+			docker load -i "$saved" >/dev/null
+			step "no registry serves postgres:17: loaded $BINDERY_POSTGRES_IMAGE from $saved"
+		else
+			step "no registry serves postgres:17: building $BINDERY_POSTGRES_IMAGE from Debian's packages"
+			"$here/postgres-image.sh" "$BINDERY_POSTGRES_IMAGE"
+			docker save -o "$saved.tmp" "$BINDERY_POSTGRES_IMAGE" && mv "$saved.tmp" "$saved"
+		fi
 	fi
 fi
 
