@@ -171,7 +171,7 @@ func TestDown(t *testing.T) {
 	}
 	web := kubetest.BusyboxPod("", "exec sleep 3600")
 	web.Labels = map[string]string{"app": "web"}
-	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, deployment("web", web), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, webDeployment("web", web), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Succeeds(t, time.Minute, func(ctx context.Context) error {
@@ -235,8 +235,8 @@ func provisionAndBind(t *testing.T, shown map[string]string, ns string) {
 	}
 }
 
-// deployment is a Deployment of one replica of pod's template.
-func deployment(name string, pod *corev1.Pod) *appsv1.Deployment {
+// webDeployment is a Deployment of one replica of pod's template.
+func webDeployment(name string, pod *corev1.Pod) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
