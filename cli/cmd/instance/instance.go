@@ -75,7 +75,7 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 		return url.Values{}
 	}
 	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completers(
-		cmdutil.Completer(f, "/serviceplans", false, planQuery),
+		cmdutil.Completer(f, "/serviceplans", false, func(cmd *cobra.Command) url.Values { return f.VisibleIn(planQuery(cmd)) }),
 		cmdutil.Completer(f, "/serviceplans", true, planQuery)))
 	return cmd
 }
@@ -282,7 +282,7 @@ func NewUpdate(f *cmdutil.Factory, run func(context.Context, *UpdateOptions) err
 	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE to set (repeatable; KEY=null removes it)")
 	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters to merge, as a JSON object, or @FILE")
 	o.Wait.Add(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, nil))
+	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, func(*cobra.Command) url.Values { return f.VisibleIn(nil) }))
 	return cmd
 }
 

@@ -82,10 +82,13 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
 	}
 	switch e.Status {
+	case http.StatusForbidden:
+		if e.Code == "quota_exceeded" {
+			break // the sentence is the whole story: a quota, not the token
+		}
+		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
 	case http.StatusUnauthorized:
 		b.WriteString(" (the token is not valid, expired or revoked: log in again with a valid one (`bindery login URL`), or set BINDERY_TOKEN)")
-	case http.StatusForbidden:
-		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
 	}
 	return b.String()
 }
