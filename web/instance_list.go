@@ -11,6 +11,8 @@ import (
 type instanceListView struct {
 	Instances []*catalog.Instance
 	Pager     pager
+	// Quota is the quota panel of the namespace listed, if one is.
+	Quota *quotaPanel
 }
 
 // instanceListData reads the page of instances the request asks for,
@@ -31,6 +33,11 @@ func (s *Server) instanceList(c echo.Context) error {
 	v, err := s.instanceListData(c)
 	if err != nil {
 		return err
+	}
+	if ns := panelNamespace(c, v.Pager.Namespace); ns != "" && allowsNamespace(c, ns) {
+		if v.Quota, err = s.quotaPanelOf(c, ns); err != nil {
+			return err
+		}
 	}
 	return s.page(c, http.StatusOK, "instances", "Instances", "instances", v)
 }

@@ -149,6 +149,10 @@ func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error)
 		clusterBroker, ownNS, ownBroker = "", ns, name
 	}
 	pf := catalog.PlanFilter{}
+	if sess, _ := sessionOf(c); !sess.AllNamespaces() {
+		// What the session's namespaces see (plan visibility).
+		pf.VisibleIn = sess.Namespaces
+	}
 	if f.Price != "" {
 		free := f.Price == "free"
 		pf.Free = &free

@@ -116,6 +116,11 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/bindings/:id/delete", s.form(s.bindingDelete), developer)
 	g.GET("/bindings/:id/events", s.h(s.history(kindBinding)), viewer)
 
+	// Quotas: admins for all namespaces (clusterAdmin).
+	g.GET("/quotas", s.h(s.quotaList), admin)
+	g.POST("/quotas", s.form(s.quotaSet), admin)
+	g.POST("/quotas/delete", s.h(s.quotaDelete), admin)
+
 	g.GET("/live/instances", s.h(s.liveInstances), viewer)
 	g.GET("/live/instances/:id", s.h(s.liveInstance), viewer)
 	g.GET("/live/bindings", s.h(s.liveBindings), viewer)
@@ -207,6 +212,10 @@ func (s *Server) form(fn func(echo.Context) error) echo.HandlerFunc {
 // fail renders an error of the domain layer as a page with its status.
 func (s *Server) fail(c echo.Context, err error) error {
 	var he *echo.HTTPError
+	if q, ok := catalog.AsQuota(err); ok {
+		// The sentence every door shows.
+		return s.renderError(c, http.StatusForbidden, q.Error())
+	}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		return s.renderError(c, http.StatusNotFound, "It does not exist (any more).")
