@@ -17,5 +17,7 @@
 // bindings.go, raw.go for the objects as stored), status.go (the engine's
 // half of each object), feed.go, follow.go and prune.go (the change
 // feed), relist.go (fetching catalogues), claims.go, history.go,
-// tokens.go, and errors.go (validation).
+// tokens.go, errors.go (validation), and quota.go, quota_usage.go,
+// resourcequotas.go and visibility.go (what a namespace may take and see;
+// catalog/resourcequota copies the cluster's ResourceQuotas in).
 package catalog
