@@ -36,7 +36,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	case err != nil:
 		return nil, err
 	case in.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+		return nil, unprocessablef("Instance %s/%s is being deleted: it cannot be bound any more.", in.Namespace, in.Name)
 	}
 	if err := checkBindingOf(ctx, r, b, in, true, &errs); err != nil {
 		return nil, err
@@ -70,11 +70,11 @@ func checkBindingAgainst(ctx context.Context, q querier, b *Binding, in *Instanc
 		bindable = *plan.Spec.Bindable
 	}
 	if !bindable {
-		return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+		return unprocessablef("Plan %s of service %s cannot be bound: its broker offers no credentials for it.", plan.Spec.ExternalName, class.Spec.ExternalName)
 	}
 	if ref := b.Spec.PredecessorBindingRef; ref != nil {
 		if !plan.Spec.BindingRotatable {
-			return fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
+			return unprocessablef("Bindings of plan %s cannot be rotated: its broker does not support it. Create a new binding instead.", plan.Spec.ExternalName)
 		}
 		pred, err := getBy[Binding](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
 		switch {
@@ -83,7 +83,7 @@ func checkBindingAgainst(ctx context.Context, q querier, b *Binding, in *Instanc
 		case err != nil:
 			return err
 		case pred.DeletionTimestamp != nil && fill:
-			return fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
+			return unprocessablef("Binding %s/%s is being deleted and cannot be rotated.", b.Namespace, ref.Name)
 		case len(b.Spec.Parameters) == 0 && fill:
 			// A rotation keeps the predecessor's parameters unless it is given new ones.
 			b.Spec.Parameters = pred.Spec.Parameters
@@ -176,7 +176,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 				return err
 			}
 			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+				return nameTaken("binding", b.Name, b.Namespace)
 			}
 			return mapErr(err)
 		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)

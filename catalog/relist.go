@@ -106,8 +106,8 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	if ref := b.Spec.SecretRef(); ref != nil && s.secrets == nil {
 		// Left to the engine, which reads the Secret: a failure recorded
 		// here would only blame this process and delay the engine's fetch.
-		return nil, fmt.Errorf("%w: broker %s keeps its credentials in Secret %s/%s, which only the engine reads; it fetches the catalogue when due",
-			ErrUnprocessable, b.Name, ref.Namespace, ref.Name)
+		return nil, unprocessablef("Broker %s keeps its credentials in Secret %s/%s, which only the engine reads: the engine fetches its catalogue when due.",
+			b.Name, ref.Namespace, ref.Name)
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
 	defer cancel()
@@ -136,6 +136,9 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	if err != nil {
 		if v, ok := AsValidation(err); ok {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, v)
+		}
+		if errors.Is(err, errDuplicateOffer) {
+			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, s.duplicateOffer(ctx, b, services))
 		}
 		if errors.Is(err, ErrConflict) {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, err)
@@ -352,7 +355,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 		}
 		if err := w.SendBatch(ctx, batch).Close(); err != nil {
 			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: a service or plan id of this broker is already offered by another broker (%v)", ErrConflict, err)
+				return errDuplicateOffer
 			}
 			return mapErr(err)
 		}

@@ -228,12 +228,12 @@ func TestInstancesAndBindings(t *testing.T) {
 	// A name is looked up in a namespace, and the answer says which.
 	b.must(200, b.do(dev, "GET", "/bindings/app?namespace=demo", nil))
 	for path, says := range map[string]string{
-		"/bindings/app":                     `no binding is named "app" in namespace "default"`,
-		"/bindings/app?namespace=qa":        `no binding is named "app" in namespace "qa"`,
-		"/instances/db/events":              `no instance is named "db" in namespace "default"`,
-		"/brokers/nosuch":                   `no broker is named "nosuch"`,
-		"/bindings/" + uuid.NewString():     "does not exist",
-		"/serviceplans/" + uuid.NewString(): "does not exist",
+		"/bindings/app":                     `No binding is named "app" in namespace "default".`,
+		"/bindings/app?namespace=qa":        `No binding is named "app" in namespace "qa".`,
+		"/instances/db/events":              `No instance is named "db" in namespace "default".`,
+		"/brokers/nosuch":                   `No broker is named "nosuch".`,
+		"/bindings/" + uuid.NewString():     "No binding has the id",
+		"/serviceplans/" + uuid.NewString(): "No service plan has the id",
 	} {
 		r := b.must(404, b.do(dev, "GET", path, nil))
 		if !strings.Contains(r.str("message"), says) {

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 	"github.com/bindery-dev/bindery/openapi"
 )
@@ -185,13 +186,14 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	case ok:
 		ae = invalidRequest(v)
 	case errors.As(err, &fc):
-		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: fc.Field + ": " + fc.Message, Field: fc.Field}
+		msg, _ := catalog.ProblemMessage(fc)
+		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: msg, Field: fc.Field}
 	case errors.Is(err, catalog.ErrNotFound):
 		ae = apiError(http.StatusNotFound, "not_found", "%s", notFoundMessage(c))
 	case errors.Is(err, catalog.ErrConflict):
-		ae = apiError(http.StatusConflict, "conflict", "%s", trimKind(err, catalog.ErrConflict))
+		ae = apiError(http.StatusConflict, "conflict", "%s", problem(err, "It conflicts with the object's current state: read it again and retry."))
 	case errors.Is(err, catalog.ErrUnprocessable):
-		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", trimKind(err, catalog.ErrUnprocessable))
+		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", problem(err, "The object's current state does not allow this."))
 	case catalog.IsUnavailable(err):
 		s.log.WarnContext(c.Request().Context(), "database unavailable", "method", c.Request().Method, "path", c.Path(), "error", err)
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
@@ -219,13 +221,13 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	_ = c.JSON(ae.Status, ae)
 }
 
-func trimKind(err, kind error) string {
-	return strings.TrimPrefix(err.Error(), kind.Error()+": ")
-}
-
-var kindNames = map[string]string{
-	"brokers": "broker", "serviceclasses": "service class", "serviceplans": "service plan",
-	"instances": "instance", "bindings": "binding",
+// problem is the sentence a typed catalog error carries, or fallback for
+// one that carries none.
+func problem(err error, fallback string) string {
+	if msg, ok := catalog.ProblemMessage(err); ok {
+		return msg
+	}
+	return fallback
 }
 
 // notFoundMessage says what was looked for: an id, or a name — and in
@@ -235,30 +237,17 @@ var kindNames = map[string]string{
 func notFoundMessage(c echo.Context) string {
 	id := c.Param("id")
 	if id == "" {
-		return "not found"
+		return message.Gone("")
 	}
 	resource := strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]
-	kind := kindNames[resource]
-	if resource != "instances" && resource != "bindings" {
-		if ns := c.QueryParam("namespace"); ns != "" {
-			if _, err := uuid.Parse(id); err == nil {
-				return fmt.Sprintf("%s %q does not exist in namespace %q", kind, id, ns)
-			}
-			return fmt.Sprintf("no %s is named %q in namespace %q", kind, id, ns)
-		}
-		if _, err := uuid.Parse(id); err == nil {
-			return fmt.Sprintf("%s %q does not exist among the cluster's (?namespace= for a namespace's)", kind, id)
-		}
-		return fmt.Sprintf("no %s is named %q among the cluster's (?namespace= for a namespace's)", kind, id)
-	}
 	if _, err := uuid.Parse(id); err == nil {
-		return fmt.Sprintf("%s %q does not exist", kind, id)
+		return message.NotFoundID(resource, id)
 	}
 	ns := c.QueryParam("namespace")
-	if ns == "" {
+	if ns == "" && (resource == "instances" || resource == "bindings") {
 		ns = catalog.DefaultNamespace
 	}
-	return fmt.Sprintf("no %s is named %q in namespace %q (a name is looked up in ?namespace=, default %q; an id finds it anywhere)", kind, id, ns, catalog.DefaultNamespace)
+	return message.NotFound(resource, id, ns)
 }
 
 // require authenticates the bearer token and checks its role before

@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/web/csrf"
 	"github.com/bindery-dev/bindery/web/session"
 )
@@ -209,11 +210,11 @@ func (s *Server) fail(c echo.Context, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return s.renderError(c, http.StatusNotFound, "It does not exist (any more).")
+		return s.renderError(c, http.StatusNotFound, message.Gone(""))
 	case errors.Is(err, catalog.ErrConflict):
-		return s.renderError(c, http.StatusConflict, trimKind(err, catalog.ErrConflict))
+		return s.renderError(c, http.StatusConflict, problem(err, "It conflicts with the object's current state: look at it again and retry."))
 	case errors.Is(err, catalog.ErrUnprocessable):
-		return s.renderError(c, http.StatusUnprocessableEntity, trimKind(err, catalog.ErrUnprocessable))
+		return s.renderError(c, http.StatusUnprocessableEntity, problem(err, "The object's current state does not allow this."))
 	case errors.As(err, &he):
 		msg, _ := he.Message.(string)
 		if msg == "" {
