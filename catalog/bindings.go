@@ -130,11 +130,17 @@ func defaultBinding(b *Binding) {
 // namespace: the desired state the engine then binds. The instance need
 // not exist yet: the binding is linked to it when it is created.
 func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
+	linked := false
 	err := s.createWithCatalogue(ctx, func(r *catalogueReader) error {
-		return s.createBinding(ctx, r, b)
+		var err error
+		linked, err = s.createBinding(ctx, r, b)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !linked {
+		warnNoInstance(ctx, b)
 	}
 	return b, nil
 }
@@ -143,8 +149,8 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 // resolved by r. With them kept by the store, it is two round trips: BEGIN
 // and the read of the instance; the check of the catalogue's version, the
 // rows and COMMIT.
-func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Binding) error {
-	_, err := s.write(ctx, func(w *txn) error {
+func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Binding) (linked bool, err error) {
+	_, err = s.write(ctx, func(w *txn) error {
 		r.q = w
 		in, err := s.validateNewBinding(ctx, r, b)
 		if err != nil {
@@ -169,6 +175,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		if in != nil {
 			instanceID = &in.ID
 		}
+		linked = in != nil
 		// With the commit (txn.queue): a name taken shows there.
 		w.queue(func(err error) error {
 			var fc *FieldConflictError
@@ -185,7 +192,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		w.changed(Added, b)
 		return nil
 	})
-	return err
+	return linked, err
 }
 
 // GetBinding reads a binding by id.

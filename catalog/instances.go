@@ -109,6 +109,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 	if err != nil {
 		return nil, err
 	}
+	s.warnUnresolved(ctx, in)
 	return in, nil
 }
 
@@ -282,7 +283,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			if len(nerrs) == 0 {
 				newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
 				if r, ok := AsReference(err); ok {
-					errs = append(errs, bad(specPath.Child(r.field), r.detail()))
+					errs = append(errs, bad(specPath.Child(r.field), planChangeRefused(r, in)))
 				} else if err != nil {
 					return err
 				} else {
@@ -338,6 +339,9 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		out = in
 		return nil
 	})
+	if err == nil && out != nil {
+		s.warnUnresolved(ctx, out)
+	}
 	return out, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
@@ -27,12 +29,30 @@ const (
 	ReasonErrorFetchingCatalog = "ErrorFetchingCatalog"
 	ReasonErrorSyncingCatalog  = "ErrorSyncingCatalog"
 
-	msgFetchedCatalog       = "Successfully fetched catalog entries from broker."
-	msgErrorFetchingCatalog = "Error fetching catalog. Error getting broker catalog: "
-	msgErrorSyncingCatalog  = "Error syncing catalog from ClusterServiceBroker. "
-	// msgErrorSyncingNamespaced is msgErrorSyncingCatalog for a ServiceBroker.
-	msgErrorSyncingNamespaced = "Error syncing catalog from ServiceBroker. "
+	msgFetchedCatalog = "Successfully fetched catalog entries from broker."
 )
+
+// fetchProblem words why a broker's catalogue was not fetched (reason
+// ErrorFetchingCatalog: the broker did not answer, or answered an error)
+// or not stored (ErrorSyncingCatalog: what it sent is invalid, with the
+// fields' paths in its document, which its authors need).
+func (s *Store) fetchProblem(b *Broker, reason string, cause error) string {
+	var he *osb.HTTPError
+	switch {
+	case reason != ReasonErrorFetchingCatalog:
+		if m, ok := ProblemMessage(cause); ok {
+			return "The catalogue of broker " + b.Name + " cannot be stored: " + m
+		}
+		return "The catalogue of broker " + b.Name + " cannot be stored: " + strings.TrimSuffix(cause.Error(), ".") + "."
+	case osb.IsTimeout(cause):
+		return fmt.Sprintf("Broker %s did not answer within %s: check that it is running and not overloaded.", b.Name, s.brokerTimeout)
+	case errors.As(cause, &he) && (he.Status == 401 || he.Status == 403):
+		return fmt.Sprintf("Broker %s refused Bindery's credentials (%s): check the user name and password, or the bearer token, it was registered with.", b.Name, strings.TrimSuffix(cause.Error(), "."))
+	case errors.As(cause, &he):
+		return fmt.Sprintf("Broker %s answered its catalogue request with an error: %s.", b.Name, strings.TrimSuffix(cause.Error(), "."))
+	}
+	return "Bindery could not fetch the catalogue of broker " + b.Name + ". " + message.Unreachable(b.Spec.URL, cause)
+}
 
 // BrokerClient returns an OSB client for a broker, with its credentials.
 func (s *Store) BrokerClient(ctx context.Context, b *Broker) (*osb.Client, error) {
@@ -187,14 +207,7 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		}
 		now := s.now().UTC()
 		next := now.Add(backoff(failures, relistInterval(b.Spec)))
-		prefix := msgErrorSyncingCatalog
-		if b.Namespace != "" {
-			prefix = msgErrorSyncingNamespaced
-		}
-		if reason == ReasonErrorFetchingCatalog {
-			prefix = msgErrorFetchingCatalog
-		}
-		msg := fmt.Sprintf("%s%s (attempt %d; next at %s)", prefix, cause.Error(), failures, next.Format(time.RFC3339))
+		msg := fmt.Sprintf("%s Bindery tries again at %s (attempt %d).", s.fetchProblem(b, reason, cause), next.Format(time.RFC3339), failures)
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.NextRelistTime = &next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_claimed_until = NULL WHERE id = $1`,

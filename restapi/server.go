@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -32,6 +33,9 @@ type Server struct {
 	// tokens checks bearer tokens, keeping them while Run listens for
 	// their removal.
 	tokens *catalog.TokenCache
+	// blockedAfter is how long an object may wait for something missing
+	// before its progress says blocked (SetBlockedAfter).
+	blockedAfter time.Duration
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
@@ -57,7 +61,7 @@ func (s *Server) Register(e *echo.Echo) {
 	validate := openapi.RequestValidator(router)
 	role := func(r string) echo.MiddlewareFunc {
 		check := s.require(r)
-		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(storableParams(validate(next))) }
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(storableParams(validate(recordWarnings(next)))) }
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
@@ -156,7 +160,7 @@ type FieldError struct {
 // invalidRequest is the body of a request the catalog found invalid: every
 // field error, the first one's field named at the top.
 func invalidRequest(v *catalog.ValidationError) *APIError {
-	ae := &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error()}
+	ae := &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Sentence()}
 	for _, fe := range v.Errors {
 		ae.Fields = append(ae.Fields, FieldError{Field: fe.Field, Message: catalog.FieldMessage(fe)})
 	}

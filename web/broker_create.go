@@ -76,7 +76,7 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		for _, fe := range v.Errors {
 			name := brokerField(fe.Field)
 			if name == "" {
-				f.Other = append(f.Other, fe.Field+": "+catalog.FieldMessage(fe))
+				f.Other = append(f.Other, catalog.FieldMessage(fe))
 				continue
 			}
 			f.Errors[name] = catalog.FieldMessage(fe)

@@ -223,7 +223,7 @@ func (s *Server) fail(c echo.Context, err error) error {
 		return s.renderError(c, he.Code, msg)
 	}
 	if v, ok := catalog.AsValidation(err); ok {
-		return s.renderError(c, http.StatusBadRequest, v.Error())
+		return s.renderError(c, http.StatusBadRequest, v.Sentence())
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil

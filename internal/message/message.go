@@ -313,6 +313,9 @@ func Required(path string) string {
 // DNS-1123 label, at most 63 characters, no dots).
 func BadName(path, value string, label bool) string {
 	what := Field(path)
+	if r := []rune(value); len(r) > 64 {
+		value = string(r[:64]) + "…"
+	}
 	if label {
 		return fmt.Sprintf("%s %q is not valid: use lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters (for example team-a).", capitalise(what), value)
 	}
@@ -331,3 +334,15 @@ func capitalise(s string) string {
 // Capitalise returns s with its first letter upper-cased, for a sentence
 // that starts with a catalogue phrase.
 func Capitalise(s string) string { return capitalise(s) }
+
+// NoSuchClass refuses a class that is not offered where waiting for it
+// makes no sense (a provisioned instance's plan change).
+func NoSuchClass(class string) string {
+	return fmt.Sprintf("No service class named %q is offered: choose one the marketplace lists.", class)
+}
+
+// NoSuchPlan refuses a plan its class does not offer where waiting for it
+// makes no sense (a provisioned instance's plan change).
+func NoSuchPlan(plan, class string) string {
+	return fmt.Sprintf("Service class %q has no plan named %q: choose one of the plans the marketplace lists for it.", class, plan)
+}
