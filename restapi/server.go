@@ -61,7 +61,9 @@ func (s *Server) Register(e *echo.Echo) {
 	validate := openapi.RequestValidator(router)
 	role := func(r string) echo.MiddlewareFunc {
 		check := s.require(r)
-		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(storableParams(validate(recordWarnings(next)))) }
+		return func(next echo.HandlerFunc) echo.HandlerFunc {
+			return check(storableParams(validate(recordWarnings(next))))
+		}
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
