@@ -47,11 +47,19 @@ func (s *Server) createBroker(c echo.Context) error {
 	if err := allowScope(c, req.Namespace); err != nil {
 		return err
 	}
+	wait, err := boolParam(c, "wait")
+	if err != nil {
+		return err
+	}
 	b := &catalog.Broker{}
 	req.apply(b)
-	b, err := s.store.CreateBroker(ctx(c), b, req.Auth)
+	b, err = s.store.CreateBroker(ctx(c), b, req.Auth)
 	if err != nil {
 		return requestFields(err)
+	}
+	if wait != nil && !*wait {
+		// The relister fetches it when it next looks (it is due now).
+		return c.JSON(http.StatusCreated, b)
 	}
 	if synced, err := s.store.Relist(ctx(c), b.ID); synced != nil {
 		b = synced
