@@ -195,3 +195,20 @@ func readBody(c echo.Context) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// listNamespaces lists the namespaces that hold instances, bindings or
+// brokers, those of the token's namespaces only for a limited token.
+func (s *Server) listNamespaces(c echo.Context) error {
+	names, err := s.store.Namespaces(ctx(c), 1000)
+	if err != nil {
+		return err
+	}
+	items := make([]string, 0, len(names))
+	t := tokenOf(c)
+	for _, n := range names {
+		if t == nil || t.AllowsNamespace(n) {
+			items = append(items, n)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}

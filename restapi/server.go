@@ -98,6 +98,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/bindings/:id/credentials", s.credentials, developer)
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
 
+	g.GET("/namespaces", s.listNamespaces, viewer)
+
 	g.POST("/tokens", s.createToken, clusterAdmin)
 	g.GET("/tokens", s.listTokens, clusterAdmin)
 	g.DELETE("/tokens/:id", s.revokeToken, clusterAdmin)

@@ -78,7 +78,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		rows = append(rows, append(row, cl.Str("spec", "description")))
 	}
-	return output.Table(o.F.IO.Out, header, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, header, rows)
 }
 
 // offer lists the cluster's classes and plans and, when scope names a
@@ -149,7 +149,7 @@ func classPlans(ctx context.Context, o *Options, c *api.Client) error {
 	for _, p := range plans {
 		rows = append(rows, []string{p.Str("spec", "externalName"), strconv.FormatBool(p.Bool("spec", "free")), p.Str("spec", "description")})
 	}
-	return output.Table(o.F.IO.Out, []string{"PLAN", "FREE", "DESCRIPTION"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"PLAN", "FREE", "DESCRIPTION"}, rows)
 }
 
 // classRef is the object name of a plan's class, in either scope.

@@ -278,7 +278,7 @@ func List(ctx context.Context, o *Options) error {
 		}
 		rows = append(rows, []string{t.ID, output.Or(t.Name), t.Role, nss, t.CreatedAt.UTC().Format(time.RFC3339), output.Or(expires)})
 	}
-	return output.Table(o.F.IO.Out, []string{"ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "EXPIRES"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "EXPIRES"}, rows)
 }
 
 // RevokeOptions are `token revoke`'s inputs.

@@ -68,26 +68,37 @@ type Error struct {
 	} `json:"fields"`
 }
 
+// Error is the server's message for people (its field paths are for
+// API clients, and stay out), made safe for a terminal, with what to do
+// about a token refused or not allowed.
 func (e *Error) Error() string {
 	var b strings.Builder
-	switch {
-	case len(e.Fields) > 1:
-		b.WriteString(e.Message)
-		for _, f := range e.Fields {
-			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
-		}
-	case e.Message != "":
-		b.WriteString(e.Message)
-	default:
+	if e.Message != "" {
+		b.WriteString(safe(e.Message))
+	} else {
 		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		b.WriteString(" (the token is not valid, expired or revoked: log in again with a valid one (`bindery login URL`), or set BINDERY_TOKEN)")
+		b.WriteString(" Log in again with a valid token (`bindery login URL`), or set BINDERY_TOKEN.")
 	case http.StatusForbidden:
-		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
+		b.WriteString(" Ask an admin for a token with that role or namespace (`bindery token create`).")
 	}
 	return b.String()
+}
+
+// safe shows the control characters of a server's message visibly (the
+// output package does the same for everything else the CLI prints).
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return '\ufffd'
+		}
+		return r
+	}, s)
 }
 
 // NotFound tells whether err is a 404 of the API.
