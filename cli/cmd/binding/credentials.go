@@ -94,6 +94,7 @@ func alternative(format string) string {
 	}
 	return "-o env (for a shell) or -o json"
 }
+
 // EnvName turns a credentials key into an environment variable name:
 // upper case, anything but letters, digits and '_' becomes '_', and a
 // leading digit gets a '_' before it.
@@ -126,4 +127,3 @@ func scalar(v any) string {
 	_ = jsonEncode(&b, v)
 	return strings.TrimSpace(b.String())
 }
-
