@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bindery-dev/bindery/cli/internal/output"
 )
 
 // Object is one object of the API, as decoded JSON.
@@ -74,7 +76,7 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Message != "" {
-		b.WriteString(safe(e.Message))
+		b.WriteString(output.Safe(e.Message))
 	} else {
 		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
 	}
@@ -85,20 +87,6 @@ func (e *Error) Error() string {
 		b.WriteString(" Ask an admin for a token with that role or namespace (`bindery token create`).")
 	}
 	return b.String()
-}
-
-// safe shows the control characters of a server's message visibly (the
-// output package does the same for everything else the CLI prints).
-func safe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			return '\ufffd'
-		}
-		return r
-	}, s)
 }
 
 // NotFound tells whether err is a 404 of the API.

@@ -191,3 +191,7 @@ func Namespaces(f *Factory) cobra.CompletionFunc {
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// SetClient makes the factory hand out c instead of the client the
+// configuration describes: for tests against a scripted server.
+func (f *Factory) SetClient(c *api.Client) { f.client = c }
