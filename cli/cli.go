@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -225,10 +226,13 @@ func serverCmd(srv Server, name, summary string) *cobra.Command {
 
 // Streams returns the process's streams, with terminal checks on stderr
 // (progress) and stdout (tables), and stdout's width.
-func Streams() IOStreams {
-	out := output.Term{On: term.IsTerminal(int(os.Stdout.Fd()))}
-	if out.On {
-		out.Width, _, _ = term.GetSize(int(os.Stdout.Fd()))
+func Streams() IOStreams { return StreamsOf(os.Stdin, os.Stdout, os.Stderr) }
+
+// StreamsOf returns streams over files, telling which are terminals.
+func StreamsOf(in io.Reader, out, errOut *os.File) IOStreams {
+	t := output.Term{On: term.IsTerminal(int(out.Fd()))}
+	if t.On {
+		t.Width, _, _ = term.GetSize(int(out.Fd()))
 	}
-	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal(int(os.Stderr.Fd())), OutTerm: out}
+	return IOStreams{In: in, Out: out, ErrOut: errOut, IsTerminal: term.IsTerminal(int(errOut.Fd())), OutTerm: t}
 }
