@@ -29,11 +29,15 @@ $(BIN)/bindery $(BIN)/bindery-cni: export CGO_ENABLED := 0
 
 # One line per step: the first build downloads the Go modules (once, quietly)
 # and compiles every dependency, which takes minutes; later builds compile
-# what changed.
-$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES) $(BIN)/.version
+# what changed. VERSION_DEP makes a new version (a new commit) rebuild them
+# so that they report it; `make run` leaves it out: it runs the binaries as
+# they are while their sources are unchanged.
+VERSION_DEP ?= $(BIN)/.version
+$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES) $(VERSION_DEP)
 	@GOPROXY=off $(GO) list -deps ./cmd/bindery ./cmd/bindery-cni >/dev/null 2>&1 || \
 		{ echo "make: downloading the Go modules (once)"; $(GO) mod download; }
-	@echo "make: building bin/$(@F) (the first build compiles every dependency: a few minutes)"
+	@if [ -e $@ ]; then echo "make: building bin/$(@F) (its sources changed)"; \
+	else echo "make: building bin/$(@F) (a first build compiles every dependency: a few minutes)"; fi
 	@$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/$(@F)
 
 # The version the binaries were last built as, rewritten only when it
@@ -44,13 +48,15 @@ $(BIN)/.version: FORCE
 FORCE:
 
 ## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
-## docker load, podman load and ctr images import (no container engine needed)
-image:
+## docker load, podman load and ctr images import (no container engine needed);
+## it packs the static binaries `make build` made, so it reuses its build cache
+image: build
 	@mkdir -p dist
-	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev) -version $(VERSION)
+	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev) -version $(VERSION) -programs $(BIN)
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
-run: deps $(BIN)/bindery
+run: deps
+	@$(MAKE) --no-print-directory $(BIN)/bindery VERSION_DEP=
 	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
 	@$(BIN)/bindery up
 
