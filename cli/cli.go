@@ -185,6 +185,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	for _, c := range client {
 		c.GroupID = "client"
 		root.AddCommand(c)
+		noPositionalFiles(c)
 	}
 	h := health.NewCmd(nil)
 	h.Hidden = true // for containers, not people
@@ -203,6 +204,19 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	root.SetHelpCommandGroupID("client")
 	root.SetCompletionCommandGroupID("client")
 	return root
+}
+
+// noPositionalFiles makes every command under c that says nothing of
+// its positional arguments' completions offer nothing for them (cobra
+// would offer file names): the client commands take names of objects, or
+// none at all.
+func noPositionalFiles(c *cobra.Command) {
+	if c.ValidArgsFunction == nil && !c.HasSubCommands() {
+		c.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	for _, sub := range c.Commands() {
+		noPositionalFiles(sub)
+	}
 }
 
 // serverCmd hands a server command line to the server's own parser.

@@ -34,7 +34,8 @@ func NewBind(f *cmdutil.Factory, run func(context.Context, *BindOptions) error) 
 	}
 	cmd := &cobra.Command{
 		Use: "bind NAME --instance INSTANCE", Short: "Create a binding (credentials) of an instance", Args: cobra.ExactArgs(1),
-		Example: "  bindery bind orders-app --instance orders-db --wait && bindery credentials orders-app -o dotenv > .env",
+		ValidArgsFunction: cobra.NoFileCompletions, // a new name
+		Example:           "  bindery bind orders-app --instance orders-db --wait && bindery credentials orders-app -o dotenv > .env",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -74,6 +75,7 @@ func Bind(ctx context.Context, o *BindOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/bindings", nil, map[string]any{"name": o.Name, "namespace": o.F.NS(), "spec": spec}, &b); err != nil {
 		return err
 	}
+	cmdutil.Warn(o.F, b)
 	return Kind.Finish(ctx, o.F, c, b, o.Wait, wait.Settled)
 }
 

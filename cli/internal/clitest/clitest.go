@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
 	"github.com/bindery-dev/bindery/cli/internal/output"
@@ -121,3 +123,16 @@ func (s *Server) Factory(terminal bool) (*cmdutil.Factory, Streams) {
 
 // URL is the server's address.
 func (s *Server) URL() string { return s.srv.URL }
+
+// Root is a root command with the persistent flags the CLI's root has
+// (-n, -o) over verbs, for running a package's verbs by command line.
+func Root(f *cmdutil.Factory, verbs ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{Use: "bindery", SilenceErrors: true, SilenceUsage: true}
+	pf := root.PersistentFlags()
+	pf.StringVarP(&f.Namespace, "namespace", "n", "", "")
+	cmdutil.EnumVar(root, pf, &f.Output, "output", "o", "", []string{"table", "json", "yaml", "env", "dotenv", "env-file"}, "")
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.AddCommand(verbs...)
+	return root
+}
