@@ -111,7 +111,11 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	w := o.F.IO.Out
-	term := output.Term{On: true, Width: o.F.IO.OutTerm.Width} // describe is for people: aligned even in a pipe
+	// describe is for people: aligned even in a pipe, cut only on a terminal.
+	term := output.Term{On: true}
+	if o.F.IO.OutTerm.On {
+		term.Width = o.F.IO.OutTerm.Width
+	}
 	fields(w, coll, obj)
 	conditions(w, term, obj)
 	if coll == "instances" {
@@ -159,7 +163,7 @@ func fields(w io.Writer, coll string, obj api.Object) {
 		field("Last fetch", obj.Str("status", "lastCatalogRetrievalTime"))
 	}
 	if coll != "brokers" {
-		field("Status", instance.Status(obj))
+		field("Status", statusWord(obj))
 		if msg := obj.Str("progress", "message"); msg != "" {
 			field("", msg)
 		}
@@ -212,4 +216,15 @@ func conditions(w io.Writer, term output.Term, obj api.Object) {
 		rows = append(rows, []string{"  " + o.Str("type"), o.Str("status"), why, o.Str("message")})
 	}
 	_ = output.Table(w, term, []string{"  TYPE", "STATUS", "WHY", "MESSAGE"}, rows)
+}
+
+// statusWord is the object's state in a word: the server's progress when
+// it sent one (Blocked, Failed, Retrying, Waiting), else what its
+// conditions say.
+func statusWord(obj api.Object) string {
+	switch st := message.State(obj.Str("progress", "state")); st {
+	case message.Blocked, message.Failed, message.Retrying, message.Waiting:
+		return message.Capitalise(string(st))
+	}
+	return instance.Status(obj)
 }
