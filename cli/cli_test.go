@@ -222,6 +222,19 @@ func TestCompletionAndPlugin(t *testing.T) {
 	contains(t, "instance completion", r.out, "orders")
 	r = w.must(0, "__complete", "describe", "")
 	contains(t, "describe completion", r.out, "instance", "binding", "broker")
+	// Nothing for positional arguments a verb does not take, no files.
+	for _, args := range [][]string{{"-n", "team", "deprovision", "orders", ""}, {"instances", ""}, {"provision", ""}, {"describe", "broker", "builtin", ""}} {
+		r = w.must(0, append([]string{"__complete"}, args...)...)
+		if strings.TrimSpace(r.out) != ":4" {
+			t.Errorf("completion of %q offers %q, want nothing and no files", args, r.out)
+		}
+	}
+	r = w.must(0, "__complete", "-n", "")
+	contains(t, "namespace completion", r.out, "team\n")
+	r = w.must(0, "__complete", "provision", "x", "--scope", "")
+	contains(t, "scope completion", r.out, "cluster\n", "namespace\n")
+	r = w.must(0, "provision", "-h")
+	contains(t, "provision -h", r.out, "-c, --class string", "--scope string", "{cluster|namespace}", "--allow-missing", "--timeout duration")
 	r = w.must(0, "__complete", "describe", "broker", "")
 	contains(t, "describe broker completion", r.out, "builtin")
 
