@@ -86,8 +86,14 @@ func (s *Server) brokerCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Relist(ctx, created.ID); err != nil {
+	if fetched, err := s.store.Relist(ctx, created.ID); err != nil {
 		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", created.Name, "error", err)
+		if fetched != nil {
+			// Registered all the same, and retried with backoff: say so in
+			// the words of its status, not as a plain success.
+			ready, _ := catalog.FindCondition(fetched.Status.Conditions, catalog.ConditionReady)
+			return redirect(c, "/brokers", "Broker "+created.Name+" is registered, but its catalogue was not fetched. "+ready.Message)
+		}
 	}
 	if created.Namespace != "" {
 		return redirect(c, "/brokers", "Broker "+created.Name+" registered in namespace "+created.Namespace+": its services are offered there only.")
