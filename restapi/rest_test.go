@@ -122,7 +122,9 @@ func TestBrokerValidation(t *testing.T) {
 	// CA bundle that is PEM but not a certificate) are named as well.
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "relistDuration": "10ms",
 		"caBundle": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}))
-	if !strings.Contains(r.str("message"), "caBundle") || !strings.Contains(r.str("message"), "relistDuration") {
+	// In words in the message, by path in the fields.
+	if !strings.Contains(r.str("message"), "The CA bundle") || !strings.Contains(r.str("message"), "The relist interval") ||
+		strings.Contains(r.str("message"), "caBundle") || !strings.Contains(string(r.raw), `"field":"caBundle"`) {
 		t.Errorf("domain problems not named: %s", r.raw)
 	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "colour": "blue"}))
