@@ -199,6 +199,15 @@ func (s *Store) ListInstances(ctx context.Context, opts ListOptions) (List[*Inst
 // the plan's update schema. expectRV, when not 0, must be the instance's
 // resourceVersion.
 func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
+	out, err := s.updateInstance(ctx, id, expectRV, update)
+	if err == nil && out != nil {
+		s.warnUnresolved(ctx, out)
+	}
+	return out, err
+}
+
+// updateInstance is UpdateInstance without its warnings.
+func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, ErrNotFound
 	}
@@ -339,9 +348,6 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 		out = in
 		return nil
 	})
-	if err == nil && out != nil {
-		s.warnUnresolved(ctx, out)
-	}
 	return out, err
 }
 
