@@ -269,7 +269,7 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 	case errors.Is(err, catalog.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
 	case errors.Is(err, catalog.ErrConflict):
-		if creating && strings.Contains(err.Error(), "exists") {
+		if creating && catalog.IsNameTaken(err) {
 			return apierrors.NewAlreadyExists(gr, name)
 		}
 		return apierrors.NewConflict(gr, name, err)

@@ -40,6 +40,8 @@ type ConflictError struct {
 	// Stale: the object changed since it was read; reading it again and
 	// retrying may succeed.
 	Stale bool
+	// Taken: the name of a new object is taken (Kubernetes' AlreadyExists).
+	Taken bool
 }
 
 func (e *ConflictError) Error() string { return e.Message }
@@ -69,7 +71,7 @@ func unprocessablef(format string, a ...any) error {
 
 // nameTaken is the conflict of a new object whose name is taken.
 func nameTaken(kind, name, namespace string) error {
-	return &ConflictError{Message: message.Exists(kind, name, namespace)}
+	return &ConflictError{Message: message.Exists(kind, name, namespace), Taken: true}
 }
 
 // stale is the conflict of a write that expected an older resourceVersion.
@@ -86,6 +88,13 @@ func stale(kind, namespace, name string) error {
 func IsStale(err error) bool {
 	var c *ConflictError
 	return errors.As(err, &c) && c.Stale
+}
+
+// IsNameTaken tells whether err is the conflict of a new object whose name
+// is taken.
+func IsNameTaken(err error) bool {
+	var c *ConflictError
+	return errors.As(err, &c) && c.Taken
 }
 
 // ProblemMessage is what the doors show of a catalog error that is for
