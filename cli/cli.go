@@ -169,7 +169,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.Namespace, "namespace", "n", "", "the namespace of instances and bindings (default \"default\"); for brokers and the marketplace, a namespace's own brokers, classes and plans (default: the cluster's)")
 	cmdutil.EnumVar(root, pf, &f.Output, "output", "o", "", []string{"table", "json", "yaml", "env", "dotenv", "env-file"},
-		"output format: table, json or yaml (credentials: json, yaml, env, dotenv, env-file)")
+		"output format (credentials: json, yaml, env, dotenv or env-file)")
 	_ = root.RegisterFlagCompletionFunc("namespace", cmdutil.Namespaces(f))
 
 	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (over the REST API):"})

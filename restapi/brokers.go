@@ -117,10 +117,10 @@ func (s *Server) updateBroker(c echo.Context) error {
 			return nil, err
 		}
 		if after.Name != b.Name {
-			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "name", Message: "name: cannot be changed"}
+			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "name", Message: "The name of a broker cannot be changed: register another broker instead."}
 		}
 		if after.Namespace != b.Namespace {
-			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "namespace", Message: "namespace: cannot be changed"}
+			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "namespace", Message: "The namespace of a broker cannot be changed: register another broker instead."}
 		}
 		if after.RelistBehavior == catalog.RelistManual && before.RelistBehavior != catalog.RelistManual {
 			after.RelistDuration = ""

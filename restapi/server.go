@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -344,10 +345,10 @@ func decodeBytes(body []byte, v any) error {
 		switch {
 		case errors.As(err, &te):
 			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: te.Field,
-				Message: fmt.Sprintf("%s: must be of type %s", te.Field, te.Type)}
+				Message: fmt.Sprintf("%s must be a JSON %s.", message.Capitalise(message.Field(te.Field)), jsonType(te.Type.Kind()))}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: field, Message: field + ": unknown field"}
+			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: field, Message: fmt.Sprintf("This request has no field %q: check its spelling (openapi/openapi.yaml lists the fields).", field)}
 		case errors.Is(err, io.EOF):
 			return apiError(http.StatusBadRequest, "invalid", "request body: a JSON object is required")
 		}
@@ -359,13 +360,28 @@ func decodeBytes(body []byte, v any) error {
 	return nil
 }
 
+// jsonType is how JSON calls the values of a Go kind.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "object"
+	}
+	return "number"
+}
+
 // listOptions reads limit, continue and namespace.
 func listOptions(c echo.Context) (catalog.ListOptions, error) {
 	opts := catalog.ListOptions{Namespace: c.QueryParam("namespace"), Continue: c.QueryParam("continue"), Limit: 500}
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "limit", Message: "limit: must be a number from 1 to 1000"}
+			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "limit", Message: "The page size (limit) must be a number from 1 to 1000."}
 		}
 		opts.Limit = n
 	}
@@ -379,7 +395,7 @@ func boolParam(c echo.Context, name string) (*bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name, Message: name + ": must be true or false"}
+		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name, Message: fmt.Sprintf("The query parameter %s must be true or false.", name)}
 	}
 	return &b, nil
 }
