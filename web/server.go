@@ -210,7 +210,7 @@ func (s *Server) fail(c echo.Context, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return s.renderError(c, http.StatusNotFound, message.Gone(""))
+		return s.renderError(c, http.StatusNotFound, message.Gone(pageKind(c.Path())))
 	case errors.Is(err, catalog.ErrConflict):
 		return s.renderError(c, http.StatusConflict, problem(err, "It conflicts with the object's current state: look at it again and retry."))
 	case errors.Is(err, catalog.ErrUnprocessable):
@@ -230,6 +230,19 @@ func (s *Server) fail(c echo.Context, err error) error {
 	}
 	s.log.ErrorContext(c.Request().Context(), "web request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
 	return s.renderError(c, http.StatusInternalServerError, "Something went wrong; the server's log has the details.")
+}
+
+// pageKind is the kind of object a route is about ("instance" for
+// /instances/:id/…), or "" for one about none.
+func pageKind(route string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(route, "/"), "/")
+	switch first {
+	case "instances", "bindings", "brokers":
+		return first
+	case "plans":
+		return "serviceplans"
+	}
+	return ""
 }
 
 func (s *Server) forged(w http.ResponseWriter, r *http.Request, msg string) {
