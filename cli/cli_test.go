@@ -52,6 +52,8 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "marketplace", "-c", "postgresql")
 	contains(t, "marketplace -c", r.out, "PLAN", "small", "large-async", "false")
 	w.must(ExitNotFound, "marketplace", "-c", "nosuchclass")
+	r = w.must(ExitNotFound, "marketplace", "-c", "postgres")
+	contains(t, "marketplace -c typo", r.errOut, `No broker offers a service class named "postgres". Did you mean "postgresql"?`)
 
 	// Bad parameters are the server's 400, naming the field: exit 2.
 	r = w.must(ExitUsage, "provision", "db", "-c", "postgresql", "-p", "small", "--param", "statement_timeout_ms=0")
