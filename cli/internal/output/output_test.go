@@ -2,7 +2,9 @@ package output
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSafe(t *testing.T) {
@@ -57,5 +59,40 @@ func TestStructured(t *testing.T) {
 	}
 	if y.String() != "items: []\n" {
 		t.Errorf("yaml: %q", y.String())
+	}
+}
+
+// TestSafeProperty: over random byte strings, what Safe and SafeLine
+// return is valid UTF-8 with no character a terminal acts on (newline and
+// tab only from Safe), and plain text passes unchanged.
+func TestSafeProperty(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		b := make([]byte, r.IntN(24))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		if r.IntN(3) == 0 {
+			b = append(b, []byte(string([]rune{rune(0x2000 + r.IntN(0x80)), rune(0x80 + r.IntN(0x20))}))...)
+		}
+		in := string(b)
+		for _, line := range []bool{false, true} {
+			out := Safe(in)
+			if line {
+				out = SafeLine(in)
+			}
+			if !utf8.ValidString(out) {
+				t.Fatalf("%q: invalid UTF-8 %q", in, out)
+			}
+			for _, c := range out {
+				if (c < 0x20 && (line || (c != '\n' && c != '\t'))) || c == 0x7f || unsafeRune(c) {
+					t.Fatalf("line=%v %q: %q keeps %U", line, in, out, c)
+				}
+			}
+		}
+	}
+	if s := "plain text, with punctuation: ok? 100% — é"; Safe(s) != s || SafeLine(s) != s {
+		t.Error("plain text changed")
 	}
 }
