@@ -104,7 +104,8 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "env")
 	contains(t, "env", r.out, "export PASSWORD='")
 	w.must(ExitUsage, "-n", "team", "credentials", "app", "-o", "table") // credentials are no table
-	w.must(ExitNotFound, "credentials", "app")                           // the default namespace has none
+	r = w.must(ExitNotFound, "credentials", "app")                       // the default namespace has none
+	contains(t, "credentials in another namespace", r.errOut, `No binding is named "app" in namespace "default". (-n chooses the namespace; `+"`bindery bindings -A`"+` lists every namespace's.)`)
 
 	r = w.must(0, "-n", "team", "describe", "instance", "db")
 	contains(t, "describe instance", r.out, "Name:", "db", "Class:", "postgresql", "Conditions:", "Ready", "History:", "It is updated and ready.", "statement_timeout_ms", "Bindings:\n  NAME   SECRET   STATUS\n  app ")

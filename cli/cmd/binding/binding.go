@@ -162,7 +162,7 @@ func Credentials(ctx context.Context, o *CredentialsOptions) error {
 	}
 	var creds map[string]any
 	if err := c.Do(ctx, http.MethodGet, api.Path("bindings", o.Name, "credentials"), o.F.NSQuery(), nil, &creds); err != nil {
-		return err
+		return api.HintNotFound(err, cmdutil.ByName("bindings"))
 	}
 	if ok, err := output.Structured(o.F.IO.Out, o.Format, creds); ok {
 		return err

@@ -81,7 +81,9 @@ func Run(ctx context.Context, o *Options) error {
 		q = o.F.ScopeQuery()
 	}
 	obj, err := c.Get(ctx, api.Path(coll, o.Name), q)
-	if err != nil {
+	if err != nil && coll != "brokers" {
+		return api.HintNotFound(err, cmdutil.ByName(coll))
+	} else if err != nil {
 		return err
 	}
 	var events struct {

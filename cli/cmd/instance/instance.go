@@ -381,7 +381,7 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 		// The plan is named in the instance's own scope.
 		current, err := c.Get(ctx, api.Path("instances", o.Name), o.F.NSQuery())
 		if err != nil {
-			return err
+			return api.HintNotFound(err, cmdutil.ByName("instances"))
 		}
 		field := "clusterServicePlanExternalName"
 		if Namespaced(current) {
@@ -394,7 +394,7 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 	}
 	var in api.Object
 	if err := c.Do(ctx, http.MethodPatch, api.Path("instances", o.Name), o.F.NSQuery(), map[string]any{"spec": spec}, &in); err != nil {
-		return err
+		return api.HintNotFound(err, cmdutil.ByName("instances"))
 	}
 	cmdutil.Warn(o.F, in)
 	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)

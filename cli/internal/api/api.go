@@ -63,6 +63,8 @@ type Error struct {
 	Status  int
 	Code    string `json:"error"`
 	Message string `json:"message"`
+	// Hint is what the CLI adds about its own flags (not the server's).
+	Hint string `json:"-"`
 	Field   string `json:"field"`
 	Fields  []struct {
 		Field   string `json:"field"`
@@ -80,6 +82,9 @@ func (e *Error) Error() string {
 	} else {
 		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
 	}
+	if e.Hint != "" {
+		b.WriteString(" " + e.Hint)
+	}
 	switch e.Status {
 	case http.StatusUnauthorized:
 		b.WriteString(" Log in again with a valid token (`bindery login URL`), or set BINDERY_TOKEN.")
@@ -87,6 +92,16 @@ func (e *Error) Error() string {
 		b.WriteString(" Ask an admin for a token with that role or namespace (`bindery token create`).")
 	}
 	return b.String()
+}
+
+// HintNotFound adds the CLI's hint to err when it is a 404 of the API, and
+// returns err.
+func HintNotFound(err error, hint string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		e.Hint = hint
+	}
+	return err
 }
 
 // NotFound tells whether err is a 404 of the API.

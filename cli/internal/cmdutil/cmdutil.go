@@ -195,3 +195,9 @@ func Namespaces(f *Factory) cobra.CompletionFunc {
 // SetClient makes the factory hand out c instead of the client the
 // configuration describes: for tests against a scripted server.
 func (f *Factory) SetClient(c *api.Client) { f.client = c }
+
+// ByName is the hint added to a name not found among a namespace's
+// objects of a kind (its plural, as the list verb is called).
+func ByName(plural string) string {
+	return fmt.Sprintf("(-n chooses the namespace; `bindery %s -A` lists every namespace's.)", plural)
+}

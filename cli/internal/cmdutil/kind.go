@@ -134,7 +134,7 @@ func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
 			}
 			var obj api.Object
 			if err := c.Do(cmd.Context(), http.MethodDelete, api.Path(k.Plural, args[0]), f.NSQuery(), nil, &obj); err != nil {
-				return err
+				return api.HintNotFound(err, ByName(k.Plural))
 			}
 			if !w.Wait {
 				fmt.Fprintf(f.IO.ErrOut, "%s %s/%s is being %s\n", k.Singular, f.NS(), args[0], doing)
