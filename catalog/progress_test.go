@@ -63,6 +63,11 @@ func TestProgress(t *testing.T) {
 	}
 	b := catalog.Binding{Meta: catalog.Meta{Namespace: "team", CreationTimestamp: ago(time.Minute)}, Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "nope"}},
 		Status: catalog.BindingStatus{Conditions: []catalog.Condition{ready("False", "ReferencesNonexistentInstance", "x", ago(time.Minute))}}}
+	slow := catalog.Binding{Meta: catalog.Meta{CreationTimestamp: ago(time.Hour)},
+		Status: catalog.BindingStatus{Conditions: []catalog.Condition{ready("False", "ErrorInstanceNotReady", "x", ago(time.Hour))}}}
+	if p := catalog.BindingProgress(&slow, now, 10*time.Second); p.State != message.Working {
+		t.Errorf("a binding of an instance still provisioning after an hour: %+v", p)
+	}
 	if p := catalog.BindingProgress(&b, now, 10*time.Second); p.State != message.Blocked || !strings.Contains(p.Message, `No instance named "nope" exists in namespace "team"`) {
 		t.Errorf("binding of a missing instance: %+v", p)
 	}

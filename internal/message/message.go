@@ -105,14 +105,17 @@ var reasons = map[string]Reason{
 	"Unbinding":                           {"Deleting", "The broker is revoking the credentials.", Working},
 	"UnbindCallFailed":                    {"Retrying", "The broker did not revoke the credentials; Bindery tries again.", Retrying},
 	"UnboundGone":                         {"Deleted", "The broker no longer knew it; it is deleted.", Ready},
-	"ErrorInstanceNotReady":               {"Waiting", "Its instance is not ready yet.", Waiting},
-	"ErrorInstanceRefsUnresolved":         {"Waiting", "Its instance waits for its class or plan.", Waiting},
-	"ErrorNonbindableServiceClass":        {"Not bindable", "The instance's plan cannot be bound: choose a bindable plan.", Blocked},
-	"ReferencesNonexistentInstance":       {"Waiting", "The instance it names does not exist.", Waiting},
-	"ReferencesNonexistentBinding":        {"Waiting", "The binding it rotates does not exist.", Waiting},
-	"FetchingBindingFailed":               {"Retrying", "Bindery could not read the credentials from the broker; it tries again.", Retrying},
-	"ErrorSecretNotOwned":                 {"Blocked", "A Secret of that name belongs to something else: choose another secret name.", Blocked},
-	"ErrorInjectingBindResult":            {"Retrying", "Bindery could not write the credentials' Secret; it tries again.", Retrying},
+	// The instance is still being provisioned (which may take long): the
+	// binding is working, not stuck; an instance that is stuck says so
+	// itself.
+	"ErrorInstanceNotReady":         {"Waiting", "Its instance is not ready yet; it is bound once it is.", Working},
+	"ErrorInstanceRefsUnresolved":   {"Waiting", "Its instance waits for its class or plan.", Waiting},
+	"ErrorNonbindableServiceClass":  {"Not bindable", "The instance's plan cannot be bound: choose a bindable plan.", Blocked},
+	"ReferencesNonexistentInstance": {"Waiting", "The instance it names does not exist.", Waiting},
+	"ReferencesNonexistentBinding":  {"Waiting", "The binding it rotates does not exist.", Waiting},
+	"FetchingBindingFailed":         {"Retrying", "Bindery could not read the credentials from the broker; it tries again.", Retrying},
+	"ErrorSecretNotOwned":           {"Blocked", "A Secret of that name belongs to something else: choose another secret name.", Blocked},
+	"ErrorInjectingBindResult":      {"Retrying", "Bindery could not write the credentials' Secret; it tries again.", Retrying},
 	// Brokers.
 	"FetchedCatalog":       {"Ready", "Its catalogue was fetched.", Ready},
 	"ErrorFetchingCatalog": {"Unreachable", "Its catalogue could not be fetched.", Retrying},
