@@ -64,9 +64,9 @@ type Error struct {
 	Code    string `json:"error"`
 	Message string `json:"message"`
 	// Hint is what the CLI adds about its own flags (not the server's).
-	Hint string `json:"-"`
-	Field   string `json:"field"`
-	Fields  []struct {
+	Hint   string `json:"-"`
+	Field  string `json:"field"`
+	Fields []struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"fields"`
