@@ -13,14 +13,18 @@ import (
 // Relist names them once the transaction is over (duplicateOffer).
 var errDuplicateOffer = errors.New("a service or plan of the catalogue is offered by another broker")
 
-// duplicateOffer names the first service or plan of services that another
+// duplicateOffer names the first service or plan of cat that another
 // broker of b's scope already offers, and that broker: services and plans
 // are named by their OSB ids, which must be unique among the brokers of a
 // scope.
-func (s *Store) duplicateOffer(ctx context.Context, b *Broker, services []osb.Service) error {
+func (s *Store) duplicateOffer(ctx context.Context, b *Broker, cat *osb.Catalogue) error {
 	what := map[string]string{}
 	var classes, plans []string
-	for _, svc := range services {
+	for i := range cat.Len() {
+		svc, err := cat.Service(i)
+		if err != nil {
+			continue
+		}
 		class := classOf(b, svc)
 		classes = append(classes, class.Name)
 		what["c"+class.Name] = fmt.Sprintf("service %q (id %s)", svc.Name, svc.ID)
