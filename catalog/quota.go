@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // Quotas. An admin limits what a namespace may take: its instances, its
@@ -110,21 +112,15 @@ func (e *QuotaError) Error() string {
 	var s string
 	switch e.Resource {
 	case QuotaPaid:
-		s = fmt.Sprintf("namespace %s may not use paid plans, and plan %s is not free", e.Namespace, e.Plan)
+		s = message.PaidPlanRefused(e.Namespace, e.Plan)
 	case QuotaPlan:
-		s = fmt.Sprintf("namespace %s may have %s of plan %s and has %d", e.Namespace, count(e.Limit, "instance"), e.Plan, e.Used)
+		s = message.QuotaExceeded(e.Namespace, e.Limit, "instance", "plan "+e.Plan, e.Used)
 	case QuotaBindings:
-		s = fmt.Sprintf("namespace %s may have %s and has %d", e.Namespace, count(e.Limit, "binding"), e.Used)
+		s = message.QuotaExceeded(e.Namespace, e.Limit, "binding", "", e.Used)
 	default:
-		s = fmt.Sprintf("namespace %s may have %s and has %d", e.Namespace, count(e.Limit, "instance"), e.Used)
+		s = message.QuotaExceeded(e.Namespace, e.Limit, "instance", "", e.Used)
 	}
-	switch {
-	case e.Source == SourceDefault:
-		s += " (the default quota)"
-	case e.ResourceQuota() != "":
-		s += " (ResourceQuota " + e.ResourceQuota() + ")"
-	}
-	return s
+	return s + message.QuotaFrom(e.Source == SourceDefault, e.ResourceQuota())
 }
 
 // ResourceQuota is the name of the ResourceQuota that refused, if one did.
@@ -133,13 +129,6 @@ func (e *QuotaError) ResourceQuota() string {
 		return e.Source[len(SourceResourceQuota):]
 	}
 	return ""
-}
-
-func count(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // AsQuota finds a *QuotaError in err's chain.

@@ -358,7 +358,7 @@ func TestQuotaValidation(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %v, want a validation error", err)
 	}
-	want := "namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); " +
+	want := "namespace: The namespace \"Team A\" is not valid: use lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters (for example team-a).; " +
 		"instances: must be from 0 to 2147483647; plans[0].planID: must be a plan's id, or give class and plan (external names); plans[1].instances: must be from 0 to 2147483647"
 	if v.Error() != want {
 		t.Errorf("validation:\n%s\nwant\n%s", v.Error(), want)

@@ -45,11 +45,11 @@ func TestQuotaCLI(t *testing.T) {
 	w.must(0, "-n", "team", "bind", "app", "--instance", "db")
 	refused("namespace team may have 1 binding and has 1", "bind", "app2", "--instance", "db")
 	r = w.must(0, "quota", "get", "-n", "team")
-	if want := "NAMESPACE team                     USED   LIMIT         SET BY\n" +
-		"instances                          2      2             quota of team\n" +
-		"bindings                           1      1             quota of team\n" +
-		"paid plans                         -      not allowed   quota of team\n" +
-		"instances of postgresql/standard   1      1             quota of team\n"; r.out != want {
+	if want := "NAMESPACE team\tUSED\tLIMIT\tSET BY\n" +
+		"instances\t2\t2\tquota of team\n" +
+		"bindings\t1\t1\tquota of team\n" +
+		"paid plans\t-\tnot allowed\tquota of team\n" +
+		"instances of postgresql/standard\t1\t1\tquota of team\n"; r.out != want {
 		t.Errorf("quota get:\n%s\nwant\n%s", r.out, want)
 	}
 	// A developer does not change quotas.
@@ -61,7 +61,9 @@ func TestQuotaCLI(t *testing.T) {
 	var wg sync.WaitGroup
 	codes := make([]int, 20)
 	for i := range codes {
-		wg.Go(func() { codes[i] = w.run("-n", "race", "provision", fmt.Sprintf("db-%d", i), "-c", "postgresql", "-p", "small").code })
+		wg.Go(func() {
+			codes[i] = w.run("-n", "race", "provision", fmt.Sprintf("db-%d", i), "-c", "postgresql", "-p", "small").code
+		})
 	}
 	wg.Wait()
 	made := 0
@@ -78,7 +80,7 @@ func TestQuotaCLI(t *testing.T) {
 
 	// Plan visibility.
 	r = w.must(0, "quota", "visibility", "postgresql/standard", "--namespaces", "other")
-	contains(t, "visibility", r.out, "postgresql/standard   other")
+	contains(t, "visibility", r.out, "postgresql/standard\tother")
 	r = w.must(0, "-n", "team", "marketplace", "-c", "postgresql")
 	if strings.Contains(r.out, "standard") || !strings.Contains(r.out, "small") {
 		t.Errorf("team's marketplace shows a plan visible to other only, or not its own:\n%s", r.out)

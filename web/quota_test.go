@@ -44,7 +44,7 @@ func TestQuotaWeb(t *testing.T) {
 	// The form's problems first, then the catalog's.
 	for form, wants := range map[string][]string{
 		"instances=-1&plans=postgresql%2Fhuge":         {"a count of at least 0", "line 1: write CLASS/PLAN=N"},
-		"namespace=Team+A":                             {"a lowercase RFC 1123 label"},
+		"namespace=Team+A":                             {"is not valid: use lower-case letters, digits"},
 		"namespace=team-a&plans=postgresql%2Fhuge%3D1": {`the cluster&#39;s service class &#34;postgresql&#34; offers no plan &#34;huge&#34;`},
 	} {
 		v, _ := url.ParseQuery(form)

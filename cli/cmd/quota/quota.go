@@ -146,7 +146,7 @@ func printUsage(ctx context.Context, o *Options, c *api.Client) error {
 	for _, p := range u.Plans {
 		rows = append(rows, []string{"instances of " + p.Class + "/" + p.Plan, strconv.FormatInt(p.Used, 10), strconv.FormatInt(p.Instances, 10), from})
 	}
-	return output.Table(o.F.IO.Out, []string{"NAMESPACE " + u.Namespace, "USED", "LIMIT", "SET BY"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"NAMESPACE " + u.Namespace, "USED", "LIMIT", "SET BY"}, rows)
 }
 
 // printQuota prints a quota's limits.
@@ -166,7 +166,7 @@ func printQuota(o *Options, q *Quota) error {
 	if q.Namespace != "" {
 		title = "QUOTA OF " + q.Namespace
 	}
-	return output.Table(o.F.IO.Out, []string{title, "LIMIT"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{title, "LIMIT"}, rows)
 }
 
 // source says who set a limit, in words.

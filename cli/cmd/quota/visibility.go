@@ -103,5 +103,5 @@ func SetVisibility(ctx context.Context, o *VisibilityOptions) error {
 	case v.Restricted:
 		seen = strings.Join(v.Namespaces, ", ")
 	}
-	return output.Table(o.F.IO.Out, []string{"PLAN", "VISIBLE TO"}, [][]string{{class + "/" + plan, seen}})
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"PLAN", "VISIBLE TO"}, [][]string{{class + "/" + plan, seen}})
 }
