@@ -15,8 +15,9 @@ import (
 // refused the next with the server's sentence (exit 4); `bindery quota
 // get` shows the usage; 20 provisions at once for 5 places make 5; a plan
 // made visible to another namespace is not in this namespace's
-// marketplace nor its completion, and provisioning it leaves an instance
-// that waits for it.
+// marketplace nor its completion, provisioning it is refused as for a
+// plan no broker offers, and --allow-missing leaves an instance that waits
+// for it.
 func TestQuotaCLI(t *testing.T) {
 	w := setup(t, false)
 	w.login(w.admin)
@@ -91,7 +92,11 @@ func TestQuotaCLI(t *testing.T) {
 		t.Errorf("team's plan completion:\n%s", r.out)
 	}
 	w.must(0, "quota", "delete", "-n", "team")
-	r = w.must(0, "-n", "team", "provision", "hidden", "-c", "postgresql", "-p", "standard", "-o", "json")
+	// Even for an admin, a plan hidden from the namespace is, there, a
+	// plan no broker offers: refused, or recorded to wait for it.
+	r = w.must(ExitNotFound, "-n", "team", "provision", "hidden", "-c", "postgresql", "-p", "standard")
+	contains(t, "a hidden plan", r.errOut, `Service class "postgresql" has no plan named "standard".`)
+	r = w.must(0, "-n", "team", "provision", "hidden", "-c", "postgresql", "-p", "standard", "--allow-missing", "-o", "json")
 	if strings.Contains(r.out, "clusterServicePlanRef") {
 		t.Errorf("an instance of a plan hidden from its namespace resolved:\n%s", r.out)
 	}

@@ -150,6 +150,11 @@ func offered(ctx context.Context, c *api.Client, o *ProvisionOptions, scope stri
 			o.Class, where(scope, o.F.NS()), message.DidYouMean(o.Class, externalNames(classes)), nsOption(scope, o.F.NS()))}
 	}
 	q.Set("class", class.Name)
+	if scope != ScopeNamespace {
+		// A cluster plan hidden from the namespace is, there, a plan no
+		// broker offers (plan visibility).
+		q.Set("visibleIn", o.F.NS())
+	}
 	plans, err := api.ListOf[named](ctx, c, "/serviceplans", q)
 	if err != nil {
 		return err
