@@ -148,4 +148,7 @@ func TestQuotaWeb(t *testing.T) {
 			t.Errorf("team-a's %s: %d, want 404", path, res.StatusCode)
 		}
 	}
+	if res := create("hidden", "standard"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("team-a's creation of a hidden plan: %d, want 404", res.StatusCode)
+	}
 }
