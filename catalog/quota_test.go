@@ -435,3 +435,80 @@ func TestPlanVisibility(t *testing.T) {
 		t.Error("a namespace of a bad name")
 	}
 }
+
+// TestQuotaCounts: the count a quota reads is kept as instances come and
+// go, those made before any limit applied included: removed instances
+// make room, and 10 removals racing 20 creations for the room they make
+// leave the namespace at its limit, the count read equal to the objects.
+func TestQuotaCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := quotaSetup(t)
+	var made []*catalog.Instance
+	create := func(name string) error {
+		in, err := s.CreateInstance(ctx, instanceOf("count", name, osbtest.PlanSync))
+		if err == nil {
+			made = append(made, in)
+		}
+		return err
+	}
+	remove := func(in *catalog.Instance) {
+		if _, err := s.DeleteInstance(ctx, in.ID); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := s.FinalizeInstance(ctx, in.ID, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Gone."}); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range 12 {
+		if err := create(fmt.Sprintf("before-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove(made[0])
+	if _, err := s.SetQuota(ctx, &catalog.Quota{Namespace: "count", Instances: limit(12), PaidPlans: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("db-0"); err != nil {
+		t.Fatal(err)
+	}
+	refusedWith(t, create("db-1"), "namespace count may have 12 instances and has 12")
+	remove(made[1])
+	if err := create("db-1"); err != nil {
+		t.Fatalf("after a removal: %v", err)
+	}
+	refusedWith(t, create("db-2"), "namespace count may have 12 instances and has 12")
+
+	var wg sync.WaitGroup
+	for _, in := range made[2:12] {
+		wg.Go(func() { remove(in) })
+	}
+	created := make([]error, 20)
+	for i := range created {
+		wg.Go(func() {
+			_, created[i] = s.CreateInstance(ctx, instanceOf("count", fmt.Sprintf("racer-%d", i), osbtest.PlanSync))
+		})
+	}
+	wg.Wait()
+	st, err := s.QuotaStatus(ctx, "count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, err := range created {
+		if err == nil {
+			ok++
+		}
+	}
+	if st.Instances.Used > 12 || st.Instances.Used != 12-10+int64(ok) {
+		t.Errorf("%d racers created, %d instances, limit 12", ok, st.Instances.Used)
+	}
+	want := fmt.Sprintf("namespace count may have 12 instances and has %d", st.Instances.Used)
+	_, err = s.CreateInstance(ctx, instanceOf("count", "last", osbtest.PlanSync))
+	if st.Instances.Used == 12 {
+		refusedWith(t, err, want)
+	} else if err != nil {
+		t.Errorf("room left, yet: %v", err)
+	}
+}
