@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -34,19 +36,21 @@ const (
 	checkInterval = time.Second
 	// resyncInterval is how often device paths are scanned without an event.
 	resyncInterval = 30 * time.Second
-	// minBackoff is short because the commonest failure is brief: a
-	// kubelet.sock bound but not yet listening as the kubelet starts.
-	minBackoff = time.Millisecond
-	// maxBackoff keeps registration attempts at least once a second while
-	// the kubelet is away, so it is found within a second of its return
-	// even without an event.
-	maxBackoff = time.Second
 	// registerTimeout leaves room for the kubelet's own dial back to the
 	// plugin during Register, which it bounds at 10 s.
 	registerTimeout = 15 * time.Second
 	// readyTimeout bounds the check that a new server answers.
 	readyTimeout = 5 * time.Second
 )
+
+// registerRetry spaces out attempts to serve the socket and register after
+// a failure. It starts short because the commonest failure is brief (a
+// kubelet.sock bound but not yet listening as the kubelet starts), doubles
+// up to 800 ms and adds up to a quarter of jitter, so that a kubelet that
+// is away is tried at least once a second and found within a second of its
+// return even without an event, and the plugins of several resources do
+// not knock in step.
+var registerRetry = wait.Backoff{Duration: time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 800 * time.Millisecond}
 
 // plugin serves one resource to the kubelet: a gRPC DevicePlugin server on
 // its own socket, registered on kubelet.sock, re-served and re-registered
@@ -157,111 +161,156 @@ func (p *plugin) run(ctx context.Context) error {
 		}
 		wg.Go(func() { p.watchDevices(ctx, w) })
 	}
-
-	var (
-		srv       *server
-		started   bool
-		reg       *registration // in flight
-		kubeletAt fileStamp     // the kubelet.sock registered with
-		retry     <-chan time.Time
-		backoff   = minBackoff
-		failing   bool
-	)
-	defer func() {
-		if reg != nil {
-			reg.cancel()
-		}
-		if srv != nil {
-			srv.stop()
-		}
-		p.setRegistered(false)
-	}()
-	fail := func(what string, err error) {
-		level := slog.LevelWarn
-		if failing {
-			level = slog.LevelDebug // the kubelet may be away for long; say it once
-		}
-		failing = true
-		p.log.Log(ctx, level, what, "err", err)
-		retry = time.After(backoff)
-		backoff = min(2*backoff, maxBackoff)
-	}
+	l := &loop{p: p, wg: &wg, backoff: registerRetry}
+	defer l.stop()
 	tick := time.NewTicker(checkInterval)
 	defer tick.Stop()
 	for {
-		if srv != nil && !srv.owns() {
-			p.log.Info("plugin socket is gone; serving it again", "socket", p.socket)
-			srv.stop()
-			srv = nil
+		if done, err := l.keepServing(ctx); done {
+			return err
 		}
-		if srv == nil {
-			p.setRegistered(false)
-			if reg != nil {
-				reg.cancel()
-				reg = nil
-			}
-		}
-		if srv == nil && retry == nil {
-			s, err := p.serve(ctx)
-			switch {
-			case err == nil:
-				srv, started = s, true
-			case ctx.Err() != nil:
-				return nil
-			case !started && !errors.Is(err, errSocketLost):
-				return err
-			default:
-				fail("serve device plugin", err)
-			}
-		}
-		now := stampOf(p.kubelet)
-		if now != kubeletAt {
-			p.setRegistered(false) // a new kubelet, or none
-		}
-		if reg != nil && reg.at != now {
-			reg.cancel() // talking to a kubelet that is gone
-			reg = nil
-		}
-		if srv != nil && retry == nil && reg == nil && !p.registered.Load() {
-			reg = p.startRegister(ctx, &wg, now)
-		}
-
-		var served <-chan error
-		if srv != nil {
-			served = srv.done
-		}
-		var registered <-chan error
-		if reg != nil {
-			registered = reg.done
-		}
-		select {
-		case <-ctx.Done():
+		l.keepRegistered(ctx)
+		if !l.await(ctx, tick.C) {
 			return nil
-		case <-p.socketEvent:
-		case <-p.kubeletEvent:
-			// A new kubelet: register now, whatever the backoff says.
-			retry, backoff = nil, minBackoff
-		case <-retry:
-			retry = nil
-		case <-tick.C:
-		case err := <-served:
-			p.log.Warn("device plugin server stopped", "err", err)
-			srv.stop()
-			srv = nil
-		case err := <-registered:
-			r := reg
-			reg = nil
-			if err != nil && stampOf(p.kubelet) != r.at {
-				continue // the call met the kubelet.sock a restart replaced; try the new one now
-			}
-			if err != nil {
-				fail("register with the kubelet", err)
-				continue
-			}
-			kubeletAt, backoff, failing = r.at, minBackoff, false
-			p.setRegistered(true)
-			p.log.Info("registered with the kubelet", "endpoint", p.endpoint, "took", time.Since(r.start))
 		}
+	}
+}
+
+// loop is run's state from one round to the next: the server of the
+// plugin's socket, the Register call in flight, and the retry after a
+// failure.
+type loop struct {
+	p  *plugin
+	wg *sync.WaitGroup
+
+	srv       *server
+	started   bool          // a server ran once: later failures are retried
+	reg       *registration // in flight
+	kubeletAt fileStamp     // the kubelet.sock registered with
+	retry     <-chan time.Time
+	backoff   wait.Backoff
+	failing   bool
+}
+
+// stop ends the server and the call in flight as run returns.
+func (l *loop) stop() {
+	if l.reg != nil {
+		l.reg.cancel()
+	}
+	if l.srv != nil {
+		l.srv.stop()
+	}
+	l.p.setRegistered(false)
+}
+
+// fail logs a failure (once at warning level while failures last) and
+// schedules the next attempt.
+func (l *loop) fail(ctx context.Context, what string, err error) {
+	level := slog.LevelWarn
+	if l.failing {
+		level = slog.LevelDebug // the kubelet may be away for long; say it once
+	}
+	l.failing = true
+	l.p.log.Log(ctx, level, what, "err", err)
+	l.retry = time.After(l.backoff.Step())
+}
+
+// keepServing serves the plugin's socket again when it is gone, unless a
+// retry is pending. done says run ends, with err as its result: ctx ended,
+// or the very first server could not start.
+func (l *loop) keepServing(ctx context.Context) (done bool, err error) {
+	p := l.p
+	if l.srv != nil && !l.srv.owns() {
+		p.log.Info("plugin socket is gone; serving it again", "socket", p.socket)
+		l.srv.stop()
+		l.srv = nil
+	}
+	if l.srv == nil {
+		p.setRegistered(false)
+		if l.reg != nil {
+			l.reg.cancel()
+			l.reg = nil
+		}
+	}
+	if l.srv != nil || l.retry != nil {
+		return false, nil
+	}
+	s, err := p.serve(ctx)
+	switch {
+	case err == nil:
+		l.srv, l.started = s, true
+	case ctx.Err() != nil:
+		return true, nil
+	case !l.started && !errors.Is(err, errSocketLost):
+		return true, err
+	default:
+		l.fail(ctx, "serve device plugin", err)
+	}
+	return false, nil
+}
+
+// keepRegistered forgets a registration with a kubelet that is gone and
+// starts a Register call when the served plugin is not registered and no
+// retry is pending.
+func (l *loop) keepRegistered(ctx context.Context) {
+	p := l.p
+	now := stampOf(p.kubelet)
+	if now != l.kubeletAt {
+		p.setRegistered(false) // a new kubelet, or none
+	}
+	if l.reg != nil && l.reg.at != now {
+		l.reg.cancel() // talking to a kubelet that is gone
+		l.reg = nil
+	}
+	if l.srv != nil && l.retry == nil && l.reg == nil && !p.registered.Load() {
+		l.reg = p.startRegister(ctx, l.wg, now)
+	}
+}
+
+// await waits for the next thing that may need a new round: an event in
+// the directory, the retry, the periodic check, the server stopping or
+// the Register call ending. It returns false when ctx ended.
+func (l *loop) await(ctx context.Context, tick <-chan time.Time) bool {
+	var served, registered <-chan error
+	if l.srv != nil {
+		served = l.srv.done
+	}
+	if l.reg != nil {
+		registered = l.reg.done
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.p.socketEvent:
+	case <-l.p.kubeletEvent:
+		// A new kubelet: register now, whatever the backoff says.
+		l.retry, l.backoff = nil, registerRetry
+	case <-l.retry:
+		l.retry = nil
+	case <-tick:
+	case err := <-served:
+		l.p.log.Warn("device plugin server stopped", "err", err)
+		l.srv.stop()
+		l.srv = nil
+	case err := <-registered:
+		l.registerDone(ctx, err)
+	}
+	return true
+}
+
+// registerDone takes the end of the Register call in flight.
+func (l *loop) registerDone(ctx context.Context, err error) {
+	r := l.reg
+	l.reg = nil
+	switch {
+	case err != nil && stampOf(l.p.kubelet) != r.at:
+		// The call met the kubelet.sock a restart replaced; try the new one now.
+	case err != nil:
+		l.fail(ctx, "register with the kubelet", err)
+	default:
+		l.kubeletAt, l.backoff, l.failing = r.at, registerRetry, false
+		l.p.setRegistered(true)
+		l.p.log.Info("registered with the kubelet", "endpoint", l.p.endpoint, "took", time.Since(r.start))
 	}
 }
 
