@@ -36,14 +36,14 @@ func TestFollowBacksOffAndReportsFailure(t *testing.T) {
 		var out bytes.Buffer
 		start := time.Now()
 		_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out, What: "instance team/db",
-			Terminal: terminal, First: 200 * time.Millisecond, Max: time.Second})
+			Terminal: terminal, First: 100 * time.Millisecond, Max: time.Second})
 		if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "instance team/db failed after") || !strings.Contains(err.Error(), "quota exceeded") {
 			t.Fatalf("terminal=%v: err %v", terminal, err)
 		}
 		if polls.Load() != 3 {
 			t.Errorf("terminal=%v: %d polls, want 3", terminal, polls.Load())
 		}
-		// Delays of at least 100ms and 200ms (half of 200ms and 400ms).
+		// Pauses of at least 100ms and 200ms.
 		if d := time.Since(start); d < 300*time.Millisecond {
 			t.Errorf("terminal=%v: three polls in %s: no backoff", terminal, d)
 		}
@@ -71,5 +71,30 @@ func TestFollowTimesOutInWords(t *testing.T) {
 	if !errors.As(err, &te) || strings.Contains(err.Error(), "deadline") ||
 		!strings.Contains(err.Error(), "stopped waiting for instance team/db after") || !strings.Contains(err.Error(), "could not reach the broker") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestPausesAreCappedAndJittered: the default pauses between polls grow,
+// never pass 5 s, and vary once they reach the cap.
+func TestPausesAreCappedAndJittered(t *testing.T) {
+	t.Parallel()
+	o := Options{}
+	o.defaults()
+	b := o.pauses()
+	capped := map[time.Duration]bool{}
+	for i := range 200 {
+		d := b.Step()
+		if i == 0 && d > 250*time.Millisecond {
+			t.Errorf("first pause %s, want about 200ms", d)
+		}
+		if d > 5*time.Second {
+			t.Fatalf("pause %d is %s: over 5s", i, d)
+		}
+		if i >= 20 {
+			capped[d] = true
+		}
+	}
+	if len(capped) < 2 {
+		t.Errorf("capped pauses all %v: no jitter", capped)
 	}
 }
