@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -21,11 +19,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/wait"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/bindery-dev/bindery/nodeagent/internal/socket"
 )
 
 // ErrSocketInUse is returned when a plugin's socket already answers
 // connections: another process (a second node agent) serves the resource.
-var ErrSocketInUse = errors.New("device plugin socket is served by another process")
+var ErrSocketInUse = socket.ErrInUse
 
 // errSocketLost says the new socket was deleted before it was checked.
 var errSocketLost = errors.New("socket deleted while starting")
@@ -186,7 +186,7 @@ type loop struct {
 	srv       *server
 	started   bool          // a server ran once: later failures are retried
 	reg       *registration // in flight
-	kubeletAt fileStamp     // the kubelet.sock registered with
+	kubeletAt socket.Stamp  // the kubelet.sock registered with
 	retry     <-chan time.Time
 	backoff   wait.Backoff
 	failing   bool
@@ -254,7 +254,7 @@ func (l *loop) keepServing(ctx context.Context) (done bool, err error) {
 // retry is pending.
 func (l *loop) keepRegistered(ctx context.Context) {
 	p := l.p
-	now := stampOf(p.kubelet)
+	now := socket.StampOf(p.kubelet)
 	if now != l.kubeletAt {
 		p.setRegistered(false) // a new kubelet, or none
 	}
@@ -303,7 +303,7 @@ func (l *loop) registerDone(ctx context.Context, err error) {
 	r := l.reg
 	l.reg = nil
 	switch {
-	case err != nil && stampOf(l.p.kubelet) != r.at:
+	case err != nil && socket.StampOf(l.p.kubelet) != r.at:
 		// The call met the kubelet.sock a restart replaced; try the new one now.
 	case err != nil:
 		l.fail(ctx, "register with the kubelet", err)
@@ -316,13 +316,13 @@ func (l *loop) registerDone(ctx context.Context, err error) {
 
 // registration is a Register call in flight.
 type registration struct {
-	at     fileStamp // kubelet.sock when the call began
+	at     socket.Stamp // kubelet.sock when the call began
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func (p *plugin) startRegister(ctx context.Context, wg *sync.WaitGroup, at fileStamp) *registration {
+func (p *plugin) startRegister(ctx context.Context, wg *sync.WaitGroup, at socket.Stamp) *registration {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &registration{at: at, start: time.Now(), cancel: cancel, done: make(chan error, 1)}
 	wg.Go(func() {
@@ -345,7 +345,7 @@ func (p *plugin) setRegistered(ok bool) {
 type server struct {
 	grpc   *grpc.Server
 	socket string
-	stamp  fileStamp
+	stamp  socket.Stamp
 	done   chan error
 }
 
@@ -365,7 +365,7 @@ func (p *plugin) serve(ctx context.Context) (*server, error) {
 	// The socket is removed by stop, and only while it is still ours: a
 	// listener would unlink the path even after someone else re-created it.
 	l.SetUnlinkOnClose(false)
-	s := &server{grpc: grpc.NewServer(), socket: p.socket, stamp: stampOf(p.socket), done: make(chan error, 1)}
+	s := &server{grpc: grpc.NewServer(), socket: p.socket, stamp: socket.StampOf(p.socket), done: make(chan error, 1)}
 	pluginapi.RegisterDevicePluginServer(s.grpc, p)
 	go func() { s.done <- s.grpc.Serve(l) }()
 	if err := checkServing(ctx, p.socket); err != nil {
@@ -381,8 +381,8 @@ func (p *plugin) serve(ctx context.Context) (*server, error) {
 
 // owns reports whether the socket file is still the one this server made.
 func (s *server) owns() bool {
-	st := stampOf(s.socket)
-	return st != (fileStamp{}) && st == s.stamp
+	st := socket.StampOf(s.socket)
+	return st.Exists() && st == s.stamp
 }
 
 // stop ends the server, its streams with it, and removes its socket.
@@ -449,52 +449,14 @@ func dial(socket string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// claimSocket makes path free for a new listener: nothing there, or a
-// stale socket nobody answers on (left by an earlier run of this plugin),
-// which it removes. A socket that answers belongs to a live process and is
-// left alone (ErrSocketInUse); so is anything that is not a socket.
+// claimSocket frees path for the plugin's listener (socket.Claim) and
+// says when it removed a stale socket.
 func claimSocket(ctx context.Context, path string, log *slog.Logger) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	removed, err := socket.Claim(ctx, path, "the device plugin")
+	if removed {
+		log.Info("removed stale device plugin socket", "socket", path)
 	}
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", path, err)
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket; remove it to let the device plugin start", path)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
-	if err == nil {
-		_ = c.Close()
-		return fmt.Errorf("%w: %s accepts connections", ErrSocketInUse, path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("probe %s: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-	log.Info("removed stale device plugin socket", "socket", path)
-	return nil
-}
-
-// fileStamp identifies one incarnation of a file: a path deleted and
-// created again gets a new change time even when its inode is reused.
-type fileStamp struct {
-	dev, ino   uint64
-	ctimeNanos int64
-}
-
-// stampOf returns the file's stamp, or the zero stamp when it is missing.
-func stampOf(path string) fileStamp {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return fileStamp{}
-	}
-	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, ctimeNanos: st.Ctim.Nano()} //nolint:unconvert // Dev is narrower on some platforms
+	return err
 }
 
 // watchDevices rescans the device paths whenever an entry in their
