@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/internal/backofftest"
 )
 
 // TestFollowBacksOffAndReportsFailure: a server that answers "working"
@@ -74,27 +75,11 @@ func TestFollowTimesOutInWords(t *testing.T) {
 	}
 }
 
-// TestPausesAreCappedAndJittered: the default pauses between polls grow,
-// never pass 5 s, and vary once they reach the cap.
-func TestPausesAreCappedAndJittered(t *testing.T) {
+// TestPauses: the default pauses between polls start at about 200ms, never
+// pass 5s, and are jittered.
+func TestPauses(t *testing.T) {
 	t.Parallel()
 	o := Options{}
 	o.defaults()
-	b := o.pauses()
-	capped := map[time.Duration]bool{}
-	for i := range 200 {
-		d := b.Step()
-		if i == 0 && d > 250*time.Millisecond {
-			t.Errorf("first pause %s, want about 200ms", d)
-		}
-		if d > 5*time.Second {
-			t.Fatalf("pause %d is %s: over 5s", i, d)
-		}
-		if i >= 20 {
-			capped[d] = true
-		}
-	}
-	if len(capped) < 2 {
-		t.Errorf("capped pauses all %v: no jitter", capped)
-	}
+	backofftest.Check(t, o.pauses(), 250*time.Millisecond, 5*time.Second)
 }
