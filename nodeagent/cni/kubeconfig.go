@@ -75,8 +75,9 @@ type apiClient struct {
 
 // loadKubeconfig reads the current context of the kubeconfig at path.
 // Relative file names in it are relative to the file, as kubectl has them.
-// It goes in the order the errors are reported: the context, its cluster
-// (server and CA), its user (token or client certificate), the proxy.
+// It reads, and stops at the first problem of, in this order: the current
+// context, its cluster (server and CA), its user (token or client
+// certificate), the cluster's proxy.
 func loadKubeconfig(path string) (*apiClient, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -87,24 +88,24 @@ func loadKubeconfig(path string) (*apiClient, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	files := kubeconfigDir(filepath.Dir(path))
-	ctx, cl, err := kc.currentCluster()
+	cur, cl, err := kc.currentCluster()
 	if err != nil {
 		return nil, err
 	}
-	server, tlsConfig, err := clusterTLS(ctx.Cluster, cl, files)
+	server, tlsConfig, err := clusterTLS(cur.Cluster, cl, files)
 	if err != nil {
 		return nil, err
 	}
 	c := &apiClient{server: server}
-	if ctx.User != "" {
-		u, err := kc.user(ctx.User)
+	if cur.User != "" {
+		u, err := kc.user(cur.User)
 		if err != nil {
 			return nil, err
 		}
-		if c.token, err = userToken(ctx.User, u, files); err != nil {
+		if c.token, err = userToken(cur.User, u, files); err != nil {
 			return nil, err
 		}
-		if tlsConfig.Certificates, err = userCertificate(ctx.User, u, files); err != nil {
+		if tlsConfig.Certificates, err = userCertificate(cur.User, u, files); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +113,7 @@ func loadKubeconfig(path string) (*apiClient, error) {
 	if cl.ProxyURL != "" {
 		u, err := url.Parse(cl.ProxyURL)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %q: proxy-url: %w", ctx.Cluster, err)
+			return nil, fmt.Errorf("cluster %q: proxy-url: %w", cur.Cluster, err)
 		}
 		proxy = http.ProxyURL(u)
 	}
