@@ -13,8 +13,8 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
-	"github.com/bindery-dev/bindery/internal/pgfence"
 	osbclient "github.com/bindery-dev/bindery/internal/osb"
+	"github.com/bindery-dev/bindery/internal/pgfence"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
