@@ -44,6 +44,19 @@ func (s *Server) SetSynchronous(ctx context.Context, standby string) error {
 	return nil
 }
 
+// checkpoint makes the server write a checkpoint now.
+func (s *Server) checkpoint(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
 // quoteLiteral quotes s as an SQL string literal.
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
@@ -81,6 +94,12 @@ func (s *Server) Standby(ctx context.Context, dir, name string, opts Options) (*
 // after the two diverged (it needed wal_log_hints: ReplicationSettings),
 // then it starts and follows primary. The cluster must be stopped.
 func Rejoin(ctx context.Context, dir string, primary *Server, name string, opts Options) (*Server, error) {
+	// pg_rewind reads the primary's timeline from its control file, which
+	// a promoted server updates only at its next checkpoint: before it,
+	// pg_rewind finds both on the same timeline and rewinds nothing.
+	if err := primary.checkpoint(ctx); err != nil {
+		return nil, err
+	}
 	st, err := primary.follower(dir)
 	if err != nil {
 		return nil, err
