@@ -108,6 +108,11 @@ type ListOptions struct {
 	Namespaced bool
 	// Limit is the page size; 0 means no limit.
 	Limit int
+	// MaxBytes, when positive, ends a page of raw objects (ListRaw,
+	// ListClassesRaw, ListPlansRaw) early, with a Continue token, once its
+	// objects hold this many bytes of JSON: a page of a huge catalogue is
+	// bounded in bytes as well as in objects. A page holds at least one.
+	MaxBytes int
 	// Continue is the token from the previous page.
 	Continue string
 	// Labels, when not nil, selects objects by their labels (Kubernetes'
@@ -277,7 +282,7 @@ func updateMeta[T any, P interface {
 		}
 		m := obj.meta()
 		if expectRV != 0 && m.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: %s %s/%s changed since resourceVersion %d", ErrConflict, obj.kind(), m.Namespace, m.Name, expectRV)
+			return stale(obj.kind(), m.Namespace, m.Name)
 		}
 		before, err := encodeMeta(m)
 		if err != nil {
@@ -338,7 +343,7 @@ func (s *Store) nameFree(ctx context.Context, kind, namespace, name string) erro
 		return fmt.Errorf("check %s %s/%s: %w", kind, namespace, name, mapErr(err))
 	}
 	if taken {
-		return fmt.Errorf("%w: a %s named %q exists in namespace %q", ErrConflict, kind, name, namespace)
+		return nameTaken(kind, name, namespace)
 	}
 	return nil
 }

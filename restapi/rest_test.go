@@ -3,11 +3,14 @@ package restapi_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
 func TestRegisterBrokerAndBrowse(t *testing.T) {
@@ -122,7 +125,9 @@ func TestBrokerValidation(t *testing.T) {
 	// CA bundle that is PEM but not a certificate) are named as well.
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "relistDuration": "10ms",
 		"caBundle": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}))
-	if !strings.Contains(r.str("message"), "caBundle") || !strings.Contains(r.str("message"), "relistDuration") {
+	// In words in the message, by path in the fields.
+	if !strings.Contains(r.str("message"), "The CA bundle") || !strings.Contains(r.str("message"), "The relist interval") ||
+		strings.Contains(r.str("message"), "caBundle") || !strings.Contains(string(r.raw), `"field":"caBundle"`) {
 		t.Errorf("domain problems not named: %s", r.raw)
 	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "colour": "blue"}))
@@ -228,12 +233,12 @@ func TestInstancesAndBindings(t *testing.T) {
 	// A name is looked up in a namespace, and the answer says which.
 	b.must(200, b.do(dev, "GET", "/bindings/app?namespace=demo", nil))
 	for path, says := range map[string]string{
-		"/bindings/app":                     `no binding is named "app" in namespace "default"`,
-		"/bindings/app?namespace=qa":        `no binding is named "app" in namespace "qa"`,
-		"/instances/db/events":              `no instance is named "db" in namespace "default"`,
-		"/brokers/nosuch":                   `no broker is named "nosuch"`,
-		"/bindings/" + uuid.NewString():     "does not exist",
-		"/serviceplans/" + uuid.NewString(): "does not exist",
+		"/bindings/app":                     `No binding is named "app" in namespace "default".`,
+		"/bindings/app?namespace=qa":        `No binding is named "app" in namespace "qa".`,
+		"/instances/db/events":              `No instance is named "db" in namespace "default".`,
+		"/brokers/nosuch":                   `No broker is named "nosuch".`,
+		"/bindings/" + uuid.NewString():     "No binding has the id",
+		"/serviceplans/" + uuid.NewString(): "No service plan has the id",
 	} {
 		r := b.must(404, b.do(dev, "GET", path, nil))
 		if !strings.Contains(r.str("message"), says) {
@@ -355,5 +360,45 @@ func TestChangeFeedOrder(t *testing.T) {
 	rev, err := b.store.Revision(ctx)
 	if err != nil || rev != max {
 		t.Errorf("catalog revision %d, newest change %d (%v)", rev, max, err)
+	}
+}
+
+// TestMarketplacePagesBounded: a page of plans ends early, with a continue
+// token, once it holds 1 MiB of JSON; following the tokens gives every
+// plan once.
+func TestMarketplacePagesBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc := osbtest.DefaultCatalog()
+	big := strings.Repeat("s", 400<<10)
+	for i := range svc[0].Plans {
+		svc[0].Plans[i].Schemas = &osbtest.Schemas{ServiceInstance: &osbtest.ServiceInstanceSchema{Create: &osbtest.InputParameters{
+			Parameters: map[string]any{"type": "object", "description": big}}}}
+	}
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(svc))
+	b.must(201, b.do(b.admin, "POST", "/brokers", map[string]any{
+		"name": "schemas", "url": fake.URL(), "auth": map[string]any{"basic": map[string]any{"username": "u", "password": "p"}},
+	}))
+	seen := map[string]bool{}
+	pages := 0
+	for path := "/serviceplans"; path != ""; pages++ {
+		r := b.must(200, b.do(b.admin, "GET", path, nil))
+		if len(r.raw) > 1<<20+500<<10 {
+			t.Errorf("a page of %d bytes", len(r.raw))
+		}
+		for _, it := range r.items() {
+			name, _ := it["name"].(string)
+			if seen[name] {
+				t.Errorf("plan %s on two pages", name)
+			}
+			seen[name] = true
+		}
+		path = ""
+		if c := r.str("continue"); c != "" {
+			path = "/serviceplans?continue=" + url.QueryEscape(c)
+		}
+	}
+	if len(seen) != len(svc[0].Plans) || pages != 2 {
+		t.Errorf("%d plans in %d pages, want %d in 2", len(seen), pages, len(svc[0].Plans))
 	}
 }
