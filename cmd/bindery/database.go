@@ -75,7 +75,14 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 	}
 	if !o.noMigrate {
 		for _, s := range schemas {
-			if err := migrations.Up(ctx, pool, s); err != nil {
+			err := migrations.Up(ctx, pool, s)
+			if errors.Is(err, migrations.ErrSchemaNewer) {
+				// A newer release migrated it: this one serves on it
+				// during the rolling update (expand, then contract).
+				log.WarnContext(ctx, "the database was migrated by a newer release; serving on it unchanged", "reason", err.Error())
+				continue
+			}
+			if err != nil {
 				pool.Close()
 				return nil, err
 			}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
@@ -34,7 +36,8 @@ const previousRelease = "84587b1d8a8d96921d936ac77d0598c13c4bb215"
 // (which keeps checked tokens, told of removals by migration 0013's
 // trigger); a replica of the previous release restarted on the new schema
 // serves with --no-migrate; and deleting through the previous release
-// removes what this one created.
+// removes what this one created. Last, this release restarts on a schema
+// a later release migrated and serves on it.
 func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 	t.Parallel()
 	old := buildRelease(t, previousRelease)
@@ -95,6 +98,24 @@ func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 	// Deleting through the previous release what this one created.
 	before.must(202, "DELETE", "/bindings/"+third.id, nil)
 	after.waitGone("/bindings/" + third.id)
+
+	// When this release is the previous one: on a schema a later release
+	// migrated (its version moved past this binary's last), it restarts
+	// without --no-migrate and serves, saying so.
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `UPDATE catalog.schema_migrations SET version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	next := start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
+	after.base = serving(t, next, "serving the REST API")
+	after.sameCredentials(second)
+	if !strings.Contains(next.stderr.String(), "migrated by a newer release") {
+		t.Errorf("this release on a newer schema did not say so:\n%s", next.stderr.String())
+	}
 }
 
 // provisionAndRead provisions instance from the built-in broker's small
