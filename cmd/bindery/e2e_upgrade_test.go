@@ -36,7 +36,7 @@ const previousRelease = "84587b1d8a8d96921d936ac77d0598c13c4bb215"
 // (which keeps checked tokens, told of removals by migration 0013's
 // trigger); a replica of the previous release restarted on the new schema
 // serves with --no-migrate; and deleting through the previous release
-// removes what this one created. Last, this release restarts on a schema
+// removes what this one created, and the reverse. Last, this release restarts on a schema
 // a later release migrated and serves on it.
 func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 	t.Parallel()
@@ -95,9 +95,15 @@ func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 	before.base = serving(t, restarted, "serving the REST API")
 	before.sameCredentials(third)
 
-	// Deleting through the previous release what this one created.
+	// Deleting through the previous release what this one created, and
+	// through this one what the previous one created.
 	before.must(202, "DELETE", "/bindings/"+third.id, nil)
 	after.waitGone("/bindings/" + third.id)
+	after.must(202, "DELETE", "/bindings/"+first.id, nil)
+	before.waitGone("/bindings/" + first.id)
+	db1 := instanceID(before, "db1")
+	after.must(202, "DELETE", "/instances/"+db1, nil)
+	before.waitGone("/instances/" + db1)
 
 	// When this release is the previous one: on a schema a later release
 	// migrated (its version moved past this binary's last), it restarts
@@ -129,6 +135,20 @@ func provisionAndRead(a api, instance, name string) bound {
 	return restoredAPI{a}.bind(instance, name, false)
 }
 
+// instanceID is the id of instance name in namespace demo.
+func instanceID(a api, name string) string {
+	a.t.Helper()
+	list := a.must(200, "GET", "/instances?namespace=demo", nil)
+	items, _ := list["items"].([]any)
+	for _, it := range items {
+		if m := it.(map[string]any); m["name"] == name {
+			return m["id"].(string)
+		}
+	}
+	a.t.Fatalf("no instance %s in %v", name, list)
+	return ""
+}
+
 // sameCredentials is restoredAPI's, for any catalog.
 func (a api) sameCredentials(b bound) { restoredAPI{a}.sameCredentials(b) }
 
@@ -155,7 +175,8 @@ func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		t.Fatal(err)
+		// No cache directory (no HOME): built for this run only.
+		cache = t.TempDir()
 	}
 	bin := filepath.Join(cache, "bindery-releases", commit, "bindery")
 	if _, err := os.Stat(bin); err == nil {
