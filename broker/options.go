@@ -98,8 +98,15 @@ func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Lo
 	}, nil
 }
 
+// operationsGrace is how long running operations may go on after a
+// shutdown begins before they are cancelled (they stay in progress, and
+// the next broker process resumes them): short enough for the process to
+// exit within its grace period (docs/operations.md).
+const operationsGrace = 3 * time.Second
+
 // Run starts a broker's job engine and serves its API on l until ctx ends,
-// then stops the engine, giving running operations up to 15 seconds.
+// then stops the engine while the server drains, giving running
+// operations operationsGrace.
 func Run(ctx context.Context, cfg Config, l net.Listener) error {
 	b, err := New(ctx, cfg)
 	if err != nil {
@@ -110,13 +117,22 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 		_ = l.Close()
 		return fmt.Errorf("start job engine: %w", err)
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	// The engine stops when the server does, for whatever reason.
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-serving.Done()
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), operationsGrace)
 		defer cancel()
 		if err := b.Stop(stopCtx); err != nil {
 			b.log.Warn("stop job engine", "error", err)
 		}
 	}()
 	b.log.Info("serving the OSB API", "addr", l.Addr().String())
-	return serve.Run(ctx, l, b.Handler(), b.log)
+	err = serve.Run(ctx, l, b.Handler(), b.log)
+	stopServing()
+	<-stopped
+	return err
 }

@@ -58,7 +58,13 @@ type proc struct {
 // start runs `bindery ARGS` with exactly the given environment (plus PATH).
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	return startWith(t, os.Args[0], env, args...)
+}
+
+// startWith is start for another bindery binary (a previous release).
+func startWith(t testing.TB, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{runMainEnv + "=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p := &proc{cmd: cmd, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
