@@ -31,7 +31,7 @@ func (b *Broker) bind(c echo.Context) error {
 	}
 	var op, replay *operation
 	var existing *binding
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		in, err := lockInstance(ctx, tx, instanceID)
 		if errors.Is(err, errNoRow) {
 			return errNotFound("Service instance %s does not exist.", instanceID)
@@ -119,7 +119,7 @@ func (b *Broker) bind(c echo.Context) error {
 			return nil
 		}
 		op = b.newOperation(c, kindBind, instanceID, bindingID, async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	switch {
 	case err != nil:
@@ -217,7 +217,7 @@ func (b *Broker) unbind(c echo.Context) error {
 	}
 	var op, replay *operation
 	gone := false
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		bnd, err := lockBinding(ctx, tx, bindingID)
 		if errors.Is(err, errNoRow) || (err == nil && bnd.InstanceID != instanceID) {
 			gone = true
@@ -242,11 +242,12 @@ func (b *Broker) unbind(c echo.Context) error {
 		} else if inst != nil && inst.Kind == kindDeprovision {
 			return errConcurrency("Service Instance")
 		}
-		if plan, ok := b.catalog.Plan(bnd.PlanID); ok && plan.AsyncRequired && !async {
+		plan, _ := b.catalog.Plan(bnd.PlanID)
+		if plan != nil && plan.AsyncRequired && !async {
 			return errAsyncRequired()
 		}
 		op = b.newOperation(c, kindUnbind, instanceID, bindingID, async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,8 +40,19 @@ type Config struct {
 	// whose process died is resumed once this (plus a margin) has passed.
 	// Default 5 minutes.
 	OperationTimeout time.Duration
+	// OperationDeadline bounds an operation in all, over every attempt:
+	// past it, the operation ends as failed. A plan's
+	// maximum_polling_duration shortens it. Default 45 minutes, inside
+	// the hour platforms poll for by default.
+	OperationDeadline time.Duration
+	// MaxAttempts is how many attempts an operation gets before it ends
+	// as failed; 0 leaves River's default (25).
+	MaxAttempts int
 	// Workers is how many operations run at once in this process. Default 10.
 	Workers int
+	// Ready are readiness checks besides the broker's database, for
+	// /readyz.
+	Ready []serve.Check
 }
 
 // PlanConfigValidator is implemented by drivers that can check a plan's
@@ -51,16 +63,17 @@ type PlanConfigValidator interface {
 
 // Broker is an OSB server over its PostgreSQL records.
 type Broker struct {
-	pool      *pgxpool.Pool
-	catalog   *Catalog
-	drivers   map[string]Driver
-	keys      *keyring.Keyring
-	auth      Auth
-	log       *slog.Logger
-	river     *river.Client[pgx.Tx]
-	opTimeout time.Duration
-	metrics   *metrics
-	handler   http.Handler
+	pool       *pgxpool.Pool
+	catalog    *Catalog
+	drivers    map[string]Driver
+	keys       *keyring.Keyring
+	auth       Auth
+	log        *slog.Logger
+	river      *river.Client[pgx.Tx]
+	opTimeout  time.Duration
+	opDeadline time.Duration
+	metrics    *metrics
+	handler    http.Handler
 }
 
 // New checks the configuration, stores the catalogue in the broker's
@@ -109,18 +122,22 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.OperationTimeout <= 0 {
 		cfg.OperationTimeout = 5 * time.Minute
 	}
+	if cfg.OperationDeadline <= 0 {
+		cfg.OperationDeadline = DefaultOperationDeadline
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 10
 	}
 	b := &Broker{
-		pool:      cfg.Pool,
-		catalog:   cfg.Catalog,
-		drivers:   cfg.Drivers,
-		keys:      cfg.Keys,
-		auth:      cfg.Auth,
-		log:       cfg.Logger,
-		opTimeout: cfg.OperationTimeout,
-		metrics:   newMetrics(cfg.Registry),
+		pool:       cfg.Pool,
+		catalog:    cfg.Catalog,
+		drivers:    cfg.Drivers,
+		keys:       cfg.Keys,
+		auth:       cfg.Auth,
+		log:        cfg.Logger,
+		opTimeout:  cfg.OperationTimeout,
+		opDeadline: cfg.OperationDeadline,
+		metrics:    newMetrics(cfg.Registry),
 	}
 	if err := cfg.Keys.VerifyCanary(ctx, "broker", canaryStore{cfg.Pool}); err != nil {
 		return nil, err
@@ -136,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:              workers,
 		JobTimeout:           cfg.OperationTimeout,
+		MaxAttempts:          cfg.MaxAttempts,
 		RescueStuckJobsAfter: b.rescueAfter(),
 		Logger:               cfg.Logger.With("component", "river"),
 	})
@@ -143,9 +161,13 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("job engine: %w", err)
 	}
 	b.river = client
-	b.handler = b.routes(cfg.Registry)
+	b.handler = b.routes(cfg.Registry, cfg.Ready)
 	return b, nil
 }
+
+// DefaultOperationDeadline is how long an operation may take in all
+// unless Config.OperationDeadline says otherwise.
+const DefaultOperationDeadline = 45 * time.Minute
 
 // rescueAfter is when an operation whose process died is taken up again:
 // past its timeout, so a live attempt has always given up by then.
@@ -171,8 +193,8 @@ func (b *Broker) Stop(ctx context.Context) error {
 // Handler serves the OSB API under /v2 and the probes and metrics.
 func (b *Broker) Handler() http.Handler { return b.handler }
 
-func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
-	e := serve.NewEcho(b.log, reg, func(ctx context.Context) error { return b.pool.Ping(ctx) })
+func (b *Broker) routes(reg *prometheus.Registry, ready []serve.Check) http.Handler {
+	e := serve.NewEcho(b.log, reg, append(slices.Clip(ready), func(ctx context.Context) error { return b.pool.Ping(ctx) })...)
 	e.HTTPErrorHandler = b.errorHandler
 	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, storableParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)

@@ -113,8 +113,10 @@ type bundle struct {
 }
 
 type options struct {
-	wrap    func(broker.Driver) broker.Driver
-	timeout time.Duration
+	wrap        func(broker.Driver) broker.Driver
+	timeout     time.Duration
+	deadline    time.Duration
+	maxAttempts int
 	dbURL   string // reuse another bundle's database (a "restart")
 	keys    string
 }
@@ -162,7 +164,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	b, err := broker.New(ctx, broker.Config{
 		Pool: pool, Catalog: cat, Drivers: map[string]broker.Driver{"postgresql": d}, Keys: keys,
 		Auth: broker.Auth{Username: user, Password: pass, Token: token}, Logger: log,
-		OperationTimeout: o.timeout,
+		OperationTimeout: o.timeout, OperationDeadline: o.deadline, MaxAttempts: o.maxAttempts,
 	})
 	if err != nil {
 		t.Fatal(err)

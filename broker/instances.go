@@ -49,7 +49,7 @@ func (b *Broker) provision(c echo.Context) error {
 	op := b.newOperation(c, kindProvision, id, "", async, opRequest{})
 	var existing *instance
 	var running *operation
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		inserted, err := insertInstance(ctx, tx, in)
 		if err != nil {
 			return err
@@ -61,7 +61,7 @@ func (b *Broker) provision(c echo.Context) error {
 			running, err = optional(runningOperation(ctx, tx, id, ""))
 			return err
 		}
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (b *Broker) update(c echo.Context) error {
 	}
 	var op *operation
 	var replay *operation
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		in, err := lockInstance(ctx, tx, id)
 		if errors.Is(err, errNoRow) {
 			return errNotFound("Service instance %s does not exist.", id)
@@ -205,7 +205,7 @@ func (b *Broker) update(c echo.Context) error {
 			return errAsyncRequired()
 		}
 		op = b.newOperation(c, kindUpdate, id, "", async, desired)
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, target)
 	})
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (b *Broker) deprovision(c echo.Context) error {
 	}
 	var op, replay *operation
 	gone := false
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		in, err := lockInstance(ctx, tx, id)
 		if errors.Is(err, errNoRow) {
 			gone = true
@@ -264,11 +264,12 @@ func (b *Broker) deprovision(c echo.Context) error {
 			}
 			return errConcurrency("Service Instance")
 		}
-		if plan, ok := b.catalog.Plan(in.PlanID); ok && plan.AsyncRequired && !async {
+		plan, _ := b.catalog.Plan(in.PlanID)
+		if plan != nil && plan.AsyncRequired && !async {
 			return errAsyncRequired()
 		}
 		op = b.newOperation(c, kindDeprovision, id, "", async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err
@@ -364,6 +365,9 @@ func (b *Broker) lastOperation(c echo.Context, instanceID, bindingID, deleteKind
 		return errNotFound("Service instance %s has no such operation.", instanceID)
 	}
 	if err != nil {
+		return err
+	}
+	if op, err = b.settleStranded(ctx, op); err != nil {
 		return err
 	}
 	if op.Kind == deleteKind && op.State == stateSucceeded {

@@ -28,9 +28,10 @@ type Options struct {
 	// CatalogFile is a YAML catalogue; empty: the embedded one.
 	CatalogFile string
 	// TargetURL is the PostgreSQL cluster where instances are created.
-	TargetURL        string
-	OperationTimeout time.Duration
-	Workers          int
+	TargetURL         string
+	OperationTimeout  time.Duration
+	OperationDeadline time.Duration
+	Workers           int
 }
 
 // AddFlags registers the broker's flags; listenFlag names the listen
@@ -43,6 +44,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.CatalogFile, "catalog", "", "YAML catalogue file (default: the embedded PostgreSQL catalogue)")
 	fs.StringVar(&o.TargetURL, "target-database-url", "", "PostgreSQL cluster where instances are created (default: the cluster of --database-url)")
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
+	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
 }
 
@@ -71,6 +73,9 @@ func (o *Options) Validate() error {
 	if o.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("--operation-timeout: must be positive"))
 	}
+	if o.OperationDeadline < o.OperationTimeout {
+		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))
+	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--workers: must be positive"))
 	}
@@ -86,15 +91,16 @@ func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Lo
 		return Config{}, err
 	}
 	return Config{
-		Pool:             pool,
-		Catalog:          catalog,
-		Drivers:          map[string]Driver{},
-		Keys:             keys,
-		Auth:             Auth{Username: o.Username, Password: o.Password, Token: o.Token},
-		Logger:           log,
-		Registry:         serve.NewRegistry(),
-		OperationTimeout: o.OperationTimeout,
-		Workers:          o.Workers,
+		Pool:              pool,
+		Catalog:           catalog,
+		Drivers:           map[string]Driver{},
+		Keys:              keys,
+		Auth:              Auth{Username: o.Username, Password: o.Password, Token: o.Token},
+		Logger:            log,
+		Registry:          serve.NewRegistry(),
+		OperationTimeout:  o.OperationTimeout,
+		OperationDeadline: o.OperationDeadline,
+		Workers:           o.Workers,
 	}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -429,7 +430,7 @@ func (d *Driver) unbind(ctx context.Context, conn *pgx.Conn, req broker.BindRequ
 	if dbExists {
 		err := d.inDatabase(ctx, n.Database, UnbindDatabaseStatements(n, role))
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InvalidCatalogName {
 			err = nil // dropped since we looked: nothing left in it to hand over
 		}
 		if err != nil {
@@ -464,7 +465,7 @@ func terminateSessions(ctx context.Context, conn *pgx.Conn, role string) error {
 		err := conn.QueryRow(ctx, TerminateQuery, pid, sessionEndWait.Milliseconds()).Scan(&ended)
 		var pgErr *pgconn.PgError
 		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege:
 			return fmt.Errorf("end session %d of role %s: the broker's role needs SUPERUSER or membership in pg_signal_backend: %w", pid, role, err)
 		case err != nil:
 			return fmt.Errorf("end session %d of role %s: %w", pid, role, err)
