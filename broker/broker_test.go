@@ -117,8 +117,8 @@ type options struct {
 	timeout     time.Duration
 	deadline    time.Duration
 	maxAttempts int
-	dbURL   string // reuse another bundle's database (a "restart")
-	keys    string
+	dbURL       string // reuse another bundle's database (a "restart")
+	keys        string
 }
 
 func setup(t *testing.T, opts ...func(*options)) *bundle {
