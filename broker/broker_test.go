@@ -117,8 +117,10 @@ type options struct {
 	timeout     time.Duration
 	deadline    time.Duration
 	maxAttempts int
-	dbURL       string // reuse another bundle's database (a "restart")
-	keys        string
+	// reserved is the driver's WithReservedConnections (0: its default).
+	reserved int
+	dbURL    string // reuse another bundle's database (a "restart")
+	keys     string
 }
 
 func setup(t *testing.T, opts ...func(*options)) *bundle {
@@ -144,7 +146,11 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	}
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log)
+	var drvOpts []postgresql.Option
+	if o.reserved > 0 {
+		drvOpts = append(drvOpts, postgresql.WithReservedConnections(o.reserved))
+	}
+	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log, drvOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

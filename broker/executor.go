@@ -454,6 +454,26 @@ func (b *Broker) fail(op *operation, description string) finisher {
 	return noChange
 }
 
+// checkCapacity asks the service's driver, when it can tell, whether req
+// fits; a *CapacityError becomes the OSB refusal. A driver that cannot
+// tell right now lets the request through: its operation decides.
+func (b *Broker) checkCapacity(ctx context.Context, req InstanceRequest) error {
+	driver, _ := b.driverFor(req.ServiceID)
+	checker, ok := driver.(CapacityChecker)
+	if !ok {
+		return nil
+	}
+	err := checker.CheckCapacity(ctx, req)
+	var ce *CapacityError
+	switch {
+	case errors.As(err, &ce):
+		return errCapacity(ce)
+	case err != nil:
+		b.log.WarnContext(ctx, "check capacity", "instance", req.InstanceID, "plan", req.PlanID, "error", err)
+	}
+	return nil
+}
+
 func (b *Broker) driverFor(serviceID string) (Driver, bool) {
 	svc, ok := b.catalog.ServiceByID(serviceID)
 	if !ok {

@@ -85,3 +85,21 @@ func TestStrandedOperationSettled(t *testing.T) {
 	}
 	b.expect(b.do("DELETE", path+q(planSmall), nil), 200)
 }
+
+// TestProvisionBeyondCapacity: a provision the target cluster has no
+// connection slots for is refused at once, whether the platform waits or
+// not, with an OSB error that says why; nothing is left behind.
+func TestProvisionBeyondCapacity(t *testing.T) {
+	t.Parallel()
+	// Every slot of the tests' cluster is kept for Bindery: no plan fits.
+	b := setup(t, func(o *options) { o.reserved = 10000 })
+	for _, async := range []string{"", "?accepts_incomplete=true"} {
+		id := randomID("full")
+		r := b.expect(b.do("PUT", "/v2/service_instances/"+id+async, provisionBody(planSmall, nil)), 422)
+		if r.str("error") != broker.CodeCapacityExceeded ||
+			!strings.HasPrefix(r.str("description"), "The target cluster has no room for a database of 10 connections: of its max_connections") {
+			t.Errorf("PUT %s: %s", async, r.raw)
+		}
+		b.expect(b.do("GET", "/v2/service_instances/"+id+"/last_operation", nil), 404)
+	}
+}

@@ -40,6 +40,10 @@ func (b *Broker) provision(c echo.Context) error {
 	if plan.AsyncRequired && !async {
 		return errAsyncRequired()
 	}
+	if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: req.ServiceID, PlanID: plan.ID,
+		PlanConfig: plan.Config, Parameters: req.Parameters}); err != nil {
+		return err
+	}
 	in := &instance{
 		ID: id, ServiceID: req.ServiceID, PlanID: req.PlanID, State: instProvisioning,
 		Parameters: req.Parameters, Context: req.Context,
@@ -203,6 +207,12 @@ func (b *Broker) update(c echo.Context) error {
 		}
 		if (target.AsyncRequired || (current != nil && current.AsyncRequired)) && !async {
 			return errAsyncRequired()
+		}
+		if target != current {
+			if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: in.ServiceID, PlanID: target.ID,
+				PlanConfig: target.Config, Parameters: desired.Parameters}); err != nil {
+				return err
+			}
 		}
 		op = b.newOperation(c, kindUpdate, id, "", async, desired)
 		return b.enqueue(ctx, tx, op, target)

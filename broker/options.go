@@ -28,7 +28,10 @@ type Options struct {
 	// CatalogFile is a YAML catalogue; empty: the embedded one.
 	CatalogFile string
 	// TargetURL is the PostgreSQL cluster where instances are created.
-	TargetURL         string
+	TargetURL string
+	// TargetReserved is how many of the target cluster's connection slots
+	// the plans' connection limits must leave to Bindery.
+	TargetReserved    int
 	OperationTimeout  time.Duration
 	OperationDeadline time.Duration
 	Workers           int
@@ -43,10 +46,16 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Token, "broker-token", "", "bearer token platforms may present instead of basic auth")
 	fs.StringVar(&o.CatalogFile, "catalog", "", "YAML catalogue file (default: the embedded PostgreSQL catalogue)")
 	fs.StringVar(&o.TargetURL, "target-database-url", "", "PostgreSQL cluster where instances are created (default: the cluster of --database-url)")
+	fs.IntVar(&o.TargetReserved, "target-reserved-connections", DefaultTargetReserved, "connection slots of the target cluster kept for Bindery's own sessions: the plans' connection limits together get max_connections less these and the superusers' reserved slots")
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
 	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
 }
+
+// DefaultTargetReserved is --target-reserved-connections' default: room
+// for Bindery's shared pool (25 in `bindery up`), the driver's own and one
+// session per operation in flight.
+const DefaultTargetReserved = 50
 
 // HasCredentials reports whether any way for platforms to authenticate
 // is set.
@@ -72,6 +81,9 @@ func (o *Options) Validate() error {
 	}
 	if o.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("--operation-timeout: must be positive"))
+	}
+	if o.TargetReserved < 0 {
+		errs = append(errs, errors.New("--target-reserved-connections: must not be negative"))
 	}
 	if o.OperationDeadline < o.OperationTimeout {
 		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))

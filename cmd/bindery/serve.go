@@ -94,7 +94,7 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *
 		_ = l.Close()
 		return err
 	}
-	pg, err := postgresql.New(ctx, o.TargetURL, log)
+	pg, err := postgresql.New(ctx, o.TargetURL, log, postgresql.WithReservedConnections(o.TargetReserved))
 	if err != nil {
 		_ = l.Close()
 		return fmt.Errorf("postgresql driver: %w", err)
