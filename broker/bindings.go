@@ -23,6 +23,10 @@ func (b *Broker) bind(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if err := checkIDs(map[string]string{"service_id": req.ServiceID, "plan_id": req.PlanID,
+		"predecessor_binding_id": req.PredecessorBindingID, "bind_resource.app_guid": req.appGUID()}); err != nil {
+		return err
+	}
 	if err := validContext(req.Context); err != nil {
 		return err
 	}

@@ -196,7 +196,7 @@ func (b *Broker) Handler() http.Handler { return b.handler }
 func (b *Broker) routes(reg *prometheus.Registry, ready []serve.Check) http.Handler {
 	e := serve.NewEcho(b.log, reg, append(slices.Clip(ready), func(ctx context.Context) error { return b.pool.Ping(ctx) })...)
 	e.HTTPErrorHandler = b.errorHandler
-	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, storableParams, originatingIdentity)
+	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, osbParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)
 	v2.PUT("/service_instances/:instance_id", b.provision)
 	v2.PATCH("/service_instances/:instance_id", b.update)

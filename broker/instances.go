@@ -126,6 +126,9 @@ func (b *Broker) update(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if err := checkIDs(map[string]string{"service_id": req.ServiceID, "plan_id": req.PlanID}); err != nil {
+		return err
+	}
 	if req.ServiceID == "" {
 		return errBadRequest("service_id: required, must be a non-empty string")
 	}

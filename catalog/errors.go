@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/osb"
 )
 
 // ValidationError lists every problem of a request, each with its field
@@ -73,6 +75,18 @@ func validateName(p *field.Path, name string) field.ErrorList {
 		errs = append(errs, bad(p, msg))
 	}
 	return errs
+}
+
+// validateExternalID checks an instance's or binding's spec.externalID,
+// the OSB id the engine sends its broker; empty means one is generated.
+func validateExternalID(id string) field.ErrorList {
+	if id == "" {
+		return nil
+	}
+	if p := osb.IDProblem(id); p != "" {
+		return field.ErrorList{bad(field.NewPath("spec", "externalID"), p)}
+	}
+	return nil
 }
 
 // validateNamespace checks a namespace name (a DNS-1123 label).
