@@ -53,6 +53,9 @@ type Config struct {
 	// Ready are readiness checks besides the broker's database, for
 	// /readyz.
 	Ready []serve.Check
+	// ShutdownGrace is how long Run lets running operations go on once
+	// its context ends. Default DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 }
 
 // PlanConfigValidator is implemented by drivers that can check a plan's
@@ -72,8 +75,10 @@ type Broker struct {
 	river      *river.Client[pgx.Tx]
 	opTimeout  time.Duration
 	opDeadline time.Duration
-	metrics    *metrics
-	handler    http.Handler
+	// shutdownGrace is Config.ShutdownGrace, for Run.
+	shutdownGrace time.Duration
+	metrics       *metrics
+	handler       http.Handler
 }
 
 // New checks the configuration, stores the catalogue in the broker's
@@ -128,16 +133,20 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 10
 	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
 	b := &Broker{
-		pool:       cfg.Pool,
-		catalog:    cfg.Catalog,
-		drivers:    cfg.Drivers,
-		keys:       cfg.Keys,
-		auth:       cfg.Auth,
-		log:        cfg.Logger,
-		opTimeout:  cfg.OperationTimeout,
-		opDeadline: cfg.OperationDeadline,
-		metrics:    newMetrics(cfg.Registry),
+		pool:          cfg.Pool,
+		catalog:       cfg.Catalog,
+		drivers:       cfg.Drivers,
+		keys:          cfg.Keys,
+		auth:          cfg.Auth,
+		log:           cfg.Logger,
+		opTimeout:     cfg.OperationTimeout,
+		opDeadline:    cfg.OperationDeadline,
+		shutdownGrace: cfg.ShutdownGrace,
+		metrics:       newMetrics(cfg.Registry),
 	}
 	if err := cfg.Keys.VerifyCanary(ctx, "broker", canaryStore{cfg.Pool}); err != nil {
 		return nil, err
@@ -178,14 +187,14 @@ func (b *Broker) rescueAfter() time.Duration { return b.opTimeout + 5*time.Secon
 func (b *Broker) Start(ctx context.Context) error { return b.river.Start(ctx) }
 
 // Stop lets running operations finish until ctx ends, then cancels those
-// still running; they stay in progress and are resumed by the next broker
-// process (or another replica).
+// still running, waiting a second more at most; they stay in progress and
+// are resumed by the next broker process (or another replica).
 func (b *Broker) Stop(ctx context.Context) error {
 	err := b.river.Stop(ctx)
 	if ctx.Err() == nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	return b.river.StopAndCancel(cctx)
 }

@@ -35,6 +35,10 @@ type Options struct {
 	OperationTimeout  time.Duration
 	OperationDeadline time.Duration
 	Workers           int
+	// ShutdownGrace is how long running operations may go on after the
+	// broker is told to stop; then they are cancelled, to be resumed by
+	// the next broker process.
+	ShutdownGrace time.Duration
 }
 
 // AddFlags registers the broker's flags; listenFlag names the listen
@@ -50,6 +54,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
 	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "how long running operations may go on when the broker stops; then they are cancelled and resumed by the next broker process")
 }
 
 // DefaultTargetReserved is --target-reserved-connections' default: room
@@ -88,6 +93,9 @@ func (o *Options) Validate() error {
 	if o.OperationDeadline < o.OperationTimeout {
 		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))
 	}
+	if o.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("--shutdown-grace: must not be negative"))
+	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--workers: must be positive"))
 	}
@@ -113,11 +121,15 @@ func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Lo
 		OperationTimeout:  o.OperationTimeout,
 		OperationDeadline: o.OperationDeadline,
 		Workers:           o.Workers,
+		ShutdownGrace:     o.ShutdownGrace,
 	}, nil
 }
 
+// DefaultShutdownGrace is --shutdown-grace's default.
+const DefaultShutdownGrace = 15 * time.Second
+
 // Run starts a broker's job engine and serves its API on l until ctx ends,
-// then stops the engine, giving running operations up to 15 seconds.
+// then stops the engine, giving running operations cfg.ShutdownGrace.
 func Run(ctx context.Context, cfg Config, l net.Listener) error {
 	b, err := New(ctx, cfg)
 	if err != nil {
@@ -129,7 +141,7 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 		return fmt.Errorf("start job engine: %w", err)
 	}
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.shutdownGrace)
 		defer cancel()
 		if err := b.Stop(stopCtx); err != nil {
 			b.log.Warn("stop job engine", "error", err)
