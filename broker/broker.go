@@ -81,9 +81,10 @@ type Broker struct {
 	handler       http.Handler
 }
 
-// New checks the configuration, stores the catalogue in the broker's
-// schema and prepares the job engine. Call Start to run operations.
-func New(ctx context.Context, cfg Config) (*Broker, error) {
+// validate reports every problem of the configuration at once: what is
+// missing, and services whose driver is not there or refuses a plan's
+// config.
+func (cfg *Config) validate() error {
 	var errs []error
 	if cfg.Pool == nil {
 		errs = append(errs, errors.New("broker: a database pool is required"))
@@ -97,25 +98,32 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := cfg.Auth.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.Catalog != nil {
-		for i, s := range cfg.Catalog.Services {
-			d, ok := cfg.Drivers[s.Driver]
-			if !ok {
-				errs = append(errs, fmt.Errorf("catalog: services[%d].driver: no driver named %q", i, s.Driver))
-				continue
-			}
-			v, ok := d.(PlanConfigValidator)
-			if !ok {
-				continue
-			}
-			for j, p := range s.Plans {
-				if err := v.ValidatePlanConfig(p.Config); err != nil {
-					errs = append(errs, fmt.Errorf("catalog: services[%d].plans[%d].bindery.config: %w", i, j, err))
-				}
+	if cfg.Catalog == nil {
+		return errors.Join(errs...)
+	}
+	for i, s := range cfg.Catalog.Services {
+		d, ok := cfg.Drivers[s.Driver]
+		if !ok {
+			errs = append(errs, fmt.Errorf("catalog: services[%d].driver: no driver named %q", i, s.Driver))
+			continue
+		}
+		v, ok := d.(PlanConfigValidator)
+		if !ok {
+			continue
+		}
+		for j, p := range s.Plans {
+			if err := v.ValidatePlanConfig(p.Config); err != nil {
+				errs = append(errs, fmt.Errorf("catalog: services[%d].plans[%d].bindery.config: %w", i, j, err))
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// New checks the configuration, stores the catalogue in the broker's
+// schema and prepares the job engine. Call Start to run operations.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {

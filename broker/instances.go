@@ -148,41 +148,9 @@ func (b *Broker) update(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if in.ServiceID != req.ServiceID {
-			return errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, id)
-		}
-		current, err := b.planOf(in.ServiceID, in.PlanID)
-		if err != nil && req.PlanID == "" {
+		current, target, desired, err := b.updateTarget(in, &req)
+		if err != nil {
 			return err
-		}
-		target := current
-		if req.PlanID != "" && req.PlanID != in.PlanID {
-			if current != nil && !current.IsUpdateable() {
-				return newError(http.StatusUnprocessableEntity, "PlanChangeNotSupported",
-					"The plan of instance %s cannot be changed.", id)
-			}
-			if target, err = b.planOf(in.ServiceID, req.PlanID); err != nil {
-				return err
-			}
-		}
-		if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != target.maintenanceVersion() {
-			return errMaintenanceInfoConflict()
-		}
-		desired := opRequest{PlanID: target.ID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
-		if req.Parameters != nil {
-			schema := target.update
-			if err := validateParameters(schema, *req.Parameters); err != nil {
-				return err
-			}
-			merged := maps.Clone(in.Parameters)
-			if merged == nil {
-				merged = map[string]any{}
-			}
-			maps.Copy(merged, *req.Parameters)
-			desired.Parameters = merged
-		}
-		if req.MaintenanceInfo != nil || target != current {
-			desired.MaintenanceVersion = target.maintenanceVersion()
 		}
 		running, err := optional(runningOperation(ctx, tx, id, ""))
 		if err != nil {
@@ -223,6 +191,13 @@ func (b *Broker) update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return b.updateAnswer(c, op, replay, async)
+}
+
+// updateAnswer answers an update once its transaction has run: 202 for
+// an operation under way, 200 when there was nothing to change, or the
+// outcome of running op now.
+func (b *Broker) updateAnswer(c echo.Context, op, replay *operation, async bool) error {
 	switch {
 	case replay != nil:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
@@ -231,10 +206,52 @@ func (b *Broker) update(c echo.Context) error {
 	case async:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
 	}
-	if _, err := b.runSync(ctx, op); err != nil {
+	if _, err := b.runSync(c.Request().Context(), op); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{})
+}
+
+// updateTarget works out what an update asks of instance in: its current
+// plan (nil when it left the catalogue), the plan it moves to, and the
+// operation's request with the parameters merged.
+func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target *Plan, desired opRequest, err error) {
+	if in.ServiceID != req.ServiceID {
+		return nil, nil, desired, errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, in.ID)
+	}
+	current, err = b.planOf(in.ServiceID, in.PlanID)
+	if err != nil && req.PlanID == "" {
+		return nil, nil, desired, err
+	}
+	target = current
+	if req.PlanID != "" && req.PlanID != in.PlanID {
+		if current != nil && !current.IsUpdateable() {
+			return nil, nil, desired, newError(http.StatusUnprocessableEntity, "PlanChangeNotSupported",
+				"The plan of instance %s cannot be changed.", in.ID)
+		}
+		if target, err = b.planOf(in.ServiceID, req.PlanID); err != nil {
+			return nil, nil, desired, err
+		}
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != target.maintenanceVersion() {
+		return nil, nil, desired, errMaintenanceInfoConflict()
+	}
+	desired = opRequest{PlanID: target.ID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
+	if req.Parameters != nil {
+		if err := validateParameters(target.update, *req.Parameters); err != nil {
+			return nil, nil, desired, err
+		}
+		merged := maps.Clone(in.Parameters)
+		if merged == nil {
+			merged = map[string]any{}
+		}
+		maps.Copy(merged, *req.Parameters)
+		desired.Parameters = merged
+	}
+	if req.MaintenanceInfo != nil || target != current {
+		desired.MaintenanceVersion = target.maintenanceVersion()
+	}
+	return current, target, desired, nil
 }
 
 // deprovision handles DELETE /v2/service_instances/:instance_id

@@ -98,9 +98,7 @@ func ParseCatalog(body []byte) ([]Service, error) {
 				bad("%s.%s: required", path, name)
 			}
 		}
-		if len(s.ID) > MaxIDLength {
-			bad("%s.id: %s", path, IDProblem(s.ID))
-		}
+		longID(bad, path, s.ID)
 		if prev, dup := ids[s.ID]; dup && s.ID != "" {
 			bad("%s.id: %q is also the id of %s", path, s.ID, prev)
 		}
@@ -124,9 +122,7 @@ func ParseCatalog(body []byte) ([]Service, error) {
 					bad("%s.%s: required", ppath, name)
 				}
 			}
-			if len(p.ID) > MaxIDLength {
-				bad("%s.id: %s", ppath, IDProblem(p.ID))
-			}
+			longID(bad, ppath, p.ID)
 			if prev, dup := ids[p.ID]; dup && p.ID != "" {
 				bad("%s.id: %q is also the id of %s", ppath, p.ID, prev)
 			}

@@ -23,3 +23,11 @@ func IDProblem(id string) string {
 	}
 	return pgtext.Problem(id)
 }
+
+// longID reports, through bad, a catalogue's service or plan id (at path)
+// longer than MaxIDLength.
+func longID(bad func(format string, args ...any), path, id string) {
+	if len(id) > MaxIDLength {
+		bad("%s.id: %s", path, IDProblem(id))
+	}
+}
