@@ -51,8 +51,6 @@ type Driver struct {
 	log        *slog.Logger
 	target     target
 	extensions extensionCache
-	// version is the server's server_version_num.
-	version int
 	// reserved is how many connection slots tenants' plans must leave
 	// to Bindery (see WithReservedConnections).
 	reserved int
@@ -110,10 +108,11 @@ func New(ctx context.Context, targetURL string, log *slog.Logger, opts ...Option
 	}
 	where := net.JoinHostPort(tgt.host, strconv.Itoa(int(tgt.port)))
 	pin(cfg.ConnConfig, 0)
-	if d.version, err = check(ctx, cfg.ConnConfig); err != nil {
+	version, err := check(ctx, cfg.ConnConfig)
+	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", where, err)
 	}
-	pin(cfg.ConnConfig, d.version)
+	pin(cfg.ConnConfig, version)
 	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("target cluster: %w", err)
 	}
@@ -692,16 +691,11 @@ func (d *Driver) adopt(ctx context.Context) error {
 	}
 	for _, db := range dbs {
 		n := Names{Database: db, Owner: OwnerPrefix + strings.TrimPrefix(db, DatabasePrefix)}
-		err := d.locked(ctx, "adopt "+db, func(conn *pgx.Conn) error {
-			for _, stmt := range AdoptStatements(n) {
-				if err := exec(ctx, conn, stmt); err != nil {
-					return err
-				}
+		for _, stmt := range AdoptStatements(n) {
+			if err := exec(ctx, d.pool, stmt); err != nil {
+				d.log.Warn("cannot take back an instance database from its tenant", "database", db, "error", err)
+				break
 			}
-			return nil
-		})
-		if err != nil {
-			d.log.Warn("cannot take back an instance database from its tenant", "database", db, "error", err)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-dev/bindery/broker"
 	"github.com/bindery-dev/bindery/broker/postgresql"
 	"github.com/bindery-dev/bindery/internal/pgserver"
+	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
 )
 
@@ -206,4 +207,26 @@ func TestTenantCannotWedgeBroker(t *testing.T) {
 		t.Errorf("deprovision: %v", err)
 	}
 	b.assertGone(t, inst, tenantID)
+}
+
+// TestAdoptsOldDatabases: a database an older version gave its owner role
+// (whose tenant could then lift its limit) is the broker's again once the
+// driver starts, with the owner role's privileges kept.
+func TestAdoptsOldDatabases(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.AdminURL(t)
+	n := postgresql.InstanceNames(randomID(t))
+	db, owner := pgx.Identifier{n.Database}.Sanitize(), pgx.Identifier{n.Owner}.Sanitize()
+	mustExec(t, admin, "CREATE ROLE "+owner+" NOLOGIN")
+	mustExec(t, admin, "CREATE DATABASE "+db+" OWNER "+owner+" CONNECTION LIMIT 3")
+	t.Cleanup(func() {
+		mustExec(t, admin, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		mustExec(t, admin, "DROP ROLE IF EXISTS "+owner)
+	})
+	b := setup(t)
+	if got := b.query(t, `SELECT (datdba = (SELECT oid FROM pg_roles WHERE rolname = current_user))
+		|| ' ' || has_database_privilege($2, $1, 'CREATE, CONNECT, TEMPORARY') || ' ' || has_database_privilege('public', $1, 'CONNECT')
+		FROM pg_database WHERE datname = $1`, n.Database, n.Owner); got != "true true false" {
+		t.Errorf("owned by the broker's role, the owner role has all privileges, PUBLIC may connect: %s", got)
+	}
 }
