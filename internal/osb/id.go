@@ -9,8 +9,9 @@ import (
 // MaxIDLength bounds every OSB id Bindery takes (instance, binding,
 // service and plan ids, in paths, bodies and its own APIs), in bytes. OSB
 // ids are GUIDs in practice; the bound keeps a caller from making Bindery
-// store, log and echo ids of any size.
-const MaxIDLength = 255
+// store, log and echo ids of any size. A broker's catalogue is held to
+// the same bound (MaxCatalogID).
+const MaxIDLength = MaxCatalogID
 
 // IDProblem says what makes id unfit to be an OSB id, or "" when it is
 // fit: empty, longer than MaxIDLength, or not storable (pgtext).
@@ -22,12 +23,4 @@ func IDProblem(id string) string {
 		return fmt.Sprintf("must be at most %d bytes long, not %d", MaxIDLength, len(id))
 	}
 	return pgtext.Problem(id)
-}
-
-// longID reports, through bad, a catalogue's service or plan id (at path)
-// longer than MaxIDLength.
-func longID(bad func(format string, args ...any), path, id string) {
-	if len(id) > MaxIDLength {
-		bad("%s.id: %s", path, IDProblem(id))
-	}
 }
