@@ -29,6 +29,15 @@ func (s *Server) EnsureDatabase(ctx context.Context, name string) (string, error
 		}
 	}
 	for _, db := range []string{name, "postgres", "template1"} {
+		// Only when needed: the statement rewrites the database's row,
+		// which every session of the cluster then has to take in.
+		var open bool
+		if err := conn.QueryRow(ctx, `SELECT has_database_privilege('public', $1, 'CONNECT') OR has_database_privilege('public', $1, 'TEMPORARY')`, db).Scan(&open); err != nil {
+			return "", fmt.Errorf("look up database %s: %w", db, err)
+		}
+		if !open {
+			continue
+		}
 		if _, err := conn.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE "+pgx.Identifier{db}.Sanitize()+" FROM PUBLIC"); err != nil {
 			return "", fmt.Errorf("close database %s to PUBLIC: %w", db, err)
 		}
