@@ -90,6 +90,29 @@ func TestEgressThisMachine(t *testing.T) {
 	if err := e.Check(netip.MustParseAddr("192.0.2.10")); err != nil {
 		t.Fatalf("an address of no machine here: %v", err)
 	}
+	// The addresses the machine had before: its LAN address, among them.
+	// Other tests may remove theirs meanwhile: only one still there after
+	// the check counts.
+	before, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, a := range before {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLoopback() || p.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		named++
+		if err := e.Check(p.Addr()); err == nil && stillHere(t, p.Addr()) {
+			t.Errorf("this machine's address %s is allowed with loopback denied", p.Addr())
+		} else if err != nil {
+			t.Logf("refused: %v", err)
+		}
+	}
+	if named == 0 {
+		t.Errorf("the machine has no non-loopback address to try: %v", before)
+	}
 	ns := netnstest.New(t)
 	if err := e.Check(ns.HostIP); err == nil || !strings.Contains(err.Error(), ns.HostIP.String()+" is an address of this machine") {
 		t.Errorf("this machine's new address %s: %v", ns.HostIP, err)
@@ -142,6 +165,22 @@ func TestEgressThisMachine(t *testing.T) {
 			t.Errorf("catalog from %s: %v, want the egress policy's refusal", tc.url, err)
 		}
 	}
+}
+
+// stillHere tells whether addr is an address of this machine's
+// interfaces now.
+func stillHere(t *testing.T, addr netip.Addr) bool {
+	t.Helper()
+	now, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range now {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkEgressCheck is the cost of the policy per new connection to a
