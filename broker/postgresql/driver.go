@@ -698,6 +698,36 @@ func (d *Driver) adopt(ctx context.Context) error {
 			}
 		}
 	}
+	return d.limitOldBindingRoles(ctx)
+}
+
+// limitOldBindingRoles gives the binding roles an older version made
+// without a connection limit their instance database's: unlimited, one
+// could hold every slot of the databases PUBLIC may connect to.
+func (d *Driver) limitOldBindingRoles(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, `SELECT m.rolname, db.datconnlimit
+		FROM pg_roles m
+		JOIN pg_auth_members am ON am.member = m.oid
+		JOIN pg_roles o ON o.oid = am.roleid AND starts_with(o.rolname, $2)
+		JOIN pg_database db ON db.datname = $3 || substr(o.rolname, length($2) + 1)
+		WHERE starts_with(m.rolname, $1) AND m.rolconnlimit < 0 AND db.datconnlimit >= 0
+		ORDER BY m.rolname`, BindingRolePrefix, OwnerPrefix, DatabasePrefix)
+	if err != nil {
+		return fmt.Errorf("list binding roles without a connection limit: %w", err)
+	}
+	type unlimited struct {
+		Role  string
+		Limit int32
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unlimited])
+	if err != nil {
+		return fmt.Errorf("list binding roles without a connection limit: %w", err)
+	}
+	for _, r := range roles {
+		if err := exec(ctx, d.pool, LimitRoleStatement(r.Role, int(r.Limit))); err != nil {
+			d.log.Warn("cannot give a binding role its database's connection limit", "role", r.Role, "error", err)
+		}
+	}
 	return nil
 }
 

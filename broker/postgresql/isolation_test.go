@@ -211,16 +211,21 @@ func TestTenantCannotWedgeBroker(t *testing.T) {
 
 // TestAdoptsOldDatabases: a database an older version gave its owner role
 // (whose tenant could then lift its limit) is the broker's again once the
-// driver starts, with the owner role's privileges kept.
+// driver starts, with the owner role's privileges kept; a binding role an
+// older version made without a connection limit (which could then hold
+// every slot of a database PUBLIC may connect to) gets its database's.
 func TestAdoptsOldDatabases(t *testing.T) {
 	t.Parallel()
 	admin := pgtest.AdminURL(t)
 	n := postgresql.InstanceNames(randomID(t))
 	db, owner := pgx.Identifier{n.Database}.Sanitize(), pgx.Identifier{n.Owner}.Sanitize()
+	binding := pgx.Identifier{postgresql.BindingRolePrefix + strings.TrimPrefix(n.Database, postgresql.DatabasePrefix)}.Sanitize()
 	mustExec(t, admin, "CREATE ROLE "+owner+" NOLOGIN")
 	mustExec(t, admin, "CREATE DATABASE "+db+" OWNER "+owner+" CONNECTION LIMIT 3")
+	mustExec(t, admin, "CREATE ROLE "+binding+" LOGIN IN ROLE "+owner)
 	t.Cleanup(func() {
 		mustExec(t, admin, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		mustExec(t, admin, "DROP ROLE IF EXISTS "+binding)
 		mustExec(t, admin, "DROP ROLE IF EXISTS "+owner)
 	})
 	b := setup(t)
@@ -228,5 +233,8 @@ func TestAdoptsOldDatabases(t *testing.T) {
 		|| ' ' || has_database_privilege($2, $1, 'CREATE, CONNECT, TEMPORARY') || ' ' || has_database_privilege('public', $1, 'CONNECT')
 		FROM pg_database WHERE datname = $1`, n.Database, n.Owner); got != "true true false" {
 		t.Errorf("owned by the broker's role, the owner role has all privileges, PUBLIC may connect: %s", got)
+	}
+	if got := b.query(t, `SELECT rolconnlimit::text FROM pg_roles WHERE rolname = $1`, strings.Trim(binding, `"`)); got != "3" {
+		t.Errorf("the old binding role's connection limit is %s, want its database's 3", got)
 	}
 }

@@ -64,6 +64,11 @@ func AdoptStatements(n Names) []string {
 	}
 }
 
+// LimitRoleStatement sets a binding role's connection limit.
+func LimitRoleStatement(role string, limit int) string {
+	return "ALTER ROLE " + ident(role) + " CONNECTION LIMIT " + strconv.Itoa(limit)
+}
+
 // ProvisionDatabaseStatements prepare the inside of a new database: the
 // plan's extensions, and schema public owned by the owner role with no
 // CREATE for PUBLIC. They run connected to the instance's database.
@@ -96,7 +101,7 @@ func ExtensionStatements(cfg PlanConfig) []string {
 func UpdateStatements(n Names, cfg PlanConfig, bindingRoles []string) []string {
 	stmts := settingStatements(n, cfg, true)
 	for _, r := range bindingRoles {
-		stmts = append(stmts, "ALTER ROLE "+ident(r)+" CONNECTION LIMIT "+strconv.Itoa(cfg.ConnectionLimit))
+		stmts = append(stmts, LimitRoleStatement(r, cfg.ConnectionLimit))
 	}
 	return stmts
 }
