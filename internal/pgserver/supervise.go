@@ -42,15 +42,24 @@ func (s *Server) Status(context.Context) error {
 	return s.health.down
 }
 
+// stableAfter is how long a restarted server must run before its next exit
+// is restarted at once again: one that keeps exiting sooner (a crash loop)
+// is restarted later and later, on one backoff.
+const stableAfter = time.Minute
+
 // Supervise watches the server Start runs and starts it again whenever it
 // exits (killed, crashed, stopped by hand), with backoff, until ctx ends;
 // each exit, failed attempt and recovery is logged, and Status says what
-// is going on meanwhile. It returns when ctx ends. An adopted server (Use)
-// is not this process's to restart: Supervise returns at once.
+// is going on meanwhile. The backoff carries on across exits until the
+// server stays up for stableAfter. It returns when ctx ends. An adopted
+// server (Use) is not this process's to restart: Supervise returns at
+// once.
 func (s *Server) Supervise(ctx context.Context, log *slog.Logger) {
 	if s.lock == nil {
 		return
 	}
+	backoff := restartBackoff
+	started := time.Now()
 	for {
 		pid, err := s.postmasterPID()
 		if err == nil {
@@ -60,17 +69,24 @@ func (s *Server) Supervise(ctx context.Context, log *slog.Logger) {
 			return
 		}
 		since := time.Now()
-		log.Error("the embedded PostgreSQL exited; restarting it", "pid", pid, "error", err)
+		var delay time.Duration
+		if since.Sub(started) < stableAfter {
+			delay = backoff.Step()
+		} else {
+			backoff = restartBackoff
+		}
+		log.Error("the embedded PostgreSQL exited; restarting it", "pid", pid, "error", err, "after", delay.Round(time.Millisecond))
 		s.health.set(fmt.Errorf("the embedded PostgreSQL exited at %s; restarting it", since.Format(time.TimeOnly)))
-		if !s.restart(ctx, log, since) {
+		if !sleep(ctx, delay) || !s.restart(ctx, log, since, &backoff) {
 			return
 		}
+		started = time.Now()
 	}
 }
 
-// restart starts the server again until it runs (true) or ctx ends.
-func (s *Server) restart(ctx context.Context, log *slog.Logger, since time.Time) bool {
-	backoff := restartBackoff
+// restart starts the server again until it runs (true) or ctx ends,
+// pacing its attempts with backoff.
+func (s *Server) restart(ctx context.Context, log *slog.Logger, since time.Time, backoff *wait.Backoff) bool {
 	for attempt := 1; ; attempt++ {
 		_ = s.lock.set(stateStarting)
 		err := s.start(ctx, s.opts)
@@ -88,13 +104,24 @@ func (s *Server) restart(ctx context.Context, log *slog.Logger, since time.Time)
 		log.Warn("restart the embedded PostgreSQL", "attempt", attempt, "error", first, "next", next.Round(time.Millisecond))
 		s.health.set(fmt.Errorf("the embedded PostgreSQL exited at %s; restart attempt %d failed (%s), next in %s",
 			since.Format(time.TimeOnly), attempt, first, next.Round(time.Second)))
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, next) {
 			return false
-		case <-t.C:
 		}
+	}
+}
+
+// sleep waits for d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -104,6 +105,20 @@ func TestSuperviseRestarts(t *testing.T) {
 		if again, err := s.postmasterPID(); err != nil || again == pid {
 			t.Errorf("postmaster after the restart: %d (%v), killed %d", again, err, pid)
 		}
+	}
+	// Killed within a minute of its start each time, as in a crash loop:
+	// each restart waits longer than the one before, on one backoff that
+	// the failed attempt in between has stepped too.
+	var waits []time.Duration
+	for _, m := range regexp.MustCompile(`exited; restarting it".* after=(\S+)`).FindAllStringSubmatch(logs.String(), -1) {
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, d)
+	}
+	if len(waits) != 2 || waits[0] <= 0 || waits[1] <= 2*waits[0] {
+		t.Errorf("the restarts waited %v, want two, each more than twice the last", waits)
 	}
 	for want, n := range map[string]int{
 		"the embedded PostgreSQL exited; restarting it": 2, "the embedded PostgreSQL is back": 2, "restart the embedded PostgreSQL": 1,
