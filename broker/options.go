@@ -58,8 +58,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 }
 
 // DefaultTargetReserved is --target-reserved-connections' default: room
-// for Bindery's shared pool (25 in `bindery up`), the driver's own and one
-// session per operation in flight.
+// for Bindery's shared pool (25 in `bindery up`), the engine's claims (one
+// per worker, 8), the driver's pool (postgresql.DefaultPoolSize, 6) and one
+// more session per driver operation in flight (6), and a few listeners.
 const DefaultTargetReserved = 50
 
 // HasCredentials reports whether any way for platforms to authenticate

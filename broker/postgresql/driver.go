@@ -56,6 +56,11 @@ type Driver struct {
 	reserved int
 }
 
+// DefaultPoolSize is how many sessions the driver keeps on the target
+// cluster unless its URL says pool_max_conns; each operation in flight
+// holds one, and one more in the instance's database while it works there.
+const DefaultPoolSize = 6
+
 // Option changes how New makes a Driver.
 type Option func(*Driver)
 
@@ -97,6 +102,12 @@ func New(ctx context.Context, targetURL string, log *slog.Logger, opts ...Option
 			return nil, fmt.Errorf("target database url: %w", cause)
 		}
 		return nil, errors.New("target database url: cannot be parsed")
+	}
+	if !strings.Contains(targetURL, "pool_max_conns") {
+		// pgx's default grows with the machine's CPUs: the sessions the
+		// driver holds must fit the slots kept for Bindery whatever the
+		// machine (DefaultTargetReserved).
+		cfg.MaxConns = DefaultPoolSize
 	}
 	tgt.host, tgt.port = cfg.ConnConfig.Host, cfg.ConnConfig.Port
 	if strings.HasPrefix(tgt.host, "/") {

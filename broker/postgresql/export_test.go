@@ -37,3 +37,6 @@ func (d *Driver) SessionSettings(ctx context.Context, db string, names ...string
 	}
 	return out, nil
 }
+
+// PoolSize is how many sessions the driver's pool may hold.
+func (d *Driver) PoolSize() int32 { return d.pool.Config().MaxConns }

@@ -238,3 +238,25 @@ func TestAdoptsOldDatabases(t *testing.T) {
 		t.Errorf("the old binding role's connection limit is %s, want its database's 3", got)
 	}
 }
+
+// TestDriverSessionsBounded: the driver's pool holds a fixed number of
+// sessions on any machine (pgx's default grows with its CPUs, past the
+// slots kept for Bindery), unless the target URL says pool_max_conns.
+func TestDriverSessionsBounded(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.AdminURL(t)
+	sep := "?"
+	if strings.Contains(admin, "?") {
+		sep = "&"
+	}
+	for url, want := range map[string]int32{admin: postgresql.DefaultPoolSize, admin + sep + "pool_max_conns=3": 3} {
+		d, err := postgresql.New(t.Context(), url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.PoolSize(); got != want {
+			t.Errorf("the driver's pool holds up to %d sessions, want %d", got, want)
+		}
+		d.Close()
+	}
+}
