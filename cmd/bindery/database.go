@@ -177,7 +177,7 @@ func (o *brokerCalls) addFlags(fs *flag.FlagSet, loopback bool) {
 	fs.DurationVar(&o.timeout, "broker-timeout", catalog.DefaultBrokerTimeout, "how long fetching a broker's catalogue may take (registration answers within it)")
 	fs.StringVar(&o.allow, "broker-egress-allow", "", "comma-separated CIDRs brokers may be in (empty: anywhere not denied)")
 	fs.StringVar(&o.deny, "broker-egress-deny", "", "comma-separated CIDRs brokers may not be in (link-local and cloud metadata addresses are always denied)")
-	fs.BoolVar(&o.allowLoopback, "broker-allow-loopback", loopback, "allow brokers on this machine's loopback addresses")
+	fs.BoolVar(&o.allowLoopback, "broker-allow-loopback", loopback, "allow brokers on this machine: its loopback addresses and those of its own interfaces")
 }
 
 // storeOptions checks the flags and gives the store's options for them.

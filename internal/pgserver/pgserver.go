@@ -58,6 +58,9 @@ type Server struct {
 	// lock is held while this process runs the server; nil when the
 	// server was adopted from the process that runs it (Use).
 	lock *dirLock
+	// opts are the options it was started with, for Supervise's restarts.
+	opts   Options
+	health health
 }
 
 // ErrNoBinaries says that no PostgreSQL server binaries were found.
@@ -230,6 +233,9 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	defer s.lock.release()
+	if pid, err := s.postmasterPID(); err != nil || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return nil // not running (it exited, or was never started again)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "fast", "-w", "stop")
@@ -281,6 +287,7 @@ func (s *Server) initdb(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx context.Context, opts Options) error {
+	s.opts = opts
 	// A server left running by a killed process is stopped first, so that
 	// this start owns the cluster and its port is free again.
 	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
