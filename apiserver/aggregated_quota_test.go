@@ -179,7 +179,9 @@ func (a *aggregated) copyResourceQuotas() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- resourcequota.Run(ctx, kube, a.store, slog.New(slog.NewTextHandler(testWriter{a.t}, nil))) }()
+	go func() {
+		done <- resourcequota.Run(ctx, kube, a.store, slog.New(slog.NewTextHandler(testWriter{a.t}, nil)))
+	}()
 	a.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && ctx.Err() == nil {

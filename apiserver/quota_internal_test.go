@@ -45,7 +45,7 @@ func TestPlanAccess(t *testing.T) {
 	a, b, none := "team-a,team-c", "team-b", ""
 	pa := &planAccess{authz: authz}
 	for _, tc := range []struct {
-		user                    string
+		user                     string
 		public, inA, inB, inNone bool // hidden?
 	}{
 		{"admin", false, false, false, false},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -50,6 +51,8 @@ type Config struct {
 	// Mount adds routes beside /api/v1 (the web UI, for one), each called
 	// once with the server's echo instance after the API is registered.
 	Mount []func(*echo.Echo)
+	// Ready are readiness checks besides the store's, for /readyz.
+	Ready []serve.Check
 }
 
 // Config returns the server's Config over store.
@@ -64,7 +67,7 @@ func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	api := New(store, log)
 	reg := serve.NewRegistry()
 	reg.MustRegister(NewQuotaCollector(store, log))
-	e := serve.NewEcho(log, reg, func(ctx context.Context) error { return store.Ping(ctx) })
+	e := serve.NewEcho(log, reg, append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	for _, mount := range cfg.Mount {
