@@ -82,12 +82,12 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 	st := &b.Status
 	switch {
 	case st.AsyncOpInProgress:
-		if wait := c.retryWait(st.Retries, retryPoll, b.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, retryPoll, b.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.pollBinding(ctx, env)
 	case b.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
-		if wait := c.retryWait(st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.unbind(ctx, env)
@@ -109,10 +109,22 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		// The instance's change wakes the binding up.
 		return 0, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
 	}
-	if wait := c.retryWait(st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
+	if wait := c.retryWait(ctx, st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
 		return wait, nil
 	}
 	return c.bind(ctx, env)
+}
+
+// bindingParked is instanceParked for a binding.
+func (c *Controller) bindingParked(ctx context.Context, b *catalog.Binding, err error) (time.Duration, error) {
+	var ue *unavailableError
+	if !errors.As(err, &ue) {
+		return 0, nil
+	}
+	if cond, _ := catalog.FindCondition(b.Status.Conditions, catalog.ConditionReady); cond.Reason == reasonWaitBroker && cond.Message == ue.msg {
+		return 0, nil
+	}
+	return 0, c.bindingWaiting(ctx, b, reasonWaitBroker, ue.msg)
 }
 
 // bindingWaiting says in the Ready condition what the binding waits for.
@@ -182,6 +194,9 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		// their instance; poll meanwhile in case it never comes.
 		return time.Second, nil
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
+	}
 	now := c.now().UTC()
 	b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
@@ -195,7 +210,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return 0, err
 	}
 	env.b = b
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "bind")
 	res, err := env.client.Bind(cctx, &osb.BindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID, AcceptsIncomplete: true,
 		Identity:  identity(b.Spec.UserInfo),
@@ -205,7 +220,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		PredecessorBindingID: predecessor,
 		Context:              map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
 		var he *osb.HTTPError
@@ -368,6 +383,9 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		}
 		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
+	}
 	now := c.now().UTC()
 	if b.Status.CurrentOperation != catalog.OperationUnbind {
 		// A retry leaves status as the failure left it until the broker
@@ -387,13 +405,13 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 		}
 	}
 	env.b = b
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "unbind")
 	res, err := env.client.Unbind(cctx, &osb.UnbindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
 		AcceptsIncomplete: true, Identity: identity(b.Spec.UserInfo),
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		// Never forgotten: retried after the backoff.
 		c.metrics.brokerCalls.WithLabelValues("unbind", "error").Inc()
@@ -457,15 +475,18 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	if wait, due := c.pollDue(b.ID); !due {
 		return wait, nil
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
+	}
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d))
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID, Operation: st.LastOperation,
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
 		return c.bindingPollFailed(ctx, b, err)
@@ -493,9 +514,9 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
-		cctx, cancel := c.brokerCall(ctx)
+		cctx, done := c.brokerCall(ctx, "fetch_binding")
 		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
-		cancel()
+		err = done(err)
 		if err != nil {
 			// Seen, counted and retried after the backoff, as a failed poll.
 			return c.bindingPollFailed(ctx, b, fmt.Errorf("fetch the binding after its asynchronous bind: %w", err))

@@ -65,6 +65,17 @@ type Config struct {
 	// maximum_polling_duration is shorter (default
 	// DefaultMaxPollingDuration: --max-polling-duration).
 	MaxPollingDuration time.Duration
+	// BrokerMaxInflight bounds the requests in flight to each broker from
+	// this process (default DefaultBrokerMaxInflight:
+	// --broker-max-inflight).
+	BrokerMaxInflight int
+	// BreakerFailures is how many requests to a broker in a row may fail
+	// or time out before its circuit breaker opens (default
+	// DefaultBreakerFailures: --broker-breaker-failures); BreakerWait the
+	// wait before its first probe (default DefaultBreakerWait:
+	// --broker-breaker-wait).
+	BreakerFailures int
+	BreakerWait     time.Duration
 }
 
 // Controller is the engine.
@@ -84,6 +95,11 @@ type Controller struct {
 	claims    *catalog.Claimer
 	wake      *wakeups
 	catalogue *catalogue
+	gates     *gates
+	runs      runs
+	// slots are the workers: a reconcile holds one, except while it waits
+	// on a broker (run.go).
+	slots chan struct{}
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -141,6 +157,15 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.MaxPollingDuration <= 0 {
 		cfg.MaxPollingDuration = DefaultMaxPollingDuration
 	}
+	if cfg.BrokerMaxInflight <= 0 {
+		cfg.BrokerMaxInflight = DefaultBrokerMaxInflight
+	}
+	if cfg.BreakerFailures <= 0 {
+		cfg.BreakerFailures = DefaultBreakerFailures
+	}
+	if cfg.BreakerWait <= 0 {
+		cfg.BreakerWait = DefaultBreakerWait
+	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
@@ -160,9 +185,12 @@ func New(cfg Config) (*Controller, error) {
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
 		catalogue: newCatalogue(),
+		runs:      runs{m: map[string]*run{}},
+		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
+	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil
 }
 
@@ -180,9 +208,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
 	}
-	// One connection per worker for claims (the feed listens on one of
-	// its own).
-	if c.claims, err = c.store.NewClaimer(ctx, c.workers); err != nil {
+	// Claims share a few sessions of their own (the feed listens on one
+	// of its own).
+	if c.claims, err = c.store.NewClaimer(ctx, min(c.workers, 4)); err != nil {
 		return fmt.Errorf("open the claims' pool: %w", err)
 	}
 	defer c.claims.Close()
@@ -195,15 +223,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	c.gates.ctx = ctx
 	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
+	wg.Go(func() { c.dispatch(ctx, &wg) })
 	if syncSecrets != nil {
 		if err := syncSecrets(); err != nil {
 			return err
@@ -266,7 +288,7 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 			if ch.Kind == catalog.KindInstance {
 				ids, namespaces, names = append(ids, ch.Object.ID), append(namespaces, ch.Object.Namespace), append(names, ch.Object.Name)
 			}
-			c.enqueueChange(ch)
+			c.enqueueChange(ctx, ch)
 		}
 		if len(ids) > 0 {
 			start := time.Now()
@@ -303,17 +325,30 @@ func (c *Controller) enqueueUnresolved(ctx context.Context) error {
 	return nil
 }
 
+// interrupt looks at an object whose reconcile waits on its broker when
+// someone else changed it: if it was abandoned, the call is cancelled.
+func (c *Controller) interrupt(ctx context.Context, prefix, id string, ch catalog.Change) {
+	if ch.Type == catalog.Deleted {
+		return
+	}
+	if r := c.runs.waiting(prefix+id, ch.Revision); r != nil {
+		go c.checkAbandoned(ctx, r, prefix, id)
+	}
+}
+
 // enqueueChange enqueues the object a change is about, and an instance
 // that waits for a removed binding. The bindings an instance's change may
 // concern are the page's to look up (watch).
-func (c *Controller) enqueueChange(ch catalog.Change) {
+func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
+		c.interrupt(ctx, instancePrefix, id, ch)
 		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
 			c.queue.Add(instancePrefix + id)
 		}
 	case catalog.KindBinding:
+		c.interrupt(ctx, bindingPrefix, id, ch)
 		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
 			c.queue.Add(bindingPrefix + id)
 		}
@@ -326,16 +361,29 @@ func (c *Controller) enqueueChange(ch catalog.Change) {
 	}
 }
 
-// processNext reconciles one object from the queue: Done is deferred,
-// Forget on success, AddRateLimited on an error of the engine's own (the
-// database away); a broker's failures come back as a wait, held in the
-// object's status with its backoff; permanent failures are in status and
-// not retried until the spec changes.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// dispatch hands each key of the queue to a reconcile of its own once a
+// worker is free, until the queue shuts down.
+func (c *Controller) dispatch(ctx context.Context, wg *sync.WaitGroup) {
+	for {
+		c.slots <- struct{}{}
+		key, quit := c.queue.Get()
+		if quit {
+			<-c.slots
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-c.slots }()
+			c.process(ctx, key)
+		})
 	}
+}
+
+// process reconciles one object from the queue: Done is deferred, Forget
+// on success, AddRateLimited on an error of the engine's own (the database
+// away); a broker's failures come back as a wait, held in the object's
+// status with its backoff; permanent failures are in status and not
+// retried until the spec changes.
+func (c *Controller) process(ctx context.Context, key string) {
 	c.wake.start(key)
 	defer func() {
 		if c.wake.finish(key) {
@@ -343,40 +391,56 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 		c.queue.Done(key)
 	}()
-	claimed := time.Now()
+	started := time.Now()
 	release, ok, err := c.claims.Claim(ctx, key)
-	c.since(partClaim, claimed)
+	c.since(partClaim, started)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
+		c.gates.finish(&run{key: key}, started)
 		c.queue.AddAfter(key, time.Second)
-		return true
+		return
 	}
-	start := time.Now()
-	var after time.Duration
-	kind := strings.TrimSuffix(key[:strings.Index(key, "/")+1], "/")
-	switch {
-	case strings.HasPrefix(key, instancePrefix):
-		after, err = c.reconcileInstance(ctx, strings.TrimPrefix(key, instancePrefix))
-	case strings.HasPrefix(key, bindingPrefix):
-		after, err = c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
-	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	r := &run{key: key, cancel: cancel, bypass: c.gates.lifted(key)}
+	c.runs.add(r)
+	after, err := c.reconcile(context.WithValue(rctx, runKey{}, r), key)
+	c.runs.remove(r)
+	c.gates.finish(r, started)
+	abandoned := errors.Is(context.Cause(rctx), errAbandoned)
+	cancel(nil)
 	released := time.Now()
 	release()
 	c.since(partClaim, released)
+	kind := strings.TrimSuffix(key[:strings.Index(key, "/")+1], "/")
 	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
-	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
-	if err != nil {
+	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(started).Seconds())
+	switch {
+	case abandoned:
+		// Removed on the next reconcile, at once.
+		c.queue.Forget(key)
+		c.queue.Add(key)
+	case err != nil:
 		if ctx.Err() == nil {
 			c.log.Warn("reconcile failed; will retry", "key", key, "error", err)
 		}
 		c.queue.AddRateLimited(key)
-		return true
+	default:
+		c.queue.Forget(key)
+		if after > 0 {
+			c.queue.AddAfter(key, after)
+		}
 	}
-	c.queue.Forget(key)
-	if after > 0 {
-		c.queue.AddAfter(key, after)
+}
+
+// reconcile reconciles the object key names.
+func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, error) {
+	switch {
+	case strings.HasPrefix(key, instancePrefix):
+		return c.reconcileInstance(ctx, strings.TrimPrefix(key, instancePrefix))
+	case strings.HasPrefix(key, bindingPrefix):
+		return c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
 	}
-	return true
+	return 0, nil
 }
 
 func result(err error) string {

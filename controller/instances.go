@@ -76,12 +76,12 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 	// status writes that woke the instance up do not cut it short.
 	switch {
 	case st.AsyncOpInProgress:
-		if wait := c.retryWait(st.Retries, retryPoll, in.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, retryPoll, in.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.pollInstance(ctx, env)
 	case in.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
-		if wait := c.retryWait(st.Retries, catalog.OperationDeprovision, in.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationDeprovision, in.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.deprovision(ctx, env)
@@ -89,7 +89,7 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
 			return 0, nil
 		}
-		if wait := c.retryWait(st.Retries, catalog.OperationProvision, in.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationProvision, in.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.provision(ctx, env)
@@ -97,7 +97,7 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
 			return 0, nil
 		}
-		if wait := c.retryWait(st.Retries, catalog.OperationUpdate, in.Generation); wait > 0 {
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationUpdate, in.Generation); wait > 0 {
 			return wait, nil
 		}
 		return c.update(ctx, env)
@@ -163,6 +163,20 @@ func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.broker, env.plan.Spec.BrokerName())})
 	}
 	return err
+}
+
+// instanceParked: the instance waits in its broker's line for a slot
+// (errBrokerBusy), or for the broker's breaker to close (an
+// *unavailableError, which Ready says, once).
+func (c *Controller) instanceParked(ctx context.Context, in *catalog.Instance, err error) (time.Duration, error) {
+	var ue *unavailableError
+	if !errors.As(err, &ue) {
+		return 0, nil
+	}
+	if cond, _ := catalog.FindCondition(in.Status.Conditions, catalog.ConditionReady); cond.Reason == reasonWaitBroker && cond.Message == ue.msg {
+		return 0, nil
+	}
+	return 0, c.instanceWaiting(ctx, in, reasonWaitBroker, ue.msg)
 }
 
 // instanceWaiting says in the Ready condition what the instance waits for.
@@ -251,6 +265,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	if err != nil {
 		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
+	}
 	now := c.now().UTC()
 	props := new(catalog.PropertiesOf(env.plan))
 	props.ParameterChecksum, props.UserInfo = checksum(params), in.Spec.UserInfo
@@ -278,9 +295,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	if env.plan.Spec.MaintenanceInfo != nil {
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: env.plan.Spec.MaintenanceInfo.Version}
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "provision")
 	res, err := env.client.Provision(cctx, req)
-	cancel()
+	err = done(err)
 	if err != nil {
 		env.in = in
 		return c.provisionFailed(ctx, env, err)
@@ -481,6 +498,9 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	if err != nil {
 		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
+	}
 	ext := in.Status.ExternalProperties
 	now := c.now().UTC()
 	props := new(catalog.PropertiesOf(env.plan))
@@ -521,9 +541,9 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	if err != nil {
 		return 0, err
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "update")
 	res, err := env.client.Update(cctx, req)
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("update", "error").Inc()
 		var he *osb.HTTPError
@@ -585,6 +605,9 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned at the broker."})
 		}
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
+	}
 	now := c.now().UTC()
 	if in.Status.CurrentOperation != catalog.OperationDeprovision {
 		// A retry leaves status as the failure left it (saying why and
@@ -608,12 +631,12 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	if p := in.Status.InProgressProperties; orphan && p != nil {
 		planID = p.PlanID()
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "deprovision")
 	res, err := env.client.Deprovision(cctx, &osb.DeprovisionRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID,
 		AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		// Never forgotten: retried after the backoff until the broker
 		// answers.
@@ -696,6 +719,9 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	if wait, due := c.pollDue(in.ID); !due {
 		return wait, nil
 	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
+	}
 	planID := env.plan.Spec.ExternalID
 	if st.CurrentOperation == catalog.OperationUpdate && st.ExternalProperties != nil {
 		// While a plan change runs, the platform polls with the old plan.
@@ -704,11 +730,11 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID, Operation: st.LastOperation,
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
 		return c.instancePollFailed(ctx, in, err)

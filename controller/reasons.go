@@ -63,6 +63,9 @@ const (
 	reasonPollFailed       = "ErrorPollingLastOperation"
 	reasonWithParameters   = "ErrorWithParameters"
 	reasonAbandoned        = "Abandoned" // Bindery's: Service Catalog had no abandon
+	// reasonWaitBroker is Bindery's: the broker's circuit breaker is open
+	// (bulkhead.go), and requests to it wait.
+	reasonWaitBroker = "WaitingForBroker"
 	reasonNonexistentClass = catalog.ReasonNonexistentServiceClass
 	reasonNonexistentPlan  = catalog.ReasonNonexistentServicePlan
 	reasonDeletedPlan      = catalog.ReasonDeletedServicePlan

@@ -70,9 +70,10 @@ func newBackoff(base, limit time.Duration) backoff {
 
 // retryWait is how long operation op must still wait under the backoff
 // held in retries for generation gen (0: it may go now).
-func (c *Controller) retryWait(retries map[string]catalog.Retry, op string, gen int64) time.Duration {
+// A broker's breaker that closed lifts the wait (run.bypass).
+func (c *Controller) retryWait(ctx context.Context, retries map[string]catalog.Retry, op string, gen int64) time.Duration {
 	r, ok := catalog.RetryFor(retries, op, gen)
-	if !ok {
+	if !ok || (runOf(ctx) != nil && runOf(ctx).bypass) {
 		return 0
 	}
 	return max(r.NextAttempt.Sub(c.now()), 0)
@@ -144,6 +145,7 @@ func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*cata
 	}, events...)
 	if err == nil {
 		c.wake.wrote(instancePrefix+id, in.ResourceVersion, instanceSettled(in))
+		wrote(ctx, in.ResourceVersion)
 	}
 	return in, err
 }
@@ -159,6 +161,7 @@ func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catal
 	}, creds, events...)
 	if err == nil {
 		c.wake.wrote(bindingPrefix+id, b.ResourceVersion, bindingSettled(b))
+		wrote(ctx, b.ResourceVersion)
 	}
 	return b, err
 }

@@ -44,7 +44,7 @@ func BenchmarkFailureStorm(b *testing.B) {
 
 func storm(b *testing.B, window time.Duration, verbs []osbtest.Verb) {
 	const n = 100
-	e := setup(b, func(o *engineOptions) { o.retryBase, o.retryCap, o.workers = 0, 0, 8 })
+	e := setup(b, func(o *engineOptions) { o.retryBase, o.retryCap, o.workers, o.breakerFailures = 0, 0, 8, 0 })
 	fake := e.registerFake()
 
 	// Idle: 100 Ready instances.
