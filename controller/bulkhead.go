@@ -83,8 +83,8 @@ type gate struct {
 	// first failure opens it again.
 	probation bool
 	failures  int // in a row
-	opens    int // openings without a success between them
-	lastErr  string
+	opens     int // openings without a success between them
+	lastErr   string
 	// since is when the breaker opened.
 	since time.Time
 }

@@ -60,12 +60,12 @@ const (
 	reasonOrphanMitigated          = "OrphanMitigationSuccessful"
 	msgOrphanMitigated             = "Orphan mitigation was completed successfully"
 
-	reasonPollFailed       = "ErrorPollingLastOperation"
-	reasonWithParameters   = "ErrorWithParameters"
-	reasonAbandoned        = "Abandoned" // Bindery's: Service Catalog had no abandon
+	reasonPollFailed     = "ErrorPollingLastOperation"
+	reasonWithParameters = "ErrorWithParameters"
+	reasonAbandoned      = "Abandoned" // Bindery's: Service Catalog had no abandon
 	// reasonWaitBroker is Bindery's: the broker's circuit breaker is open
 	// (bulkhead.go), and requests to it wait.
-	reasonWaitBroker = "WaitingForBroker"
+	reasonWaitBroker       = "WaitingForBroker"
 	reasonNonexistentClass = catalog.ReasonNonexistentServiceClass
 	reasonNonexistentPlan  = catalog.ReasonNonexistentServicePlan
 	reasonDeletedPlan      = catalog.ReasonDeletedServicePlan
