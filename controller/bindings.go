@@ -227,7 +227,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		// OSB 2.17's orphan-mitigation table, as for a provision.
 		switch {
 		case needsOrphanMitigation(err):
-			return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err)
+			return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err, 2)
 		case malformed200(err):
 			// "200 with malformed response": a failure without orphan
 			// mitigation; the binding's deletion still unbinds.
@@ -247,7 +247,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 			setReady(&b.Status.Conditions, catalog.ConditionFalse, reasonBinding, msgBinding, c.now().UTC())
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: msgBinding, Operation: catalog.OperationBind})
-		return c.pollDelay(b.Status.OperationStartTime, 0), err
+		return c.accepted(b.ID, c.pollDelay(b.Status.OperationStartTime, 0, attemptWeight(b.Status.Retries, catalog.OperationBind, b.Generation))), err
 	}
 	return 0, c.bound(ctx, env, &res.Binding)
 }
@@ -312,12 +312,13 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 // up: the unbind follows at once, the bind again after the backoff. A
 // binding has no OrphanMitigation condition in Service Catalog's API:
 // Ready says so, and the failure is in lastError and the history.
-func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error) (time.Duration, error) {
+// cost is what the failed attempt cost the broker (recordFailure).
+func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error, cost int) (time.Duration, error) {
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
-		c.failedMitigated(&st.Retries, catalog.OperationBind, b.Generation, cause)
+		c.recordFailure(&st.Retries, catalog.OperationBind, b.Generation, cause, cost)
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonBindingOrphan, msgBindingOrphan, now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonBindFailed, Message: msg, Operation: catalog.OperationBind},
@@ -429,7 +430,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			setReady(&st.Conditions, catalog.ConditionFalse, reasonUnbinding, msgUnbinding, now)
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: msgUnbinding, Operation: catalog.OperationUnbind})
-		return c.pollDelay(&now, 0), err
+		return c.accepted(b.ID, c.pollDelay(&now, 0, attemptWeight(b.Status.Retries, catalog.OperationUnbind, b.Generation))), err
 	}
 	return c.unbound(ctx, b, false)
 }
@@ -492,25 +493,23 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 		return c.bindingPollFailed(ctx, b, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
-	_, pollFailed := st.Retries[retryPoll]
-	inProg := res.State == osb.StateInProgress
-	if (pollFailed && (res.Gone || inProg)) || (inProg && res.Description != "") {
-		// Polling works again, or the broker's word on progress: say so.
-		now := c.now().UTC()
-		reason, msg := inProgress(st.CurrentOperation, res.Description)
-		if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-			delete(b.Status.Retries, retryPoll)
-			setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
-			return nil
-		}, nil); err != nil {
-			return 0, err
+	if res.Gone || res.State == osb.StateInProgress {
+		if reason, msg, ok := c.progress(b.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
+			now := c.now().UTC()
+			if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+				delete(b.Status.Retries, retryPoll)
+				setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+				return nil
+			}, nil); err != nil {
+				return 0, err
+			}
 		}
 	}
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, true)
 	case res.Gone, res.State == osb.StateInProgress:
-		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, res.RetryAfter)), nil
+		return c.polled(b.ID, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation))), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
@@ -536,14 +535,11 @@ func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, 
 	c.log.Warn("poll binding last operation", "binding", b.Namespace+"/"+b.Name, "operation", op, "error", cause)
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
-	// Service Catalog left Ready as it was and recorded an Event: the
-	// reason stays the operation's, the message says why it is stuck.
-	reason, _ := inProgress(op, "")
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
-		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
-		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg+retrying(st.Retries, retryPoll), now)
+		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, b.Generation)))
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
 	return c.polled(b.ID, wait), err
@@ -557,8 +553,9 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
+	polls := c.pollsMade(b.ID)
 	if b.Status.CurrentOperation == catalog.OperationBind {
-		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil)
+		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil, 2*(1+polls))
 	}
 	now := c.now().UTC()
 	msg := "Unbind call failed: " + description
@@ -566,7 +563,7 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.LastError = false, msg
-		wait = c.failed(&st.Retries, catalog.OperationUnbind, b.Generation, nil)
+		wait = c.failedAsync(&st.Retries, catalog.OperationUnbind, b.Generation, polls, false)
 		setReady(&st.Conditions, catalog.ConditionUnknown, reasonUnbindFailed, msg+retrying(st.Retries, catalog.OperationUnbind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})

@@ -103,11 +103,9 @@ type Controller struct {
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
-	// nextPoll is, per object, when its asynchronous operation may be
-	// polled again: status writes wake an object up early, and a poll must
-	// still wait for Retry-After. Kept in memory only: a restarted engine
-	// polls once sooner, which the spec allows.
-	nextPoll sync.Map
+	// polls are, per object id, its asynchronous operation's polls
+	// (polls.go).
+	polls sync.Map
 	// secrets is the cache of the Secrets the engine wrote (nil without
 	// a cluster), filled by the informer that repairs them.
 	secrets corelisters.SecretLister
@@ -494,23 +492,6 @@ func (c *Controller) client(ctx context.Context, namespace, brokerName string) (
 	c.clients[b.ID] = cached
 	c.mu.Unlock()
 	return b, cl, nil
-}
-
-// pollDue reports whether the object may be polled now; if not, how long
-// until it may.
-func (c *Controller) pollDue(id string) (time.Duration, bool) {
-	if t, ok := c.nextPoll.Load(id); ok {
-		if wait := t.(time.Time).Sub(c.now()); wait > 0 {
-			return wait, false
-		}
-	}
-	return 0, true
-}
-
-// polled records when the object may be polled next and returns the delay.
-func (c *Controller) polled(id string, delay time.Duration) time.Duration {
-	c.nextPoll.Store(id, c.now().Add(delay))
-	return delay
 }
 
 func ready(conds []catalog.Condition) bool {

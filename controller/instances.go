@@ -312,7 +312,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonProvisioning, msgProvisioning, c.now().UTC())
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: msgProvisioning, Operation: catalog.OperationProvision})
-		return c.pollDelay(in.Status.OperationStartTime, 0), err
+		return c.accepted(in.ID, c.pollDelay(in.Status.OperationStartTime, 0, attemptWeight(in.Status.Retries, catalog.OperationProvision, in.Generation))), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
 }
@@ -563,7 +563,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonUpdating, msgUpdating, c.now().UTC())
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: msgUpdating, Operation: catalog.OperationUpdate})
-		return c.pollDelay(in.Status.OperationStartTime, 0), err
+		return c.accepted(in.ID, c.pollDelay(in.Status.OperationStartTime, 0, attemptWeight(in.Status.Retries, catalog.OperationUpdate, in.Generation))), err
 	}
 	return 0, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
 }
@@ -655,7 +655,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			setReady(&st.Conditions, catalog.ConditionFalse, reasonDeprovisioning, msgDeprovisioning, now)
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: msgDeprovisioning, Operation: catalog.OperationDeprovision})
-		return c.pollDelay(&now, 0), err
+		return c.accepted(in.ID, c.pollDelay(&now, 0, attemptWeight(in.Status.Retries, catalog.OperationDeprovision, in.Generation))), err
 	}
 	return c.deprovisioned(ctx, in, false)
 }
@@ -698,20 +698,6 @@ func (c *Controller) finalizeInstance(ctx context.Context, in *catalog.Instance,
 	return nil
 }
 
-// pollDelay is when to poll an asynchronous operation next: the broker's
-// Retry-After when it gave one, otherwise a quarter of the time the
-// operation has run so far, between 100 ms and 30 s.
-func (c *Controller) pollDelay(started *time.Time, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return retryAfter
-	}
-	d := 100 * time.Millisecond
-	if started != nil {
-		d = max(d, c.now().Sub(*started)/4)
-	}
-	return min(d, 30*time.Second)
-}
-
 // pollInstance asks the broker about the operation in progress.
 func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.Duration, error) {
 	in := env.in
@@ -740,17 +726,15 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		return c.instancePollFailed(ctx, in, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
+	next := c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, in.Generation))
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationDeprovision:
 		return c.deprovisioned(ctx, in, true)
 	case res.Gone:
 		// 410 while creating or updating is not a valid answer: keep polling.
-		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
+		return c.polled(in.ID, next), nil
 	case res.State == osb.StateInProgress:
-		_, pollFailed := st.Retries[retryPoll]
-		if res.Description != "" || pollFailed {
-			// The broker's word on progress, or that polling works again.
-			reason, msg := inProgress(st.CurrentOperation, res.Description)
+		if reason, msg, ok := c.progress(in.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
 			now := c.now().UTC()
 			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 				delete(in.Status.Retries, retryPoll)
@@ -761,7 +745,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 				return 0, err
 			}
 		}
-		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
+		return c.polled(in.ID, next), nil
 	case res.State == osb.StateSucceeded:
 		if st.CurrentOperation == catalog.OperationDeprovision {
 			return c.deprovisioned(ctx, in, false)
@@ -784,7 +768,7 @@ func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instanc
 	var wait time.Duration
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
-		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
+		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, in.Generation)))
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
@@ -792,34 +776,81 @@ func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instanc
 }
 
 // asyncFailed handles an asynchronous operation that ended "failed" (or
-// ran past its maximum polling duration): a provision is orphan-mitigated,
-// an update is recorded as failed, a deprovision is retried.
+// ran past its maximum polling duration): a provision is orphan-mitigated
+// at once, an update is retried after the backoff unless the broker says
+// it cannot be repeated, a deprovision is sent again after the backoff.
+// The backoff counts every request the attempt cost (its polls too).
 func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, description string, res *osb.LastOperationResponse) (time.Duration, error) {
 	in := env.in
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
+	polls := c.pollsMade(in.ID)
 	switch in.Status.CurrentOperation {
 	case catalog.OperationProvision:
-		return c.startOrphanMitigation(ctx, in, reasonProvisionFailed, "Provision call failed: "+description, nil)
+		return c.mitigateAtOnce(ctx, env, reasonProvisionFailed, "Provision call failed: "+description, polls)
 	case catalog.OperationUpdate:
-		permanent := res == nil || res.UpdateRepeatable == nil || !*res.UpdateRepeatable
-		if res != nil && res.UpdateRepeatable == nil {
-			permanent = false // OSB: update_repeatable defaults to true
+		if res != nil && res.UpdateRepeatable != nil && !*res.UpdateRepeatable {
+			return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update call failed: "+description, reasonUpdateFailed)
 		}
-		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update call failed: "+description, permanentUnless(!permanent, reasonUpdateFailed))
+		// OSB: update_repeatable defaults to true.
+		return c.asyncRetry(ctx, in, catalog.OperationUpdate, catalog.ConditionFalse, reasonUpdateFailed, "Update call failed: "+description, polls)
 	default:
 		// A deprovision is never forgotten: sent again after the backoff.
-		now := c.now().UTC()
-		msg := "Deprovision call failed: " + description
-		var wait time.Duration
-		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-			st := &in.Status
-			st.AsyncOpInProgress, st.LastError = false, msg
-			wait = c.failed(&st.Retries, catalog.OperationDeprovision, in.Generation, nil)
-			setReady(&st.Conditions, catalog.ConditionUnknown, reasonDeprovisionFailed, msg+retrying(st.Retries, catalog.OperationDeprovision), now)
-			return nil
-		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
-		return wait, err
+		return c.asyncRetry(ctx, in, catalog.OperationDeprovision, catalog.ConditionUnknown, reasonDeprovisionFailed, "Deprovision call failed: "+description, polls)
 	}
+}
+
+// asyncRetry records an asynchronous operation op that failed after polls
+// and is sent again after the backoff; Ready says why (with the broker's
+// description) and when.
+func (c *Controller) asyncRetry(ctx context.Context, in *catalog.Instance, op, status, reason, msg string, polls int) (time.Duration, error) {
+	now := c.now().UTC()
+	var wait time.Duration
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.AsyncOpInProgress, st.LastError = false, msg
+		if op == catalog.OperationUpdate {
+			st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
+		}
+		wait = c.failedAsync(&st.Retries, op, in.Generation, polls, false)
+		setReady(&st.Conditions, status, reason, msg+retrying(st.Retries, op), now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
+	return wait, err
+}
+
+// mitigateAtOnce cleans up after an asynchronous provision that failed: the
+// deprovision goes in the same reconcile, and the failure, the start of
+// orphan mitigation and the deprovision's outcome are one write. (A crash
+// between the request and the write polls the failed provision again,
+// which says failed again — or 410 Gone once deleted — and starts over.)
+func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reason, msg string, polls int) (time.Duration, error) {
+	now := c.now().UTC()
+	start := func(in *catalog.Instance) {
+		st := &in.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
+		st.CurrentOperation, st.OperationStartTime, st.LastOperation = catalog.OperationDeprovision, &now, ""
+		c.failedAsync(&st.Retries, catalog.OperationProvision, in.Generation, polls, true)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
+			Reason: reason, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonStartingOrphanMitigation, msgStartingOrphanMitigation, now)
+	}
+	events := []catalog.EventRecord{{Type: "Warning", Reason: reason, Message: msg, Operation: catalog.OperationProvision},
+		{Type: "Warning", Reason: reasonStartingOrphanMitigation, Message: msgStartingOrphanMitigation, Operation: catalog.OperationProvision}}
+	if env.in.DeletionTimestamp != nil {
+		// Deleted meanwhile: its deletion deprovisions it.
+		_, err := c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+		return 0, err
+	}
+	start(env.in)
+	r := runOf(ctx)
+	r.pending = &pendingWrite{fn: start, events: events}
+	wait, err := c.deprovision(ctx, env)
+	if r.pending != nil && err == nil {
+		// The deprovision wrote nothing: the failure is written alone.
+		r.pending = nil
+		_, err = c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+	}
+	return wait, err
 }

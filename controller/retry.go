@@ -59,11 +59,6 @@ func (b backoff) delay(n int) time.Duration {
 	return d
 }
 
-// mitigatedDelay is the wait after the n-th failure in a row of a
-// provision or bind that was orphan-mitigated: each such failure cost the
-// broker two calls (the attempt and the cleanup), so it counts twice.
-func (b backoff) mitigatedDelay(n int) time.Duration { return b.delay(2 * n) }
-
 func newBackoff(base, limit time.Duration) backoff {
 	return backoff{base: base, cap: limit, random: rand.Float64}
 }
@@ -79,23 +74,42 @@ func (c *Controller) retryWait(ctx context.Context, retries map[string]catalog.R
 	return max(r.NextAttempt.Sub(c.now()), 0)
 }
 
-// failed counts one more failure of op and returns the wait before the
-// next attempt: the backoff's, or the broker's Retry-After when longer.
+// failed counts one more failure of op, which cost the broker one
+// request, and returns the wait before the next attempt: the backoff's, or
+// the broker's Retry-After when longer.
 func (c *Controller) failed(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
-	return c.recordFailure(retries, op, gen, cause, c.backoff.delay)
+	return c.recordFailure(retries, op, gen, cause, 1)
 }
 
 // failedMitigated is failed for a provision or bind whose failure is
-// orphan-mitigated: its wait is the backoff's mitigatedDelay.
+// orphan-mitigated: it cost two requests (the attempt and its clean-up).
 func (c *Controller) failedMitigated(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
-	return c.recordFailure(retries, op, gen, cause, c.backoff.mitigatedDelay)
+	return c.recordFailure(retries, op, gen, cause, 2)
 }
 
-func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string, gen int64, cause error, delay func(int) time.Duration) time.Duration {
+// failedAsync is failed for an asynchronous operation that ended failed
+// after polls: it cost the request that started it and each poll, twice
+// when it is orphan-mitigated. So a broker whose operations fail after a
+// few seconds of polling waits as long for the next attempt as the
+// requests it was sent call for, instead of getting a new attempt every
+// few seconds.
+func (c *Controller) failedAsync(retries *map[string]catalog.Retry, op string, gen int64, polls int, mitigated bool) time.Duration {
+	cost := 1 + polls
+	if mitigated {
+		cost *= 2
+	}
+	return c.recordFailure(retries, op, gen, nil, cost)
+}
+
+// recordFailure counts one more failure of op, which cost the broker cost
+// requests, and returns the wait before the next attempt: the backoff
+// doubles with each request failed attempts cost in a row.
+func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string, gen int64, cause error, cost int) time.Duration {
 	r, _ := catalog.RetryFor(*retries, op, gen)
+	r.Requests = r.Weight() + cost
 	r.Failures++
 	r.Generation = gen
-	wait := max(delay(r.Failures), retryAfter(cause))
+	wait := max(c.backoff.delay(r.Requests), retryAfter(cause))
 	r.NextAttempt = c.now().UTC().Add(wait)
 	if *retries == nil {
 		*retries = map[string]catalog.Retry{}
@@ -135,8 +149,18 @@ func retrying(retries map[string]catalog.Retry, op string) string {
 
 // writeInstance is the engine's status write of an instance: fn's change,
 // with the backoffs that no longer apply dropped.
+// A status change the reconcile has still to write (run.pending) goes
+// with it.
 func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
+	var pending *pendingWrite
+	if r := runOf(ctx); r != nil && r.pending != nil {
+		pending, r.pending = r.pending, nil
+		events = append(pending.events, events...)
+	}
 	in, err := c.store.UpdateInstanceStatus(ctx, id, func(in *catalog.Instance) error {
+		if pending != nil {
+			pending.fn(in)
+		}
 		if err := fn(in); err != nil {
 			return err
 		}
@@ -146,6 +170,9 @@ func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*cata
 	if err == nil {
 		c.wake.wrote(instancePrefix+id, in.ResourceVersion, instanceSettled(in))
 		wrote(ctx, in.ResourceVersion)
+		if !in.Status.AsyncOpInProgress {
+			c.forgetPolls(id)
+		}
 	}
 	return in, err
 }
@@ -162,6 +189,9 @@ func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catal
 	if err == nil {
 		c.wake.wrote(bindingPrefix+id, b.ResourceVersion, bindingSettled(b))
 		wrote(ctx, b.ResourceVersion)
+		if !b.Status.AsyncOpInProgress {
+			c.forgetPolls(id)
+		}
 	}
 	return b, err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bindery-dev/bindery/catalog"
 )
 
 // Workers and the waits on brokers.
@@ -34,6 +36,16 @@ type run struct {
 	// bypass: a broker's breaker closed and lifted this object's
 	// status-held backoff for this reconcile.
 	bypass bool
+	// pending is a change of the instance's status this reconcile has
+	// still to write: its next write carries it.
+	pending *pendingWrite
+}
+
+// pendingWrite is a status change, with its history entries, that waits
+// for the reconcile's next write of the instance.
+type pendingWrite struct {
+	fn     func(*catalog.Instance)
+	events []catalog.EventRecord
 }
 
 type runKey struct{}

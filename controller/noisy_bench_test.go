@@ -1,0 +1,320 @@
+package controller_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/migrations"
+)
+
+// BenchmarkNoisyNeighbours: one engine (`bindery serve controller` with
+// its default flags, in a process of its own so that its memory is its
+// own), three brokers. A healthy one gets 100 instances and 100 bindings;
+// one that never answers (not even its catalogue, once registered) has
+// 100 instances; one that answers 500 to every request but its
+// catalogue's, each time with a new 4 MB description, has 100 instances.
+// The healthy broker's 200 objects are timed from creation to Ready
+// (their Ready condition's transition), alone and then, in a second
+// engine on a fresh database, beside the two others, which get their
+// objects first and keep them for NOISY_WINDOW (default 2m). It reports
+// p50 and p99 of both and their ratios; the engine's RSS before the
+// hostile objects and at the end; and the live bytes (pg_column_size of
+// the rows) that each hostile object holds in the instances, history and
+// change-feed tables at the end, once the feed's retention has cycled
+// (everything before the newest revision pruned, as a full cycle leaves
+// it).
+//
+//	go test -run '^$' -bench NoisyNeighbours -benchtime 1x ./controller/
+func BenchmarkNoisyNeighbours(b *testing.B) {
+	window := 2 * time.Minute
+	if s := os.Getenv("NOISY_WINDOW"); s != "" {
+		window, _ = time.ParseDuration(s)
+	}
+	bin := buildBindery(b)
+	for b.Loop() {
+		alone := noisyRun(b, bin, false, 0)
+		noisy := noisyRun(b, bin, true, window)
+		b.ReportMetric(alone.p50, "p50-alone-s")
+		b.ReportMetric(alone.p99, "p99-alone-s")
+		b.ReportMetric(noisy.p50, "p50-noisy-s")
+		b.ReportMetric(noisy.p99, "p99-noisy-s")
+		b.ReportMetric(noisy.p50/alone.p50, "p50-ratio")
+		b.ReportMetric(noisy.p99/alone.p99, "p99-ratio")
+		b.ReportMetric(noisy.rssBefore/(1<<20), "rss-before-MB")
+		b.ReportMetric(noisy.rssAfter/(1<<20), "rss-after-MB")
+		b.ReportMetric((noisy.rssAfter-noisy.rssBefore)/(1<<20), "rss-added-MB")
+		b.ReportMetric(noisy.hangBytes, "hang-live-B/object")
+		b.ReportMetric(noisy.hostileBytes, "hostile-live-B/object")
+		b.ReportMetric(noisy.hostileRequests, "hostile-requests/object")
+	}
+}
+
+// buildBindery builds the bindery binary once for the benchmark.
+func buildBindery(b *testing.B) string {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "bindery")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/bindery-dev/bindery/cmd/bindery")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("build bindery: %v", err)
+	}
+	return bin
+}
+
+type noisyResult struct {
+	p50, p99                float64
+	rssBefore, rssAfter     float64
+	hangBytes, hostileBytes float64
+	hostileRequests         float64
+}
+
+// noisyBroker registers an osbtest broker serving one service, named
+// service, in store.
+func noisyBroker(b *testing.B, store *catalog.Store, name, service string) *osbtest.Broker {
+	services := osbtest.DefaultCatalog()
+	services[0].Name = service
+	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(services))
+	ctx := context.Background()
+	br := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	br.Name = name
+	br, err := store.CreateBroker(ctx, br, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.Relist(ctx, br.ID); err != nil {
+		b.Fatal(err)
+	}
+	return fake
+}
+
+func noisyRun(b *testing.B, bin string, neighbours bool, window time.Duration) noisyResult {
+	ctx := context.Background()
+	url := pgtest.New(b)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	for _, s := range migrations.Schemas() {
+		if err := migrations.Up(ctx, pool, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	key := keyring.Generate()
+	keys, _ := keyring.Parse(key)
+	store := catalog.NewStore(pool, keys, slog.New(slog.DiscardHandler))
+	noisyBroker(b, store, "ok", "ok-svc")
+	var hang, hostile *osbtest.Broker
+	if neighbours {
+		hang = noisyBroker(b, store, "hang", "hang-svc")
+		hostile = noisyBroker(b, store, "hostile", "hostile-svc")
+		for _, v := range []osbtest.Verb{osbtest.VerbCatalog, osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbLastOperation} {
+			hang.Fail(v, osbtest.Failure{Delay: 24 * time.Hour})
+		}
+		big := strings.Repeat("x", 4<<20)
+		var n atomic.Int64
+		for _, v := range []osbtest.Verb{osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbLastOperation} {
+			hostile.Fail(v, osbtest.Failure{Status: 500, Describe: func() string { return strconv.FormatInt(n.Add(1), 10) + big }})
+		}
+	}
+	engine := startEngine(b, bin, url, key)
+	defer engine.stop()
+	time.Sleep(2 * time.Second)
+	var res noisyResult
+	res.rssBefore = engine.rss(b)
+
+	start := time.Now()
+	var hangIDs, hostileIDs []string
+	if neighbours {
+		for i := range 100 {
+			hangIDs = append(hangIDs, noisyInstance(b, store, fmt.Sprintf("hang-%d", i), "hang-svc").ID)
+			hostileIDs = append(hostileIDs, noisyInstance(b, store, fmt.Sprintf("hostile-%d", i), "hostile-svc").ID)
+		}
+		time.Sleep(10 * time.Second) // the neighbours at work: calls hang, failures pile up
+	}
+	var instances, bindings []string
+	for i := range 100 {
+		instances = append(instances, noisyInstance(b, store, fmt.Sprintf("db-%d", i), "ok-svc").ID)
+		bd := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: fmt.Sprintf("db-%d", i)}}}
+		bd.Name, bd.Namespace = fmt.Sprintf("app-%d", i), "bench"
+		bd, err := store.CreateBinding(ctx, bd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bindings = append(bindings, bd.ID)
+	}
+	res.p50, res.p99 = timesToReady(b, store, instances, bindings, engine)
+	if !neighbours {
+		return res
+	}
+	if rest := window - time.Since(start); rest > 0 {
+		time.Sleep(rest)
+	}
+	res.rssAfter = engine.rss(b)
+	res.hostileRequests = float64(len(hostile.Requests())) / 100
+	// The feed's retention cycled: everything before the newest revision
+	// is pruned, as a full cycle leaves it.
+	rev, err := store.Revision(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.Feed().PruneBefore(ctx, rev); err != nil {
+		b.Fatal(err)
+	}
+	res.hangBytes = liveBytes(b, pool, hangIDs) / float64(len(hangIDs))
+	res.hostileBytes = liveBytes(b, pool, hostileIDs) / float64(len(hostileIDs))
+	return res
+}
+
+func noisyInstance(b *testing.B, store *catalog.Store, name, service string) *catalog.Instance {
+	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: service, ClusterServicePlanExternalName: osbtest.PlanSync}}
+	in.Name, in.Namespace = name, "bench"
+	in, err := store.CreateInstance(context.Background(), in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
+// timesToReady waits until every object is Ready and returns the p50 and
+// p99 of creation to Ready, in seconds.
+func timesToReady(b *testing.B, store *catalog.Store, instances, bindings []string, engine *engineProcess) (p50, p99 float64) {
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	var times []float64
+	for {
+		times = times[:0]
+		for _, id := range instances {
+			in, err := store.GetInstance(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c, ok := catalog.FindCondition(in.Status.Conditions, catalog.ConditionReady); ok && c.Status == catalog.ConditionTrue {
+				times = append(times, c.LastTransitionTime.Sub(in.CreationTimestamp).Seconds())
+			}
+		}
+		for _, id := range bindings {
+			bd, err := store.GetBinding(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c, ok := catalog.FindCondition(bd.Status.Conditions, catalog.ConditionReady); ok && c.Status == catalog.ConditionTrue {
+				times = append(times, c.LastTransitionTime.Sub(bd.CreationTimestamp).Seconds())
+			}
+		}
+		if len(times) == len(instances)+len(bindings) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d objects Ready after 5 minutes; engine log:\n%s", len(times), len(instances)+len(bindings), engine.log())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], times[len(times)*99/100]
+}
+
+// liveBytes is the size of the rows of the objects ids in the catalog's
+// instances, history and change-feed tables.
+func liveBytes(b *testing.B, pool *pgxpool.Pool, ids []string) float64 {
+	var n int64
+	err := pool.QueryRow(context.Background(), `SELECT
+		coalesce((SELECT sum(pg_column_size(t.*)) FROM catalog.instances t WHERE id = ANY($1::uuid[])), 0) +
+		coalesce((SELECT sum(pg_column_size(t.*)) FROM catalog.events t WHERE object_id = ANY($1::uuid[])), 0) +
+		coalesce((SELECT sum(pg_column_size(t.*)) FROM catalog.changes t WHERE object_id = ANY($1::uuid[])), 0)`, ids).Scan(&n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(n)
+}
+
+// engineProcess is `bindery serve controller` running for a benchmark.
+type engineProcess struct {
+	cmd  *exec.Cmd
+	logs *strings.Builder
+	done chan struct{}
+}
+
+func startEngine(b *testing.B, bin, url, key string) *engineProcess {
+	cmd := exec.Command(bin, "serve", "controller", "--listen", "127.0.0.1:0", "--broker-allow-loopback", "--log-level", "info")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "BINDERY_ENCRYPTION_KEY="+key)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	e := &engineProcess{cmd: cmd, logs: &strings.Builder{}, done: make(chan struct{})}
+	started := make(chan struct{})
+	go func() {
+		defer close(e.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		once := false
+		for sc.Scan() {
+			line := sc.Text()
+			if e.logs.Len() < 1<<20 {
+				e.logs.WriteString(line[:min(len(line), 500)] + "\n")
+			}
+			if !once && strings.Contains(line, "engine started") {
+				once = true
+				close(started)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		b.Fatalf("the engine did not start; log:\n%s", e.logs.String())
+	}
+	return e
+}
+
+func (e *engineProcess) log() string { return tail(e.logs.String()) }
+
+// rss is the engine process's resident set, in bytes.
+func (e *engineProcess) rss(b *testing.B) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+func (e *engineProcess) stop() {
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		_ = e.cmd.Process.Kill()
+	}
+	_ = e.cmd.Wait()
+}
