@@ -282,6 +282,13 @@ func (gs *gates) finish(r *run, started time.Time) {
 	}
 }
 
+// lift lifts key's backoff until its next request of verb.
+func (gs *gates) lift(key, verb string) {
+	gs.mu.Lock()
+	gs.bypass[key] = lift{verb: verb, until: time.Now().Add(liftFor)}
+	gs.mu.Unlock()
+}
+
 // lifted reports whether a closing breaker lifted key's backoff.
 func (gs *gates) lifted(key string) bool {
 	gs.mu.Lock()

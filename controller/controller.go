@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -97,6 +98,9 @@ type Controller struct {
 	catalogue *catalogue
 	gates     *gates
 	runs      runs
+	// refetches are the catalogue fetches after MaintenanceInfoConflict,
+	// one per broker at a time.
+	refetches singleflight.Group
 	// slots are the workers: a reconcile holds one, except while it waits
 	// on a broker (run.go).
 	slots chan struct{}

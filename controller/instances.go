@@ -328,6 +328,8 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 	reason, msg := provisionFailure(env, err)
 	var he *osb.HTTPError
 	switch {
+	case maintenanceConflict(err):
+		return c.provisionConflict(ctx, env, err)
 	case needsOrphanMitigation(err):
 		return c.startOrphanMitigation(ctx, in, reason, msg, err)
 	case malformed200(err):
@@ -343,7 +345,7 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
 		// be refused again. Nothing was created.
-		return 0, c.instanceFailed(ctx, in, reason, msg, reasonBrokerFailure, func(st *catalog.InstanceStatus) {
+		return 0, c.instanceFailed(ctx, in, reason, msg, brokerFailureReason(env), func(st *catalog.InstanceStatus) {
 			st.DeprovisionStatus = catalog.DeprovisionNotRequired
 		})
 	default:
@@ -547,6 +549,9 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("update", "error").Inc()
 		var he *osb.HTTPError
+		if maintenanceConflict(err) {
+			return 0, c.updateConflict(ctx, env, err)
+		}
 		// An update is never orphan-mitigated. A 4xx is the broker's answer
 		// to this spec; anything else is retried.
 		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
