@@ -48,21 +48,35 @@ func TestAsyncFailureBacksOff(t *testing.T) {
 	}
 	time.Sleep(window - time.Since(ins[0].CreationTimestamp))
 	for _, in := range ins {
-		var requests int
+		var requests []osbtest.Request
 		for _, r := range fake.Requests() {
 			if strings.Contains(r.Path, in.Spec.ExternalID) {
-				requests++
+				requests = append(requests, r)
 			}
 		}
-		// A provision, two polls, a deprovision; then the next provision
-		// at most (its first poll waits half a second doubled for each
-		// request the first attempt cost).
-		if requests > 6 {
-			t.Errorf("instance %s: %d broker requests in %s", in.Name, requests, window)
+		// A provision, two polls, a deprovision; after the backoff of 6
+		// requests (3.2 s less jitter), the next provision, and its first
+		// poll as long after it (not half a second), its deprovision.
+		if len(requests) > 7 {
+			t.Errorf("instance %s: %d broker requests in %s", in.Name, len(requests), window)
 		}
-		// Created, provision in flight, accepted, the broker's word on
-		// progress, failed and orphan-mitigated; the next attempt in
-		// flight and accepted.
+		var puts []time.Time
+		for _, r := range requests {
+			if r.Verb == osbtest.VerbProvision {
+				puts = append(puts, r.Time)
+			}
+			if len(puts) == 2 && r.Verb == osbtest.VerbLastOperation {
+				if gap := r.Time.Sub(puts[1]); gap < 3*time.Second {
+					t.Errorf("instance %s: the second attempt was polled %s after it started, from the shortest delay", in.Name, gap)
+				}
+				break
+			}
+		}
+		if len(puts) >= 2 && puts[1].Sub(puts[0]) < 2*time.Second {
+			t.Errorf("instance %s: the second attempt came %s after the first", in.Name, puts[1].Sub(puts[0]))
+		}
+		// Per attempt: provision in flight, accepted, failed and
+		// orphan-mitigated (one write); and the object's creation.
 		if rows := feedRows(t, e, in.ID); rows > 7 {
 			t.Errorf("instance %s: %d change-feed rows in %s", in.Name, rows, window)
 		}
@@ -86,9 +100,9 @@ func TestInProgressPollsWriteNothing(t *testing.T) {
 	if polls > 5 {
 		t.Errorf("%d polls in 7 s: at 0.5, 1, 2, 4 s after the provision at most", polls)
 	}
-	// Created, provision in flight, accepted, the broker's first word on
-	// progress.
-	if rows := feedRows(t, e, in.ID); rows > 4 {
+	// Created, provision in flight, accepted: the broker's word on
+	// progress waits for the operation's first minute.
+	if rows := feedRows(t, e, in.ID); rows > 3 {
 		t.Errorf("%d change-feed rows for %d polls", rows, polls)
 	}
 }

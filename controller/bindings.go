@@ -480,7 +480,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 		return c.bindingParked(ctx, b, err)
 	}
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
-		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d))
+		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), false)
 	}
 	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
@@ -522,7 +522,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 		}
 		return 0, c.bound(ctx, env, result)
 	default:
-		return c.bindingAsyncFailed(ctx, env, res.Description)
+		return c.bindingAsyncFailed(ctx, env, res.Description, true)
 	}
 }
 
@@ -548,12 +548,16 @@ func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, 
 // bindingAsyncFailed handles an asynchronous bind or unbind that ended
 // "failed" or ran past its maximum polling duration: a bind is
 // orphan-mitigated, an unbind sent again after the backoff.
-func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string) (time.Duration, error) {
+// polled says whether a poll said so (and counts among the requests).
+func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string, polled bool) (time.Duration, error) {
 	b := env.b
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
 	polls := c.pollsMade(b.ID)
+	if polled {
+		polls++
+	}
 	if b.Status.CurrentOperation == catalog.OperationBind {
 		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil, 2*(1+polls))
 	}

@@ -791,6 +791,9 @@ func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, descript
 		description = "The broker reported the operation as failed."
 	}
 	polls := c.pollsMade(in.ID)
+	if res != nil {
+		polls++ // the poll that said so
+	}
 	switch in.Status.CurrentOperation {
 	case catalog.OperationProvision:
 		return c.mitigateAtOnce(ctx, env, reasonProvisionFailed, "Provision call failed: "+description, polls)

@@ -14,13 +14,16 @@ import (
 // 1.5 s, 3 s, 6 s, ... — at most 8 requests in its first minute), at most
 // every 30 s, and never before the broker's Retry-After, to the second.
 // When the operation's earlier attempts failed, its polls start later:
-// the first waits half a second doubled for each request those failures
-// cost (status.retries' weight), so a broker whose operations keep
-// failing is not polled from the shortest delay on every attempt.
+// the first waits as long as the backoff after those failures (without
+// its jitter; at least half a second, at most 30 s), so a broker whose
+// operations keep failing is not polled from the shortest delay on every
+// attempt.
 //
 // Polls that only confirm "in progress" write nothing: no status, no
 // history, no change of the feed. The broker's description of progress is
-// written into Ready when it says something new, at most once a minute.
+// written into Ready when it says something new, once the operation has
+// run a minute, and then at most once a minute: an operation that ends
+// within a minute costs its object no write for its progress.
 
 const (
 	pollBase = 500 * time.Millisecond
@@ -40,7 +43,8 @@ type pollState struct {
 	next time.Time
 	// count is the operation's polls so far.
 	count int
-	// described is when the broker's description was last written.
+	// described is when the broker's description was last written, or
+	// when the operation was accepted.
 	described time.Time
 }
 
@@ -70,7 +74,7 @@ func (c *Controller) pollDue(id string) (time.Duration, bool) {
 func (c *Controller) accepted(id string, delay time.Duration) time.Duration {
 	ps := c.pollOf(id)
 	ps.mu.Lock()
-	ps.next, ps.count, ps.described = c.now().Add(delay), 0, time.Time{}
+	ps.next, ps.count, ps.described = c.now().Add(delay), 0, c.now()
 	ps.mu.Unlock()
 	return delay
 }
@@ -104,7 +108,7 @@ func (c *Controller) describe(id string) bool {
 	ps := c.pollOf(id)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if now := c.now(); ps.described.IsZero() || now.Sub(ps.described) >= describeEvery {
+	if now := c.now(); now.Sub(ps.described) >= describeEvery {
 		ps.described = now
 		return true
 	}
@@ -134,11 +138,14 @@ func (c *Controller) progress(id string, conds []catalog.Condition, retries map[
 func (c *Controller) forgetPolls(id string) { c.polls.Delete(id) }
 
 // pollDelay is when to poll an asynchronous operation next: after as long
-// as it has run (from started), at least pollBase doubled for each request
-// its earlier attempts cost (weight), at most pollCap; and never before the
-// broker's Retry-After.
+// as it has run (from started), at least pollBase or, when earlier
+// attempts failed, the backoff of their weight; at most pollCap; and never
+// before the broker's Retry-After.
 func (c *Controller) pollDelay(started *time.Time, retryAfter time.Duration, weight int) time.Duration {
-	d := pollBase << min(max(weight, 0), 6)
+	d := pollBase
+	if weight > 0 {
+		d = max(d, c.backoff.steady(weight))
+	}
 	if started != nil {
 		d = max(d, c.now().Sub(*started))
 	}

@@ -47,16 +47,27 @@ type backoff struct {
 // delay is the wait after the n-th failure in a row (n ≥ 1):
 // base·2^(n−1), at most cap, less up to jitterShare of it at random.
 func (b backoff) delay(n int) time.Duration {
-	d := b.cap
+	jitter := 0.0
+	if b.random != nil {
+		jitter = jitterShare * b.random()
+	}
+	return delay(b.base, b.cap, n, jitter)
+}
+
+// steady is delay without its jitter.
+func (b backoff) steady(n int) time.Duration { return delay(b.base, b.cap, n, 0) }
+
+// delay is the one backoff formula: the wait after the n-th failure in a
+// row (n ≥ 1) is base·2^(n−1), at most limit, less the share jitter (in
+// [0, 1)) of it.
+func delay(base, limit time.Duration, n int, jitter float64) time.Duration {
+	d := limit
 	if shift := n - 1; shift >= 0 && shift < 62 {
-		if x := b.base << shift; x>>shift == b.base && x < b.cap {
+		if x := base << shift; x>>shift == base && x < limit {
 			d = x
 		}
 	}
-	if b.random != nil {
-		d -= time.Duration(float64(d) * jitterShare * b.random())
-	}
-	return d
+	return d - time.Duration(float64(d)*jitter)
 }
 
 func newBackoff(base, limit time.Duration) backoff {

@@ -214,5 +214,6 @@ func scalar(v any) string {
 
 // NewUnbind builds `unbind BINDING`.
 func NewUnbind(f *cmdutil.Factory) *cobra.Command {
-	return Kind.NewDelete(f, "unbind BINDING", "Delete a binding; the broker revokes its credentials", "unbound")
+	return Kind.NewDelete(f, "unbind BINDING", "Delete a binding; the broker revokes its credentials", "unbound",
+		"its credentials stay valid at the broker until someone revokes them there")
 }
