@@ -3,7 +3,6 @@ package osb
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -29,6 +28,9 @@ func (c *Client) Probe(ctx context.Context) error {
 	if res.StatusCode == http.StatusOK {
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(res.Body, probeBody))
-	return decodeError(res.StatusCode, res.Header, body)
+	answer, err := readAnswer(res, probeBody)
+	if err != nil {
+		return fmt.Errorf("probe the catalog: %w", err)
+	}
+	return decodeError(answer)
 }

@@ -56,8 +56,6 @@ const (
 //     passed since it started, however often it is polled meanwhile (as
 //     a broker whose backend gives up after a few seconds), instead of
 //     after the polls WithPolls sets.
-//   - Describe, with a 4xx or 5xx Status: the description of each answer,
-//     called once per answer (a broker whose text changes every time).
 //
 // A broker that is down (connection refused) is Broker.Down.
 type Failure struct {
@@ -72,7 +70,10 @@ type Failure struct {
 	NeverFinishes    bool
 	RetryAfter       time.Duration
 	After            time.Duration
-	Describe         func() string
+	// Describe, when set, gives the description of each answer in place
+	// of Description, called once per answer: a broker whose error text
+	// changes every time (and may be as long as it likes).
+	Describe func() string
 	// Times is how many requests the failure applies to; 0 means every
 	// request until Clear.
 	Times int
@@ -98,8 +99,6 @@ func (b *Broker) Fail(v Verb, f Failure) {
 		b.t.Errorf("osbtest: Fail(%s): AsyncFailed and NeverFinishes need a provision, update, deprovision, bind or unbind, and no Status", v)
 	case f.After != 0 && (!f.AsyncFailed || f.After < 0):
 		b.t.Errorf("osbtest: Fail(%s): After needs AsyncFailed and a positive duration", v)
-	case f.Describe != nil && f.Status < 400:
-		b.t.Errorf("osbtest: Fail(%s): Describe needs an error Status", v)
 	case f.AsyncFailed && f.NeverFinishes:
 		b.t.Errorf("osbtest: Fail(%s): an operation cannot both fail and never finish", v)
 	case f.RetryAfter != 0 && (f.Status < 400 || f.RetryAfter < 0):
@@ -168,10 +167,7 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 		}
 		return res, true
 	}
-	description := f.Description
-	if f.Describe != nil {
-		description = f.Describe()
-	}
+	description := f.description()
 	if description == "" {
 		description = http.StatusText(f.Status) + " (injected by osbtest)."
 	}
@@ -190,4 +186,12 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 		res.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds())))}}
 	}
 	return res, true
+}
+
+// description is the description of an answer f makes.
+func (f *Failure) description() string {
+	if f.Describe != nil {
+		return f.Describe()
+	}
+	return f.Description
 }
