@@ -20,6 +20,9 @@ type bindingEnv struct {
 	instanceEnv
 }
 
+// reconcileBinding computes the next step for a binding from its spec and
+// status and takes it: an abandoned one goes at once; otherwise its
+// instance is linked and loaded, and the step dispatched.
 func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Duration, error) {
 	b, in, inErr, err := c.store.GetBindingLinked(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
@@ -29,16 +32,32 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		return 0, err
 	}
 	if b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true" {
-		// The broker is not asked, whatever the binding is waiting for.
-		if err := c.deleteSecret(ctx, b); err != nil {
-			return 0, err
-		}
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
-			Message: "Removed without unbinding: the binding was abandoned."})
+		return 0, c.abandonBinding(ctx, b)
 	}
-	// The instance, which the binding may have been recorded before (it is
-	// linked to it now if it exists).
-	err = inErr
+	env, err := c.linkInstance(ctx, b, in, inErr)
+	if env == nil {
+		return 0, err
+	}
+	return c.dispatchBinding(ctx, env)
+}
+
+// abandonBinding removes an abandoned binding (and its Secret) without
+// asking the broker, whatever the binding was waiting for.
+func (c *Controller) abandonBinding(ctx context.Context, b *catalog.Binding) error {
+	if err := c.deleteSecret(ctx, b); err != nil {
+		return err
+	}
+	return c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
+		Message: "Removed without unbinding: the binding was abandoned."})
+}
+
+// linkInstance finds the binding's instance (which the binding may have
+// been recorded before: it is linked to it now if it exists) and loads its
+// class, plan and broker. A nil env means the binding was dealt with: it
+// waits for its instance (saying so), or it is removed, having nothing to
+// unbind.
+func (c *Controller) linkInstance(ctx context.Context, b *catalog.Binding, in *catalog.Instance, inErr error) (*bindingEnv, error) {
+	err := inErr
 	if errors.Is(err, catalog.ErrNotFound) {
 		in, err = c.store.LinkBinding(ctx, b.ID)
 	}
@@ -47,38 +66,46 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 			// Nothing can be unbound without the instance (one that was
 			// abandoned leaves its bindings so).
 			if err := c.deleteSecret(ctx, b); err != nil {
-				return 0, err
+				return nil, err
 			}
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "The instance does not exist: nothing to unbind."})
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "The instance does not exist: nothing to unbind."})
 		}
 		// The instance's creation wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, r.Reason, r.Message)
+		return nil, c.bindingWaiting(ctx, b, r.Reason, r.Message)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
+		return nil, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
+	nothingBound := b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired
 	if !resolved(in) {
-		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		if nothingBound {
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
 		}
 		// The instance's resolution wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, reasonInstanceUnresolved, fmt.Sprintf(
+		return nil, c.bindingWaiting(ctx, b, reasonInstanceUnresolved, fmt.Sprintf(
 			"Binding cannot begin because ClusterServiceClass and ClusterServicePlan references for %s have not been resolved yet", instanceName(in)))
 	}
+	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
 	if err := c.load(ctx, &env.instanceEnv); err != nil {
-		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		if nothingBound {
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
 		}
 		if r, ok := catalog.AsReference(err); ok {
 			// Gone since the instance was resolved: looked for again after
 			// the backoff.
 			if werr := c.bindingWaiting(ctx, b, r.Reason, r.Message); werr != nil {
-				return 0, werr
+				return nil, werr
 			}
 		}
-		return 0, err
+		return nil, err
 	}
+	return env, nil
+}
+
+// dispatchBinding takes the binding's next step: poll, unbind, keep it
+// bound, or bind once its instance is ready — each after its backoff.
+func (c *Controller) dispatchBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+	b, in := env.b, env.in
 	st := &b.Status
 	switch {
 	case st.AsyncOpInProgress:
@@ -211,25 +238,8 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		PredecessorBindingID: predecessor,
 		Context:              map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
 	})
-	err = done(err)
-	if err != nil {
-		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
-		var he *osb.HTTPError
-		// OSB 2.17's orphan-mitigation table, as for a provision.
-		switch {
-		case needsOrphanMitigation(err):
-			return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err, 2)
-		case malformed200(err):
-			// "200 with malformed response": a failure without orphan
-			// mitigation; the binding's deletion still unbinds.
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
-			return 0, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
-				st.UnbindStatus = catalog.UnbindNotRequired
-			})
-		default:
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-		}
+	if err = done(err); err != nil {
+		return c.bindFailed(ctx, env, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
@@ -241,6 +251,28 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return c.accepted(b.ID, c.pollDelay(b.Status.OperationStartTime, 0, attemptWeight(b.Status.Retries, catalog.OperationBind, b.Generation))), err
 	}
 	return 0, c.bound(ctx, env, &res.Binding)
+}
+
+// bindFailed applies OSB 2.17's orphan-mitigation table to a failed bind
+// request, as provisionFailed does to a provision.
+func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error) (time.Duration, error) {
+	b := env.b
+	c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
+	var he *osb.HTTPError
+	switch {
+	case needsOrphanMitigation(err):
+		return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err, 2)
+	case malformed200(err):
+		// "200 with malformed response": a failure without orphan
+		// mitigation; the binding's deletion still unbinds.
+		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
+	case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
+		return 0, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
+			st.UnbindStatus = catalog.UnbindNotRequired
+		})
+	default:
+		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
+	}
 }
 
 // bound writes the Secret when there is a cluster, then stores the

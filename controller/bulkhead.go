@@ -84,7 +84,10 @@ type gate struct {
 	probation bool
 	failures  int // in a row
 	opens     int // openings without a success between them
-	lastErr   string
+	// lastErr is the last failure, for the log and the broker's
+	// condition; lastKind what kind it was, for its objects' Ready (the
+	// same through an outage, so their condition is written once).
+	lastErr, lastKind string
 	// since is when the breaker opened.
 	since time.Time
 }
@@ -191,7 +194,7 @@ func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Clien
 	switch {
 	case g.open:
 		gs.park(g, r.key)
-		return &unavailableError{msg: g.message(gs.failureLimit)}
+		return &unavailableError{msg: g.waitMessage(gs.failureLimit)}
 	case g.inflight < g.limit && len(g.waiting) == 0:
 		g.inflight++
 		r.gate = g
@@ -202,10 +205,26 @@ func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Clien
 	return errBrokerBusy
 }
 
-// message says why a broker's objects wait while its breaker is open.
-func (g *gate) message(limit int) string {
-	return fmt.Sprintf("%s %q is not answering: %d requests in a row failed or timed out (last: %s). Requests to it wait until a probe of its catalogue succeeds.",
-		g.kind, g.name, limit, g.lastErr)
+// waitMessage says why a broker's objects wait while its breaker is open.
+func (g *gate) waitMessage(limit int) string {
+	return fmt.Sprintf("%s %q is not answering: %d requests in a row failed or timed out (the last: %s). Requests to it wait until a probe of its catalogue succeeds.",
+		g.kind, g.name, limit, g.lastKind)
+}
+
+// failureKind says what kind of failure err is, in words that stay the
+// same from one failure of a kind to the next.
+func failureKind(err error) string {
+	var he *osb.HTTPError
+	var me *osb.MalformedError
+	switch {
+	case errors.As(err, &he):
+		return fmt.Sprintf("it answered %d", he.Status)
+	case errors.As(err, &me):
+		return fmt.Sprintf("it answered %d with a malformed body", me.Status)
+	case osb.IsTimeout(err):
+		return "no answer in time"
+	}
+	return "it could not be reached"
 }
 
 // fill hands g's free slots to the objects in line, if any are free
@@ -345,7 +364,7 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 	if _, ok := g.failing[r.key]; !ok {
 		g.failing[r.key] = first
 	}
-	g.lastErr = shorten(err.Error(), 300)
+	g.lastErr, g.lastKind = shorten(err.Error(), 300), failureKind(err)
 	g.limit = max(1, g.limit/2)
 	if !g.open && (g.probation || g.failures >= gs.failureLimit) {
 		gs.open(g)
@@ -359,7 +378,8 @@ func (gs *gates) open(g *gate) {
 	g.opens++
 	g.failures = 0
 	gs.circuit.WithLabelValues(g.name).Set(1)
-	msg := g.message(gs.failureLimit)
+	msg := fmt.Sprintf("%d requests in a row failed or timed out (the last: %s); requests to the broker wait until a probe of its catalogue succeeds.",
+		gs.failureLimit, g.lastErr)
 	gs.c.log.Warn("broker not answering: its circuit breaker is open", "broker", g.name, "openings", g.opens, "last", g.lastErr)
 	gs.record(g, false, msg)
 	gs.schedule(g)
@@ -395,7 +415,7 @@ func (gs *gates) probe(g *gate) {
 	if err != nil {
 		gs.probes.WithLabelValues(g.name, "failed").Inc()
 		g.opens++
-		g.lastErr = shorten(err.Error(), 300)
+		g.lastErr, g.lastKind = shorten(err.Error(), 300), failureKind(err)
 		gs.schedule(g)
 		return
 	}

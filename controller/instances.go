@@ -580,29 +580,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 	in := env.in
 	orphan := in.Status.OrphanMitigationInProgress && in.DeletionTimestamp == nil
 	if !orphan {
-		bindings, err := c.store.BindingsOf(ctx, in.ID)
-		if err != nil {
-			return 0, err
-		}
-		if len(bindings) > 0 {
-			if in.Annotations[CascadeAnnotation] == "true" {
-				for _, b := range bindings {
-					if b.DeletionTimestamp == nil {
-						if _, err := c.store.DeleteBinding(ctx, b.ID); err != nil {
-							return 0, err
-						}
-					}
-				}
-			}
-			now := c.now().UTC()
-			reason, msg := reasonBlockedByBindings, msgBlockedByBindings
-			if in.Annotations[CascadeAnnotation] == "true" {
-				reason, msg = reasonBindingsDeletion, msgBindingsDeletion
-			}
-			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-				setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
-				return nil
-			})
+		if blocked, err := c.blockedByBindings(ctx, in); blocked || err != nil {
 			// The bindings' deletion wakes the instance up again.
 			return 0, err
 		}
@@ -663,6 +641,33 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 		return c.accepted(in.ID, c.pollDelay(&now, 0, attemptWeight(in.Status.Retries, catalog.OperationDeprovision, in.Generation))), err
 	}
 	return c.deprovisioned(ctx, in, false)
+}
+
+// blockedByBindings reports whether the deletion of in waits for its
+// bindings, deleting them first when it cascades, and says so in Ready.
+func (c *Controller) blockedByBindings(ctx context.Context, in *catalog.Instance) (bool, error) {
+	bindings, err := c.store.BindingsOf(ctx, in.ID)
+	if err != nil || len(bindings) == 0 {
+		return false, err
+	}
+	cascade := in.Annotations[CascadeAnnotation] == "true"
+	reason, msg := reasonBlockedByBindings, msgBlockedByBindings
+	if cascade {
+		reason, msg = reasonBindingsDeletion, msgBindingsDeletion
+		for _, b := range bindings {
+			if b.DeletionTimestamp == nil {
+				if _, err := c.store.DeleteBinding(ctx, b.ID); err != nil {
+					return true, err
+				}
+			}
+		}
+	}
+	now := c.now().UTC()
+	_, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+		return nil
+	})
+	return true, err
 }
 
 // goneMessage says a 410 Gone was the broker's answer.
