@@ -23,20 +23,21 @@ type bindingEnv struct {
 // reconcileBinding computes the next step for a binding from its spec and
 // status and takes it: an abandoned one goes at once; otherwise its
 // instance is linked and loaded, and the step dispatched.
-func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Duration, error) {
+func (c *Controller) reconcileBinding(ctx context.Context, id string) (result, error) {
 	b, in, inErr, err := c.store.GetBindingLinked(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return 0, nil
+		return result{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
+	c.named(ctx, "binding", b.Namespace, b.Name)
 	if b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true" {
-		return 0, c.abandonBinding(ctx, b)
+		return result{}, c.abandonBinding(ctx, b)
 	}
 	env, err := c.linkInstance(ctx, b, in, inErr)
 	if env == nil {
-		return 0, err
+		return result{}, err
 	}
 	return c.dispatchBinding(ctx, env)
 }
@@ -104,45 +105,45 @@ func (c *Controller) linkInstance(ctx context.Context, b *catalog.Binding, in *c
 
 // dispatchBinding takes the binding's next step: poll, unbind, keep it
 // bound, or bind once its instance is ready — each after its backoff.
-func (c *Controller) dispatchBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) dispatchBinding(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	st := &b.Status
 	switch {
 	case st.AsyncOpInProgress:
 		if wait := c.retryWait(ctx, st.Retries, retryPoll, b.Generation); wait > 0 {
-			return wait, nil
+			return after(wait), nil
 		}
 		return c.pollBinding(ctx, env)
 	case b.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
 		if wait := c.retryWait(ctx, st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
-			return wait, nil
+			return after(wait), nil
 		}
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
-		return 0, c.keepBound(ctx, env)
+		return result{}, c.keepBound(ctx, env)
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
-		return 0, nil
+		return result{}, nil
 	}
 	if !ready(in.Status.Conditions) || in.DeletionTimestamp != nil || in.Status.ProvisionStatus != catalog.ProvisionStatusProvisioned {
 		// The instance's change wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
+		return result{}, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
 	}
 	if wait := c.retryWait(ctx, st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
-		return wait, nil
+		return after(wait), nil
 	}
 	return c.bind(ctx, env)
 }
 
 // bindingParked is instanceParked for a binding.
-func (c *Controller) bindingParked(ctx context.Context, b *catalog.Binding, err error) (time.Duration, error) {
+func (c *Controller) bindingParked(ctx context.Context, b *catalog.Binding, err error) (result, error) {
 	var ue *unavailableError
 	if !errors.As(err, &ue) {
-		return 0, nil
+		return result{}, nil
 	}
 	if cond, _ := catalog.FindCondition(b.Status.Conditions, catalog.ConditionReady); cond.Reason == reasonWaitBroker && cond.Message == ue.msg {
-		return 0, nil
+		return result{}, nil
 	}
-	return 0, c.bindingWaiting(ctx, b, reasonWaitBroker, ue.msg)
+	return result{}, c.bindingWaiting(ctx, b, reasonWaitBroker, ue.msg)
 }
 
 // bindingWaiting says in the Ready condition what the binding waits for.
@@ -180,37 +181,37 @@ func (c *Controller) predecessor(ctx context.Context, b *catalog.Binding) (id st
 	return pred.Spec.ExternalID, false, nil
 }
 
-func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	// The binding may have been recorded before its instance (or its
 	// instance's plan): what its creation checks then is checked now.
 	if !bindable(env.class, env.plan) {
 		msg := fmt.Sprintf("References a non-bindable %s and Plan (%q) combination", className(env.class), env.plan.Spec.ExternalName)
-		return 0, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
+		return result{}, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
 	}
 	if err := c.store.CheckBindable(ctx, b, in, env.class, env.plan); errors.Is(err, catalog.ErrUnprocessable) {
-		return 0, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
+		return result{}, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
 	} else if v, ok := catalog.AsValidation(err); ok {
 		reason := reasonWithParameters
 		if slices.ContainsFunc(v.Errors, func(e *field.Error) bool { return strings.HasPrefix(e.Field, "spec.predecessorBindingRef") }) {
 			reason = reasonNonexistentBinding
 		}
-		return 0, c.bindingFailed(ctx, b, reason, v.Error(), reason)
+		return result{}, c.bindingFailed(ctx, b, reason, v.Error(), reason)
 	} else if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	params, err := c.parameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+		return result{}, c.bindingFailed(ctx, b, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	predecessor, wait, err := c.predecessor(ctx, b)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, reasonNonexistentBinding, err.Error(), permanentUnless(!errors.Is(err, catalog.ErrNotFound), reasonNonexistentBinding))
+		return result{}, c.bindingFailed(ctx, b, reasonNonexistentBinding, err.Error(), permanentUnless(!errors.Is(err, catalog.ErrNotFound), reasonNonexistentBinding))
 	}
 	if wait {
 		// The predecessor's change to Ready wakes this binding up through
 		// their instance; poll meanwhile in case it never comes.
-		return time.Second, nil
+		return after(time.Second), nil
 	}
 	if err := c.enter(ctx, env.broker, env.client); err != nil {
 		return c.bindingParked(ctx, b, err)
@@ -225,7 +226,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return nil
 	}, nil)
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	env.b = b
 	cctx, done := c.brokerCall(ctx, "bind")
@@ -248,14 +249,14 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 			setReady(&b.Status.Conditions, catalog.ConditionFalse, reasonBinding, msgBinding, c.now().UTC())
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: msgBinding, Operation: catalog.OperationBind})
-		return c.accepted(b.ID, c.pollDelay(b.Status.OperationStartTime, 0, attemptWeight(b.Status.Retries, catalog.OperationBind, b.Generation))), err
+		return after(c.accepted(b.ID, c.pollDelay(b.Status.OperationStartTime, 0, attemptWeight(b.Status.Retries, catalog.OperationBind, b.Generation)))), err
 	}
-	return 0, c.bound(ctx, env, &res.Binding)
+	return result{}, c.bound(ctx, env, &res.Binding)
 }
 
 // bindFailed applies OSB 2.17's orphan-mitigation table to a failed bind
 // request, as provisionFailed does to a provision.
-func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error) (time.Duration, error) {
+func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error) (result, error) {
 	b := env.b
 	c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
 	var he *osb.HTTPError
@@ -267,7 +268,7 @@ func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error)
 		// mitigation; the binding's deletion still unbinds.
 		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
 	case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
-		return 0, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
+		return result{}, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
 			st.UnbindStatus = catalog.UnbindNotRequired
 		})
 	default:
@@ -334,7 +335,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 // binding has no OrphanMitigation condition in Service Catalog's API:
 // Ready says so, and the failure is in lastError and the history.
 // cost is what the failed attempt cost the broker (recordFailure).
-func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error, cost int) (time.Duration, error) {
+func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error, cost int) (result, error) {
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
@@ -344,12 +345,12 @@ func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalo
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonBindFailed, Message: msg, Operation: catalog.OperationBind},
 		catalog.EventRecord{Type: "Warning", Reason: reasonBindingOrphan, Message: msgBindingOrphan, Operation: catalog.OperationBind})
-	return 0, err
+	return result{}, err
 }
 
 // bindingRetryable records a failure of op that is retried after the
-// backoff, and returns the wait.
-func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (time.Duration, error) {
+// backoff, and looks again once it is over.
+func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
@@ -367,10 +368,10 @@ func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, o
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
-	c.log.Warn("broker call failed; retrying after backoff", "binding", b.Namespace+"/"+b.Name, "operation", op, "wait", wait, "error", cause)
-	return wait, nil
+	c.logger(ctx).Warn("broker call failed; retrying after backoff", "operation", op, "wait", wait, "error", cause)
+	return after(wait), nil
 }
 
 // bindingFailed is instanceFailed for a binding.
@@ -396,14 +397,14 @@ func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reas
 	return errors.New(msg)
 }
 
-func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	orphan := b.Status.OrphanMitigationInProgress && b.DeletionTimestamp == nil
 	if !orphan && b.Status.UnbindStatus != catalog.UnbindRequired {
 		if err := c.deleteSecret(ctx, b); err != nil {
-			return 0, err
+			return result{}, err
 		}
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
+		return result{}, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
 	}
 	if err := c.enter(ctx, env.broker, env.client); err != nil {
 		return c.bindingParked(ctx, b, err)
@@ -423,7 +424,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			return nil
 		}, nil)
 		if err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
 	env.b = b
@@ -451,7 +452,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			setReady(&st.Conditions, catalog.ConditionFalse, reasonUnbinding, msgUnbinding, now)
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: msgUnbinding, Operation: catalog.OperationUnbind})
-		return c.accepted(b.ID, c.pollDelay(&now, 0, attemptWeight(b.Status.Retries, catalog.OperationUnbind, b.Generation))), err
+		return after(c.accepted(b.ID, c.pollDelay(&now, 0, attemptWeight(b.Status.Retries, catalog.OperationUnbind, b.Generation)))), err
 	}
 	return c.unbound(ctx, b, false)
 }
@@ -460,16 +461,16 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 // Secret goes (a bare kube-apiserver collects no garbage), then the
 // binding; or, after orphan mitigation, the bind is tried again after its
 // backoff.
-func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool) (time.Duration, error) {
+func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool) (result, error) {
 	if err := c.deleteSecret(ctx, b); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	msg, reason := "The binding was deleted at the broker.", "Unbound"
 	if gone {
 		msg, reason = fmt.Sprintf(goneMessage, "binding"), "UnboundGone"
 	}
 	if b.DeletionTimestamp != nil {
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
+		return result{}, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
 	}
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
@@ -481,7 +482,7 @@ func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
 	// The bind is tried again once its backoff allows.
-	return 0, err
+	return result{}, err
 }
 
 func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e catalog.EventRecord) error {
@@ -491,11 +492,11 @@ func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e 
 	return nil
 }
 
-func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	st := b.Status
 	if wait, due := c.pollDue(b.ID); !due {
-		return wait, nil
+		return after(wait), nil
 	}
 	if err := c.enter(ctx, env.broker, env.client); err != nil {
 		return c.bindingParked(ctx, b, err)
@@ -522,7 +523,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 				setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 				return nil
 			}, nil); err != nil {
-				return 0, err
+				return result{}, err
 			}
 		}
 	}
@@ -530,18 +531,18 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, true)
 	case res.Gone, res.State == osb.StateInProgress:
-		return c.polled(b.ID, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation))), nil
+		return after(c.polled(b.ID, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation)))), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
 		cctx, done := c.brokerCall(ctx, "fetch_binding")
-		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
+		got, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
 		err = done(err)
 		if err != nil {
 			// Seen, counted and retried after the backoff, as a failed poll.
 			return c.bindingPollFailed(ctx, b, fmt.Errorf("fetch the binding after its asynchronous bind: %w", err))
 		}
-		return 0, c.bound(ctx, env, result)
+		return result{}, c.bound(ctx, env, got)
 	default:
 		return c.bindingAsyncFailed(ctx, env, res.Description, true)
 	}
@@ -550,10 +551,10 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Dur
 // bindingPollFailed makes a failed poll of a binding's operation visible
 // (condition, folded history, metric, log) and polls again after the
 // backoff.
-func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, cause error) (time.Duration, error) {
+func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, cause error) (result, error) {
 	op := b.Status.CurrentOperation
 	c.metrics.pollErrors.WithLabelValues("binding", op).Inc()
-	c.log.Warn("poll binding last operation", "binding", b.Namespace+"/"+b.Name, "operation", op, "error", cause)
+	c.logger(ctx).Warn("poll binding last operation", "operation", op, "error", cause)
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
 	var wait time.Duration
@@ -563,14 +564,14 @@ func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, 
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
-	return c.polled(b.ID, wait), err
+	return after(c.polled(b.ID, wait)), err
 }
 
 // bindingAsyncFailed handles an asynchronous bind or unbind that ended
 // "failed" or ran past its maximum polling duration: a bind is
 // orphan-mitigated, an unbind sent again after the backoff.
 // polled says whether a poll said so (and counts among the requests).
-func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string, polled bool) (time.Duration, error) {
+func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string, polled bool) (result, error) {
 	b := env.b
 	if description == "" {
 		description = "The broker reported the operation as failed."
@@ -592,7 +593,7 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 		setReady(&st.Conditions, catalog.ConditionUnknown, reasonUnbindFailed, msg+retrying(st.Retries, catalog.OperationUnbind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
-	return wait, err
+	return after(wait), err
 }
 
 // keepBound makes sure a bound binding's Secret is still as it should be

@@ -70,13 +70,13 @@ type gate struct {
 	limit int
 	// waiting is the line of objects that found no slot, or the breaker
 	// open; parked holds the same keys.
-	waiting []string
-	parked  map[string]bool
+	waiting []objectKey
+	parked  map[objectKey]bool
 	// failing are the objects whose request failed as the breaker counts
 	// failures, with the verb of their first such failure, until a
 	// request of that verb succeeds: their backoff is lifted when the
 	// breaker closes.
-	failing map[string]string
+	failing map[objectKey]string
 
 	open bool
 	// probation: closed after a probe, with no request answered yet; the
@@ -118,11 +118,11 @@ type gates struct {
 
 	mu       sync.Mutex
 	byID     map[string]*gate
-	reserved map[string]reservation
+	reserved map[objectKey]reservation
 	// bypass are the objects whose status-held backoff a closing breaker
 	// lifted, until their next request of the verb that failed first
 	// (or any failure), for a while at most.
-	bypass map[string]lift
+	bypass map[objectKey]lift
 
 	inflight, waitingGauge, circuit *prometheus.GaugeVec
 	probes                          *prometheus.CounterVec
@@ -130,7 +130,7 @@ type gates struct {
 
 func newGates(c *Controller, reg prometheus.Registerer, maxInflight, failures int, wait time.Duration) *gates {
 	gs := &gates{c: c, max: maxInflight, failureLimit: failures, wait: wait, ctx: context.Background(),
-		byID: map[string]*gate{}, reserved: map[string]reservation{}, bypass: map[string]lift{},
+		byID: map[string]*gate{}, reserved: map[objectKey]reservation{}, bypass: map[objectKey]lift{},
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bindery_controller_broker_inflight", Help: "Requests in flight to each broker from this engine (at most --broker-max-inflight).",
 		}, []string{"broker"}),
@@ -165,7 +165,7 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 		if b.Namespace != "" {
 			name = b.Namespace + "/" + b.Name
 		}
-		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), limit: gs.max, parked: map[string]bool{}, failing: map[string]string{}}
+		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), limit: gs.max, parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
 		gs.byID[b.ID] = g
 	}
 	return g
@@ -242,7 +242,7 @@ func (gs *gates) fill(g *gate) {
 }
 
 // park puts key in g's waiting line. gs.mu is held.
-func (gs *gates) park(g *gate, key string) {
+func (gs *gates) park(g *gate, key objectKey) {
 	if !g.parked[key] {
 		g.parked[key] = true
 		g.waiting = append(g.waiting, key)
@@ -251,12 +251,12 @@ func (gs *gates) park(g *gate, key string) {
 }
 
 // pop takes the first of g's waiting line. gs.mu is held.
-func (gs *gates) pop(g *gate) (string, bool) {
+func (gs *gates) pop(g *gate) (objectKey, bool) {
 	if len(g.waiting) == 0 {
-		return "", false
+		return objectKey{}, false
 	}
 	key := g.waiting[0]
-	g.waiting[0] = ""
+	g.waiting[0] = objectKey{}
 	g.waiting = g.waiting[1:]
 	if len(g.waiting) == 0 {
 		g.waiting = nil // let the array go
@@ -280,7 +280,7 @@ func (gs *gates) handOff(g *gate) {
 }
 
 // reserve hands a slot of g to key and queues it. gs.mu is held.
-func (gs *gates) reserve(g *gate, key string) {
+func (gs *gates) reserve(g *gate, key objectKey) {
 	gs.reserved[key] = reservation{g: g, at: time.Now()}
 	gs.c.queue.Add(key)
 }
@@ -302,14 +302,14 @@ func (gs *gates) finish(r *run, started time.Time) {
 }
 
 // lift lifts key's backoff until its next request of verb.
-func (gs *gates) lift(key, verb string) {
+func (gs *gates) lift(key objectKey, verb string) {
 	gs.mu.Lock()
 	gs.bypass[key] = lift{verb: verb, until: time.Now().Add(liftFor)}
 	gs.mu.Unlock()
 }
 
 // lifted reports whether a closing breaker lifted key's backoff.
-func (gs *gates) lifted(key string) bool {
+func (gs *gates) lifted(key objectKey) bool {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	l, ok := gs.bypass[key]

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +88,7 @@ type Controller struct {
 	resync    time.Duration
 	timeout   time.Duration
 	relist    time.Duration
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     workqueue.TypedRateLimitingInterface[objectKey]
 	metrics   *metrics
 	backoff   backoff
 	maxPoll   time.Duration
@@ -169,8 +168,8 @@ func New(cfg Config) (*Controller, error) {
 		cfg.BreakerWait = DefaultBreakerWait
 	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[objectKey](200*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[objectKey]{Limiter: newBucket()},
 	)
 	c := &Controller{
 		kube:      cfg.Kube,
@@ -180,14 +179,14 @@ func New(cfg Config) (*Controller, error) {
 		resync:    cfg.Resync,
 		timeout:   cfg.BrokerTimeout,
 		relist:    cfg.RelistCheck,
-		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "bindery"}),
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "bindery"}),
 		metrics:   newMetrics(cfg.Registry),
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
 		catalogue: newCatalogue(),
-		runs:      runs{m: map[string]*run{}},
+		runs:      runs{m: map[objectKey]*run{}},
 		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
 	}
@@ -195,12 +194,6 @@ func New(cfg Config) (*Controller, error) {
 	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil
 }
-
-// Work-queue keys name the kind and the id.
-const (
-	instancePrefix = "instance/"
-	bindingPrefix  = "binding/"
-)
 
 // Run reconciles until ctx ends: first everything unsettled, then whatever
 // the change feed announces, and everything unsettled again every resync
@@ -252,10 +245,10 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 		return fmt.Errorf("list unsettled objects: %w", err)
 	}
 	for _, id := range instances {
-		c.queue.Add(instancePrefix + id)
+		c.queue.Add(instanceKey(id))
 	}
 	for _, id := range bindings {
-		c.queue.Add(bindingPrefix + id)
+		c.queue.Add(bindingKey(id))
 	}
 	return nil
 }
@@ -300,7 +293,7 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 				return fmt.Errorf("list the bindings of changed instances: %w", err)
 			}
 			for _, id := range bindings {
-				c.queue.Add(bindingPrefix + id)
+				c.queue.Add(bindingKey(id))
 			}
 		}
 		if catalogue {
@@ -322,19 +315,19 @@ func (c *Controller) enqueueUnresolved(ctx context.Context) error {
 		return fmt.Errorf("list instances waiting for their plan: %w", err)
 	}
 	for _, id := range ids {
-		c.queue.Add(instancePrefix + id)
+		c.queue.Add(instanceKey(id))
 	}
 	return nil
 }
 
 // interrupt looks at an object whose reconcile waits on its broker when
 // someone else changed it: if it was abandoned, the call is cancelled.
-func (c *Controller) interrupt(ctx context.Context, prefix, id string, ch catalog.Change) {
+func (c *Controller) interrupt(ctx context.Context, key objectKey, ch catalog.Change) {
 	if ch.Type == catalog.Deleted {
 		return
 	}
-	if r := c.runs.waiting(prefix+id, ch.Revision); r != nil {
-		go c.checkAbandoned(ctx, r, prefix, id)
+	if r := c.runs.waiting(key, ch.Revision); r != nil {
+		go c.checkAbandoned(ctx, r)
 	}
 }
 
@@ -345,20 +338,20 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
-		c.interrupt(ctx, instancePrefix, id, ch)
-		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
-			c.queue.Add(instancePrefix + id)
+		c.interrupt(ctx, instanceKey(id), ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(instanceKey(id), ch.Revision) {
+			c.queue.Add(instanceKey(id))
 		}
 	case catalog.KindBinding:
-		c.interrupt(ctx, bindingPrefix, id, ch)
-		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
-			c.queue.Add(bindingPrefix + id)
+		c.interrupt(ctx, bindingKey(id), ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(bindingKey(id), ch.Revision) {
+			c.queue.Add(bindingKey(id))
 		}
 		// An instance being deleted waits for its bindings to go: their
 		// removal is what it waits for, and nothing else of theirs
 		// concerns it.
 		if ch.InstanceID != "" && ch.Type == catalog.Deleted {
-			c.queue.Add(instancePrefix + ch.InstanceID)
+			c.queue.Add(instanceKey(ch.InstanceID))
 		}
 	}
 }
@@ -385,7 +378,7 @@ func (c *Controller) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 // away); a broker's failures come back as a wait, held in the object's
 // status with its backoff; permanent failures are in status and not
 // retried until the spec changes.
-func (c *Controller) process(ctx context.Context, key string) {
+func (c *Controller) process(ctx context.Context, key objectKey) {
 	c.wake.start(key)
 	defer func() {
 		if c.wake.finish(key) {
@@ -394,7 +387,7 @@ func (c *Controller) process(ctx context.Context, key string) {
 		c.queue.Done(key)
 	}()
 	started := time.Now()
-	release, ok, err := c.claims.Claim(ctx, key)
+	release, ok, err := c.claims.Claim(ctx, key.String())
 	c.since(partClaim, started)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
@@ -403,9 +396,9 @@ func (c *Controller) process(ctx context.Context, key string) {
 		return
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	r := &run{key: key, cancel: cancel, bypass: c.gates.lifted(key)}
+	r := &run{key: key, cancel: cancel, bypass: c.gates.lifted(key), log: c.log.With("key", key.String())}
 	c.runs.add(r)
-	after, err := c.reconcile(context.WithValue(rctx, runKey{}, r), key)
+	res, err := c.reconcile(context.WithValue(rctx, runKey{}, r), key)
 	c.runs.remove(r)
 	c.gates.finish(r, started)
 	abandoned := errors.Is(context.Cause(rctx), errAbandoned)
@@ -413,8 +406,8 @@ func (c *Controller) process(ctx context.Context, key string) {
 	released := time.Now()
 	release()
 	c.since(partClaim, released)
-	kind := strings.TrimSuffix(key[:strings.Index(key, "/")+1], "/")
-	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
+	kind := key.kind.String()
+	c.metrics.reconciles.WithLabelValues(kind, outcome(err)).Inc()
 	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(started).Seconds())
 	switch {
 	case abandoned:
@@ -423,29 +416,30 @@ func (c *Controller) process(ctx context.Context, key string) {
 		c.queue.Add(key)
 	case err != nil:
 		if ctx.Err() == nil {
-			c.log.Warn("reconcile failed; will retry", "key", key, "error", err)
+			r.log.Warn("reconcile failed; will retry", "error", err)
 		}
 		c.queue.AddRateLimited(key)
 	default:
 		c.queue.Forget(key)
-		if after > 0 {
-			c.queue.AddAfter(key, after)
+		if res.requeueAfter > 0 {
+			c.queue.AddAfter(key, res.requeueAfter)
 		}
 	}
 }
 
 // reconcile reconciles the object key names.
-func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, error) {
-	switch {
-	case strings.HasPrefix(key, instancePrefix):
-		return c.reconcileInstance(ctx, strings.TrimPrefix(key, instancePrefix))
-	case strings.HasPrefix(key, bindingPrefix):
-		return c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
+func (c *Controller) reconcile(ctx context.Context, key objectKey) (result, error) {
+	switch key.kind {
+	case instanceKeyKind:
+		return c.reconcileInstance(ctx, key.id)
+	case bindingKeyKind:
+		return c.reconcileBinding(ctx, key.id)
 	}
-	return 0, nil
+	return result{}, nil
 }
 
-func result(err error) string {
+// outcome is the metrics label of a reconcile that ended with err.
+func outcome(err error) string {
 	if err != nil {
 		return "error"
 	}

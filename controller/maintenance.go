@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osb"
@@ -42,18 +41,18 @@ func maintenanceVersion(p *catalog.ServicePlan) string {
 // provisionConflict records a provision the broker refused for its
 // maintenance_info and fetches the broker's catalogue; the provision goes
 // again once the plan's version changed.
-func (c *Controller) provisionConflict(ctx context.Context, env *instanceEnv, err error) (time.Duration, error) {
+func (c *Controller) provisionConflict(ctx context.Context, env *instanceEnv, err error) (result, error) {
 	sent := maintenanceVersion(env.plan)
-	c.refetchCatalogue(env, instancePrefix+env.in.ID, sent)
+	c.refetchCatalogue(env, instanceKey(env.in.ID), sent)
 	msg := fmt.Sprintf("The broker refused maintenance_info version %q of %s (%v): its catalogue is being fetched again, and the provision is retried with the plan's new version.",
 		sent, planName(env.plan), err)
-	return c.retryable(ctx, env.in, catalog.OperationProvision, reasonMaintenance, msg, err)
+	return c.instanceRetryable(ctx, env.in, catalog.OperationProvision, reasonMaintenance, msg, err)
 }
 
 // updateConflict fails an update the broker refused for its
 // maintenance_info, for good, and fetches the broker's catalogue.
 func (c *Controller) updateConflict(ctx context.Context, env *instanceEnv, err error) error {
-	c.refetchCatalogue(env, "", "")
+	c.refetchCatalogue(env, objectKey{}, "")
 	msg := fmt.Sprintf("Update call failed: the broker refused the maintenance_info of %s (%v). A maintenance upgrade is available: the broker's catalogue is being fetched again; the update is not retried, and the upgrade runs with the next update of the instance.",
 		planName(env.plan), err)
 	return c.instanceFailed(ctx, env.in, reasonMaintenance, msg, reasonMaintenance)
@@ -62,7 +61,7 @@ func (c *Controller) updateConflict(ctx context.Context, env *instanceEnv, err e
 // refetchCatalogue fetches the catalogue of env's broker now, beside the
 // workers; then, if the plan's maintenance_info is no longer sent, key is
 // retried at once.
-func (c *Controller) refetchCatalogue(env *instanceEnv, key, sent string) {
+func (c *Controller) refetchCatalogue(env *instanceEnv, key objectKey, sent string) {
 	broker, ns, plan := env.broker.ID, env.plan.Namespace, env.plan.Name
 	go func() {
 		ctx := c.gates.ctx
@@ -74,7 +73,7 @@ func (c *Controller) refetchCatalogue(env *instanceEnv, key, sent string) {
 		if err != nil {
 			c.log.Warn("fetch a broker's catalogue after MaintenanceInfoConflict", "broker", env.broker.Name, "error", err)
 		}
-		if key == "" {
+		if key == (objectKey{}) {
 			return
 		}
 		p, err := c.store.Store.GetPlanIn(ctx, ns, plan)

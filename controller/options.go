@@ -207,3 +207,27 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 	})
 	return g.Wait()
 }
+
+// AddFlags registers the engine's backoff and polling flags, with their
+// defaults, to fill c: --retry-base, --retry-cap, --max-polling-duration.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.RetryBase, "retry-base", DefaultRetryBase, "wait after a broker call fails for the first time; it doubles with each failure in a row (with jitter), up to --retry-cap")
+	fs.DurationVar(&c.RetryCap, "retry-cap", DefaultRetryCap, "longest wait between attempts of a failing broker call")
+	fs.DurationVar(&c.MaxPollingDuration, "max-polling-duration", DefaultMaxPollingDuration, "longest an asynchronous operation is polled before it is failed (a plan's shorter maximum_polling_duration wins)")
+}
+
+// ValidateFlags returns every problem with the values AddFlags fills, at
+// once.
+func (c *Config) ValidateFlags() []error {
+	var errs []error
+	if c.RetryBase <= 0 {
+		errs = append(errs, errors.New("--retry-base: must be positive"))
+	}
+	if c.RetryCap < c.RetryBase {
+		errs = append(errs, fmt.Errorf("--retry-cap: must be at least --retry-base (%s)", c.RetryBase))
+	}
+	if c.MaxPollingDuration <= 0 {
+		errs = append(errs, errors.New("--max-polling-duration: must be positive"))
+	}
+	return errs
+}

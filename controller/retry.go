@@ -3,12 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
+	rowbackoff "github.com/bindery-dev/bindery/internal/backoff"
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
@@ -51,24 +51,11 @@ func (b backoff) delay(n int) time.Duration {
 	if b.random != nil {
 		jitter = jitterShare * b.random()
 	}
-	return delay(b.base, b.cap, n, jitter)
+	return rowbackoff.Delay(b.base, b.cap, n, jitter)
 }
 
 // steady is delay without its jitter.
-func (b backoff) steady(n int) time.Duration { return delay(b.base, b.cap, n, 0) }
-
-// delay is the one backoff formula: the wait after the n-th failure in a
-// row (n ≥ 1) is base·2^(n−1), at most limit, less the share jitter (in
-// [0, 1)) of it.
-func delay(base, limit time.Duration, n int, jitter float64) time.Duration {
-	d := limit
-	if shift := n - 1; shift >= 0 && shift < 62 {
-		if x := base << shift; x>>shift == base && x < limit {
-			d = x
-		}
-	}
-	return d - time.Duration(float64(d)*jitter)
-}
+func (b backoff) steady(n int) time.Duration { return rowbackoff.Delay(b.base, b.cap, n, 0) }
 
 func newBackoff(base, limit time.Duration) backoff {
 	return backoff{base: base, cap: limit, random: rand.Float64}
@@ -179,7 +166,7 @@ func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*cata
 		return nil
 	}, events...)
 	if err == nil {
-		c.wake.wrote(instancePrefix+id, in.ResourceVersion, instanceSettled(in))
+		c.wake.wrote(instanceKey(id), in.ResourceVersion, instanceSettled(in))
 		wrote(ctx, in.ResourceVersion)
 		if !in.Status.AsyncOpInProgress {
 			c.forgetPolls(id)
@@ -198,7 +185,7 @@ func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catal
 		return nil
 	}, creds, events...)
 	if err == nil {
-		c.wake.wrote(bindingPrefix+id, b.ResourceVersion, bindingSettled(b))
+		c.wake.wrote(bindingKey(id), b.ResourceVersion, bindingSettled(b))
 		wrote(ctx, b.ResourceVersion)
 		if !b.Status.AsyncOpInProgress {
 			c.forgetPolls(id)
@@ -222,28 +209,4 @@ func (c *Controller) maxPolling(plan *catalog.ServicePlan) time.Duration {
 func (c *Controller) pollExpired(plan *catalog.ServicePlan, started *time.Time) (time.Duration, bool) {
 	d := c.maxPolling(plan)
 	return d, started != nil && c.now().Sub(*started) > d
-}
-
-// AddFlags registers the engine's backoff and polling flags, with their
-// defaults, to fill c: --retry-base, --retry-cap, --max-polling-duration.
-func (c *Config) AddFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.RetryBase, "retry-base", DefaultRetryBase, "wait after a broker call fails for the first time; it doubles with each failure in a row (with jitter), up to --retry-cap")
-	fs.DurationVar(&c.RetryCap, "retry-cap", DefaultRetryCap, "longest wait between attempts of a failing broker call")
-	fs.DurationVar(&c.MaxPollingDuration, "max-polling-duration", DefaultMaxPollingDuration, "longest an asynchronous operation is polled before it is failed (a plan's shorter maximum_polling_duration wins)")
-}
-
-// ValidateFlags returns every problem with the values AddFlags fills, at
-// once.
-func (c *Config) ValidateFlags() []error {
-	var errs []error
-	if c.RetryBase <= 0 {
-		errs = append(errs, errors.New("--retry-base: must be positive"))
-	}
-	if c.RetryCap < c.RetryBase {
-		errs = append(errs, fmt.Errorf("--retry-cap: must be at least --retry-base (%s)", c.RetryBase))
-	}
-	if c.MaxPollingDuration <= 0 {
-		errs = append(errs, errors.New("--max-polling-duration: must be positive"))
-	}
-	return errs
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -24,7 +25,7 @@ import (
 // object is abandoned while a call to its broker is in flight, and the
 // broker slot it holds.
 type run struct {
-	key    string
+	key    objectKey
 	cancel context.CancelCauseFunc
 	// gate is the broker whose slot this reconcile holds (nil: none).
 	gate *gate
@@ -39,6 +40,9 @@ type run struct {
 	// pending is a change of the instance's status this reconcile has
 	// still to write: its next write carries it.
 	pending *pendingWrite
+	// log is the object's logger: its key, then its kind and name once
+	// read (named).
+	log *slog.Logger
 }
 
 // pendingWrite is a status change, with its history entries, that waits
@@ -49,6 +53,23 @@ type pendingWrite struct {
 }
 
 type runKey struct{}
+
+// logger is the logger of the object ctx reconciles (the engine's
+// outside a reconcile).
+func (c *Controller) logger(ctx context.Context) *slog.Logger {
+	if r := runOf(ctx); r != nil && r.log != nil {
+		return r.log
+	}
+	return c.log
+}
+
+// named gives the object of ctx's reconcile its name in the log, once it
+// is read: kind ("instance", "binding") = namespace/name.
+func (c *Controller) named(ctx context.Context, kind, namespace, name string) {
+	if r := runOf(ctx); r != nil {
+		r.log = c.log.With(kind, namespace+"/"+name)
+	}
+}
 
 // runOf is the reconcile ctx belongs to, or nil.
 func runOf(ctx context.Context) *run {
@@ -63,7 +84,7 @@ var errAbandoned = errors.New("the object was abandoned")
 // runs are the reconciles in progress, by key.
 type runs struct {
 	mu sync.Mutex
-	m  map[string]*run
+	m  map[objectKey]*run
 }
 
 func (rs *runs) add(r *run) {
@@ -82,7 +103,7 @@ func (rs *runs) remove(r *run) {
 
 // waiting returns the reconcile of key if it is waiting on a broker and
 // rev is news to it (not its own write).
-func (rs *runs) waiting(key string, rev int64) *run {
+func (rs *runs) waiting(key objectKey, rev int64) *run {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.m[key]
@@ -102,18 +123,18 @@ func wrote(ctx context.Context, rev int64) {
 // checkAbandoned cancels r's call in flight if its object has been
 // abandoned: the change of the feed that says so wakes it up, and the
 // object is removed at once instead of after the broker's timeout.
-func (c *Controller) checkAbandoned(ctx context.Context, r *run, kind, id string) {
+func (c *Controller) checkAbandoned(ctx context.Context, r *run) {
 	var abandoned bool
-	switch kind {
-	case instancePrefix:
-		in, err := c.store.Store.GetInstance(ctx, id)
+	switch r.key.kind {
+	case instanceKeyKind:
+		in, err := c.store.Store.GetInstance(ctx, r.key.id)
 		abandoned = err == nil && in.DeletionTimestamp != nil && in.Annotations[AbandonAnnotation] == "true"
-	case bindingPrefix:
-		b, err := c.store.Store.GetBinding(ctx, id)
+	case bindingKeyKind:
+		b, err := c.store.Store.GetBinding(ctx, r.key.id)
 		abandoned = err == nil && b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true"
 	}
 	if abandoned {
-		c.log.Info("abandoned while its broker was asked: the call is cancelled", "key", r.key)
+		r.log.Info("abandoned while its broker was asked: the call is cancelled")
 		r.cancel(errAbandoned)
 	}
 }
