@@ -420,8 +420,15 @@ func (gs *gates) probe(g *gate) {
 		return
 	}
 	gs.probes.WithLabelValues(g.name, "ok").Inc()
-	// The objects the outage kept in their backoff join the line.
-	until := time.Now().Add(liftFor)
+	// The objects the outage kept in their backoff join the line (and
+	// lifts nobody used, of objects gone meanwhile, are forgotten).
+	now := time.Now()
+	for key, l := range gs.bypass {
+		if now.After(l.until) {
+			delete(gs.bypass, key)
+		}
+	}
+	until := now.Add(liftFor)
 	for key, verb := range g.failing {
 		gs.park(g, key)
 		gs.bypass[key] = lift{verb: verb, until: until}
