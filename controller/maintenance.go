@@ -20,10 +20,6 @@ import (
 // asked for — and fails saying that a maintenance upgrade is available,
 // as Cloud Controller does.
 
-// reasonMaintenance is Bindery's reason for Ready when a broker answered
-// MaintenanceInfoConflict.
-const reasonMaintenance = "MaintenanceInfoConflict"
-
 // maintenanceConflict reports a broker's 422 MaintenanceInfoConflict.
 func maintenanceConflict(err error) bool {
 	var he *osb.HTTPError

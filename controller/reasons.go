@@ -67,7 +67,10 @@ const (
 	reasonAbandoned      = "Abandoned" // Bindery's: Service Catalog had no abandon
 	// reasonWaitBroker is Bindery's: the broker's circuit breaker is open
 	// (bulkhead.go), and requests to it wait.
-	reasonWaitBroker       = "WaitingForBroker"
+	reasonWaitBroker = "WaitingForBroker"
+	// reasonMaintenance is Bindery\'s: a broker answered
+	// MaintenanceInfoConflict (maintenance.go).
+	reasonMaintenance      = "MaintenanceInfoConflict"
 	reasonNonexistentClass = catalog.ReasonNonexistentServiceClass
 	reasonNonexistentPlan  = catalog.ReasonNonexistentServicePlan
 	reasonDeletedPlan      = catalog.ReasonDeletedServicePlan
