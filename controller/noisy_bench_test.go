@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,23 +29,26 @@ import (
 	"github.com/bindery-dev/bindery/migrations"
 )
 
-// BenchmarkNoisyNeighbours: one engine (`bindery serve controller` with
+// BenchmarkNoisyNeighbours: an engine (`bindery serve controller` with
 // its default flags, in a process of its own so that its memory is its
-// own), three brokers. A healthy one gets 100 instances and 100 bindings;
-// one that never answers (not even its catalogue, once registered) has
-// 100 instances; one that answers 500 to every request but its
-// catalogue's, each time with a new 4 MB description, has 100 instances.
-// The healthy broker's 200 objects are timed from creation to Ready
-// (their Ready condition's transition; each engine first warmed up alike
-// with 20 of each), alone and then, in another engine
-// on a fresh database, beside the two others, which get their objects
-// first; NOISY_ROUNDS (3) rounds of both, taking turns, so that the
-// machine's load falls on both alike. It reports the medians over the
-// rounds of p50 and p99 of both and their ratios. The last round beside
-// the others keeps running for NOISY_WINDOW (2m) from the hostile
-// objects' creation, and reports the engine's RSS before the hostile
-// objects and at the end, and the live bytes (pg_column_size of the rows)
-// that each hostile object holds in the instances, history and
+// own) with three brokers — a healthy one; one that never answers (not even
+// its catalogue, once registered) with 100 instances; one that answers 500
+// to every request but its catalogue's, each time with a new 4 MB
+// description, with 100 instances — beside another engine with the
+// healthy broker alone, each on its own database. Both run at the same
+// time, so that the machine's load (shared, and busy) falls on both alike:
+// each is warmed up with 20 instances and bindings of its healthy broker,
+// the hostile objects go to the first, and 10 s later both get 100
+// instances and 100 bindings of their healthy broker, created in turns.
+// Each is timed from creation to Ready (its Ready condition's transition);
+// NOISY_ROUNDS (3) rounds, and the medians over the rounds of p50 and p99
+// of both and their ratios. It reports the CPU each engine used from the
+// hostile objects' creation until the healthy objects were Ready (what
+// the neighbours cost the first, which the second also shared the
+// machine with). The last round keeps running for NOISY_WINDOW (2m) from
+// the hostile objects' creation, and reports the engine's RSS before the
+// hostile objects and at the end, and the live bytes (pg_column_size of
+// the rows) each hostile object holds in the instances, history and
 // change-feed tables at the end, once the feed's retention has cycled
 // (everything before the newest revision pruned, as a full cycle leaves
 // it).
@@ -61,18 +65,19 @@ func BenchmarkNoisyNeighbours(b *testing.B) {
 	}
 	bin := buildBindery(b)
 	for b.Loop() {
-		var alone50, alone99, noisy50, noisy99 []float64
-		var noisy noisyResult
+		var alone50, alone99, noisy50, noisy99, aloneCPU, noisyCPU []float64
+		var last noisyResult
 		for i := range rounds {
-			alone := noisyRun(b, bin, false, 0)
 			w := time.Duration(0)
 			if i == rounds-1 {
 				w = window
 			}
-			noisy = noisyRun(b, bin, true, w)
-			b.Logf("round %d: alone p50 %.3fs p99 %.3fs; beside the others p50 %.3fs p99 %.3fs", i+1, alone.p50, alone.p99, noisy.p50, noisy.p99)
-			alone50, alone99 = append(alone50, alone.p50), append(alone99, alone.p99)
-			noisy50, noisy99 = append(noisy50, noisy.p50), append(noisy99, noisy.p99)
+			alone, noisy := noisyRound(b, bin, w)
+			b.Logf("round %d: alone p50 %.3fs p99 %.3fs cpu %.2fs; beside the others p50 %.3fs p99 %.3fs cpu %.2fs",
+				i+1, alone.p50, alone.p99, alone.cpu, noisy.p50, noisy.p99, noisy.cpu)
+			alone50, alone99, aloneCPU = append(alone50, alone.p50), append(alone99, alone.p99), append(aloneCPU, alone.cpu)
+			noisy50, noisy99, noisyCPU = append(noisy50, noisy.p50), append(noisy99, noisy.p99), append(noisyCPU, noisy.cpu)
+			last = noisy
 		}
 		b.ReportMetric(median(alone50), "p50-alone-s")
 		b.ReportMetric(median(alone99), "p99-alone-s")
@@ -80,12 +85,14 @@ func BenchmarkNoisyNeighbours(b *testing.B) {
 		b.ReportMetric(median(noisy99), "p99-noisy-s")
 		b.ReportMetric(median(noisy50)/median(alone50), "p50-ratio")
 		b.ReportMetric(median(noisy99)/median(alone99), "p99-ratio")
-		b.ReportMetric(noisy.rssBefore/(1<<20), "rss-before-MB")
-		b.ReportMetric(noisy.rssAfter/(1<<20), "rss-after-MB")
-		b.ReportMetric((noisy.rssAfter-noisy.rssBefore)/(1<<20), "rss-added-MB")
-		b.ReportMetric(noisy.hangBytes, "hang-live-B/object")
-		b.ReportMetric(noisy.hostileBytes, "hostile-live-B/object")
-		b.ReportMetric(noisy.hostileRequests, "hostile-requests/object")
+		b.ReportMetric(median(aloneCPU), "cpu-alone-s")
+		b.ReportMetric(median(noisyCPU), "cpu-noisy-s")
+		b.ReportMetric(last.rssBefore/(1<<20), "rss-before-MB")
+		b.ReportMetric(last.rssAfter/(1<<20), "rss-after-MB")
+		b.ReportMetric((last.rssAfter-last.rssBefore)/(1<<20), "rss-added-MB")
+		b.ReportMetric(last.hangBytes, "hang-live-B/object")
+		b.ReportMetric(last.hostileBytes, "hostile-live-B/object")
+		b.ReportMetric(last.hostileRequests, "hostile-requests/object")
 	}
 }
 
@@ -109,6 +116,7 @@ func buildBindery(b *testing.B) string {
 
 type noisyResult struct {
 	p50, p99                float64
+	cpu                     float64
 	rssBefore, rssAfter     float64
 	hangBytes, hostileBytes float64
 	hostileRequests         float64
@@ -133,14 +141,27 @@ func noisyBroker(b *testing.B, store *catalog.Store, name, service string) *osbt
 	return fake
 }
 
-func noisyRun(b *testing.B, bin string, neighbours bool, window time.Duration) noisyResult {
+// noisyEngine is one engine of a round, with its database and brokers.
+type noisyEngine struct {
+	pool                *pgxpool.Pool
+	store               *catalog.Store
+	engine              *engineProcess
+	hang, hostile       *osbtest.Broker
+	hangIDs, hostileIDs []string
+	instances, bindings []string
+}
+
+// newNoisyEngine starts an engine on a fresh database with the healthy
+// broker, and the hostile ones when neighbours, warmed up with 20
+// instances and bindings of the healthy broker.
+func newNoisyEngine(b *testing.B, bin string, neighbours bool) *noisyEngine {
 	ctx := context.Background()
 	url := pgtest.New(b)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pool.Close()
+	b.Cleanup(pool.Close)
 	for _, s := range migrations.Schemas() {
 		if err := migrations.Up(ctx, pool, s); err != nil {
 			b.Fatal(err)
@@ -148,75 +169,80 @@ func noisyRun(b *testing.B, bin string, neighbours bool, window time.Duration) n
 	}
 	key := keyring.Generate()
 	keys, _ := keyring.Parse(key)
-	store := catalog.NewStore(pool, keys, slog.New(slog.DiscardHandler))
-	noisyBroker(b, store, "ok", "ok-svc")
-	var hang, hostile *osbtest.Broker
+	n := &noisyEngine{pool: pool, store: catalog.NewStore(pool, keys, slog.New(slog.DiscardHandler))}
+	noisyBroker(b, n.store, "ok", "ok-svc")
 	if neighbours {
-		hang = noisyBroker(b, store, "hang", "hang-svc")
-		hostile = noisyBroker(b, store, "hostile", "hostile-svc")
+		n.hang = noisyBroker(b, n.store, "hang", "hang-svc")
+		n.hostile = noisyBroker(b, n.store, "hostile", "hostile-svc")
 		for _, v := range []osbtest.Verb{osbtest.VerbCatalog, osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbLastOperation} {
-			hang.Fail(v, osbtest.Failure{Delay: 24 * time.Hour})
+			n.hang.Fail(v, osbtest.Failure{Delay: 24 * time.Hour})
 		}
 		// 4 MB that do not compress, each answer's different.
 		raw := make([]byte, 3<<20)
 		_, _ = rand.Read(raw)
 		big := base64.StdEncoding.EncodeToString(raw)
-		var n atomic.Int64
+		var count atomic.Int64
 		for _, v := range []osbtest.Verb{osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbLastOperation} {
-			hostile.Fail(v, osbtest.Failure{Status: 500, Describe: func() string { return strconv.FormatInt(n.Add(1), 10) + big }})
+			n.hostile.Fail(v, osbtest.Failure{Status: 500, Describe: func() string { return strconv.FormatInt(count.Add(1), 10) + big }})
 		}
 	}
-	engine := startEngine(b, bin, url, key)
-	defer engine.stop()
-	// Warm up alike in both runs (the engine's connections, the plans
-	// PostgreSQL caches): 20 objects of the healthy broker, not timed.
+	n.engine = startEngine(b, bin, url, key)
+	b.Cleanup(n.engine.stop)
 	var warmIns, warmBindings []string
 	for i := range 20 {
-		warmIns = append(warmIns, noisyInstance(b, store, fmt.Sprintf("warm-%d", i), "ok-svc").ID)
-		warmBindings = append(warmBindings, noisyBinding(b, store, fmt.Sprintf("warm-app-%d", i), fmt.Sprintf("warm-%d", i)).ID)
+		warmIns = append(warmIns, noisyInstance(b, n.store, fmt.Sprintf("warm-%d", i), "ok-svc").ID)
+		warmBindings = append(warmBindings, noisyBinding(b, n.store, fmt.Sprintf("warm-app-%d", i), fmt.Sprintf("warm-%d", i)).ID)
 	}
-	timesToReady(b, store, warmIns, warmBindings, engine)
-	var res noisyResult
-	res.rssBefore = engine.rss(b)
+	timesToReady(b, n.store, warmIns, warmBindings, n.engine)
+	return n
+}
 
-	// Alone and beside neighbours alike, the healthy objects come 10 s
-	// after the engine started; the neighbours' objects come at once, and
-	// are at work meanwhile (calls hang, failures pile up).
+// noisyRound runs an engine alone and one beside the hostile brokers at
+// the same time; the second keeps running for window from the hostile
+// objects' creation, for its memory and live bytes.
+func noisyRound(b *testing.B, bin string, window time.Duration) (alone, noisy noisyResult) {
+	ctx := context.Background()
+	a, n := newNoisyEngine(b, bin, false), newNoisyEngine(b, bin, true)
+	defer a.engine.stop()
+	defer n.engine.stop()
+	noisy.rssBefore = n.engine.rss(b)
 	start := time.Now()
-	var hangIDs, hostileIDs []string
-	if neighbours {
-		for i := range 100 {
-			hangIDs = append(hangIDs, noisyInstance(b, store, fmt.Sprintf("hang-%d", i), "hang-svc").ID)
-			hostileIDs = append(hostileIDs, noisyInstance(b, store, fmt.Sprintf("hostile-%d", i), "hostile-svc").ID)
-		}
+	cpuA, cpuN := a.engine.cpu(b), n.engine.cpu(b)
+	for i := range 100 {
+		n.hangIDs = append(n.hangIDs, noisyInstance(b, n.store, fmt.Sprintf("hang-%d", i), "hang-svc").ID)
+		n.hostileIDs = append(n.hostileIDs, noisyInstance(b, n.store, fmt.Sprintf("hostile-%d", i), "hostile-svc").ID)
 	}
 	time.Sleep(10*time.Second - time.Since(start))
-	var instances, bindings []string
 	for i := range 100 {
-		instances = append(instances, noisyInstance(b, store, fmt.Sprintf("db-%d", i), "ok-svc").ID)
-		bindings = append(bindings, noisyBinding(b, store, fmt.Sprintf("app-%d", i), fmt.Sprintf("db-%d", i)).ID)
+		for _, e := range []*noisyEngine{a, n} {
+			e.instances = append(e.instances, noisyInstance(b, e.store, fmt.Sprintf("db-%d", i), "ok-svc").ID)
+			e.bindings = append(e.bindings, noisyBinding(b, e.store, fmt.Sprintf("app-%d", i), fmt.Sprintf("db-%d", i)).ID)
+		}
 	}
-	res.p50, res.p99 = timesToReady(b, store, instances, bindings, engine)
+	alone.p50, alone.p99 = timesToReady(b, a.store, a.instances, a.bindings, a.engine)
+	noisy.p50, noisy.p99 = timesToReady(b, n.store, n.instances, n.bindings, n.engine)
+	alone.cpu, noisy.cpu = a.engine.cpu(b)-cpuA, n.engine.cpu(b)-cpuN
 	if window == 0 {
-		return res
+		return alone, noisy
 	}
+	a.engine.stop()
 	if rest := window - time.Since(start); rest > 0 {
 		time.Sleep(rest)
 	}
-	res.rssAfter = engine.rss(b)
-	res.hostileRequests = float64(len(hostile.Requests())) / 100
+	noisy.rssAfter = n.engine.rss(b)
+	noisy.hostileRequests = float64(len(n.hostile.Requests())) / 100
 	// The feed's retention cycled: everything before the newest revision
 	// is pruned, as a full cycle leaves it.
-	rev, err := store.Revision(ctx)
+	rev, err := n.store.Revision(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := store.Feed().PruneBefore(ctx, rev); err != nil {
+	if _, err := n.store.Feed().PruneBefore(ctx, rev); err != nil {
 		b.Fatal(err)
 	}
-	res.hangBytes = liveBytes(b, pool, hangIDs) / float64(len(hangIDs))
-	res.hostileBytes = liveBytes(b, pool, hostileIDs) / float64(len(hostileIDs))
-	return res
+	noisy.hangBytes = liveBytes(b, n.pool, n.hangIDs) / float64(len(n.hangIDs))
+	noisy.hostileBytes = liveBytes(b, n.pool, n.hostileIDs) / float64(len(n.hostileIDs))
+	return alone, noisy
 }
 
 func noisyInstance(b *testing.B, store *catalog.Store, name, service string) *catalog.Instance {
@@ -296,6 +322,7 @@ type engineProcess struct {
 	cmd  *exec.Cmd
 	logs *strings.Builder
 	done chan struct{}
+	once sync.Once
 }
 
 func startEngine(b *testing.B, bin, url, key string) *engineProcess {
@@ -353,7 +380,25 @@ func (e *engineProcess) rss(b *testing.B) float64 {
 	return 0
 }
 
+// cpu is the CPU time the engine process has used, in seconds.
+func (e *engineProcess) cpu(b *testing.B) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// utime and stime are the 14th and 15th fields, after the command's
+	// parenthesised name.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
 func (e *engineProcess) stop() {
+	e.once.Do(e.terminate)
+}
+
+func (e *engineProcess) terminate() {
 	_ = e.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-e.done:
