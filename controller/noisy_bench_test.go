@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,7 +52,8 @@ import (
 // the rows) each hostile object holds in the instances, history and
 // change-feed tables at the end, once the feed's retention has cycled
 // (everything before the newest revision pruned, as a full cycle leaves
-// it).
+// it). Then it abandons the hanging broker's 100 instances and reports
+// how long each took to be gone (p50 and the longest).
 //
 //	go test -run '^$' -bench NoisyNeighbours -benchtime 1x ./controller/
 func BenchmarkNoisyNeighbours(b *testing.B) {
@@ -93,6 +95,8 @@ func BenchmarkNoisyNeighbours(b *testing.B) {
 		b.ReportMetric(last.hangBytes, "hang-live-B/object")
 		b.ReportMetric(last.hostileBytes, "hostile-live-B/object")
 		b.ReportMetric(last.hostileRequests, "hostile-requests/object")
+		b.ReportMetric(last.abandon50, "abandon-p50-s")
+		b.ReportMetric(last.abandonMax, "abandon-max-s")
 	}
 }
 
@@ -120,6 +124,7 @@ type noisyResult struct {
 	rssBefore, rssAfter     float64
 	hangBytes, hostileBytes float64
 	hostileRequests         float64
+	abandon50, abandonMax   float64
 }
 
 // noisyBroker registers an osbtest broker serving one service, named
@@ -242,7 +247,42 @@ func noisyRound(b *testing.B, bin string, window time.Duration) (alone, noisy no
 	}
 	noisy.hangBytes = liveBytes(b, n.pool, n.hangIDs) / float64(len(n.hangIDs))
 	noisy.hostileBytes = liveBytes(b, n.pool, n.hostileIDs) / float64(len(n.hostileIDs))
+	noisy.abandon50, noisy.abandonMax = abandonTimes(b, n.store, n.hangIDs)
 	return alone, noisy
+}
+
+// abandonTimes abandons the hanging broker's instances (their provisions
+// in flight, waiting for a slot or held back by its open breaker) and
+// returns the p50 and the longest time from each abandon to the
+// instance's being gone, in seconds.
+func abandonTimes(b *testing.B, store *catalog.Store, ids []string) (p50, longest float64) {
+	ctx := context.Background()
+	asked := make(map[string]time.Time, len(ids))
+	for _, id := range ids {
+		if _, err := store.AbandonInstance(ctx, id, "the benchmark"); err != nil {
+			b.Fatal(err)
+		}
+		asked[id] = time.Now()
+	}
+	var times []float64
+	deadline := time.Now().Add(time.Minute)
+	for len(asked) > 0 {
+		for id, at := range asked {
+			_, err := store.GetInstance(ctx, id)
+			if errors.Is(err, catalog.ErrNotFound) {
+				times = append(times, time.Since(at).Seconds())
+				delete(asked, id)
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d abandoned instances still there after a minute", len(asked))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], times[len(times)-1]
 }
 
 func noisyInstance(b *testing.B, store *catalog.Store, name, service string) *catalog.Instance {
