@@ -46,6 +46,12 @@ func TestAsyncFailureBacksOff(t *testing.T) {
 	if !strings.Contains(got.Status.LastError, "the backend gave up") || !hasMessage(t, e, got.ID, "the backend gave up") {
 		t.Errorf("the broker's description is not shown: last error %q", got.Status.LastError)
 	}
+	// Ready says what the broker said and when the next attempt is, as
+	// long as it waits for it.
+	if c := condition(got.Status.Conditions, catalog.ConditionReady); c.Status != catalog.ConditionFalse ||
+		(r.NextAttempt.After(time.Now()) && (!strings.Contains(c.Message, "the backend gave up") || !strings.Contains(c.Message, "next attempt at"))) {
+		t.Errorf("Ready after a failed asynchronous provision says %s %q", c.Reason, c.Message)
+	}
 	time.Sleep(window - time.Since(ins[0].CreationTimestamp))
 	for _, in := range ins {
 		var requests []osbtest.Request

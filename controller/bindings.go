@@ -478,7 +478,7 @@ func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool)
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
 		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
 		delete(st.Retries, catalog.OperationUnbind)
-		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, orphanMitigated(st.LastError, st.Retries, catalog.OperationBind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
 	// The bind is tried again once its backoff allows.

@@ -694,7 +694,7 @@ func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, go
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
 		delete(st.Retries, catalog.OperationDeprovision)
 		removeCondition(&st.Conditions, catalog.ConditionOrphanMitigation)
-		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, orphanMitigated(st.LastError, st.Retries, catalog.OperationProvision), now)
 		return nil
 	}, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the provision will be retried. " + msg, Operation: catalog.OperationDeprovision})
 	// The provision is tried again once its backoff (status.retries)

@@ -256,6 +256,21 @@ func unbindFailure(env *bindingEnv, err error) string {
 	return fmt.Sprintf("Error unbinding from %s: %v", instanceAt(&env.instanceEnv), err)
 }
 
+// orphanMitigated is Ready's message once an orphan mitigation is over
+// and op (a provision or a bind) waits for its next attempt: Service
+// Catalog's words, then what the broker said of the failure (lastError)
+// and when the next attempt is, which the user needs to know.
+func orphanMitigated(lastError string, retries map[string]catalog.Retry, op string) string {
+	msg := msgOrphanMitigated
+	if lastError != "" {
+		msg += ": " + lastError
+	}
+	if r, ok := retries[op]; ok && r.Failures > 0 {
+		msg += retrying(retries, op)
+	}
+	return msg
+}
+
 // inProgress is the Ready reason and message while an asynchronous
 // operation runs, with the broker's description when it gave one.
 func inProgress(op, description string) (reason, msg string) {
