@@ -92,12 +92,32 @@ func TestBrokerMaxInflight(t *testing.T) {
 	e := setup(t, func(o *engineOptions) { o.workers, o.maxInflight = 8, limit })
 	fake := e.registerFake()
 	fake.Fail(osbtest.VerbProvision, osbtest.Failure{Delay: delay})
+	// The gauges, sampled meanwhile: the highest in flight and waiting.
+	sampled := make(chan [2]float64)
+	stop := make(chan struct{})
+	go func() {
+		var most [2]float64
+		for {
+			select {
+			case <-stop:
+				sampled <- most
+				return
+			case <-time.After(20 * time.Millisecond):
+				most[0] = max(most[0], gauge(t, e, "bindery_controller_broker_inflight", "fake"))
+				most[1] = max(most[1], gauge(t, e, "bindery_controller_broker_waiting", "fake"))
+			}
+		}
+	}()
 	var ins []*catalog.Instance
 	for i := range n {
 		ins = append(ins, e.createInstance(fmt.Sprintf("db-%d", i), osbtest.DefaultService, osbtest.PlanSync, nil))
 	}
 	for _, in := range ins {
 		e.waitInstance(in.ID, "Ready", instanceReady)
+	}
+	close(stop)
+	if most := <-sampled; most[0] != limit || most[1] < 1 {
+		t.Errorf("bindery_controller_broker_inflight reached %v (the limit is %d), bindery_controller_broker_waiting %v", most[0], limit, most[1])
 	}
 	var starts []time.Time
 	for _, r := range fake.Requests() {
@@ -179,6 +199,9 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 	if probes < 3 { // the registration's fetch and two probes at least
 		t.Errorf("%d catalogue requests: the open breaker was not probed", probes)
+	}
+	if n := counter(t, e, "bindery_controller_broker_probes_total", "fake", "ok"); n < 2 {
+		t.Errorf("bindery_controller_broker_probes_total = %v after %d catalogue requests", n, probes)
 	}
 
 	fake.Clear(osbtest.VerbProvision)
