@@ -107,6 +107,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/instances/:id", s.form(s.instanceUpdate), developer)
 	g.GET("/instances/:id/delete", s.h(s.instanceDeleteConfirm), developer)
 	g.POST("/instances/:id/delete", s.form(s.instanceDelete), developer)
+	g.GET("/instances/:id/abandon", s.h(s.instanceAbandonConfirm), developer)
+	g.POST("/instances/:id/abandon", s.form(s.instanceAbandon), developer)
 	g.GET("/instances/:id/events", s.h(s.history(kindInstance)), viewer)
 	g.POST("/instances/:id/bindings", s.form(s.bindingCreate), developer)
 
@@ -115,6 +117,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/bindings/:id/reveal", s.h(s.bindingReveal), developer)
 	g.GET("/bindings/:id/delete", s.h(s.bindingDeleteConfirm), developer)
 	g.POST("/bindings/:id/delete", s.form(s.bindingDelete), developer)
+	g.GET("/bindings/:id/abandon", s.h(s.bindingAbandonConfirm), developer)
+	g.POST("/bindings/:id/abandon", s.form(s.bindingAbandon), developer)
 	g.GET("/bindings/:id/events", s.h(s.history(kindBinding)), viewer)
 
 	g.GET("/live/instances", s.h(s.liveInstances), viewer)
