@@ -142,6 +142,7 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 		}
 		return nil, err
 	}
+	s.refreshIcons(ctx, id)
 	return out, nil
 }
 

@@ -43,6 +43,8 @@ type Store struct {
 	// catalogue keeps the classes and plans new objects resolved to
 	// (catalogue.go).
 	catalogue catalogueCache
+	// iconFetcher fetches the services' icons (icons.go).
+	iconFetcher
 }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of
