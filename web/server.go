@@ -87,6 +87,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/logout", s.h(s.logout))
 
 	g.GET("/", s.h(s.marketplace), viewer)
+	g.GET("/services/:id", s.h(s.serviceShow), viewer)
+	g.GET("/services/:id/icon", s.h(s.serviceIcon), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
 	// A broker is the cluster's or a namespace's own (?namespace= in its

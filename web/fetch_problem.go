@@ -1,0 +1,6 @@
+package web
+
+// fetchProblem words why a catalogue fetch failed.
+func fetchProblem(err error) string {
+	return "see its status below."
+}
