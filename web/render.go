@@ -41,6 +41,7 @@ var funcs = template.FuncMap{
 	// namespace ns ("" for the cluster's).
 	"scopeQuery": scopedQuery,
 	"clip":       clip,
+	"plural":     plural,
 	// take is at most the first n of a list.
 	"take": func(n int, l []string) []string { return l[:min(n, len(l))] },
 }
