@@ -87,10 +87,12 @@
   }
   document.addEventListener("htmx:sseError", function (ev) {
     if (leaving) return;
+    ev.target.setAttribute("data-live", "lost");
     lost.add(ev.target);
     liveStatus("Reconnecting… Live updates have stopped; this page catches up as soon as the connection is back.");
   });
   document.addEventListener("htmx:sseOpen", function (ev) {
+    ev.target.setAttribute("data-live", "open");
     if (!lost.delete(ev.target) || lost.size > 0) return;
     liveStatus("");
   });
