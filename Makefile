@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni screenshots
 
 all: build
 
@@ -58,6 +58,13 @@ run: deps $(BIN)/bindery
 test: deps node-deps kube cni browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
+
+## screenshots: the web UI's pages at 1280 and 390 px, light and dark, checked with axe-core, as PNGs
+## in web/testdata/screenshots (ignored by git)
+screenshots: deps browser
+	@rm -rf web/testdata/screenshots
+	WEB_ARTIFACTS=$(CURDIR)/web/testdata/screenshots $(GO) test -count=1 -run 'TestBrowserScreens|TestBrowserReconnect' ./web/
+	@echo "make: the screenshots are in web/testdata/screenshots"
 
 ## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:

@@ -88,3 +88,37 @@ func TestMarketplaceCache(t *testing.T) {
 		t.Fatal("the page differs with and without compression")
 	}
 }
+
+// TestMarketplacePages: a large catalogue comes 100 services a page,
+// whatever its size, with links to the pages before and after that keep
+// the filters.
+func TestMarketplacePages(t *testing.T) {
+	b := setup(t, setupOptions{})
+	b.fakeBroker(t, "many", osbtest.GenerateCatalog(250, 2))
+	viewer := b.client(t, catalog.RoleViewer)
+	for _, tc := range []struct {
+		path        string
+		cards       int
+		count       string
+		prev, next  string
+		first, last string
+	}{
+		{"/?tag=fake", 100, "250 services, 1 to 100 shown", "", "/?tag=fake&amp;page=2", ">Fake Service 1<", ">Fake Service 100<"},
+		{"/?tag=fake&page=2", 100, "101 to 200 shown", "/?tag=fake", "/?tag=fake&amp;page=3", ">Fake Service 101<", ">Fake Service 200<"},
+		{"/?tag=fake&page=3", 50, "201 to 250 shown", "/?tag=fake&amp;page=2", "", ">Fake Service 201<", ">Fake Service 250<"},
+	} {
+		page := expect(t, tc.path, viewer.get(tc.path), http.StatusOK, tc.count, tc.first, tc.last)
+		if n := strings.Count(page, `class="card"`); n != tc.cards {
+			t.Errorf("%s: %d cards, want %d", tc.path, n, tc.cards)
+		}
+		if tc.prev != "" && !strings.Contains(page, `href="`+tc.prev+`" rel="prev"`) {
+			t.Errorf("%s: no link to the page before, %s", tc.path, tc.prev)
+		}
+		if tc.next != "" && !strings.Contains(page, `href="`+tc.next+`" rel="next"`) {
+			t.Errorf("%s: no link to the page after, %s", tc.path, tc.next)
+		}
+		if tc.next == "" && strings.Contains(page, `rel="next"`) {
+			t.Errorf("%s: a link to a page after the last", tc.path)
+		}
+	}
+}
