@@ -155,12 +155,19 @@ func TestBrowserFlow(t *testing.T) {
 	br.clear(field)
 	br.run(chromedp.SendKeys(field, "5000", q), chromedp.Submit("#f-name", q),
 		chromedp.WaitVisible("#instance-ready", q))
+	if br.count("p.flash.until-ready") != 1 || !strings.Contains(br.text("p.flash"), "orders-db created") {
+		t.Fatal("no notice of the creation")
+	}
 
 	// The page turns Ready by itself: the marker set now survives, so
-	// there was no reload. So does the list in the other tab.
+	// there was no reload. So does the list in the other tab. The
+	// creation's notice goes once it is Ready.
 	br.run(chromedp.Evaluate(`window.stillHere = true`, nil))
 	br.waitText("#instance-ready", "Ready", 20*time.Second)
 	br.stillHere()
+	if br.visible("p.flash") {
+		t.Fatal("the creation's notice stays once the instance is Ready")
+	}
 	br.axe("instance-ready")
 	instances.waitText("#instance-list", "orders-db", 5*time.Second)
 	instances.waitText("#instance-list", "Ready", 5*time.Second)

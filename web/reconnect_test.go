@@ -115,6 +115,7 @@ func TestBrowserReconnect(t *testing.T) {
 		chromedp.Evaluate(`window.stillHere = true`, nil))
 	// app.js marks a stream open when the browser says it is.
 	br.run(chromedp.WaitVisible(`[sse-connect][data-live="open"]`, q))
+	created := br.text(".meta time[data-ago]")
 	if got := br.text("#live-status"); got != "" {
 		t.Fatalf("before the cut the page says %q", got)
 	}
@@ -141,6 +142,14 @@ func TestBrowserReconnect(t *testing.T) {
 	t.Logf("fresh state shown %v after the connection came back", time.Since(start).Round(time.Millisecond))
 	br.waitGone("#live-status", 2*time.Second)
 	br.stillHere()
+	// "created …" keeps counting, without a reload (every 5 s).
+	deadline := time.Now().Add(6 * time.Second)
+	for later := br.text(".meta time[data-ago]"); later == created || !strings.HasSuffix(later, " s ago"); later = br.text(".meta time[data-ago]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("created %q at first, %q seconds later", created, later)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	br.axe("reconnected")
 }
 

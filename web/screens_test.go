@@ -101,6 +101,17 @@ func TestBrowserScreens(t *testing.T) {
 		}
 	}
 
+	// A history says when in words, in the reader's time zone.
+	br.run(chromedp.Navigate(b.url+"/instances/"+in.ID+"/events"), chromedp.WaitVisible("table.history", q))
+	if when := br.text("table.history time[data-when]"); when == "" || strings.Contains(when, "T") && strings.Contains(when, ":") && strings.Contains(when, "-") {
+		t.Errorf("a history's time reads %q", when)
+	}
+	// The instances page offers a new one.
+	br.run(chromedp.Navigate(b.url+"/instances"), chromedp.WaitVisible("#instance-list", q))
+	if br.text(`.page-head a.button[href="/"]`) != "New instance" {
+		t.Error("the instances page has no New instance button")
+	}
+
 	// On a phone the header is one line, its links behind a menu button.
 	br.run(emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}))
 	br.run(chromedp.Navigate(b.url+"/instances"), chromedp.WaitVisible("#instance-list", q))
