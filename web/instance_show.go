@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -70,11 +71,17 @@ func (s *Server) instanceView(c echo.Context, id string) (*instanceView, error) 
 			updatable = *v.Plan.Spec.PlanUpdatable
 		}
 		if updatable {
-			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name}, catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS})
+			// The first of a class's plans, and the instance's own: a
+			// class of thousands makes no page of thousands.
+			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name},
+				catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS, Limit: servicePlanLimit})
 			if err != nil {
 				return nil, err
 			}
 			v.Plans = l.Items
+			if !slices.ContainsFunc(v.Plans, func(p *catalog.ServicePlan) bool { return p.ID == v.Plan.ID }) {
+				v.Plans = append(v.Plans, v.Plan)
+			}
 		}
 		values := map[string]any{}
 		if len(in.Spec.Parameters) > 0 {

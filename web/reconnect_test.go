@@ -167,4 +167,3 @@ func (b *browser) waitGone(sel string, within time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
