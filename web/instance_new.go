@@ -15,9 +15,12 @@ import (
 const paramsPrefix = "spec.parameters"
 
 type instanceForm struct {
-	Plan      *catalog.ServicePlan
-	Class     *catalog.ServiceClass
-	Name      string
+	Plan  *catalog.ServicePlan
+	Class *catalog.ServiceClass
+	// Service, Icon and Row say what is being created, beside the form.
+	Service, Icon string
+	Row           planRow
+	Name          string
 	Namespace string
 	// Namespaces, for a session limited to them, are the namespaces it
 	// may create in, offered as a list.
@@ -43,7 +46,8 @@ func (s *Server) instanceNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := instanceForm{Plan: plan, Class: class, Namespace: catalog.DefaultNamespace, Fields: fields}
+	f := newInstanceForm(plan, class)
+	f.Namespace, f.Fields = catalog.DefaultNamespace, fields
 	switch sess, _ := sessionOf(c); {
 	case plan.Namespace != "":
 		// A namespace's own plan makes instances in its namespace only.
@@ -52,6 +56,11 @@ func (s *Server) instanceNew(c echo.Context) error {
 		f.Namespaces, f.Namespace = sess.Namespaces, sess.Namespaces[0]
 	}
 	return s.page(c, http.StatusOK, "instance_new", "New "+classTitle(class)+" instance", "instances", f)
+}
+
+func newInstanceForm(plan *catalog.ServicePlan, class *catalog.ServiceClass) instanceForm {
+	return instanceForm{Plan: plan, Class: class, Service: classTitle(class), Row: newPlanRow(class, plan),
+		Icon: "/services/" + class.ID + "/icon" + scopedQuery(class.Namespace)}
 }
 
 // planAndClass reads plan id of scope ns ("" for the cluster's) and its
@@ -105,7 +114,8 @@ func (s *Server) instanceCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := instanceForm{Plan: plan, Class: class, Name: p.Value("name"), Namespace: p.Value("namespace")}
+	f := newInstanceForm(plan, class)
+	f.Name, f.Namespace = p.Value("name"), p.Value("namespace")
 	if sess, _ := sessionOf(c); !sess.AllNamespaces() && plan.Namespace == "" {
 		f.Namespaces = sess.Namespaces
 	}
