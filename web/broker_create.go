@@ -75,8 +75,15 @@ func (s *Server) firstFetch(c echo.Context, b *catalog.Broker) flash {
 	synced, err := s.store.Relist(ctx, b.ID)
 	if err != nil {
 		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", b.Name, "namespace", b.Namespace, "error", err)
-		return flash{Kind: "warn", Text: "Broker " + b.Name + " is registered" + where + ", but its catalogue could not be fetched: " +
-			fetchProblem(err) + " Bindery tries again by itself; its status below says how it goes."}
+		// The broker's status says why, in words, and when the relister
+		// tries again.
+		why := "Its status below says why."
+		if synced != nil {
+			if ready, ok := catalog.FindCondition(synced.Status.Conditions, catalog.ConditionReady); ok && ready.Message != "" {
+				why = ready.Message
+			}
+		}
+		return flash{Kind: "warn", Text: "Broker " + b.Name + " is registered" + where + ", but its catalogue was not fetched. " + why}
 	}
 	offers := plural(synced.Status.ServiceClassCount, "service") + " and " + plural(synced.Status.ServicePlanCount, "plan")
 	if b.Namespace != "" {

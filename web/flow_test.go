@@ -64,7 +64,7 @@ func TestBrowserFlow(t *testing.T) {
 	br.axe("brokers-empty")
 	br.run(chromedp.SendKeys("#b-name", "dead", q), chromedp.SendKeys("#b-url", "http://127.0.0.1:1", q),
 		chromedp.Click(`input[name="auth"][value="none"]`, q), chromedp.Submit("#b-name", q), chromedp.WaitVisible("p.flash.warn", q))
-	if got := br.text("p.flash"); !strings.Contains(got, "could not be fetched") || strings.Contains(got, "dial tcp") {
+	if got := br.text("p.flash"); !strings.Contains(got, "catalogue was not fetched") || strings.Contains(got, "dial tcp") {
 		t.Fatalf("the unreachable broker's registration says %q", got)
 	}
 	// The live table may first draw the broker as it was registered,
