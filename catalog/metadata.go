@@ -31,40 +31,31 @@ type PlanCost struct {
 	Unit   string             `json:"unit"`
 }
 
-// Metadata reads the class's metadata; fields of another type than the
-// conventions' are left empty.
+// Metadata reads the class's metadata; a field of another type than the
+// conventions' is left empty, the others are read all the same.
 func (s *ServiceClassSpec) Metadata() ServiceMetadata {
-	var m struct {
-		DisplayName, ImageURL, LongDescription, ProviderDisplayName, DocumentationURL, SupportURL json.RawMessage
-	}
-	if len(s.ExternalMetadata) == 0 || json.Unmarshal(s.ExternalMetadata, &m) != nil {
-		return ServiceMetadata{}
-	}
+	m := metaFields(s.ExternalMetadata)
 	return ServiceMetadata{
-		DisplayName: metaString(m.DisplayName), ImageURL: strings.TrimSpace(metaString(m.ImageURL)),
-		LongDescription: metaString(m.LongDescription), ProviderDisplayName: metaString(m.ProviderDisplayName),
-		DocumentationURL: strings.TrimSpace(metaString(m.DocumentationURL)), SupportURL: strings.TrimSpace(metaString(m.SupportURL)),
+		DisplayName: metaString(m["displayName"]), ImageURL: strings.TrimSpace(metaString(m["imageUrl"])),
+		LongDescription: metaString(m["longDescription"]), ProviderDisplayName: metaString(m["providerDisplayName"]),
+		DocumentationURL: strings.TrimSpace(metaString(m["documentationUrl"])), SupportURL: strings.TrimSpace(metaString(m["supportUrl"])),
 	}
 }
 
 // Metadata reads the plan's metadata; bullets that are not strings and
 // costs that are not of the conventions' shape are left out.
 func (s *ServicePlanSpec) Metadata() PlanMetadata {
-	var m struct {
-		DisplayName json.RawMessage
-		Bullets     []json.RawMessage
-		Costs       []json.RawMessage
-	}
-	if len(s.ExternalMetadata) == 0 || json.Unmarshal(s.ExternalMetadata, &m) != nil {
-		return PlanMetadata{}
-	}
-	out := PlanMetadata{DisplayName: metaString(m.DisplayName)}
-	for _, b := range m.Bullets {
+	m := metaFields(s.ExternalMetadata)
+	out := PlanMetadata{DisplayName: metaString(m["displayName"])}
+	var bullets, costs []json.RawMessage
+	_ = json.Unmarshal(m["bullets"], &bullets)
+	_ = json.Unmarshal(m["costs"], &costs)
+	for _, b := range bullets {
 		if v := metaString(b); v != "" {
 			out.Bullets = append(out.Bullets, v)
 		}
 	}
-	for _, c := range m.Costs {
+	for _, c := range costs {
 		var cost PlanCost
 		if json.Unmarshal(c, &cost) == nil && len(cost.Amount) > 0 {
 			out.Costs = append(out.Costs, cost)
@@ -73,10 +64,20 @@ func (s *ServicePlanSpec) Metadata() PlanMetadata {
 	return out
 }
 
+// metaFields are the fields of a metadata object; none when it is no
+// object.
+func metaFields(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
 // metaString is a JSON string's value, or "" for any other JSON.
 func metaString(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
