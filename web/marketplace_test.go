@@ -122,3 +122,60 @@ func TestMarketplacePages(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceIcon: a service's icon is served by Bindery as the catalog
+// stored it at the relist (the broker's site is not asked again), with
+// a sandboxing policy and an ETag the browser revalidates with; a
+// service without one gets one drawn from its name.
+func TestServiceIcon(t *testing.T) {
+	b := setup(t, setupOptions{})
+	ctx := context.Background()
+	site, hits := iconSite(t)
+	b.fakeBroker(t, "acme", showcaseCatalog(t, site.URL))
+	fetched := hits.Load()
+	viewer := b.client(t, catalog.RoleViewer)
+	icon := func(classID, etag string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", b.url+"/services/"+classID+"/icon", nil)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		res, err := viewer.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, tc := range []struct{ class, ctype, starts string }{
+		{"cache-id", "image/png", "\x89PNG"},
+		{"queue-id", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect`},
+		{"storage-id", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="14" fill="#0a7d5a">`},
+		{"search-id", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect`},
+	} {
+		class, err := b.store.GetClass(ctx, tc.class)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := icon(class.ID, "")
+		raw := body(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != tc.ctype || !strings.HasPrefix(raw, tc.starts) ||
+			!strings.Contains(res.Header.Get("Content-Security-Policy"), "sandbox") || strings.Contains(raw, "script") {
+			t.Errorf("%s: %d %s %q", tc.class, res.StatusCode, res.Header.Get("Content-Type"), raw[:min(len(raw), 120)])
+			continue
+		}
+		if again := icon(class.ID, res.Header.Get("ETag")); again.StatusCode != http.StatusNotModified {
+			t.Errorf("%s with its ETag: %d", tc.class, again.StatusCode)
+		}
+	}
+	mail, _ := b.store.GetClass(ctx, "mail-id")
+	if raw := body(t, icon(mail.ID, "")); !strings.Contains(raw, ">M</text>") {
+		t.Errorf("the drawn icon of mail: %q", raw)
+	}
+	if n := hits.Load(); n != fetched {
+		t.Errorf("serving the icons asked the broker's site %d times", n-fetched)
+	}
+	anonymous := b.client(t, "")
+	if res := anonymous.get("/services/" + mail.ID + "/icon"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("an icon without a session: %d", res.StatusCode)
+	}
+}
