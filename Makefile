@@ -92,6 +92,7 @@ bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench 'NodeStart' -benchtime 3x ./internal/kubetest/
 	$(GO) test -run '^$$' -bench 'PodStart' -benchtime 1x ./internal/kubetest/
 	$(GO) test -run '^$$' -bench 'KubeletRestart' -benchtime 10x ./cmd/bindery/
+	$(GO) test -run '^$$' -bench 'CSIPodStart' -benchtime 1x ./cmd/bindery/
 	$(GO) test -run '^$$' -bench Cycle -benchtime 50x ./broker/postgresql/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./web/

@@ -187,6 +187,11 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 	return serviceSecret(ctx, r.client, sb.Namespace, ref)
 }
 
+// noSecretAnnotation on a Service Catalog ServiceBinding (catalog's
+// NoSecretAnnotation) says it has no Secret: its credentials reach Pods
+// through the CSI driver only.
+const noSecretAnnotation = "bindery.dev/no-secret"
+
 // serviceSecret returns the name of the Secret that the service ref in
 // namespace ns exposes: a Direct Secret Reference's own name once the
 // Secret exists (only its metadata is read), else the Provisioned
@@ -216,6 +221,9 @@ func serviceSecret(ctx context.Context, c client.Reader, ns string, ref sbv1.Ser
 		return "", fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	name, _, _ := unstructured.NestedString(svc.Object, "status", "binding", "name")
+	if name == "" && svc.GetAnnotations()[noSecretAnnotation] == "true" {
+		return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s asks for no Secret (%s), so there is none to project: mount it with the CSI driver csi.bindery.dev", ref.Kind, ref.Name, noSecretAnnotation)}
+	}
 	if name == "" {
 		return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s has no status.binding.name yet", ref.Kind, ref.Name)}
 	}
