@@ -21,7 +21,7 @@ type instanceForm struct {
 	Service, Icon string
 	Row           planRow
 	Name          string
-	Namespace string
+	Namespace     string
 	// Namespaces, for a session limited to them, are the namespaces it
 	// may create in, offered as a list.
 	Namespaces []string
