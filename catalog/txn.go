@@ -26,6 +26,9 @@ type txn struct {
 	begun bool
 
 	changes []change
+	// staged are the ids of the objects whose changes are staged
+	// (stage), by table.
+	staged map[string][]string
 	// statuses are the new statuses of changed objects, by id, written
 	// with their stamps (changedStatus).
 	statuses map[string]string
