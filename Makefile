@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni screenshots
+.PHONY: bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
 
 all: build
 
@@ -55,7 +55,7 @@ run: deps $(BIN)/bindery
 	@$(BIN)/bindery up
 
 ## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps node-deps kube cni browser
+test: deps node-deps kube cni helm browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -65,6 +65,12 @@ screenshots: deps browser
 	@rm -rf web/testdata/screenshots
 	WEB_ARTIFACTS=$(CURDIR)/web/testdata/screenshots $(GO) test -count=1 -run 'TestBrowserScreens|TestBrowserReconnect' ./web/
 	@echo "make: the screenshots are in web/testdata/screenshots"
+
+## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
+## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
+## PostgreSQL from Debian's packages when no registry serves postgres:17
+test-compose:
+	tools/compose/test.sh
 
 ## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:
@@ -112,6 +118,11 @@ bench-scale: deps kube build
 kube bin/kube-apiserver:
 	tools/kube/build.sh
 	tools/svcat/build.sh
+
+## helm: Helm v4 (bin/helm) and v3 (bin/helm3) from the Go module proxy, which the chart in
+## deploy/helm/bindery is tested with (tools/helm; rebuilt only when its go.mod or go.sum change)
+helm:
+	tools/helm/build.sh
 
 ## cni: the reference CNI plugins (bridge, host-local v1.9.1) in ./bin/cni for the bindery-cni tests
 cni:
