@@ -70,7 +70,7 @@ func TestBrowserFlow(t *testing.T) {
 	// The live table may first draw the broker as it was registered,
 	// before its first catalogue fetch failed: wait for the failure.
 	br.waitText("tbody .lasterror", "127.0.0.1:1", 10*time.Second)
-	if got := br.text("tbody .badge"); got != "Not ready" {
+	if got := br.text("tbody .badge"); got != "Unreachable" {
 		t.Fatalf("the unreachable broker's status says %q", got)
 	}
 	br.axe("brokers-failed")

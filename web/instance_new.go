@@ -68,7 +68,7 @@ func newInstanceForm(plan *catalog.ServicePlan, class *catalog.ServiceClass) ins
 // found.
 func (s *Server) planAndClass(c echo.Context, id, ns string) (*catalog.ServicePlan, *catalog.ServiceClass, error) {
 	if id == "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "plan: required; choose a plan in the marketplace")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "Choose a plan first: the marketplace lists them on each service's page.")
 	}
 	plan, err := s.plan(c, ns, id)
 	if err != nil {
@@ -91,13 +91,13 @@ func (s *Server) postedPlan(c echo.Context, id, ns string) (*catalog.ServicePlan
 	}
 	// Not the cluster's: the namespace must be one that can be looked in.
 	if p := inputProblems(c)["namespace"]; p != "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "The namespace "+p+".")
 	}
 	if ns == "" {
 		return nil, nil, err
 	}
 	if p := namespaceSyntax(ns); p != "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, p)
 	}
 	return s.planAndClass(c, id, ns)
 }
@@ -108,7 +108,7 @@ func (s *Server) postedPlan(c echo.Context, id, ns string) (*catalog.ServicePlan
 func (s *Server) instanceCreate(c echo.Context) error {
 	p := s.posted(c)
 	if msg := p.Problems["plan"]; msg != "" {
-		return echo.NewHTTPError(http.StatusBadRequest, "plan: "+msg)
+		return echo.NewHTTPError(http.StatusBadRequest, "The plan "+msg+".")
 	}
 	plan, class, err := s.postedPlan(c, p.Value("plan"), p.Value("namespace"))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/web/csrf"
 )
 
@@ -34,6 +35,7 @@ var funcs = template.FuncMap{
 	"when":       func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04:05 UTC") },
 	"stamp":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"classTitle": classTitle,
+	"reason":     reasonSentence,
 	"planTitle":  planTitle,
 	"ready":      readyOf,
 	"join":       strings.Join,
@@ -243,7 +245,8 @@ func problem(err error, fallback string) string {
 	return fallback
 }
 
-// readiness is how a status shows: a word and a style.
+// readiness is how a status shows: a word and a style, the reason in a
+// sentence (message.ReasonOf: never the CamelCase code) and the message.
 type readiness struct {
 	Word, Class, Reason, Message string
 }
@@ -251,14 +254,29 @@ type readiness struct {
 // readyOf reads the Ready and Failed conditions of an object.
 func readyOf(conds []catalog.Condition) readiness {
 	if f, ok := catalog.FindCondition(conds, catalog.ConditionFailed); ok && f.Status == catalog.ConditionTrue {
-		return readiness{"Failed", "bad", f.Reason, f.Message}
+		return readiness{"Failed", "bad", reasonSentence(f.Reason), f.Message}
 	}
 	r, ok := catalog.FindCondition(conds, catalog.ConditionReady)
 	switch {
 	case !ok:
 		return readiness{"Unknown", "wait", "", ""}
 	case r.Status == catalog.ConditionTrue:
-		return readiness{"Ready", "good", r.Reason, r.Message}
+		return readiness{"Ready", "good", reasonSentence(r.Reason), r.Message}
+	case r.Reason == "":
+		return readiness{"Not ready", "wait", "", r.Message}
 	}
-	return readiness{"Not ready", "wait", r.Reason, r.Message}
+	why := message.ReasonOf(r.Reason)
+	class := "wait"
+	if why.State == message.Blocked || why.State == message.Failed {
+		class = "bad"
+	}
+	return readiness{why.Word, class, why.Sentence, r.Message}
+}
+
+// reasonSentence is what a reason code says to people, or "" for none.
+func reasonSentence(code string) string {
+	if code == "" {
+		return ""
+	}
+	return message.ReasonOf(code).Sentence
 }

@@ -243,6 +243,8 @@ func pageKind(route string) string {
 		return first
 	case "plans":
 		return "serviceplans"
+	case "services":
+		return "serviceclasses"
 	}
 	return ""
 }

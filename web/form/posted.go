@@ -5,8 +5,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // Posted is a form as it was posted: its values and its problems, by the
@@ -125,16 +127,27 @@ func (p *Posted) blank(fields []Field) {
 }
 
 // Other lists, sorted, the problems of inputs that are not among shown,
-// each with its input's name: the page shows them above the form.
+// for the page to show above the form: the catalog's as it words them
+// (naming their field), the others after their field's name in words.
 func (p *Posted) Other(shown ...string) []string {
 	var out []string
 	for name, problem := range p.Problems {
-		if !slices.Contains(shown, name) {
-			out = append(out, printable(name)+": "+problem)
+		if slices.Contains(shown, name) {
+			continue
 		}
+		if !isSentence(problem) {
+			problem = message.Capitalise(message.Field(printable(name))) + ": " + problem
+		}
+		out = append(out, problem)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isSentence tells whether a problem is worded as a sentence already (the
+// catalog's are): a capital first letter and a full stop.
+func isSentence(s string) bool {
+	return s != "" && unicode.IsUpper([]rune(s)[0]) && strings.HasSuffix(s, ".")
 }
 
 // printable is s with invalid UTF-8 and NUL characters made visible.

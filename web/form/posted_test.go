@@ -51,7 +51,7 @@ func TestPosted(t *testing.T) {
 	}
 	want := map[string]string{
 		"bad": "contains a NUL character", "spec.parameters.note": "contains a NUL character",
-		"spec.parameters.size": p.Problems["spec.parameters.size"], "name": "taken", "url": "required",
+		"spec.parameters.size": p.Problems["spec.parameters.size"], "name": "taken", "url": "The broker URL is required.",
 	}
 	if !reflect.DeepEqual(p.Problems, want) {
 		t.Fatalf("problems %v, want %v", p.Problems, want)
@@ -72,7 +72,7 @@ func TestPosted(t *testing.T) {
 			}
 		}
 	}
-	if got := p.Other(append(Names(fields), "name")...); !reflect.DeepEqual(got, []string{"bad: contains a NUL character", "url: required"}) {
+	if got := p.Other(append(Names(fields), "name")...); !reflect.DeepEqual(got, []string{"The bad: contains a NUL character", "The broker URL is required."}) {
 		t.Fatalf("other problems %q", got)
 	}
 }
