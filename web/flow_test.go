@@ -165,6 +165,8 @@ func TestBrowserFlow(t *testing.T) {
 	br.run(chromedp.Evaluate(`window.stillHere = true`, nil))
 	br.waitText("#instance-ready", "Ready", 20*time.Second)
 	br.stillHere()
+	// (htmx gives a swapped element its new class once it settles.)
+	br.run(chromedp.WaitVisible("#instance-ready.good", q))
 	if br.visible("p.flash") {
 		t.Fatal("the creation's notice stays once the instance is Ready")
 	}
