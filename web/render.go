@@ -259,7 +259,8 @@ func readyOf(conds []catalog.Condition) readiness {
 	r, ok := catalog.FindCondition(conds, catalog.ConditionReady)
 	switch {
 	case !ok:
-		return readiness{"Unknown", "wait", "", ""}
+		// The CLI's word for it too.
+		return readiness{"Pending", "wait", "The engine has not taken it up yet.", ""}
 	case r.Status == catalog.ConditionTrue:
 		return readiness{"Ready", "good", reasonSentence(r.Reason), r.Message}
 	case r.Reason == "":
