@@ -106,6 +106,9 @@ func TestBrowserScreens(t *testing.T) {
 	if when := br.text("table.history time[data-when]"); when == "" || strings.Contains(when, "T") && strings.Contains(when, ":") && strings.Contains(when, "-") {
 		t.Errorf("a history's time reads %q", when)
 	}
+	if cur := br.eval(`document.querySelector('.menu a[aria-current="page"]')?.getAttribute("href") ?? "none"`); cur != "/instances" {
+		t.Errorf("an instance's history marks %s in the header", cur)
+	}
 	// The instances page offers a new one.
 	br.run(chromedp.Navigate(b.url+"/instances"), chromedp.WaitVisible("#instance-list", q))
 	if br.text(`.page-head a.button[href="/"]`) != "New instance" {
