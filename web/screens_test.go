@@ -132,6 +132,16 @@ func TestBrowserScreens(t *testing.T) {
 	}
 	br.axe("menu-open-390-light")
 
+	// A form's problems show next to their fields without widening a
+	// phone's page.
+	br.allow("status of 400")
+	br.run(chromedp.Navigate(b.url+"/instances/new?plan="+plan.ID), chromedp.WaitVisible("#f-name", q),
+		chromedp.SendKeys("#f-name", "Orders_DB", q), chromedp.Submit("#f-name", q), chromedp.WaitVisible("#f-name-error", q))
+	if wide := br.eval(`String(document.documentElement.scrollWidth)`); wide != "390" {
+		t.Errorf("the instance form with a problem is %s px wide at 390", wide)
+	}
+	br.axe("instance-new-problem-390-light")
+
 	// The icons came from Bindery: the broker's site was asked at the
 	// relist only, and the page asked no other site for anything.
 	br.run(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(b.url+"/"), chromedp.WaitVisible("ul.cards", q))
