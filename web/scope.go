@@ -160,3 +160,17 @@ func scopedQuery(ns string) string {
 	}
 	return "?namespace=" + url.QueryEscape(ns)
 }
+
+// instanceNamed sends the browser to the page of the instance a namespace
+// and name say, for pages that know a binding's instance by name only.
+func (s *Server) instanceNamed(c echo.Context) error {
+	ns := c.Param("namespace")
+	if !allowsNamespace(c, ns) {
+		return errOutside
+	}
+	in, err := s.store.GetInstanceByName(c.Request().Context(), ns, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/instances/"+in.ID)
+}

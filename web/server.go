@@ -110,6 +110,7 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/instances/:id/delete", s.h(s.instanceDeleteConfirm), developer)
 	g.POST("/instances/:id/delete", s.form(s.instanceDelete), developer)
 	g.GET("/instances/:id/events", s.h(s.history(kindInstance)), viewer)
+	g.GET("/namespaces/:namespace/instances/:name", s.h(s.instanceNamed), viewer)
 	g.POST("/instances/:id/bindings", s.form(s.bindingCreate), developer)
 
 	g.GET("/bindings", s.h(s.bindingList), viewer)
