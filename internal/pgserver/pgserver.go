@@ -168,7 +168,8 @@ func prepare(dir string) (*Server, error) {
 func (s *Server) acquire(ctx context.Context, role string) (*dirLock, error) {
 	deadline := time.Now().Add(lockWait)
 	var last holder
-	for attempt := 0; ; attempt++ {
+	retry := lockRetry
+	for {
 		l, h, err := tryLock(s.dir, role)
 		if err != nil || l != nil {
 			return l, err
@@ -185,7 +186,7 @@ func (s *Server) acquire(ctx context.Context, role string) (*dirLock, error) {
 				return nil, nil
 			}
 		}
-		if err := backoff(ctx, attempt, deadline); err != nil {
+		if err := backoff(ctx, &retry, deadline); err != nil {
 			if errors.Is(err, errLockWait) {
 				return nil, fmt.Errorf("the PostgreSQL of %s stayed busy for %s (held by %s)", s.dir, lockWait, last)
 			}
