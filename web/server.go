@@ -88,6 +88,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/logout", s.h(s.logout))
 
 	g.GET("/", s.h(s.marketplace), viewer)
+	g.GET("/services/:id", s.h(s.serviceShow), viewer)
+	g.GET("/services/:id/icon", s.h(s.serviceIcon), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
 	// A broker is the cluster's or a namespace's own (?namespace= in its
@@ -110,6 +112,7 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/instances/:id/abandon", s.h(s.instanceAbandonConfirm), developer)
 	g.POST("/instances/:id/abandon", s.form(s.instanceAbandon), developer)
 	g.GET("/instances/:id/events", s.h(s.history(kindInstance)), viewer)
+	g.GET("/namespaces/:namespace/instances/:name", s.h(s.instanceNamed), viewer)
 	g.POST("/instances/:id/bindings", s.form(s.bindingCreate), developer)
 
 	g.GET("/bindings", s.h(s.bindingList), viewer)
@@ -245,6 +248,8 @@ func pageKind(route string) string {
 		return first
 	case "plans":
 		return "serviceplans"
+	case "services":
+		return "serviceclasses"
 	}
 	return ""
 }
