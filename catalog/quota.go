@@ -26,7 +26,7 @@ import (
 //
 // They are checked once, here, in the transaction that creates the object
 // (or gives an instance its plan), by catalog.admit_instance and
-// catalog.admit_binding (migrations/catalog 0014): when a limit applies,
+// catalog.admit_binding (migrations/catalog 0015): when a limit applies,
 // the transaction takes the namespace's advisory lock before it counts,
 // so creations in one namespace take turns and two never share the last
 // place; with none it takes nothing. A lowered quota deletes nothing: new

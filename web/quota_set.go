@@ -2,7 +2,9 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,4 +129,16 @@ func quotaName(ns string) string {
 		return "namespaces without their own (the default)"
 	}
 	return "namespace " + ns
+}
+
+// otherErrors are the messages of errs whose field the form does not
+// show, in field order.
+func otherErrors(errs map[string]string, shown []string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(errs)) {
+		if !slices.Contains(shown, k) {
+			out = append(out, k+": "+errs[k])
+		}
+	}
+	return out
 }

@@ -137,11 +137,17 @@ func TestQuotaWeb(t *testing.T) {
 	if _, err := b.store.SetPlanVisibility(context.Background(), plans["standard"], []string{"team-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if page := body(t, dev.get("/")); strings.Contains(page, ">standard<") || !strings.Contains(page, ">small<") {
-		t.Error("team-a's marketplace shows a plan visible to team-b only, or not small")
+	var service string
+	for _, p := range l.Items {
+		if p.Spec.ExternalName == "standard" {
+			service = "/services/" + p.Spec.ClusterServiceClassRef.Name
+		}
 	}
-	if page := body(t, admin.get("/")); !strings.Contains(page, ">standard<") {
-		t.Error("the admin's marketplace does not show the restricted plan")
+	if page := body(t, dev.get(service)); strings.Contains(page, ">standard<") || !strings.Contains(page, ">small<") {
+		t.Error("team-a's service page shows a plan visible to team-b only, or not small")
+	}
+	if page := body(t, admin.get(service)); !strings.Contains(page, ">standard<") {
+		t.Error("the admin's service page does not show the restricted plan")
 	}
 	for _, path := range []string{"/plans/" + plans["standard"], "/instances/new?plan=" + plans["standard"]} {
 		if res := dev.get(path); res.StatusCode != http.StatusNotFound {

@@ -94,6 +94,8 @@ var reasons = map[string]Reason{
 	"ReferencesNonexistentBroker":             {"Waiting", "The broker of its class is not registered.", Waiting},
 	"QuotaExceeded":                           {"Waiting for room", "A quota of its namespace has no room for its plan; it is provisioned once there is.", Waiting},
 	"DeprovisionedGone":                       {"Deleted", "The broker no longer knew it; it is deleted.", Ready},
+	"WaitingForBroker":                        {"Broker down", "Its broker is not answering; Bindery asks again once a probe of the broker succeeds.", Waiting},
+	"MaintenanceInfoConflict":                 {"Upgrade available", "The broker has a newer maintenance version of the plan; Bindery fetched its catalogue again.", Retrying},
 	// Bindings.
 	"BindingRequestInFlight":              {"Binding", "Bindery is asking the broker for credentials.", Working},
 	"Binding":                             {"Binding", "The broker is making the credentials.", Working},
@@ -121,6 +123,8 @@ var reasons = map[string]Reason{
 	"FetchedCatalog":       {"Ready", "Its catalogue was fetched.", Ready},
 	"ErrorFetchingCatalog": {"Unreachable", "Its catalogue could not be fetched.", Retrying},
 	"ErrorSyncingCatalog":  {"Bad catalogue", "Its catalogue could not be stored.", Retrying},
+	"CircuitOpen":          {"Not answering", "It keeps failing or not answering; Bindery holds its requests back and probes it.", Retrying},
+	"CircuitClosed":        {"Answering", "It answers again; the requests held back go on.", Ready},
 	// History only.
 	"Created": {"Created", "Its desired state was recorded.", Working},
 }

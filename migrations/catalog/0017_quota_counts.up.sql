@@ -68,7 +68,7 @@ BEGIN
 END
 $$;
 
--- As in migration 0014, but the namespace's count is read from its row.
+-- As in migration 0015, but the namespace's count is read from its row.
 -- Instances of one plan are still counted, up to the plan's limit.
 CREATE OR REPLACE FUNCTION catalog.admit_instance(ns text, plan uuid, paid boolean, creating boolean, self uuid) RETURNS void
 LANGUAGE plpgsql AS $$

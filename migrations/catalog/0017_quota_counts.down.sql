@@ -1,5 +1,5 @@
 -- Back to counting the namespace's objects at each creation: migration
--- 0014's functions again, then the counts go.
+-- 0015's functions again, then the counts go.
 CREATE OR REPLACE FUNCTION catalog.admit_instance(ns text, plan uuid, paid boolean, creating boolean, self uuid) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -1,5 +1,5 @@
 -- A namespace's instances of one plan, counted when a quota limits them
--- (catalog.admit_instance, migration 0014). Built without blocking writes,
+-- (catalog.admit_instance, migration 0015). Built without blocking writes,
 -- so a release that still runs goes on creating instances meanwhile: this
 -- file must stay one statement (PostgreSQL builds an index concurrently
 -- outside a transaction only).
