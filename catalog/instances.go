@@ -234,94 +234,12 @@ func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, u
 		if err := update(in); err != nil {
 			return err
 		}
-		var errs field.ErrorList
-		if in.Name != name {
-			errs = append(errs, bad(field.NewPath("name"), "cannot be changed"))
-		}
-		if in.Namespace != ns {
-			errs = append(errs, bad(field.NewPath("namespace"), "cannot be changed"))
-		}
-		errs = append(errs, validateMeta(&in.Meta)...)
-		if in.Spec.ExternalID != before.ExternalID {
-			errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
-		}
-		planChanged := !sameNames(&in.Spec, &before)
-		var plan *ServicePlan
-		specPath := field.NewPath("spec")
-		if !planChanged {
-			// The references are Bindery's, resolved from the names; one
-			// left out of an update is kept, one changed is refused.
-			for _, r := range []struct {
-				field     *field.Path
-				now, then *ObjectRef
-			}{
-				{specPath.Child("clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, before.ClusterServiceClassRef},
-				{specPath.Child("clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, before.ClusterServicePlanRef},
-				{specPath.Child("serviceClassRef", "name"), in.Spec.ServiceClassRef, before.ServiceClassRef},
-				{specPath.Child("servicePlanRef", "name"), in.Spec.ServicePlanRef, before.ServicePlanRef},
-			} {
-				if r.now != nil && refName(r.now) != refName(r.then) {
-					errs = append(errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
-				}
-			}
-			in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = before.ClusterServiceClassRef, before.ClusterServicePlanRef
-			in.Spec.ServiceClassRef, in.Spec.ServicePlanRef = before.ServiceClassRef, before.ServicePlanRef
-		}
-		was := &Instance{Meta: Meta{Namespace: ns}, Spec: before}
-		switch {
-		case !was.Resolved():
-			// Recorded before its class and plan were offered: resolved now
-			// if they are, else it goes on waiting for them. Nothing was
-			// provisioned yet, so the parameters are those of a provision.
-			if plan, err = resolveNew(ctx, w, &in.Spec, ns, specPath, &errs); err != nil {
-				return err
-			}
-			if plan != nil {
-				checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
-			}
-		case planChanged:
-			class, current, err := resolvedPlan(ctx, w, was)
-			if err != nil {
-				return err
-			}
-			updatable := class.Spec.PlanUpdatable
-			if current.Spec.PlanUpdatable != nil {
-				updatable = *current.Spec.PlanUpdatable
-			}
-			// A provisioned instance moves only to a plan that is offered.
-			n, nerrs := naming(&in.Spec, ns, specPath)
-			errs = append(errs, nerrs...)
-			if len(nerrs) == 0 {
-				newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
-				if r, ok := AsReference(err); ok {
-					errs = append(errs, bad(specPath.Child(r.field), planChangeRefused(r, in)))
-				} else if err != nil {
-					return err
-				} else {
-					plan = newPlan
-					setRefs(&in.Spec, newClass, newPlan)
-					if plan.ID != current.ID && !updatable {
-						return unprocessablef("The plan of instance %s/%s (%s) cannot be changed: its broker does not allow plan changes. Create a new instance with the other plan instead.", ns, name, current.Spec.ExternalName)
-					}
-					if newClass.ID != class.ID {
-						errs = append(errs, bad(specPath, "a plan change must stay within service class "+class.Spec.ExternalName))
-					}
-				}
-			}
-			if plan != nil && !sameJSON(in.Spec.Parameters, before.Parameters) {
-				checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
-			}
-		default:
-			if _, plan, err = resolvedPlan(ctx, w, was); err != nil {
-				return err
-			}
-			if !sameJSON(in.Spec.Parameters, before.Parameters) {
-				checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
-			}
-		}
-		if err := invalid(errs); err != nil {
+		was := &Instance{Meta: Meta{Namespace: ns, Name: name}, Spec: before}
+		plan, err := validateInstanceUpdate(ctx, w, was, in)
+		if err != nil {
 			return err
 		}
+		planChanged := !sameNames(&in.Spec, &before)
 		setSpecLabels(in)
 		md, err := encodeMeta(&in.Meta)
 		if err != nil {
@@ -356,6 +274,114 @@ func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, u
 		return nil
 	})
 	return out, err
+}
+
+// validateInstanceUpdate checks the change from was to in (within a
+// write) and resolves the plan in is then on: nil for an instance still
+// waiting for its class and plan. It refuses what cannot change (name,
+// namespace, externalID, the references Bindery resolves) and parameters
+// the plan's schema does not accept, all problems in one error.
+func validateInstanceUpdate(ctx context.Context, w *txn, was, in *Instance) (*ServicePlan, error) {
+	var errs field.ErrorList
+	if in.Name != was.Name {
+		errs = append(errs, bad(field.NewPath("name"), "cannot be changed"))
+	}
+	if in.Namespace != was.Namespace {
+		errs = append(errs, bad(field.NewPath("namespace"), "cannot be changed"))
+	}
+	errs = append(errs, validateMeta(&in.Meta)...)
+	if in.Spec.ExternalID != was.Spec.ExternalID {
+		errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
+	}
+	planChanged := !sameNames(&in.Spec, &was.Spec)
+	if !planChanged {
+		keepResolvedRefs(in, was, &errs)
+	}
+	specPath := field.NewPath("spec")
+	var plan *ServicePlan
+	var err error
+	switch {
+	case !was.Resolved():
+		// Recorded before its class and plan were offered: resolved now
+		// if they are, else it goes on waiting for them. Nothing was
+		// provisioned yet, so the parameters are those of a provision.
+		if plan, err = resolveNew(ctx, w, &in.Spec, was.Namespace, specPath, &errs); err != nil {
+			return nil, err
+		}
+		if plan != nil {
+			checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
+		}
+	case planChanged:
+		if plan, err = changePlan(ctx, w, was, in, &errs); err != nil {
+			return nil, err
+		}
+	default:
+		if _, plan, err = resolvedPlan(ctx, w, was); err != nil {
+			return nil, err
+		}
+	}
+	if plan != nil && was.Resolved() && !sameJSON(in.Spec.Parameters, was.Spec.Parameters) {
+		checkParameters(plan, "instance update", plan.Spec.InstanceUpdateParameterSchema, in.Spec.Parameters, specPath.Child("parameters"), &errs)
+	}
+	return plan, invalid(errs)
+}
+
+// keepResolvedRefs keeps the references Bindery resolved from the names
+// when the names stay: one left out of an update is kept, one changed is
+// refused.
+func keepResolvedRefs(in, was *Instance, errs *field.ErrorList) {
+	specPath := field.NewPath("spec")
+	for _, r := range []struct {
+		field     *field.Path
+		now, then *ObjectRef
+	}{
+		{specPath.Child("clusterServiceClassRef", "name"), in.Spec.ClusterServiceClassRef, was.Spec.ClusterServiceClassRef},
+		{specPath.Child("clusterServicePlanRef", "name"), in.Spec.ClusterServicePlanRef, was.Spec.ClusterServicePlanRef},
+		{specPath.Child("serviceClassRef", "name"), in.Spec.ServiceClassRef, was.Spec.ServiceClassRef},
+		{specPath.Child("servicePlanRef", "name"), in.Spec.ServicePlanRef, was.Spec.ServicePlanRef},
+	} {
+		if r.now != nil && refName(r.now) != refName(r.then) {
+			*errs = append(*errs, bad(r.field, "cannot be changed: Bindery resolves it from the class and plan named in the spec"))
+		}
+	}
+	in.Spec.ClusterServiceClassRef, in.Spec.ClusterServicePlanRef = was.Spec.ClusterServiceClassRef, was.Spec.ClusterServicePlanRef
+	in.Spec.ServiceClassRef, in.Spec.ServicePlanRef = was.Spec.ServiceClassRef, was.Spec.ServicePlanRef
+}
+
+// changePlan resolves the plan a provisioned instance moves to: one that
+// is offered, in the same class, and only if the broker allows plan
+// changes. A plan that cannot be resolved is a field problem in errs; the
+// returned plan is nil then.
+func changePlan(ctx context.Context, w *txn, was, in *Instance, errs *field.ErrorList) (*ServicePlan, error) {
+	class, current, err := resolvedPlan(ctx, w, was)
+	if err != nil {
+		return nil, err
+	}
+	updatable := class.Spec.PlanUpdatable
+	if current.Spec.PlanUpdatable != nil {
+		updatable = *current.Spec.PlanUpdatable
+	}
+	specPath := field.NewPath("spec")
+	n, nerrs := naming(&in.Spec, was.Namespace, specPath)
+	*errs = append(*errs, nerrs...)
+	if len(nerrs) > 0 {
+		return nil, nil
+	}
+	newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
+	if r, ok := AsReference(err); ok {
+		*errs = append(*errs, bad(specPath.Child(r.field), planChangeRefused(r, in)))
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	setRefs(&in.Spec, newClass, newPlan)
+	if newPlan.ID != current.ID && !updatable {
+		return nil, unprocessablef("The plan of instance %s/%s (%s) cannot be changed: its broker does not allow plan changes. Create a new instance with the other plan instead.", was.Namespace, was.Name, current.Spec.ExternalName)
+	}
+	if newClass.ID != class.ID {
+		*errs = append(*errs, bad(specPath, "a plan change must stay within service class "+class.Spec.ExternalName))
+	}
+	return newPlan, nil
 }
 
 // withoutRefs is spec without the references Bindery resolves.
