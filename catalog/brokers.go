@@ -68,15 +68,7 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 	errs = append(errs, validateMeta(&b.Meta)...)
 	s := &b.Spec
 	spec := field.NewPath("spec")
-	if u, err := url.Parse(s.URL); s.URL == "" {
-		errs = append(errs, field.Required(spec.Child("url"), ""))
-	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, bad(spec.Child("url"), "must be an absolute http or https URL"))
-	} else if u.User != nil {
-		// Never stored, shown or quoted: credentials go in the auth
-		// fields, which are sealed.
-		errs = append(errs, bad(spec.Child("url"), "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed"))
-	}
+	errs = append(errs, validateBrokerURL(spec.Child("url"), s.URL)...)
 	switch s.RelistBehavior {
 	case RelistDuration:
 		if d, err := time.ParseDuration(s.RelistDuration); err != nil || d < time.Second {
@@ -110,42 +102,74 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 		}
 	}
 	if ref := s.AuthInfo.secretRef(); ref != nil && auth == nil {
-		// Credentials in a Kubernetes Secret (the Kubernetes API's
-		// authInfo).
-		path := spec.Child("authInfo", "bearer", "secretRef")
-		if s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref {
-			path = spec.Child("authInfo", "basic", "secretRef")
-		}
-		if s.AuthInfo.Basic != nil && s.AuthInfo.Bearer != nil {
-			errs = append(errs, bad(spec.Child("authInfo"), "give basic or bearer, not both"))
-		}
-		if ref.Name == "" {
-			errs = append(errs, field.Required(path.Child("name"), ""))
-		}
-		switch {
-		case ref.Namespace == "":
-			errs = append(errs, field.Required(path.Child("namespace"), "a cluster-scoped broker names the Secret's namespace"))
-		case b.Namespace != "" && ref.Namespace != b.Namespace:
-			errs = append(errs, bad(path.Child("namespace"), "a namespaced broker's Secret is in the broker's namespace"))
-		}
-		return errs
+		return append(errs, validateAuthSecretRef(b, ref)...)
 	}
-	if auth != nil {
-		creds := field.NewPath("auth")
-		switch {
-		case auth.Basic != nil && auth.Bearer != nil:
-			errs = append(errs, bad(creds, "give basic or bearer, not both"))
-		case auth.Basic != nil:
-			if auth.Basic.Username == "" {
-				errs = append(errs, field.Required(creds.Child("basic", "username"), ""))
-			}
-			if auth.Basic.Password == "" {
-				errs = append(errs, field.Required(creds.Child("basic", "password"), ""))
-			}
-		case auth.Bearer != nil:
-			if auth.Bearer.Token == "" {
-				errs = append(errs, field.Required(creds.Child("bearer", "token"), ""))
-			}
+	return append(errs, validateBrokerAuth(auth)...)
+}
+
+// validateBrokerURL checks a broker's URL: absolute, http or https, and
+// without credentials.
+func validateBrokerURL(path *field.Path, raw string) field.ErrorList {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return field.ErrorList{field.Required(path, "")}
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return field.ErrorList{bad(path, "must be an absolute http or https URL")}
+	case u.User != nil:
+		// Never stored, shown or quoted: credentials go in the auth
+		// fields, which are sealed.
+		return field.ErrorList{bad(path, "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed")}
+	}
+	return nil
+}
+
+// validateAuthSecretRef checks credentials kept in a Kubernetes Secret
+// (the Kubernetes API's authInfo), which ref names.
+func validateAuthSecretRef(b *Broker, ref *ObjectRef) field.ErrorList {
+	var errs field.ErrorList
+	s := &b.Spec
+	spec := field.NewPath("spec")
+	path := spec.Child("authInfo", "bearer", "secretRef")
+	if s.AuthInfo.Basic != nil && s.AuthInfo.Basic.SecretRef == ref {
+		path = spec.Child("authInfo", "basic", "secretRef")
+	}
+	if s.AuthInfo.Basic != nil && s.AuthInfo.Bearer != nil {
+		errs = append(errs, bad(spec.Child("authInfo"), "give basic or bearer, not both"))
+	}
+	if ref.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	}
+	switch {
+	case ref.Namespace == "":
+		errs = append(errs, field.Required(path.Child("namespace"), "a cluster-scoped broker names the Secret's namespace"))
+	case b.Namespace != "" && ref.Namespace != b.Namespace:
+		errs = append(errs, bad(path.Child("namespace"), "a namespaced broker's Secret is in the broker's namespace"))
+	}
+	return errs
+}
+
+// validateBrokerAuth checks credentials given with the broker (sealed
+// apart); nil is none.
+func validateBrokerAuth(auth *BrokerAuth) field.ErrorList {
+	if auth == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	creds := field.NewPath("auth")
+	switch {
+	case auth.Basic != nil && auth.Bearer != nil:
+		errs = append(errs, bad(creds, "give basic or bearer, not both"))
+	case auth.Basic != nil:
+		if auth.Basic.Username == "" {
+			errs = append(errs, field.Required(creds.Child("basic", "username"), ""))
+		}
+		if auth.Basic.Password == "" {
+			errs = append(errs, field.Required(creds.Child("basic", "password"), ""))
+		}
+	case auth.Bearer != nil:
+		if auth.Bearer.Token == "" {
+			errs = append(errs, field.Required(creds.Child("bearer", "token"), ""))
 		}
 	}
 	return errs
