@@ -180,31 +180,7 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 	default:
 		return nil, fmt.Errorf("convert %s: unknown kind", kind)
 	}
-	if finalizer && catalog.Abandoned(&r.Meta) {
-		finalizer = false
-	}
-	if finalizer && r.DeletionTimestamp != nil && len(r.Status) > 0 {
-		// Bindery's finalizer is shown until the engine is done with an
-		// object being deleted; other finalizers may keep it after that.
-		// (Only an object being deleted can be released: the others'
-		// status is not decoded twice.)
-		var typed any = &catalog.Instance{}
-		if kind == catalog.KindBinding {
-			typed = &catalog.Binding{}
-		}
-		switch t := typed.(type) {
-		case *catalog.Instance:
-			t.Meta = r.Meta
-			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
-				finalizer = false
-			}
-		case *catalog.Binding:
-			t.Meta = r.Meta
-			if err := json.Unmarshal(r.Status, &t.Status); err == nil && catalog.Released(t) {
-				finalizer = false
-			}
-		}
-	}
+	finalizer = finalizer && showsFinalizer(kind, r)
 	var err error
 	if *om, err = objectMeta(&r.Meta, finalizer); err != nil {
 		return nil, err
@@ -220,6 +196,26 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 		}
 	}
 	return obj, nil
+}
+
+// showsFinalizer tells whether an instance or binding shows Bindery's
+// finalizer: until the engine is done with it when it is being deleted
+// (other finalizers may keep it after that), never once abandoned. Only an
+// object being deleted can be released, so only its status is decoded
+// here a second time.
+func showsFinalizer(kind string, r *catalog.RawObject) bool {
+	if catalog.Abandoned(&r.Meta) {
+		return false
+	}
+	if r.DeletionTimestamp == nil || len(r.Status) == 0 {
+		return true
+	}
+	if kind == catalog.KindBinding {
+		b := &catalog.Binding{Meta: r.Meta}
+		return json.Unmarshal(r.Status, &b.Status) != nil || !catalog.Released(b)
+	}
+	in := &catalog.Instance{Meta: r.Meta}
+	return json.Unmarshal(r.Status, &in.Status) != nil || !catalog.Released(in)
 }
 
 // rawOf turns a typed catalog object's parts into a RawObject.
