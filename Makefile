@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: modules bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni
 
 all: build
 
@@ -54,10 +54,20 @@ run: deps $(BIN)/bindery
 	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
 	@$(BIN)/bindery up
 
-## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps node-deps kube cni browser
+## test: vet, the other Go modules, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
+test: deps node-deps kube cni browser modules
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
+
+## modules: the repository's other Go modules build from their own go.mod and
+## go.sum (-mod=readonly, as a clean clone does): bench/ is built and vetted;
+## tools/kube, tools/cni and tools/codegen only have every package of their
+## programs loaded (go list -deps), for building tools/kube takes 5+ minutes
+modules:
+	cd bench && $(GO) build -mod=readonly ./... && $(GO) vet -mod=readonly ./...
+	tools/kube/build.sh --check
+	tools/cni/build.sh --check
+	cd tools/codegen && $(GO) list -mod=readonly -deps tool >/dev/null
 
 ## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:
