@@ -402,22 +402,11 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 	}
 	last := req.from
 	if req.initial {
-		l, err := st.store.ListRaw(ctx, st.kind, catalog.ListOptions{Namespace: req.pred.namespace, Labels: req.pred.label})
-		if err != nil {
-			fail(apierrors.NewInternalError(err))
+		rev, ok := st.sendInitial(ctx, req, send, fail)
+		if !ok {
 			return
 		}
-		for _, r := range l.Items {
-			obj, err := fromRaw(st.kind, r)
-			if err != nil {
-				fail(apierrors.NewInternalError(err))
-				return
-			}
-			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
-				return
-			}
-		}
-		last = l.ResourceVersion
+		last = rev
 		if req.initialMark {
 			mark := st.bookmark(last)
 			mark.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -520,6 +509,44 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			return
 		}
 	}
+}
+
+// errStopped ends a scan whose watch has ended.
+var errStopped = errors.New("the watch ended")
+
+// sendInitial sends the objects the watch selects as ADDED, read from one
+// snapshot a chunk at a time as the client takes them, and returns the
+// snapshot's revision; false when the watch ended (fail has said why, if
+// it failed). The snapshot is held no longer than the store allows: a
+// client that reads the initial events more slowly gets a Timeout error,
+// and lists again.
+func (st *storage) sendInitial(ctx context.Context, req watchRequest, send func(watch.Event) bool, fail func(error)) (int64, bool) {
+	var rev int64
+	lo := catalog.ListOptions{Namespace: req.pred.namespace, Labels: req.pred.label}
+	err := st.store.ScanRaw(ctx, st.kind, lo, func(r int64, _ string, items []*catalog.RawObject) error {
+		rev = r
+		for _, raw := range items {
+			obj, err := fromRaw(st.kind, raw)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
+				return errStopped
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errStopped):
+		return 0, false
+	case isExpired(err):
+		fail(apierrors.NewTimeoutError(fmt.Sprintf("%v: the initial events were read too slowly", err), 1))
+		return 0, false
+	case err != nil:
+		fail(st.listError(err))
+		return 0, false
+	}
+	return rev, true
 }
 
 // statesAt reads what the objects a backlog modifies were at the revision

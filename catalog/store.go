@@ -40,6 +40,8 @@ type Store struct {
 	brokerTimeout time.Duration
 	egress        *osb.Egress
 	feed          *Feed
+	// snapshotLimit bounds how long a read holds a snapshot open.
+	snapshotLimit time.Duration
 	// catalogue keeps the classes and plans new objects resolved to
 	// (catalogue.go).
 	catalogue catalogueCache
@@ -75,7 +77,7 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout}
+	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit}
 	for _, o := range opts {
 		o(s)
 	}
