@@ -36,7 +36,9 @@ type hub struct {
 	subs map[*subscription]struct{}
 	// last is the newest revision fanned out: every change up to it is in
 	// the channels of the subscriptions that existed when it was sent.
+	// moved is closed (and replaced) whenever it moves on.
 	last  atomic.Int64
+	moved chan struct{}
 	ready chan struct{}
 	// done is closed when run returns.
 	done chan struct{}
@@ -148,7 +150,7 @@ func (s *subscription) take() ([]hubEvent, bool) {
 }
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
-	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}), moved: make(chan struct{}),
 		known: map[objectID]*attrs{}, gone: map[objectID]goneAttrs{}}
 }
 
@@ -303,8 +305,41 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 		}
 		h.deliver(c.Kind, ev)
 	}
+	h.mu.Lock()
 	h.last.Store(page[len(page)-1].Revision)
+	close(h.moved)
+	h.moved = make(chan struct{})
+	h.mu.Unlock()
 	return nil
+}
+
+// settleWait bounds how long a response waits for the hub (waitFor).
+const settleWait = 10 * time.Second
+
+// waitFor waits until the hub has fanned out revision rev, so that every
+// revision up to it is final: a client that watches from an object's
+// resourceVersion then misses no change that commits after it read the
+// object (a revision below it may commit after it, while in flight;
+// catalog/revision.go). It gives up after settleWait, or when ctx ends.
+func (h *hub) waitFor(ctx context.Context, rev int64) {
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	for {
+		h.mu.Lock()
+		moved := h.moved
+		h.mu.Unlock()
+		if h.last.Load() >= rev {
+			return
+		}
+		select {
+		case <-moved:
+		case <-t.C:
+			h.log.WarnContext(ctx, "the watch hub did not reach an object's revision: answering anyway", "revision", rev, "hub", h.last.Load())
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // forgetPruned drops what the hub keeps of objects whose deletion the feed
@@ -424,11 +459,12 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
 			return
 		}
-		changes, err := st.store.Feed().Since(ctx, req.from, []string{st.kind}, 0)
+		page, err := st.store.Feed().Read(ctx, req.from, []string{st.kind}, 0)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
 			return
 		}
+		changes := page.Changes
 		prevs, err := st.statesAt(ctx, req, changes)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
@@ -448,6 +484,9 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 				return
 			}
 		}
+		// Read up to the final revision: the hub's changes up to it were
+		// read here.
+		last = max(last, page.UpTo)
 	}
 	// covered is the revision the list or backlog read up to: the hub's
 	// changes up to it were sent already. The changes of one transaction

@@ -57,9 +57,10 @@ func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn f
 		opts.Idle = 5 * time.Second
 	}
 	pos := after
+	var m watermark
 	retry := followRetry
 	for {
-		err := f.follow(ctx, &pos, opts, fn, func() { retry = followRetry })
+		err := f.follow(ctx, &pos, &m, opts, fn, func() { retry = followRetry })
 		if ctx.Err() != nil {
 			return
 		}
@@ -73,7 +74,7 @@ func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn f
 
 // follow is one connection's worth of Follow. ok is called once the feed
 // has been read up to date on it.
-func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error, ok func()) error {
+func (f *Feed) follow(ctx context.Context, pos *int64, m *watermark, opts FollowOptions, fn func(context.Context, []Change) error, ok func()) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, f.s.pool.Config().ConnConfig.Copy())
 	cancel()
@@ -92,7 +93,7 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 		// Several notifications are read as one batch of changes; changes
 		// committed while no one listened are read on the first round.
 		if read {
-			if err := f.catchUp(ctx, pos, opts, fn); err != nil {
+			if err := f.catchUp(ctx, pos, m, opts, fn); err != nil {
 				return err
 			}
 			ok()
@@ -125,22 +126,26 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 	}
 }
 
-// catchUp hands fn the feed after *pos, a page at a time, moving *pos past
-// each page fn took.
-func (f *Feed) catchUp(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error) error {
+// catchUp hands fn the feed after *pos up to the watermark m keeps, a page
+// at a time, moving *pos past each page fn took.
+func (f *Feed) catchUp(ctx context.Context, pos *int64, m *watermark, opts FollowOptions, fn func(context.Context, []Change) error) error {
+	h, err := readHorizon(ctx, f.s.pool)
+	if err != nil {
+		return err
+	}
+	upTo := m.advance(h)
 	for {
-		page, err := f.since(ctx, *pos, opts.Kinds, opts.Page, !opts.NamesOnly)
+		page, err := f.readUpTo(ctx, *pos, upTo, opts.Kinds, opts.Page, !opts.NamesOnly)
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 {
-			return nil
+		if len(page.Changes) > 0 {
+			if err := fn(ctx, page.Changes); err != nil {
+				return err
+			}
 		}
-		if err := fn(ctx, page); err != nil {
-			return err
-		}
-		*pos = page[len(page)-1].Revision
-		if len(page) < opts.Page {
+		*pos = max(*pos, page.UpTo)
+		if len(page.Changes) < opts.Page {
 			return nil
 		}
 	}

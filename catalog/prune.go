@@ -92,11 +92,12 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 	if !mine {
 		return 0, 0, nil
 	}
-	// Revisions are granted at commit and created_at is the transaction's
-	// start: every change before the oldest young revision is old.
+	// Revisions are taken in a write's last round trip and created_at is
+	// the transaction's start: every change before the oldest young
+	// revision is old.
 	err = tx.QueryRow(ctx, `SELECT least(
 			coalesce((SELECT min(revision) FROM catalog.changes WHERE created_at >= now() - make_interval(secs => $1)),
-				(SELECT value + 1 FROM catalog.revision)),
+				(SELECT last_value + 1 FROM catalog.revisions)),
 			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0))`,
 		r.MinAge.Seconds(), minCount).Scan(&before)
 	if err != nil {
@@ -118,7 +119,7 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 // pruneBefore removes the changes older than revision $1, keeping the
 // newest revision whatever $1 says, so a reader can always resume from the
 // newest state.
-const pruneBefore = `DELETE FROM catalog.changes WHERE revision < least($1, (SELECT value FROM catalog.revision))`
+const pruneBefore = `DELETE FROM catalog.changes WHERE revision < least($1, (SELECT max(revision) FROM catalog.changes))`
 
 // PruneBefore removes the change feed's entries older than revision
 // before, keeping the newest revision whatever before says. It returns

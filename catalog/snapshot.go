@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,7 +12,8 @@ import (
 
 // Reads at one revision. A list, however long, is read from one
 // snapshot: a read-only transaction at REPEATABLE READ, whose revision is
-// the list's resourceVersion. A snapshot held open holds back PostgreSQL's
+// the list's resourceVersion: it holds every change up to it and none
+// after it. A snapshot held open holds back PostgreSQL's
 // vacuum of every row changed meanwhile, so it is bounded in time.
 
 // DefaultSnapshotLimit is how long a read may hold its snapshot unless
@@ -35,24 +37,42 @@ func WithSnapshotLimit(d time.Duration) Option {
 }
 
 // snapshot runs fn in a read-only snapshot with its revision, for at most
-// the store's snapshot limit (fn reads under the ctx it is given); past it, fn's reads fail and snapshot
-// returns ErrSnapshotExpired.
+// the store's snapshot limit (fn reads under the ctx it is given); past it,
+// fn's reads fail and snapshot returns ErrSnapshotExpired.
+//
+// The snapshot holds every change up to its revision and none after it:
+// it is taken while catalog.revision is held in SHARE mode, which waits
+// for the writes in their last round trip to commit and holds back new
+// ones; the lock is taken in a subtransaction and let go of as soon as the
+// snapshot is, so writes wait for a commit's time at most (revision.go).
 func (s *Store) snapshot(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx, rev int64) error) error {
 	limit := s.snapshotLimit
 	ctx, cancel := context.WithTimeoutCause(ctx, limit, ErrSnapshotExpired)
 	defer cancel()
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return fmt.Errorf("begin: %w", expired(ctx, mapErr(err)))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
-	// PostgreSQL ends the transaction itself should this process stop
-	// reading without ending it (a little later than the limit here).
-	var rev int64
-	err = tx.QueryRow(ctx, `SELECT value, set_config('idle_in_transaction_session_timeout', $1, true) FROM catalog.revision`,
-		fmt.Sprint((limit+5*time.Second).Milliseconds())).Scan(&rev, nil)
+	// One query string, in the simple protocol: PostgreSQL runs its
+	// statements in order, so the snapshot is taken by the SELECT, once
+	// the lock is held (a prepared SELECT would take it when parsed or
+	// bound, which a pipeline may do before the lock is granted). It ends
+	// the transaction itself should this process stop reading without
+	// ending it (a little later than the limit here).
+	res, err := tx.Conn().PgConn().Exec(ctx, `SAVEPOINT revision;
+		SET LOCAL lock_timeout = '10s';
+		LOCK TABLE catalog.revision IN SHARE MODE;
+		SELECT last_value FROM catalog.revisions;
+		ROLLBACK TO SAVEPOINT revision;
+		SET LOCAL idle_in_transaction_session_timeout = `+fmt.Sprint((limit+5*time.Second).Milliseconds())+`;
+		SET TRANSACTION READ ONLY`).ReadAll()
 	if err != nil {
-		return fmt.Errorf("read revision: %w", expired(ctx, mapErr(err)))
+		return fmt.Errorf("take a snapshot: %w", expired(ctx, mapErr(err)))
+	}
+	rev, err := strconv.ParseInt(string(res[3].Rows[0][0]), 10, 64)
+	if err != nil {
+		return fmt.Errorf("take a snapshot: %w", err)
 	}
 	return expired(ctx, fn(ctx, tx, rev))
 }

@@ -26,6 +26,12 @@ type txn struct {
 	begun bool
 
 	changes []change
+	// locked: the transaction has queued its ROW EXCLUSIVE lock of
+	// catalog.revision (revision.go); revised: it has taken its revision
+	// (a creation's INSERT did); inserted are the rows its creations
+	// inserted, with the revision already.
+	locked, revised bool
+	inserted        map[string]bool
 	// statuses are the new statuses of changed objects, by id, written
 	// with their stamps (changedStatus).
 	statuses map[string]string
@@ -48,7 +54,56 @@ type queued struct {
 const (
 	sqlBegin  = "begin"
 	sqlCommit = "commit"
+	// sqlLockRevision says the transaction is in its last round trip, about
+	// to take its revision (revision.go).
+	sqlLockRevision = "LOCK TABLE catalog.revision IN ROW EXCLUSIVE MODE"
+	// sqlNotify announces the revision the transaction committed, once it
+	// has: the notification is not part of the transaction, whose commit
+	// would otherwise take PostgreSQL's lock that orders every notifying
+	// commit (held through the commit's WAL flush).
+	sqlNotify = "SELECT pg_notify('" + NotifyChannel + "', coalesce(current_setting('" + revisionSetting + "', true), ''))"
 )
+
+// revisionSetting is the session setting that holds the revision a write
+// took, for its notification.
+const revisionSetting = "bindery.revision"
+
+// revision is the SQL expression of the transaction's revision: the first
+// use takes it from the sequence, after queueing the lock that says so;
+// later ones repeat it. Only the last round trip may use it: a write holds
+// the lock until it commits, and readers wait for it.
+func (w *txn) revision() string {
+	if w.revised {
+		return "currval('catalog.revisions')"
+	}
+	if !w.locked {
+		w.queue(nil, sqlLockRevision)
+		w.locked = true
+	}
+	w.revised = true
+	return "nextval('catalog.revisions')"
+}
+
+// probedRevision is revision for a creation of namespace/name in table:
+// it first waits for any write that holds a row of that name (a deletion
+// about to commit), so that the creation takes its revision after the
+// deletion took its own, and watchers see the two in the order they
+// happened.
+func (w *txn) probedRevision(table, namespace, name string) string {
+	if !w.revised {
+		w.queue(nil, `SELECT 1 FROM `+table+` WHERE namespace = $1 AND name = $2 FOR KEY SHARE`, namespace, name)
+	}
+	return w.revision()
+}
+
+// insertedWithRevision notes that the row of id was inserted with the
+// transaction's revision (w.revision()), so record need not stamp it.
+func (w *txn) insertedWithRevision(id string) {
+	if w.inserted == nil {
+		w.inserted = map[string]bool{}
+	}
+	w.inserted[id] = true
+}
 
 // begin starts a write on one of the pool's connections; nothing is sent
 // until the write's first statement.
@@ -155,8 +210,10 @@ func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 }
 
 // commit sends the pending statements, then sql (when not empty, its row
-// scanned into dest) and COMMIT, in one round trip.
-func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) error {
+// scanned into dest, after the lock a write takes before its revision),
+// COMMIT and, when sql recorded changes, their notification, in one round
+// trip. notified, when not nil, is set to whether the notification went.
+func (w *txn) commit(ctx context.Context, sql string, args []any, dest any, notified *bool) error {
 	if !w.begun && sql == "" && len(w.pending) == 1 {
 		// Nothing but BEGIN: nothing to send.
 		w.pending = nil
@@ -164,28 +221,48 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) e
 	}
 	var more []queued
 	if sql != "" {
+		if !w.locked {
+			more = append(more, queued{sql: sqlLockRevision})
+			w.locked = true
+		}
 		more = append(more, queued{sql: sql, args: args})
 	}
-	br, err := w.send(ctx, append(more, queued{sql: sqlCommit})...)
+	more = append(more, queued{sql: sqlCommit})
+	if sql != "" {
+		more = append(more, queued{sql: sqlNotify})
+	}
+	br, err := w.send(ctx, more...)
 	if err != nil {
 		return err
 	}
-	if sql != "" {
-		if err := br.QueryRow().Scan(dest...); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("record changes: %w", mapErr(err))
+	defer br.Close()
+	for _, q := range more {
+		switch q.sql {
+		case sqlLockRevision:
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("lock the revision: %w", mapErr(err))
+			}
+		case sql:
+			if err := br.QueryRow().Scan(dest); err != nil {
+				return fmt.Errorf("record changes: %w", mapErr(err))
+			}
+		case sqlCommit:
+			tag, err := br.Exec()
+			if err != nil {
+				return fmt.Errorf("commit: %w", mapErr(err))
+			}
+			if tag.String() != "COMMIT" {
+				// PostgreSQL answers a COMMIT of a failed transaction so.
+				return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+			}
+		case sqlNotify:
+			// Committed: a failed notification only delays readers until
+			// they next read the feed without one.
+			_, err := br.Exec()
+			if notified != nil {
+				*notified = err == nil
+			}
 		}
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("commit: %w", mapErr(err))
-	}
-	if tag.String() != "COMMIT" {
-		// PostgreSQL answers a COMMIT of a failed transaction so.
-		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
 	}
 	return nil
 }

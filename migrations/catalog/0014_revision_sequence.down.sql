@@ -1,0 +1,2 @@
+UPDATE catalog.revision SET value = (SELECT last_value FROM catalog.revisions);
+DROP SEQUENCE catalog.revisions;
