@@ -360,6 +360,7 @@ func record(w *txn) (string, []any, error) {
 			FROM rev, unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object))
 		SELECT value FROM rev, set_config('` + revisionSetting + `', value::text, false)`, args, nil
 }
+
 // metaDoc is the JSON kept in the metadata column.
 type metaDoc struct {
 	Labels      map[string]string `json:"labels,omitempty"`
