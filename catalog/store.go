@@ -42,6 +42,8 @@ type Store struct {
 	feed          *Feed
 	// snapshotLimit bounds how long a read holds a snapshot open.
 	snapshotLimit time.Duration
+	// notifier announces committed revisions (notify.go).
+	notifier notifier
 	// catalogue keeps the classes and plans new objects resolved to
 	// (catalogue.go).
 	catalogue catalogueCache
@@ -82,6 +84,7 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 		o(s)
 	}
 	s.feed = &Feed{s: s}
+	s.notifier.s = s
 	return s
 }
 
@@ -256,8 +259,11 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 			return 0, err
 		}
 	}
-	if err := w.commit(ctx, sql, args, &rev, nil); err != nil {
+	if err := w.commit(ctx, sql, args, &rev); err != nil {
 		return 0, err
+	}
+	if sql != "" {
+		s.notifier.announce(rev)
 	}
 	for _, c := range w.changes {
 		if c.typ != Deleted {
@@ -351,14 +357,12 @@ func record(w *txn) (string, []any, error) {
 			len(args), table, len(args)-1, len(args))
 	}
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
-	// The revision is kept in the session for the notification that
-	// follows the commit (txn.commit).
 	return `WITH rev AS (SELECT ` + w.revision() + ` AS value)` + stamps.String() + `,
 		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
 			SELECT rev.value, c.kind, c.object_id, c.namespace, c.name, c.type,
 				CASE WHEN c.type = '` + Deleted + `' THEN c.object::jsonb ELSE c.object::jsonb || jsonb_build_object('resourceVersion', rev.value) END
 			FROM rev, unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object))
-		SELECT value FROM rev, set_config('` + revisionSetting + `', value::text, false)`, args, nil
+		SELECT value FROM rev`, args, nil
 }
 
 // metaDoc is the JSON kept in the metadata column.

@@ -57,16 +57,7 @@ const (
 	// sqlLockRevision says the transaction is in its last round trip, about
 	// to take its revision (revision.go).
 	sqlLockRevision = "LOCK TABLE catalog.revision IN ROW EXCLUSIVE MODE"
-	// sqlNotify announces the revision the transaction committed, once it
-	// has: the notification is not part of the transaction, whose commit
-	// would otherwise take PostgreSQL's lock that orders every notifying
-	// commit (held through the commit's WAL flush).
-	sqlNotify = "SELECT pg_notify('" + NotifyChannel + "', coalesce(current_setting('" + revisionSetting + "', true), ''))"
 )
-
-// revisionSetting is the session setting that holds the revision a write
-// took, for its notification.
-const revisionSetting = "bindery.revision"
 
 // revision is the SQL expression of the transaction's revision: the first
 // use takes it from the sequence, after queueing the lock that says so;
@@ -210,10 +201,9 @@ func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 }
 
 // commit sends the pending statements, then sql (when not empty, its row
-// scanned into dest, after the lock a write takes before its revision),
-// COMMIT and, when sql recorded changes, their notification, in one round
-// trip. notified, when not nil, is set to whether the notification went.
-func (w *txn) commit(ctx context.Context, sql string, args []any, dest any, notified *bool) error {
+// scanned into dest, after the lock a write takes before its revision)
+// and COMMIT, in one round trip.
+func (w *txn) commit(ctx context.Context, sql string, args []any, dest any) error {
 	if !w.begun && sql == "" && len(w.pending) == 1 {
 		// Nothing but BEGIN: nothing to send.
 		w.pending = nil
@@ -228,9 +218,6 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest any, noti
 		more = append(more, queued{sql: sql, args: args})
 	}
 	more = append(more, queued{sql: sqlCommit})
-	if sql != "" {
-		more = append(more, queued{sql: sqlNotify})
-	}
 	br, err := w.send(ctx, more...)
 	if err != nil {
 		return err
@@ -242,10 +229,6 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest any, noti
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("lock the revision: %w", mapErr(err))
 			}
-		case sql:
-			if err := br.QueryRow().Scan(dest); err != nil {
-				return fmt.Errorf("record changes: %w", mapErr(err))
-			}
 		case sqlCommit:
 			tag, err := br.Exec()
 			if err != nil {
@@ -255,12 +238,9 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest any, noti
 				// PostgreSQL answers a COMMIT of a failed transaction so.
 				return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
 			}
-		case sqlNotify:
-			// Committed: a failed notification only delays readers until
-			// they next read the feed without one.
-			_, err := br.Exec()
-			if notified != nil {
-				*notified = err == nil
+		default:
+			if err := br.QueryRow().Scan(dest); err != nil {
+				return fmt.Errorf("record changes: %w", mapErr(err))
 			}
 		}
 	}
