@@ -21,32 +21,49 @@ import (
 // What tells a reader which revisions may still be in flight is a lock: a
 // write takes catalog.revision (the table of the counter revisions came
 // from before) in ROW EXCLUSIVE mode before it takes its revision, and
-// holds it until it commits. Reading the sequence's last value L, then the
-// lock's holders H: every revision up to L not yet committed belongs to
-// one of H. Once every write of H has ended, every revision up to L is
-// final. A reader keeps the (L, H) of its last reads and moves its
-// watermark to the highest L whose H has ended; a read that finds no
-// holder moves it to L at once.
+// holds it until it commits; with its revision it takes an advisory lock
+// keyed by it (catalog.take_revision). Reading the sequence's last value
+// L, then the lock's holders H: every revision up to L not yet committed
+// belongs to one of H, and those of H's that have taken theirs say which.
+// So every revision below the lowest they hold is final, unless a write of
+// H has not taken its revision yet (a moment between the two locks): then
+// the reader keeps (L, H) and moves its watermark to L once every write of
+// H has ended.
 //
 // A list needs a snapshot that holds every change up to its revision and
 // none after it: it takes the lock in SHARE mode, which waits for the
 // writes in their last round trip and holds back new ones, takes its
 // snapshot and lets go of the lock at once (snapshot.go).
 
+// revisionLockSpace is the first key of the advisory lock a write holds
+// on its revision (catalog.take_revision), the second being the revision
+// modulo 2^32.
+const revisionLockSpace = 1650749049
+
 // horizonSQL reads, in this order and each with a snapshot of its own,
-// the last revision handed out and the writes that may hold one not yet
-// committed (their virtual transaction ids).
+// the last revision handed out, then the writes that may hold one not yet
+// committed (their virtual transaction ids) and the revisions of those that
+// have taken theirs (the advisory locks' second keys, as unsigned), from
+// one read of the lock table.
 var horizonSQL = [2]string{
 	`SELECT last_value FROM catalog.revisions`,
-	`SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks
-		WHERE locktype = 'relation' AND relation = 'catalog.revision'::regclass AND mode = 'RowExclusiveLock' AND granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+	`WITH l AS MATERIALIZED (SELECT locktype, relation, classid, objid, objsubid, mode, virtualtransaction FROM pg_locks
+			WHERE granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+		SELECT coalesce((SELECT array_agg(virtualtransaction) FROM l
+				WHERE locktype = 'relation' AND relation = 'catalog.revision'::regclass AND mode = 'RowExclusiveLock'), '{}'),
+			coalesce((SELECT array_agg(virtualtransaction ORDER BY objid) FROM l
+				WHERE locktype = 'advisory' AND classid = ` + fmt.Sprint(revisionLockSpace) + ` AND objsubid = 2), '{}'),
+			coalesce((SELECT array_agg(objid::text::bigint ORDER BY objid) FROM l
+				WHERE locktype = 'advisory' AND classid = ` + fmt.Sprint(revisionLockSpace) + ` AND objsubid = 2), '{}')`,
 }
 
 // horizon is what one read of horizonSQL found.
 type horizon struct {
-	last    int64
+	last int64
+	// holders are the writes that may hold a revision not yet committed;
+	// taken are the revisions of those of them that have taken theirs.
 	holders []string
+	taken   map[string]int64
 }
 
 // readHorizon reads the last revision handed out and the writes that may
@@ -63,44 +80,69 @@ func readHorizon(ctx context.Context, q interface {
 	if err := br.QueryRow().Scan(&h.last); err != nil {
 		return h, fmt.Errorf("read the last revision: %w", mapErr(err))
 	}
-	if err := br.QueryRow().Scan(&h.holders); err != nil {
+	var lockers []string
+	var keys []int64
+	if err := br.QueryRow().Scan(&h.holders, &lockers, &keys); err != nil {
 		return h, fmt.Errorf("read the writes in flight: %w", mapErr(err))
 	}
+	h.taken = map[string]int64{}
+	for i, vxid := range lockers {
+		h.taken[vxid] = revisionNear(h.last, keys[i])
+	}
 	return h, nil
+}
+
+// revisionNear is the revision less than 2^31 away from last whose lock
+// key (catalog.take_revision's second key, read as unsigned) is key.
+func revisionNear(last, key int64) int64 {
+	const span, half = 1 << 32, 1 << 31
+	mod := (key + half) % span // the revision modulo 2^32
+	return last + ((mod-last+half)%span+span)%span - half
 }
 
 // watermark follows, for one reader, the highest revision below which
 // every revision is final.
 type watermark struct {
-	// pending are the horizons of earlier reads whose writes had not all
-	// ended, oldest first.
+	// pending are the bounds of earlier reads that wait for writes whose
+	// revision is not known (they had not taken it when read), oldest
+	// first.
 	pending []horizon
 	final   int64
 }
 
 // advance moves the watermark with a new read of the horizon and returns
-// it.
+// it. Every revision up to h.last is final but those the holders of the
+// lock may hold: of a holder that has taken its revision, that one; of
+// one that has not (seen between taking the lock and the revision), any,
+// until it has ended.
 func (m *watermark) advance(h horizon) int64 {
-	if len(h.holders) == 0 {
-		m.final, m.pending = max(m.final, h.last), m.pending[:0]
-		return m.final
+	bound := h.last
+	var unknown []string
+	for _, x := range h.holders {
+		if rev, ok := h.taken[x]; !ok {
+			unknown = append(unknown, x)
+		} else if rev <= bound {
+			bound = rev - 1
+		}
 	}
 	kept := m.pending[:0]
 	for _, p := range m.pending {
 		if !slices.ContainsFunc(p.holders, func(x string) bool { return slices.Contains(h.holders, x) }) {
-			m.final = max(m.final, p.last) // every write that could hold one of them has ended
+			m.final = max(m.final, p.last) // the writes it waited for have ended
 		} else if p.last > m.final {
 			kept = append(kept, p)
 		}
 	}
 	m.pending = kept
-	if h.last > m.final && (len(m.pending) == 0 || m.pending[len(m.pending)-1].last < h.last) {
-		m.pending = append(m.pending, h)
-	}
-	// A long queue means a write that does not end: keep the oldest
-	// horizons, which are what the watermark waits for.
-	if len(m.pending) > 64 {
-		m.pending = append(m.pending[:32], m.pending[len(m.pending)-1])
+	if len(unknown) == 0 {
+		m.final = max(m.final, bound)
+	} else if bound > m.final {
+		m.pending = append(m.pending, horizon{last: bound, holders: unknown})
+		// A long queue means a write that does not end: keep the oldest
+		// bounds, which are what the watermark waits for.
+		if len(m.pending) > 64 {
+			m.pending = append(m.pending[:32], m.pending[len(m.pending)-1])
+		}
 	}
 	return m.final
 }

@@ -72,7 +72,7 @@ func (w *txn) revision() string {
 		w.locked = true
 	}
 	w.revised = true
-	return "nextval('catalog.revisions')"
+	return "catalog.take_revision()"
 }
 
 // probedRevision is revision for a creation of namespace/name in table:

@@ -12,3 +12,16 @@
 -- no longer kept up to date.
 CREATE SEQUENCE catalog.revisions AS bigint MINVALUE 0;
 SELECT setval('catalog.revisions', value, true) FROM catalog.revision;
+
+-- A write takes its revision with this function: from the sequence, and
+-- with an advisory lock (namespace 1650749049, the revision modulo 2^32)
+-- held until it commits, so that a reader that sees the write among the
+-- holders of catalog.revision also sees which revision it holds.
+CREATE FUNCTION catalog.take_revision() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    rev bigint := nextval('catalog.revisions');
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1650749049, (rev % 4294967296 - 2147483648)::int);
+    RETURN rev;
+END
+$$;
