@@ -44,9 +44,9 @@ type Store struct {
 	snapshotLimit time.Duration
 	// notifier announces committed revisions (notify.go).
 	notifier notifier
-	// catalogue keeps the classes and plans new objects resolved to
-	// (catalogue.go).
-	catalogue catalogueCache
+	// plans keeps the classes and plans new objects resolved to, and the
+	// classes, plans and brokers the engine read (plancache.go).
+	plans planCache
 }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of

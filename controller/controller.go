@@ -83,7 +83,6 @@ type Controller struct {
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
 	wake      *wakeups
-	catalogue *catalogue
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -159,7 +158,6 @@ func New(cfg Config) (*Controller, error) {
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
-		catalogue: newCatalogue(),
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
@@ -255,11 +253,11 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 		for _, ch := range page {
 			switch ch.Kind {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
-				c.catalogue.invalidate()
+				c.store.ForgetCached()
 				continue
 			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
 				// Before the changes after it are handed to the workers.
-				c.catalogue.invalidate()
+				c.store.ForgetCached()
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}
