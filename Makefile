@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: modules bench-scale all build image run test lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni
+.PHONY: modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm
 
 all: build
 
@@ -55,7 +55,7 @@ run: deps $(BIN)/bindery
 	@$(BIN)/bindery up
 
 ## test: vet, the other Go modules, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps node-deps kube cni browser modules
+test: deps node-deps kube cni helm browser modules
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
@@ -68,6 +68,12 @@ modules:
 	tools/kube/build.sh --check
 	tools/cni/build.sh --check
 	cd tools/codegen && $(GO) list -mod=readonly -deps tool >/dev/null
+
+## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
+## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
+## PostgreSQL from Debian's packages when no registry serves postgres:17
+test-compose:
+	tools/compose/test.sh
 
 ## docs: the configuration table in docs/configuration.md, from the flags the commands parse
 docs:
@@ -95,6 +101,7 @@ bench: deps node-deps kube build
 	$(GO) test -run '^$$' -bench 'NodeStart' -benchtime 3x ./internal/kubetest/
 	$(GO) test -run '^$$' -bench 'PodStart' -benchtime 1x ./internal/kubetest/
 	$(GO) test -run '^$$' -bench 'KubeletRestart' -benchtime 10x ./cmd/bindery/
+	$(GO) test -run '^$$' -bench 'CSIPodStart' -benchtime 1x ./cmd/bindery/
 	$(GO) test -run '^$$' -bench Cycle -benchtime 50x ./broker/postgresql/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./nodeagent/cni/
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./web/
@@ -114,6 +121,11 @@ bench-scale: deps kube build
 kube bin/kube-apiserver:
 	tools/kube/build.sh
 	tools/svcat/build.sh
+
+## helm: Helm v4 (bin/helm) and v3 (bin/helm3) from the Go module proxy, which the chart in
+## deploy/helm/bindery is tested with (tools/helm; rebuilt only when its go.mod or go.sum change)
+helm:
+	tools/helm/build.sh
 
 ## cni: the reference CNI plugins (bridge, host-local v1.9.1) in ./bin/cni for the bindery-cni tests
 cni:

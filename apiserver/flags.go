@@ -25,6 +25,7 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM); default: one issued by the server's own CA in --data-dir")
 	fs.StringVar(&f.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&f.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
+	fs.StringVar(&f.CredentialsAudience, "credentials-audience", DefaultCredentialsAudience, "audience of the Pods' service-account tokens that may read a ServiceBinding's credentials subresource directly (the CSIDriver csi.bindery.dev's tokenRequests); behind a cluster only")
 	fs.DurationVar(&f.BookmarkInterval, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
 }
 

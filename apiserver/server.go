@@ -19,6 +19,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,11 @@ type Options struct {
 	ChangeRetention time.Duration
 	ChangesRetained int
 	PruneInterval   time.Duration
+	// CredentialsAudience is the audience of the service-account tokens
+	// that, besides the cluster's own, may read the credentials
+	// subresource of a ServiceBinding (delegated mode only);
+	// DefaultCredentialsAudience when empty.
+	CredentialsAudience string
 }
 
 // The least of the change feed the server keeps: the catalog's.
@@ -129,6 +135,9 @@ func (o *Options) Complete() error {
 	}
 	if o.PruneInterval == 0 {
 		o.PruneInterval = time.Minute
+	}
+	if o.CredentialsAudience == "" {
+		o.CredentialsAudience = DefaultCredentialsAudience
 	}
 	return nil
 }
@@ -327,6 +336,13 @@ func (c *Config) delegate() error {
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
+	// Pods' tokens of Bindery's audience, on the credentials subresource
+	// only (credentialsAuthenticator), before the cluster's own.
+	creds, err := newCredentialsAuthenticator(kube.AuthenticationV1(), cmp.Or(c.opts.CredentialsAudience, DefaultCredentialsAudience))
+	if err != nil {
+		return err
+	}
+	c.generic.Authentication.Authenticator = union.New(creds, c.generic.Authentication.Authenticator)
 	dyn, err := dynamic.NewForConfig(c.generic.ClientConfig)
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
@@ -487,7 +503,9 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		"serviceinstances/status": &statusStorage{storage: instances, strategy: newStrategy(scheme, true, true)},
 		"servicebindings":         &bindingStorage{storage: bindings, strategy: newStrategy(scheme, true, false)},
 		"servicebindings/status":  &statusStorage{storage: bindings, strategy: newStrategy(scheme, true, true)},
-		"clusterservicebrokers":   &brokerStorage{storage: brokers, strategy: brokerStrategy, relist: relist},
+		// Read as the caller, never by the view role (deploy/bindery).
+		"servicebindings/credentials": &credentialsStorage{store: store},
+		"clusterservicebrokers":       &brokerStorage{storage: brokers, strategy: brokerStrategy, relist: relist},
 		// The engine writes a broker's status through the catalog: the
 		// subresource reads it.
 		"clusterservicebrokers/status": &readOnlyStatus{brokers},

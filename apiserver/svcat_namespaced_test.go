@@ -109,6 +109,35 @@ func svcatNamespaced(t *testing.T, a *aggregated, step func(string, func(*testin
 		}
 	})
 
+	step("namespaced: svcat's default scope as edit and view", func(t *testing.T) {
+		// At scope all, svcat reads the cluster's brokers beside the
+		// namespace's: the browse role lets every authenticated user
+		// read them, never the Secrets they name.
+		for _, user := range []string{carol, victor} {
+			cli := newSvcat(t, a.cluster.KubeconfigFor(user))
+			d := sameShape(t, "get-brokers.txt", cli.must(t, "get", "brokers", "-n", team))
+			if row := d.table("").row("NAME", "bindery"); row == nil || row["NAMESPACE"] != "" {
+				t.Errorf("%s: get brokers: bindery is %v", user, row)
+			}
+			if row := d.table("").row("NAME", broker); row == nil || row["NAMESPACE"] != team {
+				t.Errorf("%s: get brokers: %s is %v", user, broker, row)
+			}
+			if out := cli.must(t, "describe", "broker", "bindery", "-n", team); !strings.Contains(out, "bindery") {
+				t.Errorf("%s: describe broker bindery:\n%s", user, out)
+			}
+			// The cluster's classes are listed beside the team's.
+			// (describe class lists the ServicePlans of every namespace
+			// whatever the scope, which stays refused: a team's plans
+			// are its own.)
+			if rows := nsRows(parseSvcat(cli.must(t, "get", "classes", "-n", team)), "").rows; len(rows) == 0 {
+				t.Errorf("%s: svcat get classes lists no class of the cluster's", user)
+			}
+			if out, err := a.cluster.KubectlAs(t, user, nil, "auth", "can-i", "get", "secrets", "-n", systemNamespace); err == nil || strings.TrimSpace(out) != "no" {
+				t.Errorf("%s may read Secrets in %s: %q, %v", user, systemNamespace, out, err)
+			}
+		}
+	})
+
 	step("namespaced: who may", func(t *testing.T) {
 		// Victor views the team's namespace: he reads its brokers, classes
 		// and plans, and registers none.

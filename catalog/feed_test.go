@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -278,5 +279,65 @@ func TestLastOf(t *testing.T) {
 	}
 	if got, _ := s.Feed().LastOf(ctx, catalog.KindBroker); got < rev {
 		t.Fatalf("after pruning everything: %d, back before %d", got, rev)
+	}
+}
+
+// TestPruneBoundedInBytes: the feed keeps at most Retention.MaxBytes of
+// documents, pruning changes younger than MinAge and among the newest
+// MinCount when they hold more, whole revisions at a time and never the
+// newest one; a reader resuming from before what is kept (a watch's
+// resourceVersion) then finds it gone (410 Gone) sooner than MinAge.
+func TestPruneBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	long := strings.Repeat("z", 4<<10) // a message is cut to 1 KiB, a broker's URL is not
+	var revs []int64
+	for i := range 40 {
+		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1/"+long[:2<<10]+fmt.Sprint(i), "")
+		rev, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, rev)
+	}
+	var total, rows int64
+	if err := pool.QueryRow(ctx, `SELECT sum(pg_column_size(object)), count(*) FROM catalog.changes`).Scan(&total, &rows); err != nil {
+		t.Fatal(err)
+	}
+	limit := total / 4
+	keep := catalog.Retention{MinAge: time.Hour, MinCount: 1_000_000, MaxBytes: limit}
+	before, n, err := s.Feed().PruneKeeping(ctx, keep)
+	if err != nil || n == 0 {
+		t.Fatalf("prune: %d removed before %d, %v", n, before, err)
+	}
+	var kept int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(pg_column_size(object)), 0) FROM catalog.changes`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept > limit || kept < limit/2 {
+		t.Errorf("%d bytes kept of %d, want at most %d and not much less", kept, total, limit)
+	}
+	after, err := s.Feed().KeptAfter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= revs[0] || after >= revs[len(revs)-1] {
+		t.Errorf("kept after %d; revisions were %d to %d", after, revs[0], revs[len(revs)-1])
+	}
+	// A reader from before that finds its changes gone; one from there
+	// reads every change since, whole revisions.
+	changes, err := s.Feed().Since(ctx, after, nil, 0)
+	if err != nil || len(changes) == 0 || changes[0].Revision != after+1 {
+		t.Errorf("since %d: %d changes from %v (%v)", after, len(changes), changes[0].Revision, err)
+	}
+
+	// The newest revision stays, whatever its size.
+	if _, _, err := s.Feed().PruneKeeping(ctx, catalog.Retention{MinAge: time.Hour, MinCount: 1_000_000, MaxBytes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var oldest int64
+	if err := pool.QueryRow(ctx, `SELECT min(revision) FROM catalog.changes`).Scan(&oldest); err != nil || oldest != revs[len(revs)-1] {
+		t.Errorf("with 1 byte: the oldest revision kept is %d, want the newest %d (%v)", oldest, revs[len(revs)-1], err)
 	}
 }

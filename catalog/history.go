@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"time"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // History: the events recorded with writes, read back per object.
@@ -21,13 +23,18 @@ const (
 	HistoryHead  = 100
 )
 
-// addEvent records an entry of an object's history. An entry identical to
+// addEvent records an entry of an object's history. Its reason and
+// message are cut to MaxReason and MaxMessage first. An entry identical to
 // one the object already has (type, reason, message and operation) is
-// folded into it: its count goes up and its last time moves on. A new
+// folded into it: its count goes up and its last time moves on, and no
+// text is written. A new
 // entry keeps the object's history within HistoryLimit entries, keeping
 // the first HistoryHead. It is one statement, which goes with the write's
 // next round trip.
 func addEvent(_ context.Context, w *txn, kind, objectID, typ, reason, message, operation string) error {
+	// Cut first, so that entries that differ only past the cut fold.
+	typ, reason = pgtext.Clip(typ, maxOperationName), pgtext.Clip(reason, MaxReason)
+	message, operation = pgtext.Clip(message, MaxMessage), pgtext.Clip(operation, maxOperationName)
 	var op *string
 	if operation != "" {
 		op = &operation

@@ -108,6 +108,11 @@ type ListOptions struct {
 	Namespaced bool
 	// Limit is the page size; 0 means no limit.
 	Limit int
+	// MaxBytes, when positive, ends a page of raw objects (ListRaw,
+	// ListClassesRaw, ListPlansRaw) early, with a Continue token, once its
+	// objects hold this many bytes of JSON: a page of a huge catalogue is
+	// bounded in bytes as well as in objects. A page holds at least one.
+	MaxBytes int
 	// Continue is the token from the previous page.
 	Continue string
 	// Labels, when not nil, selects objects by their labels (Kubernetes'

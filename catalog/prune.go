@@ -8,8 +8,9 @@ import (
 
 // Pruning: the change feed is kept long enough for readers to resume from
 // a revision they saw (a Kubernetes watch's resourceVersion), and no
-// longer. Every process that owns the catalog runs RunPruner; the rounds
-// are claimed in PostgreSQL, so one replica prunes at a time.
+// longer, and never past a size. Every process that owns the catalog runs
+// RunPruner; the rounds are claimed in PostgreSQL, so one replica prunes
+// at a time.
 
 // The least of the change feed that is kept, and the defaults.
 const (
@@ -17,8 +18,20 @@ const (
 	MinChangesRetained = 100_000
 )
 
+// MaxChangeBytes is the most of the change feed that is kept by default,
+// in bytes of documents as stored (pg_column_size: compressed when
+// PostgreSQL compresses them). At about 1 kB a change (docs/sizing.md) it
+// holds the newest MinChangesRetained changes twice over; a storm of
+// large documents makes the feed keep less than MinChangeRetention's 10
+// minutes instead of growing with it.
+const MaxChangeBytes = 256 << 20
+
 // Retention is how much of the change feed is kept: every change younger
-// than MinAge, and at least the newest MinCount changes.
+// than MinAge, and at least the newest MinCount changes — unless they hold
+// more than MaxBytes of documents: then only the newest changes that fit
+// in MaxBytes, whole revisions, and always the newest revision. A reader
+// that resumes from a revision before what is kept (a watch from an old
+// resourceVersion) gets 410 Gone, as it does after MinAge.
 type Retention struct {
 	// MinAge: changes younger than it are kept (default
 	// MinChangeRetention).
@@ -26,6 +39,9 @@ type Retention struct {
 	// MinCount: the newest MinCount changes are kept (default
 	// MinChangesRetained).
 	MinCount int
+	// MaxBytes bounds the documents kept, over MinAge and MinCount
+	// (default MaxChangeBytes).
+	MaxBytes int64
 	// Every is how often RunPruner prunes (default a minute).
 	Every time.Duration
 }
@@ -36,6 +52,9 @@ func (r Retention) withDefaults() Retention {
 	}
 	if r.MinCount == 0 {
 		r.MinCount = MinChangesRetained
+	}
+	if r.MaxBytes <= 0 {
+		r.MaxBytes = MaxChangeBytes
 	}
 	if r.Every <= 0 {
 		r.Every = time.Minute
@@ -49,7 +68,7 @@ const pruneLock = "catalog.changes: prune"
 
 // RunPruner prunes the change feed every r.Every until ctx ends, keeping
 // what r says (zero fields take the defaults: 10 minutes and 100,000
-// changes, every minute). Each process that owns the catalog (the catalog
+// changes within 256 MiB, every minute). Each process that owns the catalog (the catalog
 // server, the engine, the Kubernetes API server) calls it from its Run:
 // every topology then prunes, and the rounds are claimed in PostgreSQL so
 // that one replica prunes at a time while the others skip.
@@ -75,11 +94,16 @@ func (f *Feed) RunPruner(ctx context.Context, r Retention) {
 
 // PruneKeeping prunes the change feed, keeping every change younger than
 // r.MinAge and at least the newest r.MinCount changes (the newest one
-// always), unless another process is pruning it (then it does nothing).
-// It returns the revision the feed is kept from (changes before it are
-// gone, 0 when nothing was pruned) and how many were removed.
+// always) within r.MaxBytes (Retention), unless another process is
+// pruning it (then it does nothing). It returns the revision the feed is
+// kept from (changes before it are gone, 0 when nothing was pruned) and
+// how many were removed.
 func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed int64, err error) {
 	minCount := max(r.MinCount, 1)
+	maxBytes := r.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = MaxChangeBytes
+	}
 	tx, err := f.s.pool.Begin(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("begin: %w", mapErr(err))
@@ -94,12 +118,18 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 	}
 	// Revisions are taken in a write's last round trip and created_at is
 	// the transaction's start: every change before the oldest young
-	// revision is old.
-	err = tx.QueryRow(ctx, `SELECT least(
+	// revision is old. The bound in bytes walks the feed from the newest
+	// change (the primary key's order) and stops at the first that does
+	// not fit: its revision goes whole.
+	err = tx.QueryRow(ctx, `SELECT greatest(least(
 			coalesce((SELECT min(revision) FROM catalog.changes WHERE created_at >= now() - make_interval(secs => $1)),
 				(SELECT last_value + 1 FROM catalog.revisions)),
-			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0))`,
-		r.MinAge.Seconds(), minCount).Scan(&before)
+			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0)),
+			coalesce((SELECT revision + 1 FROM (
+				SELECT revision, sum(pg_column_size(object)) OVER (ORDER BY revision DESC, object_id DESC) AS size
+				FROM catalog.changes ORDER BY revision DESC, object_id DESC) newest
+				WHERE size > $3 LIMIT 1), 0))`,
+		r.MinAge.Seconds(), minCount, maxBytes).Scan(&before)
 	if err != nil {
 		return 0, 0, fmt.Errorf("find where to prune the change feed: %w", mapErr(err))
 	}

@@ -145,14 +145,29 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
+	var lastPos int
+	var lastBroker string
+	var size int
+	var position cursor
+	full := false
 	for rows.Next() {
-		o, pos, broker, err := scanRaw(rows, kind)
+		if opts.MaxBytes > 0 && size >= opts.MaxBytes {
+			// Full in bytes, and another object follows.
+			out.Continue, full = encodeCursor(position), true
+			rows.Close()
+			break
+		}
+		o, n, err := scanRaw(rows, kind, &lastBroker, &lastPos)
 		if err != nil {
 			return out, err
 		}
+		size += n
+		if next != nil {
+			position = next(o, lastPos, lastBroker)
+		}
 		out.Items = append(out.Items, o)
 		if opts.Limit > 0 && len(out.Items) == opts.Limit {
-			out.Continue = encodeCursor(next(o, pos, broker))
+			out.Continue = encodeCursor(position)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -160,7 +175,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 	}
 	if opts.Limit > 0 && len(out.Items) > opts.Limit {
 		out.Items = out.Items[:opts.Limit]
-	} else {
+	} else if !full {
 		out.Continue = ""
 	}
 	if out.Items == nil {
@@ -169,10 +184,10 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 	return out, nil
 }
 
-// scanRaw reads a row of columns(kind) into a RawObject, and a class's or
-// plan's position in its broker's catalogue.
-func scanRaw(rows pgx.Rows, kind string) (o *RawObject, pos int, broker string, err error) {
-	o = &RawObject{}
+// scanRaw reads a RawObject from rows, and how many bytes of JSON it
+// holds.
+func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, int, error) {
+	o := &RawObject{}
 	m := &o.Meta
 	// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
 	// where a json.RawMessage would be decoded (and so validated) again.
@@ -181,17 +196,17 @@ func scanRaw(rows pgx.Rows, kind string) (o *RawObject, pos int, broker string, 
 	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
 		&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
 	if offered(kind) {
-		dest = append(dest, &broker, &pos)
+		dest = append(dest, broker, pos)
 	}
 	if err := rows.Scan(dest...); err != nil {
-		return nil, 0, "", mapErr(err)
+		return nil, 0, mapErr(err)
 	}
 	m.DeletionTimestamp = deleted
 	o.Spec, o.Status = spec, status
 	var md metaDoc
 	if err := json.Unmarshal(metaRaw, &md); err != nil {
-		return nil, 0, "", err
+		return nil, 0, err
 	}
 	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
-	return o, pos, broker, nil
+	return o, len(metaRaw) + len(spec) + len(status), nil
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/internal/osb"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // Broker condition reasons, and the messages Service Catalog v0.3.1 wrote
@@ -92,13 +94,8 @@ func (s *Store) secretAuth(ctx context.Context, info *BrokerAuthInfo, ref *Objec
 	return &BrokerAuth{Bearer: &BearerAuth{Token: token}}, nil
 }
 
-// Relist fetches a broker's catalogue and stores its classes and plans in
-// the broker's order. Services and plans the broker no longer offers (or
-// that its catalog restrictions filter out) are marked removed; ones that
-// come back are restored. A broker that cannot be reached, or answers
-// garbage, keeps everything already stored: its status says why, and the
-// relister tries again with backoff. The error is returned as well.
-func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
+// relist is one fetch of a broker's catalogue (Relist says what it does).
+func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 	b, err := getBy[Broker](ctx, s.pool, `id = $1`, id)
 	if err != nil {
 		return nil, err
@@ -112,13 +109,13 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
 	defer cancel()
 	client, err := s.BrokerClient(fetchCtx, b)
-	var services []osb.Service
+	var cat *osb.Catalogue
 	if err == nil {
-		services, err = client.Catalog(fetchCtx)
+		cat, err = client.Catalog(fetchCtx)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			// Cancelled (a shutdown, a client that went away): the broker
+			// Cancelled (a shutdown, clients that went away): the broker
 			// still gets a status and a next attempt, or it would be left
 			// without either until someone relists it by hand. The caller
 			// gets it, to answer with, beside the error.
@@ -132,7 +129,7 @@ func (s *Store) Relist(ctx context.Context, id string) (*Broker, error) {
 		}
 		return s.relistFailed(ctx, id, ReasonErrorFetchingCatalog, err)
 	}
-	out, err := s.storeCatalog(ctx, id, services)
+	out, err := s.storeCatalog(ctx, id, cat)
 	if err != nil {
 		if v, ok := AsValidation(err); ok {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, v)
@@ -191,7 +188,10 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		if reason == ReasonErrorFetchingCatalog {
 			prefix = msgErrorFetchingCatalog
 		}
-		msg := fmt.Sprintf("%s%s (attempt %d; next at %s)", prefix, cause.Error(), failures, next.Format(time.RFC3339))
+		// The cause (a broker's words among them) is cut so that the
+		// message keeps its next attempt within MaxMessage.
+		suffix := fmt.Sprintf(" (attempt %d; next at %s)", failures, next.Format(time.RFC3339))
+		msg := prefix + pgtext.Clip(cause.Error(), MaxMessage-len(prefix)-len(suffix)) + suffix
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.NextRelistTime = &next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_claimed_until = NULL WHERE id = $1`,
@@ -252,115 +252,36 @@ func matchAll(sels []labels.Selector, fields labels.Set) bool {
 	return true
 }
 
-// storeCatalog writes a fetched catalogue: one batch, one transaction,
-// one revision.
-func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Service) (*Broker, error) {
+// storeCatalog writes a fetched catalogue: one transaction, one revision,
+// written a chunk of services at a time (catalogueWriter).
+func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue) (*Broker, error) {
 	var out *Broker
 	_, err := s.write(ctx, func(w *txn) error {
 		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
 		}
-		f := &filter{}
-		f.add("broker_id = ?", id)
-		classes, err := list[ServiceClass](ctx, w, f, "position", nil, nil, ListOptions{})
-		if err != nil {
+		cw := &catalogueWriter{w: w, b: b, now: s.now().UTC(), restrict: parseRestrictions(b.Spec.CatalogRestrictions),
+			seenClass: map[string]bool{}, seenPlan: map[string]bool{}}
+		for from := 0; from < cat.Len(); {
+			to := from + 1
+			for size := cat.ServiceSize(from); to < cat.Len() && size < catalogueChunk; to++ {
+				size += cat.ServiceSize(to)
+			}
+			if err := cw.chunk(ctx, cat, from, to); err != nil {
+				return err
+			}
+			from = to
+		}
+		if err := cw.removeUnseen(ctx); err != nil {
 			return err
 		}
-		plans, err := list[ServicePlan](ctx, w, f, "position", nil, nil, ListOptions{})
-		if err != nil {
-			return err
-		}
-		oldClasses := map[string]*ServiceClass{}
-		for _, c := range classes.Items {
-			oldClasses[c.Spec.ExternalID] = c
-		}
-		oldPlans := map[string]*ServicePlan{}
-		for _, p := range plans.Items {
-			oldPlans[p.Spec.ExternalID] = p
-		}
-		now := s.now().UTC()
-		restrict := parseRestrictions(b.Spec.CatalogRestrictions)
-		batch := &pgx.Batch{}
-		seenClass, seenPlan := map[string]bool{}, map[string]bool{}
-		nClasses, nPlans := 0, 0
-		for i, svc := range services {
-			class := classOf(b, svc)
-			if !matchAll(restrict.classes, labels.Set{"name": class.Name, "spec.externalName": svc.Name, "spec.externalID": svc.ID}) {
-				continue
-			}
-			seenClass[svc.ID] = true
-			nClasses++
-			if old, ok := oldClasses[svc.ID]; ok {
-				class.Meta = old.Meta
-				if sameJSON(old.Spec, class.Spec) && !old.Status.RemovedFromBrokerCatalog && old.Name == class.Name {
-					batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3 WHERE id = $1`, old.ID, i, []byte(svc.Raw))
-				} else {
-					batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
-						external_name = $5 WHERE id = $1`, old.ID, i, []byte(svc.Raw), mustJSON(class.Spec), svc.Name)
-					w.changed(Modified, class)
-				}
-			} else {
-				class.ID, class.CreationTimestamp, class.Generation = uuid.NewString(), now, 1
-				batch.Queue(`INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, spec, status, osb, resource_version, created_at, namespace)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)`,
-					class.ID, id, class.Name, svc.ID, svc.Name, i, mustJSON(class.Spec), mustJSON(class.Status), []byte(svc.Raw), now, b.Namespace)
-				w.changed(Added, class)
-			}
-			for j, p := range svc.Plans {
-				plan := planOf(b, class, p)
-				free := plan.Spec.Free
-				fields := labels.Set{"name": plan.Name, "spec.externalName": p.Name, "spec.externalID": p.ID,
-					"spec.free": strconv.FormatBool(free), "spec.clusterServiceClass.name": class.Name, "spec.serviceClass.name": class.Name}
-				if !matchAll(restrict.plans, fields) {
-					continue
-				}
-				seenPlan[p.ID] = true
-				nPlans++
-				pos := i*10000 + j
-				if old, ok := oldPlans[p.ID]; ok {
-					plan.Meta = old.Meta
-					if sameJSON(old.Spec, plan.Spec) && !old.Status.RemovedFromBrokerCatalog {
-						batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3 WHERE id = $1`, old.ID, pos, []byte(p.Raw))
-					} else {
-						batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
-							external_name = $5, free = $6, class_id = $7 WHERE id = $1`, old.ID, pos, []byte(p.Raw), mustJSON(plan.Spec), p.Name, free, class.ID)
-						w.changed(Modified, plan)
-					}
-				} else {
-					plan.ID, plan.CreationTimestamp, plan.Generation = uuid.NewString(), now, 1
-					batch.Queue(`INSERT INTO catalog.service_plans (id, broker_id, class_id, name, external_id, external_name, position, free, spec, status, osb, resource_version, created_at, namespace)
-						VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13)`,
-						plan.ID, id, class.ID, plan.Name, p.ID, p.Name, pos, free, mustJSON(plan.Spec), mustJSON(plan.Status), []byte(p.Raw), now, b.Namespace)
-					w.changed(Added, plan)
-				}
-			}
-		}
-		for ext, c := range oldClasses {
-			if !seenClass[ext] && !c.Status.RemovedFromBrokerCatalog {
-				c.Status.RemovedFromBrokerCatalog = true
-				batch.Queue(`UPDATE catalog.service_classes SET removed = true, status = $2 WHERE id = $1`, c.ID, mustJSON(c.Status))
-				w.changed(Modified, c)
-			}
-		}
-		for ext, p := range oldPlans {
-			if !seenPlan[ext] && !p.Status.RemovedFromBrokerCatalog {
-				p.Status.RemovedFromBrokerCatalog = true
-				batch.Queue(`UPDATE catalog.service_plans SET removed = true, status = $2 WHERE id = $1`, p.ID, mustJSON(p.Status))
-				w.changed(Modified, p)
-			}
-		}
-		if err := w.SendBatch(ctx, batch).Close(); err != nil {
-			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: a service or plan id of this broker is already offered by another broker (%v)", ErrConflict, err)
-			}
-			return mapErr(err)
-		}
-		msg := fmt.Sprintf("Fetched the catalog: %d services, %d plans.", nClasses, nPlans)
+		now := cw.now
+		msg := fmt.Sprintf("Fetched the catalog: %d services, %d plans.", cw.nClasses, cw.nPlans)
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionTrue, Reason: ReasonFetchedCatalog, Message: msgFetchedCatalog}, now)
 		b.Status.LastCatalogRetrievalTime = &now
 		b.Status.ReconciledGeneration = b.Generation
-		b.Status.ServiceClassCount, b.Status.ServicePlanCount = nClasses, nPlans
+		b.Status.ServiceClassCount, b.Status.ServicePlanCount = cw.nClasses, cw.nPlans
 		var next *time.Time
 		if d := relistInterval(b.Spec); d > 0 {
 			t := now.Add(d)
@@ -381,13 +302,228 @@ func (s *Store) storeCatalog(ctx context.Context, id string, services []osb.Serv
 	return out, err
 }
 
+// catalogueChunk is about how many bytes of a catalogue's JSON are written
+// at once: the services of a chunk are decoded, compared with what is
+// stored, written and staged for the change feed, then let go.
+const catalogueChunk = 1 << 20
+
+// catalogueWriter writes a catalogue into a transaction a chunk of
+// services at a time, so that it holds one chunk's objects at a time; their
+// change-feed documents are staged in the transaction as it goes
+// (txn.stage).
+type catalogueWriter struct {
+	w        *txn
+	b        *Broker
+	now      time.Time
+	restrict restrictions
+	// seenClass and seenPlan are the external ids offered and kept.
+	seenClass, seenPlan map[string]bool
+	nClasses, nPlans    int
+}
+
+// chunk writes services [from, to) of cat.
+func (cw *catalogueWriter) chunk(ctx context.Context, cat *osb.Catalogue, from, to int) error {
+	services := make([]osb.Service, 0, to-from)
+	var classIDs, planIDs []string
+	for i := from; i < to; i++ {
+		svc, err := cat.Service(i)
+		if err != nil {
+			return invalid(field.ErrorList{bad(field.NewPath("catalog"), err.Error())})
+		}
+		services = append(services, svc)
+		classIDs = append(classIDs, svc.ID)
+		for _, p := range svc.Plans {
+			planIDs = append(planIDs, p.ID)
+		}
+	}
+	oldClasses, err := storedByExternalID[ServiceClass](ctx, cw.w, cw.b.ID, classIDs)
+	if err != nil {
+		return err
+	}
+	oldPlans, err := storedByExternalID[ServicePlan](ctx, cw.w, cw.b.ID, planIDs)
+	if err != nil {
+		return err
+	}
+	batch := &pgx.Batch{}
+	var changes []change
+	for k, svc := range services {
+		class, ok := cw.class(batch, &changes, from+k, svc, oldClasses[svc.ID])
+		if !ok {
+			continue
+		}
+		for j, p := range svc.Plans {
+			cw.plan(batch, &changes, (from+k)*10000+j, class, p, oldPlans[p.ID])
+		}
+	}
+	if err := cw.send(ctx, batch); err != nil {
+		return err
+	}
+	return cw.w.stage(ctx, changes)
+}
+
+// class queues the row of a service's class, when the catalog
+// restrictions keep it, and returns the class.
+func (cw *catalogueWriter) class(batch *pgx.Batch, changes *[]change, pos int, svc osb.Service, old *ServiceClass) (*ServiceClass, bool) {
+	b := cw.b
+	class := classOf(b, svc)
+	if !matchAll(cw.restrict.classes, labels.Set{"name": class.Name, "spec.externalName": svc.Name, "spec.externalID": svc.ID}) {
+		return nil, false
+	}
+	cw.seenClass[svc.ID] = true
+	cw.nClasses++
+	switch {
+	case old == nil:
+		class.ID, class.CreationTimestamp, class.Generation = uuid.NewString(), cw.now, 1
+		batch.Queue(`INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, spec, status, osb, resource_version, created_at, namespace)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)`,
+			class.ID, b.ID, class.Name, svc.ID, svc.Name, pos, mustJSON(class.Spec), mustJSON(class.Status), []byte(svc.Raw), cw.now, b.Namespace)
+		*changes = append(*changes, change{Added, class})
+	case sameJSON(old.Spec, class.Spec) && !old.Status.RemovedFromBrokerCatalog && old.Name == class.Name:
+		class.Meta = old.Meta
+		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3 WHERE id = $1`, old.ID, pos, []byte(svc.Raw))
+	default:
+		class.Meta = old.Meta
+		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
+			external_name = $5 WHERE id = $1`, old.ID, pos, []byte(svc.Raw), mustJSON(class.Spec), svc.Name)
+		*changes = append(*changes, change{Modified, class})
+	}
+	return class, true
+}
+
+// plan queues the row of a plan of class, when the catalog restrictions
+// keep it.
+func (cw *catalogueWriter) plan(batch *pgx.Batch, changes *[]change, pos int, class *ServiceClass, p osb.Plan, old *ServicePlan) {
+	b := cw.b
+	plan := planOf(b, class, p)
+	free := plan.Spec.Free
+	fields := labels.Set{"name": plan.Name, "spec.externalName": p.Name, "spec.externalID": p.ID,
+		"spec.free": strconv.FormatBool(free), "spec.clusterServiceClass.name": class.Name, "spec.serviceClass.name": class.Name}
+	if !matchAll(cw.restrict.plans, fields) {
+		return
+	}
+	cw.seenPlan[p.ID] = true
+	cw.nPlans++
+	switch {
+	case old == nil:
+		plan.ID, plan.CreationTimestamp, plan.Generation = uuid.NewString(), cw.now, 1
+		batch.Queue(`INSERT INTO catalog.service_plans (id, broker_id, class_id, name, external_id, external_name, position, free, spec, status, osb, resource_version, created_at, namespace)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13)`,
+			plan.ID, b.ID, class.ID, plan.Name, p.ID, p.Name, pos, free, mustJSON(plan.Spec), mustJSON(plan.Status), []byte(p.Raw), cw.now, b.Namespace)
+		*changes = append(*changes, change{Added, plan})
+	case sameJSON(old.Spec, plan.Spec) && !old.Status.RemovedFromBrokerCatalog:
+		plan.Meta = old.Meta
+		batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3 WHERE id = $1`, old.ID, pos, []byte(p.Raw))
+	default:
+		plan.Meta = old.Meta
+		batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
+			external_name = $5, free = $6, class_id = $7 WHERE id = $1`, old.ID, pos, []byte(p.Raw), mustJSON(plan.Spec), p.Name, free, class.ID)
+		*changes = append(*changes, change{Modified, plan})
+	}
+}
+
+// send sends a chunk's statements.
+func (cw *catalogueWriter) send(ctx context.Context, batch *pgx.Batch) error {
+	if batch.Len() == 0 {
+		return nil
+	}
+	if err := cw.w.SendBatch(ctx, batch).Close(); err != nil {
+		if errors.Is(mapErr(err), ErrConflict) {
+			return fmt.Errorf("%w: a service or plan id of this broker is already offered by another broker (%v)", ErrConflict, err)
+		}
+		return mapErr(err)
+	}
+	return nil
+}
+
+// removeUnseen marks the classes and plans the catalogue no longer offers
+// (or its restrictions filter out) removed, a chunk at a time.
+func (cw *catalogueWriter) removeUnseen(ctx context.Context) error {
+	if err := markRemoved[ServiceClass](ctx, cw.w, cw.b.ID, "catalog.service_classes", cw.seenClass, func(c *ServiceClass) *bool {
+		return &c.Status.RemovedFromBrokerCatalog
+	}, func(c *ServiceClass) any { return c.Status }); err != nil {
+		return err
+	}
+	return markRemoved[ServicePlan](ctx, cw.w, cw.b.ID, "catalog.service_plans", cw.seenPlan, func(p *ServicePlan) *bool {
+		return &p.Status.RemovedFromBrokerCatalog
+	}, func(p *ServicePlan) any { return p.Status })
+}
+
+// markRemoved marks the rows of table of broker whose external ids are not
+// in seen removed, and stages their changes.
+func markRemoved[T any, P interface {
+	*T
+	object
+}](ctx context.Context, w *txn, broker, table string, seen map[string]bool, removed func(P) *bool, status func(P) any) error {
+	keep := make([]string, 0, len(seen))
+	for ext := range seen {
+		keep = append(keep, ext)
+	}
+	rows, err := w.Query(ctx, `SELECT id::text FROM `+table+` WHERE broker_id = $1 AND NOT removed AND NOT (external_id = ANY($2))`, broker, keep)
+	if err != nil {
+		return mapErr(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return mapErr(err)
+	}
+	const chunk = 500
+	for len(ids) > 0 {
+		n := min(chunk, len(ids))
+		f := &filter{}
+		f.add("id = ANY(?::uuid[])", ids[:n])
+		ids = ids[n:]
+		l, err := list[T, P](ctx, w, f, "position", nil, nil, ListOptions{})
+		if err != nil {
+			return err
+		}
+		batch := &pgx.Batch{}
+		changes := make([]change, 0, len(l.Items))
+		for _, o := range l.Items {
+			*removed(o) = true
+			batch.Queue(`UPDATE `+table+` SET removed = true, status = $2 WHERE id = $1`, o.meta().ID, mustJSON(status(o)))
+			changes = append(changes, change{Modified, o})
+		}
+		if err := w.SendBatch(ctx, batch).Close(); err != nil {
+			return mapErr(err)
+		}
+		if err := w.stage(ctx, changes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedByExternalID reads the classes or plans of a broker with these
+// external ids, by external id.
+func storedByExternalID[T any, P interface {
+	*T
+	object
+	externalID() string
+}](ctx context.Context, w *txn, broker string, ids []string) (map[string]P, error) {
+	f := &filter{}
+	f.add("broker_id = ?", broker)
+	f.add("external_id = ANY(?)", ids)
+	l, err := list[T, P](ctx, w, f, "position", nil, nil, ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]P, len(l.Items))
+	for _, o := range l.Items {
+		out[o.externalID()] = o
+	}
+	return out, nil
+}
+
+func (c *ServiceClass) externalID() string { return c.Spec.ExternalID }
+func (p *ServicePlan) externalID() string  { return p.Spec.ExternalID }
+
 // classOf is the service class a broker's catalogue entry describes, in
 // the broker's namespace.
 func classOf(b *Broker, svc osb.Service) *ServiceClass {
 	class := &ServiceClass{Spec: ServiceClassSpec{
 		ExternalName:         svc.Name,
 		ExternalID:           svc.ID,
-		Description:          svc.Description,
+		Description:          pgtext.Clip(svc.Description, osb.MaxDescription),
 		Bindable:             svc.Bindable,
 		BindingRetrievable:   svc.BindingsRetrievable,
 		InstancesRetrievable: svc.InstancesRetrievable,
@@ -412,7 +548,7 @@ func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 	plan := &ServicePlan{Spec: ServicePlanSpec{
 		ExternalName:           p.Name,
 		ExternalID:             p.ID,
-		Description:            p.Description,
+		Description:            pgtext.Clip(p.Description, osb.MaxDescription),
 		Free:                   free,
 		Bindable:               p.Bindable,
 		PlanUpdatable:          p.PlanUpdateable,
@@ -426,7 +562,7 @@ func planOf(b *Broker, class *ServiceClass, p osb.Plan) *ServicePlan {
 		plan.Spec.ClusterServiceBrokerName, plan.Spec.ClusterServiceClassRef = b.Name, ObjectRef{Name: class.Name}
 	}
 	if p.MaintenanceInfo != nil {
-		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: p.MaintenanceInfo.Description}
+		plan.Spec.MaintenanceInfo = &MaintenanceInfo{Version: p.MaintenanceInfo.Version, Description: pgtext.Clip(p.MaintenanceInfo.Description, osb.MaxDescription)}
 	}
 	if sc := p.Schemas; sc != nil {
 		if si := sc.ServiceInstance; si != nil {

@@ -19,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func newStore(t *testing.T, opts ...catalog.Option) *catalog.Store {
+func newStore(t testing.TB, opts ...catalog.Option) *catalog.Store {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
@@ -30,7 +30,7 @@ func newStore(t *testing.T, opts ...catalog.Option) *catalog.Store {
 	return catalog.NewStore(pool, keys, nil, opts...)
 }
 
-func register(t *testing.T, s *catalog.Store, name, url string, relist string) *catalog.Broker {
+func register(t testing.TB, s *catalog.Store, name, url string, relist string) *catalog.Broker {
 	t.Helper()
 	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: url, RelistDuration: relist}}
 	b.Name = name

@@ -157,8 +157,10 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 		return nil, "", mapErr(err)
 	}
 	defer rows.Close()
+	var pos int
+	var broker string
 	for n := 0; rows.Next(); n++ {
-		obj, pos, broker, err := scanRaw(rows, kind)
+		obj, _, err := scanRaw(rows, kind, &broker, &pos)
 		if err != nil {
 			return nil, "", err
 		}

@@ -67,6 +67,9 @@ func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*In
 		if err := fn(in); err != nil {
 			return err
 		}
+		if err := boundInstanceStatus(&in.Status); err != nil {
+			return err
+		}
 		for _, e := range events {
 			if err := addEvent(ctx, w, KindInstance, id, e.Type, e.Reason, e.Message, e.Operation); err != nil {
 				return err
@@ -141,7 +144,11 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 		if err != nil {
 			return nil, err
 		}
-		sealed = keys.Seal(mustJSON(creds), []byte("binding:"+id))
+		raw := mustJSON(creds)
+		if err := boundCredentials(raw); err != nil {
+			return nil, err
+		}
+		sealed = keys.Seal(raw, []byte("binding:"+id))
 	}
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {
@@ -151,6 +158,9 @@ func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Bin
 		}
 		before := mustJSON(b.Status)
 		if err := fn(b); err != nil {
+			return err
+		}
+		if err := boundBindingStatus(&b.Status); err != nil {
 			return err
 		}
 		if sealed != nil {

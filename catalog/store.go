@@ -47,6 +47,8 @@ type Store struct {
 	// plans keeps the classes and plans new objects resolved to, and the
 	// classes, plans and brokers the engine read (plancache.go).
 	plans planCache
+	// fetches coalesces and limits catalogue fetches (fetches.go).
+	fetches fetches
 }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of
@@ -80,6 +82,7 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit}
+	s.fetches.slots = make(chan struct{}, DefaultCatalogueFetches)
 	for _, o := range opts {
 		o(s)
 	}
@@ -254,7 +257,7 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 	var rev int64
 	var sql string
 	var args []any
-	if len(w.changes) > 0 {
+	if len(w.changes) > 0 || w.staged != nil {
 		if sql, args, err = record(w); err != nil {
 			return 0, err
 		}
@@ -313,6 +316,9 @@ func (w *txn) objectEvents() []ObjectEvent {
 // the statement stamps it into them, and write on the objects.
 func record(w *txn) (string, []any, error) {
 	ids := map[string][]string{}
+	for table, staged := range w.staged {
+		ids[table] = slices.Clone(staged)
+	}
 	var kinds, objectIDs, namespaces, names, types, docs []string
 	seen := map[string]int{}
 	for _, c := range w.changes {
@@ -356,13 +362,57 @@ func record(w *txn) (string, []any, error) {
 			FROM rev, unnest($%d::uuid[], $%d::text[]) AS s(id, status) WHERE t.id = s.id)`,
 			len(args), table, len(args)-1, len(args))
 	}
+	changes := `unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object)`
+	if w.staged != nil {
+		changes = `(SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])
+			UNION ALL SELECT * FROM pg_temp.staged_changes) AS c(kind, object_id, namespace, name, type, object)`
+	}
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
 	return `WITH rev AS (SELECT ` + w.revision() + ` AS value)` + stamps.String() + `,
 		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
 			SELECT rev.value, c.kind, c.object_id, c.namespace, c.name, c.type,
 				CASE WHEN c.type = '` + Deleted + `' THEN c.object::jsonb ELSE c.object::jsonb || jsonb_build_object('resourceVersion', rev.value) END
-			FROM rev, unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object))
+			FROM rev, ` + changes + `)
 		SELECT value FROM rev`, args, nil
+}
+
+// stage records changes of objects the transaction wrote, as changed does,
+// but sends their documents to a temporary table of the transaction at
+// once instead of keeping them until the commit; record takes them from
+// there. A write of many large objects (a catalogue of thousands of plans)
+// then holds one chunk of documents at a time. An object staged must not
+// also be changed, nor staged twice.
+func (w *txn) stage(ctx context.Context, changes []change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if w.staged == nil {
+		// A round trip of its own: a batch prepares its statements before
+		// running any, and the INSERT needs the table.
+		if _, err := w.Exec(ctx, `CREATE TEMPORARY TABLE staged_changes (kind text, object_id uuid, namespace text, name text, type text, object text) ON COMMIT DROP`); err != nil {
+			return mapErr(err)
+		}
+		w.staged = map[string][]string{}
+	}
+	kinds, ids, namespaces, names, types, docs := make([]string, len(changes)), make([]string, len(changes)), make([]string, len(changes)),
+		make([]string, len(changes)), make([]string, len(changes)), make([]string, len(changes))
+	for i, c := range changes {
+		m := c.obj.meta()
+		setSpecLabels(c.obj)
+		doc, err := json.Marshal(c.obj)
+		if err != nil {
+			return err
+		}
+		kinds[i], ids[i], namespaces[i], names[i], types[i], docs[i] = c.obj.kind(), m.ID, m.Namespace, m.Name, c.typ, string(doc)
+		if c.typ != Deleted {
+			table := tables[c.obj.kind()]
+			w.staged[table] = append(w.staged[table], m.ID)
+		}
+		w.read(c.obj)
+	}
+	w.queue(nil, `INSERT INTO pg_temp.staged_changes SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])`,
+		kinds, ids, namespaces, names, types, docs)
+	return w.flush(ctx)
 }
 
 // metaDoc is the JSON kept in the metadata column.

@@ -32,6 +32,9 @@ type txn struct {
 	// inserted, with the revision already.
 	locked, revised bool
 	inserted        map[string]bool
+	// staged are the ids of the objects whose changes are staged
+	// (stage), by table.
+	staged map[string][]string
 	// statuses are the new statuses of changed objects, by id, written
 	// with their stamps (changedStatus).
 	statuses map[string]string

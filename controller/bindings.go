@@ -92,16 +92,7 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 		}
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
-		// Bound: make sure the Secret is still as it should be.
-		err := c.ensureSecret(ctx, env, nil)
-		var p *secretProblem
-		switch {
-		case errors.As(err, &p):
-			return 0, c.secretFailed(ctx, b, p)
-		case errors.Is(err, errNamespaceTerminating):
-			return 0, nil
-		}
-		return 0, err
+		return 0, c.keepBound(ctx, env)
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
 		return 0, nil
 	}
@@ -278,9 +269,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		switch {
 		case secretErr == nil:
 			st.ReconciledGeneration = b.Generation
-			if c.kube != nil {
-				st.Binding = &catalog.SecretReference{Name: b.Spec.SecretName}
-			}
+			st.Binding = c.secretRef(b)
 			setReady(&st.Conditions, catalog.ConditionTrue, reasonBound, msgBound, now)
 			removeCondition(&st.Conditions, catalog.ConditionFailed)
 		case problem != nil:
@@ -556,4 +545,44 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
 	return wait, err
+}
+
+// keepBound makes sure a bound binding's Secret is still as it should be
+// (or absent, if it asks for none) and that status.binding says so.
+func (c *Controller) keepBound(ctx context.Context, env *bindingEnv) error {
+	err := c.ensureSecret(ctx, env, nil)
+	var p *secretProblem
+	switch {
+	case errors.As(err, &p):
+		return c.secretFailed(ctx, env.b, p)
+	case errors.Is(err, errNamespaceTerminating):
+		return nil
+	case err != nil:
+		return err
+	}
+	return c.syncSecretRef(ctx, env.b)
+}
+
+// secretRef is what status.binding says of a bound binding: its Secret,
+// or nothing without a cluster or when it asks for no Secret (the
+// servicebinding.io projection then has nothing to project).
+func (c *Controller) secretRef(b *catalog.Binding) *catalog.SecretReference {
+	if c.kube == nil || catalog.NoSecret(&b.Meta) {
+		return nil
+	}
+	return &catalog.SecretReference{Name: b.Spec.SecretName}
+}
+
+// syncSecretRef brings status.binding of a bound binding in line with
+// secretRef, after its no-Secret annotation was added or removed.
+func (c *Controller) syncSecretRef(ctx context.Context, b *catalog.Binding) error {
+	want := c.secretRef(b)
+	if (want == nil) == (b.Status.Binding == nil) && (want == nil || *want == *b.Status.Binding) {
+		return nil
+	}
+	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		b.Status.Binding = c.secretRef(b)
+		return nil
+	}, nil)
+	return err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/bindingdata"
 )
 
 // Labels and owner of the Secrets the engine writes.
@@ -75,64 +74,7 @@ func (c *Controller) parametersFrom(ctx context.Context, namespace string, from 
 // other values as JSON, then the binding's transforms in order.
 // addKeysFrom reads other Secrets through from (namespace of the binding).
 func SecretData(creds map[string]any, transforms []catalog.SecretTransform, from func(name string) (map[string][]byte, error)) (map[string][]byte, error) {
-	data := make(map[string][]byte, len(creds))
-	for k, v := range creds {
-		if s, ok := v.(string); ok {
-			data[k] = []byte(s)
-			continue
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("credential %q: %w", k, err)
-		}
-		data[k] = raw
-	}
-	for i, t := range transforms {
-		switch {
-		case t.RenameKey != nil:
-			if v, ok := data[t.RenameKey.From]; ok {
-				delete(data, t.RenameKey.From)
-				data[t.RenameKey.To] = v
-			}
-		case t.AddKey != nil:
-			switch {
-			case t.AddKey.JSONPathExpression != "":
-				v, err := evalJSONPath(creds, t.AddKey.JSONPathExpression)
-				if err != nil {
-					return nil, fmt.Errorf("spec.secretTransforms[%d].addKey.jsonPathExpression: %w", i, err)
-				}
-				data[t.AddKey.Key] = v
-			case t.AddKey.StringValue != "":
-				data[t.AddKey.Key] = []byte(t.AddKey.StringValue)
-			default:
-				data[t.AddKey.Key] = t.AddKey.Value
-			}
-		case t.AddKeysFrom != nil && t.AddKeysFrom.SecretRef != nil:
-			if from == nil {
-				return nil, fmt.Errorf("spec.secretTransforms[%d].addKeysFrom: needs a Kubernetes cluster", i)
-			}
-			more, err := from(t.AddKeysFrom.SecretRef.Name)
-			if err != nil {
-				return nil, fmt.Errorf("spec.secretTransforms[%d].addKeysFrom: %w", i, err)
-			}
-			maps.Copy(data, more)
-		case t.RemoveKey != nil:
-			delete(data, t.RemoveKey.Key)
-		}
-	}
-	return data, nil
-}
-
-func evalJSONPath(creds map[string]any, expr string) ([]byte, error) {
-	jp := jsonpath.New("addKey")
-	if err := jp.Parse(expr); err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := jp.Execute(&buf, creds); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return bindingdata.Data(creds, transforms, from)
 }
 
 // BuildSecret is the Secret a binding's credentials become: named
@@ -140,15 +82,8 @@ func evalJSONPath(creds map[string]any, expr string) ([]byte, error) {
 // `provider` keys servicebinding.io workloads read, owned by the binding
 // and labelled to find it again.
 func BuildSecret(b *catalog.Binding, class *catalog.ServiceClass, brokerName string, data map[string][]byte) *corev1.Secret {
-	data = maps.Clone(data)
+	data = bindingdata.WithTypeProvider(data, class, brokerName)
 	typ := string(data["type"])
-	if typ == "" {
-		typ = bindingType(class)
-		data["type"] = []byte(typ)
-	}
-	if len(data["provider"]) == 0 {
-		data["provider"] = []byte(brokerName)
-	}
 	ctrl := true
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -171,23 +106,6 @@ func BuildSecret(b *catalog.Binding, class *catalog.ServiceClass, brokerName str
 	}
 }
 
-// bindingType is the servicebinding.io type of a class: its first tag that
-// names a well-known type, else its first tag, else its name.
-func bindingType(class *catalog.ServiceClass) string {
-	known := []string{"postgresql", "mysql", "mongodb", "redis", "rabbitmq", "kafka", "elasticsearch", "sqlserver", "oracle", "db2", "ldap", "mariadb", "cassandra", "couchbase"}
-	for _, t := range class.Spec.Tags {
-		for _, k := range known {
-			if strings.EqualFold(t, k) {
-				return k
-			}
-		}
-	}
-	if len(class.Spec.Tags) > 0 {
-		return strings.ToLower(class.Spec.Tags[0])
-	}
-	return strings.ToLower(class.Spec.ExternalName)
-}
-
 // ownedBy reports whether a Secret belongs to the binding.
 func ownedBy(s *corev1.Secret, b *catalog.Binding) bool {
 	for _, o := range s.OwnerReferences {
@@ -203,13 +121,14 @@ func ownedBy(s *corev1.Secret, b *catalog.Binding) bool {
 // and its deletion wakes it up. Nothing to retry or to mark Ready.
 var errNamespaceTerminating = errors.New("the namespace is terminating")
 
-// ensureSecret writes (or repairs) the binding's Secret. creds nil means
+// ensureSecret writes (or repairs) the binding's Secret, or removes it when
+// the binding asks for none (catalog.NoSecretAnnotation). creds nil means
 // read them from the catalog. Without a cluster there is nothing to do.
 func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds map[string]any) error {
-	if c.kube == nil {
-		return nil
-	}
 	b := env.b
+	if c.kube == nil || catalog.NoSecret(&b.Meta) {
+		return c.deleteSecret(ctx, b) // nothing without a cluster; else one written before the annotation goes
+	}
 	if creds == nil {
 		var err error
 		if creds, err = c.store.Credentials(ctx, b.ID); err != nil {

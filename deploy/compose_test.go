@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -39,6 +40,18 @@ var (
 	// ${VAR:?error}, ${VAR?error}, ${VAR:+alt}; $$ is a literal $.
 	interpolation = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}`)
 )
+
+// withDefaults replaces each interpolation in s with its default, as
+// Compose does when the variable is unset ("1" when it has none).
+func withDefaults(s string) string {
+	return interpolation.ReplaceAllStringFunc(s, func(m string) string {
+		sub := interpolation.FindStringSubmatch(m)
+		if sub[2] == ":-" || sub[2] == "-" {
+			return sub[3]
+		}
+		return "1"
+	})
+}
 
 func load(t *testing.T) (map[string]any, string) {
 	t.Helper()
@@ -141,8 +154,16 @@ func TestComposeFollowsTheSpecification(t *testing.T) {
 		}
 		ports, _ := s["ports"].([]any)
 		for _, p := range ports {
-			if str, _ := p.(string); !port.MatchString(str) {
+			if str, _ := p.(string); !port.MatchString(withDefaults(str)) {
 				at("port %v", p)
+			}
+		}
+		if nm, ok := s["network_mode"].(string); ok {
+			if other, ok := strings.CutPrefix(nm, "service:"); ok && services[other] == nil {
+				at("network_mode %q names no service", nm)
+			}
+			if len(ports) > 0 {
+				at("publishes ports in another's network namespace (network_mode %s)", nm)
 			}
 		}
 	}
@@ -205,6 +226,32 @@ func TestComposeRunsBinderyAsTheImageAllows(t *testing.T) {
 		if strings.HasSuffix(m[2], "?") && !strings.Contains(string(readme), m[1]+"=") {
 			t.Errorf("docker-compose.yaml requires %s, which docs/install.md's .env recipe does not set", m[1])
 		}
+	}
+}
+
+// TestComposeCredentialsForTheHost: the broker creates databases through
+// 127.0.0.1 in PostgreSQL's network namespace, on the port PostgreSQL
+// listens on and publishes on the host's loopback, so that the
+// credentials it issues open the database from the host as they are.
+func TestComposeCredentialsForTheHost(t *testing.T) {
+	doc, _ := load(t)
+	services, _ := doc["services"].(map[string]any)
+	pg, _ := services["postgres"].(map[string]any)
+	broker, _ := services["broker"].(map[string]any)
+	if broker["network_mode"] != "service:postgres" {
+		t.Fatalf("the broker's network_mode is %v, want service:postgres", broker["network_mode"])
+	}
+	env, _ := broker["environment"].(map[string]any)
+	target, err := url.Parse(withDefaults(fmt.Sprint(env["BINDERY_TARGET_DATABASE_URL"])))
+	if err != nil || target.Hostname() != "127.0.0.1" {
+		t.Fatalf("the broker's target database %v (%v): want it at 127.0.0.1", env["BINDERY_TARGET_DATABASE_URL"], err)
+	}
+	pgEnv, _ := pg["environment"].(map[string]any)
+	listens := withDefaults(fmt.Sprint(pgEnv["PGPORT"]))
+	want := "127.0.0.1:" + listens + ":" + listens
+	ports, _ := pg["ports"].([]any)
+	if len(ports) != 1 || withDefaults(fmt.Sprint(ports[0])) != want || target.Port() != listens {
+		t.Errorf("PostgreSQL listens on %s and publishes %v; the credentials name port %s: want %s and that port", listens, ports, target.Port(), want)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // kustomizations lists every directory under deploy/ with a
-// kustomization.yaml, testdata aside.
+// kustomization.yaml, testdata and the Helm chart aside.
 func kustomizations(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
@@ -27,7 +27,9 @@ func kustomizations(t *testing.T) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "testdata" {
+		// The chart's files are templates, checked against these by
+		// TestHelmMatchesKustomize.
+		if d.IsDir() && (d.Name() == "testdata" || p == "helm") {
 			return filepath.SkipDir
 		}
 		if d.Name() == "kustomization.yaml" {
@@ -97,7 +99,8 @@ var podSecurityWarning = regexp.MustCompile(`would violate PodSecurity "([a-z]+)
 // manifests use (testdata/crds: cert-manager, the Prometheus Operator).
 // Any warning fails the test: a Pod template that would not pass its
 // namespace's Pod Security level, a deprecated API or field. Every YAML
-// file under deploy/ must be part of some kustomization.
+// file under deploy/ must be part of some kustomization. The Helm chart's
+// variants (TestHelmMatchesKustomize) are applied the same way.
 func TestServerDryRun(t *testing.T) {
 	t.Parallel()
 	c := kubetest.Start(t)
@@ -140,6 +143,24 @@ func TestServerDryRun(t *testing.T) {
 		})
 	}
 
+	// The Helm chart, for each of its variants, as `helm template |
+	// kubectl apply --dry-run=server -f -`.
+	hs := helms(t)
+	for _, v := range variants(t) {
+		for _, name := range helmNames {
+			t.Run(filepath.Join(name, filepath.Base(v.values)), func(t *testing.T) {
+				rendered := helmTemplate(t, hs[name], v.values)
+				out, warnings := kubectl(ctx, t, c, rendered, "apply", "--dry-run=server", "-f", "-")
+				if n, want := strings.Count(out, "(server dry run)"), len(objects(t, v.values, rendered)); n != want {
+					t.Errorf("%d objects applied, %d rendered:\n%s", n, want, out)
+				}
+				if strings.TrimSpace(warnings) != "" {
+					t.Errorf("warnings:\n%s", warnings)
+				}
+			})
+		}
+	}
+
 	// Every file is applied by some kustomization: its objects are among
 	// those built (the node agent's config.yaml is a ConfigMap's data).
 	all := map[string]bool{}
@@ -152,7 +173,9 @@ func TestServerDryRun(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "testdata" {
+		// The chart's files are templates, checked against these by
+		// TestHelmMatchesKustomize.
+		if d.IsDir() && (d.Name() == "testdata" || p == "helm") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".yaml") || d.Name() == "kustomization.yaml" || p == filepath.Join("nodeagent", "config.yaml") {

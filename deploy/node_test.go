@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -65,40 +66,9 @@ const image = "bindery.test/bindery:e2e"
 // through relays on the node's address. The NetworkPolicies are applied
 // but not enforced: the node's bridge plugin does not implement them.
 func TestInstallOnNode(t *testing.T) {
-	roottest.Require(t, "a real node (containerd, kubelet, cgroups)")
-	ctx := t.Context()
-
-	// The image first: the node is shared with other tests through a
-	// lock, held from Start on.
-	began := time.Now()
-	tarball := buildImage(t)
-	t.Logf("image %s built in %s", image, time.Since(began).Round(time.Millisecond))
-
-	c := kubetest.Start(t, kubetest.WithInClusterAPI())
-	n := c.Node()
-	cs := c.Client(t)
-	began = time.Now()
-	if err := n.ImportImage(ctx, tarball); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("image imported in %s", time.Since(began).Round(time.Millisecond))
-
-	// PostgreSQL and the broker, reached from Pods at the node's address.
-	dbURL := pgtest.New(t)
-	podDB := relayURL(t, kubetest.NodeIP, dbURL)
-	keys := keyring.Generate()
-	brokerPool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, brokerPool, migrations.Broker); err != nil {
-		t.Fatal(err)
-	}
-	brokerKeys, err := keyring.Parse(keyring.Generate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const brokerUser, brokerPass = "osb-user", "osb-password-1234"
-	broker := newCountingProxy(t, kubetest.NodeIP, brokertest.Start(t, brokerPool, brokerKeys, brokerUser, brokerPass))
-
-	overlay := writeOverlay(t, n)
+	in := startInstall(t)
+	c, cs, ctx := in.c, in.cs, t.Context()
+	overlay := writeOverlay(t, in.n)
 	built, _ := kubectl(ctx, t, c, nil, "kustomize", overlay)
 	var namespaces []byte
 	for _, o := range objects(t, "overlay", []byte(built)) {
@@ -111,29 +81,11 @@ func TestInstallOnNode(t *testing.T) {
 		}
 	}
 	kubectl(ctx, t, c, namespaces, "apply", "-f", "-")
+	in.createSecrets(t)
 
-	// What the operator creates (deploy/bindery/README.md): the database
-	// and encryption Secrets, and serving certificates with their CA.
-	ca, err := pki.NewCA("bindery-test-ca", 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets := []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "bindery-database"}, StringData: map[string]string{"url": podDB}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "bindery-encryption"}, StringData: map[string]string{"keys": keys}},
-		tlsSecret(t, ca, "bindery-apiserver-tls", "bindery-apiserver.bindery-system.svc"),
-		tlsSecret(t, ca, "bindery-webhook-tls", "bindery-webhook.bindery-system.svc"),
-		{ObjectMeta: metav1.ObjectMeta{Name: "test-broker"}, StringData: map[string]string{"username": brokerUser, "password": brokerPass}},
-	}
-	for _, s := range secrets {
-		if _, err := cs.CoreV1().Secrets("bindery-system").Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	began = time.Now()
+	began := time.Now()
 	kubectl(ctx, t, c, nil, "apply", "-k", overlay)
-	caBundle := base64.StdEncoding.EncodeToString(ca.CertPEM())
+	caBundle := base64.StdEncoding.EncodeToString(in.ca.CertPEM())
 	kubectl(ctx, t, c, nil, "patch", "apiservice", "v1beta1.servicecatalog.k8s.io", "--type=merge",
 		"-p", `{"spec":{"caBundle":"`+caBundle+`"}}`)
 	// Every webhook of the configuration calls the same server.
@@ -147,103 +99,8 @@ func TestInstallOnNode(t *testing.T) {
 	}
 	kubectl(ctx, t, c, nil, "patch", "mutatingwebhookconfiguration", "bindery-servicebinding", "--type=json",
 		"-p", "["+strings.Join(ops, ",")+"]")
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpPods(t, c, cs, "bindery-system", "bindery-node")
-		}
-	})
-
-	waitFor(t, 4*time.Minute, "the Deployments and the DaemonSet to be Ready", func(ctx context.Context) error {
-		for _, name := range []string{"bindery-apiserver", "bindery-controller", "bindery-webhook"} {
-			d, err := cs.AppsV1().Deployments("bindery-system").Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if err := deploymentReady(d, 2); err != nil {
-				return err
-			}
-		}
-		ds, err := cs.AppsV1().DaemonSets("bindery-node").Get(ctx, "bindery-nodeagent", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
-			return fmt.Errorf("DaemonSet bindery-nodeagent: %d of %d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
-		}
-		return nil
-	})
-	t.Logf("Bindery's Pods Ready %s after kubectl apply", time.Since(began).Round(time.Millisecond))
-	began = time.Now()
-	waitFor(t, 2*time.Minute, "the APIService to be Available", func(ctx context.Context) error {
-		out, err := c.Kubectl(t, "get", "apiservice", "v1beta1.servicecatalog.k8s.io",
-			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Available")].message}`)
-		if err != nil {
-			return err
-		}
-		if !strings.HasPrefix(out, "True") {
-			return errors.New(out)
-		}
-		return nil
-	})
-
-	t.Logf("APIService Available after %s", time.Since(began).Round(time.Millisecond))
-
-	// Through the aggregation layer, as a user of the cluster would.
-	kubectl(ctx, t, c, []byte(`apiVersion: servicecatalog.k8s.io/v1beta1
-kind: ClusterServiceBroker
-metadata:
-  name: test-broker
-spec:
-  url: `+broker.URL+`
-  authInfo:
-    basic:
-      secretRef: {name: test-broker, namespace: bindery-system}
-`), "apply", "-f", "-")
-	kubectl(ctx, t, c, nil, "wait", "--for=condition=Ready", "--timeout=120s", "clusterservicebroker/test-broker")
-	t.Logf("ClusterServiceBroker Ready")
-	kubectl(ctx, t, c, nil, "create", "namespace", "shop")
-	kubectl(ctx, t, c, []byte(`apiVersion: servicecatalog.k8s.io/v1beta1
-kind: ServiceInstance
-metadata:
-  name: db
-  namespace: shop
-spec:
-  clusterServiceClassExternalName: postgresql
-  clusterServicePlanExternalName: small
----
-apiVersion: servicecatalog.k8s.io/v1beta1
-kind: ServiceBinding
-metadata:
-  name: app
-  namespace: shop
-spec:
-  instanceRef: {name: db}
-  secretName: app-db
-`), "apply", "-f", "-")
-	// Both groups have a ServiceBinding: kubectl needs the group here.
-	kubectl(ctx, t, c, nil, "wait", "--for=condition=Ready", "--timeout=180s", "-n", "shop",
-		"serviceinstances.servicecatalog.k8s.io/db", "servicebindings.servicecatalog.k8s.io/app")
-	t.Logf("ServiceInstance and ServiceBinding Ready")
-	secret, err := cs.CoreV1().Secrets("shop").Get(ctx, "app-db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, string(secret.Data["uri"]))
-	if err != nil {
-		t.Fatalf("connect with the binding's Secret: %v", err)
-	}
-	var user string
-	if err := conn.QueryRow(ctx, "SELECT session_user").Scan(&user); err != nil || user != string(secret.Data["username"]) {
-		t.Errorf("session_user = %q, %v; want the Secret's username %q", user, err, secret.Data["username"])
-	}
-	conn.Close(ctx)
-	// Two engines ran; each object was claimed by one of them.
-	if got := broker.count(http.MethodPut, "/v2/service_instances/*"); got != 1 {
-		t.Errorf("the broker was asked to provision %d times, want 1", got)
-	}
-	if got := broker.count(http.MethodPut, "/v2/service_instances/*/service_bindings/*"); got != 1 {
-		t.Errorf("the broker was asked to bind %d times, want 1", got)
-	}
+	in.waitReady(t, began, "kubectl apply")
+	secret := in.checkInstance(t)
 
 	// servicebinding.io: the webhook and its controller project the
 	// binding's Secret into a Deployment's Pods.
@@ -302,7 +159,7 @@ spec:
 		}
 	}
 	waitFor(t, time.Minute, "the node to advertise the node agent's devices", func(ctx context.Context) error {
-		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		node, err := cs.CoreV1().Nodes().Get(ctx, in.n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -313,7 +170,267 @@ spec:
 		}
 		return nil
 	})
-	conflists, _ := filepath.Glob(filepath.Join(n.CNIConfDir, "*.conflist"))
+	in.checkChained(t)
+	pod := kubetest.BusyboxPod("after-cni", "exec sleep 3600")
+	if _, err := cs.CoreV1().Pods("shop").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.WaitPodRunning(t, cs, "shop", "after-cni")
+}
+
+// TestHelmInstallOnNode installs the chart in deploy/helm/bindery with
+// `helm install` on a real node, set up as TestInstallOnNode sets up its
+// own, and makes its main checks: the aggregated API server, the engine,
+// the webhook and the node agent Ready, the APIService Available, and a
+// ServiceInstance and ServiceBinding applied through the aggregation
+// layer Ready with a Secret that opens the database. What the overlay
+// changes there, values change here; the serving certificates' CA comes in
+// as caBundle. The operator's Secrets are made first, in a namespace made
+// with Helm's ownership metadata so that the release adopts it
+// (docs/install.md). Since the chart renders what the manifests hold
+// (TestHelmMatchesKustomize), projection and the node agent's devices are
+// left to TestInstallOnNode.
+func TestHelmInstallOnNode(t *testing.T) {
+	helm := helmBin(t, "helm")
+	in := startInstall(t)
+	ctx := t.Context()
+	for _, ns := range []string{"bindery-system", "bindery-node"} {
+		kubectl(ctx, t, in.c, []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: `+ns+`
+  labels: {app.kubernetes.io/managed-by: Helm}
+  annotations: {meta.helm.sh/release-name: bindery, meta.helm.sh/release-namespace: bindery-system}
+`), "apply", "-f", "-")
+	}
+	in.createSecrets(t)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, helmNodeValues(t, in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cmd := exec.CommandContext(ctx, helm, "install", "bindery", chart, "--namespace", "bindery-system",
+		"--kubeconfig", in.c.Kubeconfig(), "-f", values)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	in.waitReady(t, began, "helm install")
+	in.checkInstance(t)
+	in.checkChained(t)
+}
+
+// helmNodeValues are the chart's values for the test node: what
+// writeOverlay changes for TestInstallOnNode, and the CA of the serving
+// certificates.
+func helmNodeValues(t *testing.T, in *install) []byte {
+	t.Helper()
+	repo, tag, _ := strings.Cut(image, ":")
+	var env []map[string]string
+	for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		env = append(env, map[string]string{"name": k, "value": in.n.InClusterEnv()[k]})
+	}
+	b, err := yaml.Marshal(map[string]any{
+		"image":    map[string]any{"repository": repo, "tag": tag},
+		"extraEnv": env,
+		"caBundle": base64.StdEncoding.EncodeToString(in.ca.CertPEM()),
+		"nodeAgent": map[string]any{"cni": map[string]any{
+			"binDir": in.n.CNIBinDir, "confDir": in.n.CNIConfDir,
+			// TEST-NET-3 (RFC 5737): nothing here uses it.
+			"managedCIDRs": []string{"203.0.113.0/24"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// install is what TestInstallOnNode and TestHelmInstallOnNode share: the
+// node with Bindery's image, and what the operator provides outside the
+// manifests (PostgreSQL, a broker, the serving certificates' CA).
+type install struct {
+	c          *kubetest.Cluster
+	n          *kubetest.Node
+	cs         kubernetes.Interface
+	ca         *pki.KeyPair
+	podDB      string // the database's URL, as the Pods reach it
+	keys       string
+	brokerUser string
+	brokerPass string
+	broker     *countingProxy
+}
+
+// startInstall builds Bindery's image, starts a node with it, PostgreSQL
+// and a broker reached from Pods at the node's address, and a CA.
+func startInstall(t *testing.T) *install {
+	t.Helper()
+	roottest.Require(t, "a real node (containerd, kubelet, cgroups)")
+	ctx := t.Context()
+
+	// The image first: the node is shared with other tests through a
+	// lock, held from Start on.
+	began := time.Now()
+	tarball := buildImage(t)
+	t.Logf("image %s built in %s", image, time.Since(began).Round(time.Millisecond))
+
+	c := kubetest.Start(t, kubetest.WithInClusterAPI())
+	in := &install{c: c, n: c.Node(), cs: c.Client(t), keys: keyring.Generate(), brokerUser: "osb-user", brokerPass: "osb-password-1234"}
+	began = time.Now()
+	if err := in.n.ImportImage(ctx, tarball); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image imported in %s", time.Since(began).Round(time.Millisecond))
+
+	in.podDB = relayURL(t, kubetest.NodeIP, pgtest.New(t))
+	brokerPool := pgtest.Pool(t)
+	if err := migrations.Up(ctx, brokerPool, migrations.Broker); err != nil {
+		t.Fatal(err)
+	}
+	brokerKeys, err := keyring.Parse(keyring.Generate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.broker = newCountingProxy(t, kubetest.NodeIP, brokertest.Start(t, brokerPool, brokerKeys, in.brokerUser, in.brokerPass))
+	if in.ca, err = pki.NewCA("bindery-test-ca", 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpPods(t, c, in.cs, "bindery-system", "bindery-node")
+		}
+	})
+	return in
+}
+
+// createSecrets creates what the operator creates in bindery-system
+// (deploy/bindery/README.md): the database and encryption Secrets,
+// serving certificates, and the broker's credentials.
+func (in *install) createSecrets(t *testing.T) {
+	t.Helper()
+	secrets := []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "bindery-database"}, StringData: map[string]string{"url": in.podDB}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bindery-encryption"}, StringData: map[string]string{"keys": in.keys}},
+		tlsSecret(t, in.ca, "bindery-apiserver-tls", "bindery-apiserver.bindery-system.svc"),
+		tlsSecret(t, in.ca, "bindery-webhook-tls", "bindery-webhook.bindery-system.svc"),
+		{ObjectMeta: metav1.ObjectMeta{Name: "test-broker"}, StringData: map[string]string{"username": in.brokerUser, "password": in.brokerPass}},
+	}
+	for _, s := range secrets {
+		if _, err := in.cs.CoreV1().Secrets("bindery-system").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitReady waits for the Deployments (two replicas each), the DaemonSet
+// and the APIService.
+func (in *install) waitReady(t *testing.T, began time.Time, how string) {
+	t.Helper()
+	cs := in.cs
+	waitFor(t, 4*time.Minute, "the Deployments and the DaemonSet to be Ready", func(ctx context.Context) error {
+		for _, name := range []string{"bindery-apiserver", "bindery-controller", "bindery-webhook"} {
+			d, err := cs.AppsV1().Deployments("bindery-system").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if err := deploymentReady(d, 2); err != nil {
+				return err
+			}
+		}
+		ds, err := cs.AppsV1().DaemonSets("bindery-node").Get(ctx, "bindery-nodeagent", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
+			return fmt.Errorf("DaemonSet bindery-nodeagent: %d of %d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+		}
+		return nil
+	})
+	t.Logf("Bindery's Pods Ready %s after %s", time.Since(began).Round(time.Millisecond), how)
+	began = time.Now()
+	waitFor(t, 2*time.Minute, "the APIService to be Available", func(ctx context.Context) error {
+		out, err := in.c.Kubectl(t, "get", "apiservice", "v1beta1.servicecatalog.k8s.io",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Available")].message}`)
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(out, "True") {
+			return errors.New(out)
+		}
+		return nil
+	})
+	t.Logf("APIService Available after %s", time.Since(began).Round(time.Millisecond))
+}
+
+// checkInstance registers the broker, provisions and binds through the
+// aggregation layer, as a user of the cluster would, and returns the
+// binding's Secret once its credentials opened the database. Two engines
+// ran; each object must have been claimed by one of them.
+func (in *install) checkInstance(t *testing.T) *corev1.Secret {
+	t.Helper()
+	c, ctx := in.c, t.Context()
+	kubectl(ctx, t, c, []byte(`apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ClusterServiceBroker
+metadata:
+  name: test-broker
+spec:
+  url: `+in.broker.URL+`
+  authInfo:
+    basic:
+      secretRef: {name: test-broker, namespace: bindery-system}
+`), "apply", "-f", "-")
+	kubectl(ctx, t, c, nil, "wait", "--for=condition=Ready", "--timeout=120s", "clusterservicebroker/test-broker")
+	t.Logf("ClusterServiceBroker Ready")
+	kubectl(ctx, t, c, nil, "create", "namespace", "shop")
+	kubectl(ctx, t, c, []byte(`apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceInstance
+metadata:
+  name: db
+  namespace: shop
+spec:
+  clusterServiceClassExternalName: postgresql
+  clusterServicePlanExternalName: small
+---
+apiVersion: servicecatalog.k8s.io/v1beta1
+kind: ServiceBinding
+metadata:
+  name: app
+  namespace: shop
+spec:
+  instanceRef: {name: db}
+  secretName: app-db
+`), "apply", "-f", "-")
+	// Both groups have a ServiceBinding: kubectl needs the group here.
+	kubectl(ctx, t, c, nil, "wait", "--for=condition=Ready", "--timeout=180s", "-n", "shop",
+		"serviceinstances.servicecatalog.k8s.io/db", "servicebindings.servicecatalog.k8s.io/app")
+	t.Logf("ServiceInstance and ServiceBinding Ready")
+	secret, err := in.cs.CoreV1().Secrets("shop").Get(ctx, "app-db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, string(secret.Data["uri"]))
+	if err != nil {
+		t.Fatalf("connect with the binding's Secret: %v", err)
+	}
+	var user string
+	if err := conn.QueryRow(ctx, "SELECT session_user").Scan(&user); err != nil || user != string(secret.Data["username"]) {
+		t.Errorf("session_user = %q, %v; want the Secret's username %q", user, err, secret.Data["username"])
+	}
+	conn.Close(ctx)
+	if got := in.broker.count(http.MethodPut, "/v2/service_instances/*"); got != 1 {
+		t.Errorf("the broker was asked to provision %d times, want 1", got)
+	}
+	if got := in.broker.count(http.MethodPut, "/v2/service_instances/*/service_bindings/*"); got != 1 {
+		t.Errorf("the broker was asked to bind %d times, want 1", got)
+	}
+	return secret
+}
+
+// checkChained checks that the node agent's init container chained
+// bindery-cni into the node's CNI configuration.
+func (in *install) checkChained(t *testing.T) {
+	t.Helper()
+	conflists, _ := filepath.Glob(filepath.Join(in.n.CNIConfDir, "*.conflist"))
 	var chained bool
 	for _, f := range conflists {
 		b, err := os.ReadFile(f)
@@ -325,11 +442,6 @@ spec:
 	if !chained {
 		t.Errorf("bindery-cni is in none of %v", conflists)
 	}
-	pod := kubetest.BusyboxPod("after-cni", "exec sleep 3600")
-	if _, err := cs.CoreV1().Pods("shop").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kubetest.WaitPodRunning(t, cs, "shop", "after-cni")
 }
 
 // buildImage builds Bindery's image as `make image` does and writes it as a

@@ -1,7 +1,8 @@
 // Package nodeagent is Bindery's agent on every node: it covers the
-// kubelet's extension points: device plugins (package deviceplugin) and the
-// chained CNI plugin bindery-cni with its installer (package cni). This
-// package holds the agent's configuration file.
+// kubelet's extension points: device plugins (package deviceplugin), the
+// chained CNI plugin bindery-cni with its installer (package cni), and the
+// CSI driver csi.bindery.dev (package csi). This package holds the agent's
+// options and configuration file.
 package nodeagent
 
 import (

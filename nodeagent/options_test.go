@@ -1,8 +1,10 @@
 package nodeagent_test
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bindery-dev/bindery/nodeagent"
 )
@@ -20,5 +22,29 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 	o = nodeagent.Options{ConfigFile: "agent.yaml", DevicePluginDir: "/var/lib/kubelet/device-plugins"}
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+}
+
+// TestOptionsCSI: --csi serves without --config, and its settings are
+// checked together; Config gives the driver the kubelet's directories.
+func TestOptionsCSI(t *testing.T) {
+	o := nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", KubeletDir: "/k", APIServer: "https://api:443"}}
+	if err := o.Validate(); err != nil {
+		t.Errorf("--csi alone: %v", err)
+	}
+	cfg, err := o.Config(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.File != nil || cfg.CSI == nil || cfg.CSI.NodeID != "n1" || cfg.CSI.PluginDir != "/k/plugins/csi.bindery.dev" ||
+		cfg.CSI.RegistrationDir != "/k/plugins_registry" || cfg.CSI.RefreshInterval >= 0 {
+		t.Errorf("config %+v", cfg.CSI)
+	}
+	o = nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", RefreshInterval: -time.Second}}
+	err = o.Validate()
+	for _, want := range []string{"--csi-apiserver", "--csi-kubelet-dir", "--csi-refresh-interval"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
 	}
 }

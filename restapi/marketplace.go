@@ -9,11 +9,17 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 )
 
+// marketplacePageBytes bounds a page of classes or plans in bytes as well
+// as in objects (limit): a broker's catalogue can be 32 MiB, mostly schemas
+// and metadata, and a page of it is read and written in memory.
+const marketplacePageBytes = 1 << 20
+
 func (s *Server) listClasses(c echo.Context) error {
 	opts, err := listOptions(c)
 	if err != nil {
 		return err
 	}
+	opts.MaxBytes = marketplacePageBytes
 	if err := scopeCatalog(c, &opts); err != nil {
 		return err
 	}
@@ -44,6 +50,7 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	opts.MaxBytes = marketplacePageBytes
 	if err := scopeCatalog(c, &opts); err != nil {
 		return err
 	}

@@ -3,11 +3,14 @@ package restapi_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
 func TestRegisterBrokerAndBrowse(t *testing.T) {
@@ -355,5 +358,45 @@ func TestChangeFeedOrder(t *testing.T) {
 	rev, err := b.store.Revision(ctx)
 	if err != nil || rev != max {
 		t.Errorf("catalog revision %d, newest change %d (%v)", rev, max, err)
+	}
+}
+
+// TestMarketplacePagesBounded: a page of plans ends early, with a continue
+// token, once it holds 1 MiB of JSON; following the tokens gives every
+// plan once.
+func TestMarketplacePagesBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc := osbtest.DefaultCatalog()
+	big := strings.Repeat("s", 400<<10)
+	for i := range svc[0].Plans {
+		svc[0].Plans[i].Schemas = &osbtest.Schemas{ServiceInstance: &osbtest.ServiceInstanceSchema{Create: &osbtest.InputParameters{
+			Parameters: map[string]any{"type": "object", "description": big}}}}
+	}
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(svc))
+	b.must(201, b.do(b.admin, "POST", "/brokers", map[string]any{
+		"name": "schemas", "url": fake.URL(), "auth": map[string]any{"basic": map[string]any{"username": "u", "password": "p"}},
+	}))
+	seen := map[string]bool{}
+	pages := 0
+	for path := "/serviceplans"; path != ""; pages++ {
+		r := b.must(200, b.do(b.admin, "GET", path, nil))
+		if len(r.raw) > 1<<20+500<<10 {
+			t.Errorf("a page of %d bytes", len(r.raw))
+		}
+		for _, it := range r.items() {
+			name, _ := it["name"].(string)
+			if seen[name] {
+				t.Errorf("plan %s on two pages", name)
+			}
+			seen[name] = true
+		}
+		path = ""
+		if c := r.str("continue"); c != "" {
+			path = "/serviceplans?continue=" + url.QueryEscape(c)
+		}
+	}
+	if len(seen) != len(svc[0].Plans) || pages != 2 {
+		t.Errorf("%d plans in %d pages, want %d in 2", len(seen), pages, len(svc[0].Plans))
 	}
 }

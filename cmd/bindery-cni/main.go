@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	skel.PluginMainFuncs(cni.Funcs(), cni.SupportedVersions, "bindery-cni: a Pod reaches the managed services it is bound to, and no others")
+	skel.PluginMainFuncs(cni.Funcs(), cni.SupportedVersions, cni.About())
 }

@@ -19,6 +19,7 @@ var configCommands = []struct {
 	args []string
 }{
 	{"up", []string{"up"}},
+	{"down", []string{"down"}},
 	{"serve apiserver", []string{"serve", "apiserver"}},
 	{"serve broker", []string{"serve", "broker"}},
 	{"serve catalog", []string{"serve", "catalog"}},

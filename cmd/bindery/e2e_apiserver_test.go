@@ -145,7 +145,7 @@ func TestServeAPIServerStandalone(t *testing.T) {
 
 // servingURL waits until the process logs msg with the url it serves at,
 // and returns that url.
-func servingURL(t *testing.T, p *proc, msg string) string {
+func servingURL(t testing.TB, p *proc, msg string) string {
 	t.Helper()
 	re := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `".* url=(\S+)`)
 	var url string

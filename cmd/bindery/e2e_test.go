@@ -127,7 +127,7 @@ func serving(t *testing.T, p *proc, msg string) string {
 
 // failIfExited fails t at once if the process has ended: a test waiting
 // for it to log or answer would otherwise wait for its whole timeout.
-func (p *proc) failIfExited(t *testing.T) {
+func (p *proc) failIfExited(t testing.TB) {
 	t.Helper()
 	select {
 	case err := <-p.done:

@@ -29,7 +29,7 @@ import (
 
 // upWithCluster runs `bindery up` against cluster, on free ports, with the
 // webhook on webhookPort, and waits for its banner.
-func upWithCluster(t *testing.T, cluster *kubetest.Cluster, dataDir string, webhookPort int, env []string, args ...string) (*proc, map[string]string) {
+func upWithCluster(t testing.TB, cluster *kubetest.Cluster, dataDir string, webhookPort int, env []string, args ...string) (*proc, map[string]string) {
 	t.Helper()
 	p := start(t, append([]string{"KUBECONFIG=" + cluster.Kubeconfig()}, env...),
 		append([]string{"up", "--data-dir", dataDir,

@@ -58,6 +58,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"up":      {"run everything on this machine (embedded PostgreSQL unless DATABASE_URL is set)", runUp},
+		"down":    {"remove from a cluster what `bindery up --kubeconfig` installed there", runDown},
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
 		"version": {"print the version Bindery was built as", runVersion},

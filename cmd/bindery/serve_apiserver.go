@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/apiserver"
+	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -18,16 +20,33 @@ import (
 func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	var s server
 	var f apiserver.Flags
-	log, pool, _, err := s.start(ctx, e, "serve apiserver", args, "", f.AddFlags,
-		func(*dbOptions) error { return errors.Join(f.Complete(), f.Validate()) }, migrations.Catalog)
+	// The keys are optional here: only the credentials subresource opens
+	// credentials, and without keys it answers 503 saying so.
+	var ko keyOptions
+	var fs *flag.FlagSet
+	var keys *keyring.Keyring
+	log, pool, _, err := s.start(ctx, e, "serve apiserver", args, "",
+		func(set *flag.FlagSet) {
+			fs = set
+			f.AddFlags(set)
+			ko.addFlags(set, "binding credentials")
+		},
+		func(*dbOptions) error {
+			errs := []error{f.Complete(), f.Validate()}
+			if ko.complete(fs); ko.encryptionKey != "" {
+				var err error
+				keys, err = ko.keyring()
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		}, migrations.Catalog)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	// k8s.io/apiserver logs through klog: send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "apiserver"))
-	// No encryption keys: the API server reads and writes no secret.
-	store := newStore(pool, nil, log)
+	store := newStore(pool, keys, log)
 	opts := &f.Options
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
 		if opts.Delegated() {

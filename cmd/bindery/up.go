@@ -74,7 +74,7 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
 	o.brokers.addFlags(fs, true)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
-	fs.StringVar(&o.webhook.Listen, "webhook-listen", "127.0.0.1:9443", "HOST:PORT of the servicebinding.io webhook (HTTPS), run with a cluster (--kubeconfig); the cluster's API server must reach it. Empty: no webhook")
+	fs.StringVar(&o.webhook.Listen, "webhook-listen", "127.0.0.1:9443", "HOST:PORT of the servicebinding.io webhook (HTTPS), run with a cluster (--kubeconfig); the cluster's API server must reach it. Port 0 picks a free one; empty: no webhook")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -98,11 +98,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	storeOpts, err := o.brokers.storeOptions()
-	if err := errors.Join(err, o.catalog.Validate(), o.controller.Validate(), o.validateWebhook()); err != nil {
-		return err
-	}
-	ls, err := o.listen()
+	storeOpts, ls, err := o.validateAndListen()
 	if err != nil {
 		return err
 	}
@@ -159,6 +155,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 		if err := u.installWebhook(ctx); err != nil {
 			return err
 		}
+		defer u.uninstallWebhookConfiguration()
 	}
 	if err := u.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -189,17 +186,22 @@ func prepareDataDir(path string) (string, error) {
 }
 
 // listen opens every listener of up (broker, catalog, controller,
-// apiserver, the order up.run takes them), or none; every address that
-// cannot be listened on is reported with its flag.
-func (o *upOptions) listen() ([]net.Listener, error) {
+// apiserver, the order up.run takes them, and the webhook's when asked),
+// or none; every address that cannot be listened on is reported with its
+// flag.
+func (o *upOptions) listen(webhook bool) ([]net.Listener, error) {
 	var ls []net.Listener
 	var errs []error
-	for _, f := range []struct{ flag, addr string }{
+	addrs := []struct{ flag, addr string }{
 		{"broker-listen", o.broker.Listen},
 		{"catalog-listen", o.catalog.Listen},
 		{"controller-listen", o.controller.Listen},
 		{"apiserver-listen", o.apiListen},
-	} {
+	}
+	if webhook {
+		addrs = append(addrs, struct{ flag, addr string }{"webhook-listen", o.webhook.Listen})
+	}
+	for _, f := range addrs {
 		l, err := net.Listen("tcp", f.addr)
 		switch {
 		case errors.Is(err, syscall.EADDRINUSE):
@@ -223,7 +225,7 @@ type up struct {
 	o       *upOptions
 	log     *slog.Logger
 	dir     string
-	ls      []net.Listener // broker, catalog, controller, apiserver
+	ls      []net.Listener // broker, catalog, controller, apiserver[, webhook]
 	pool    *pgxpool.Pool
 	keys    *keyring.Keyring
 	store   *catalog.Store
@@ -352,6 +354,7 @@ func (u *up) installWebhook(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	u.o.webhook.Listener = u.ls[4]
 	if u.webhookURL, err = servicebinding.InstallLocal(ctx, u.log, cfg, &u.o.webhook, filepath.Join(u.dir, "webhook"), m); err != nil {
 		return fmt.Errorf("install the servicebinding.io webhook: %w", err)
 	}

@@ -123,6 +123,9 @@ type Cluster struct {
 	CAData []byte
 	// CAFile is the path of a file holding CAData.
 	CAFile string
+	// EtcdURL is etcd's client address, http://127.0.0.1:PORT, for a test
+	// that looks at what kube-apiserver stored.
+	EtcdURL string
 	// StartupTime is how long the control plane took to become ready,
 	// kube-controller-manager included when it runs.
 	StartupTime time.Duration
@@ -350,6 +353,7 @@ func start(ctx context.Context, dir string, opts ...Option) (*Cluster, error) {
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	c.EtcdURL = etcdClient
 
 	pki, err := c.writeFiles()
 	if err != nil {

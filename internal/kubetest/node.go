@@ -234,6 +234,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := addNodeLink(ctx); err != nil {
 		return err
 	}
+	if err := forwardBridge(ctx, true); err != nil {
+		return err
+	}
 	if err := n.startKubelet(); err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func (h *hostState) undoKilledNode(ctx context.Context) error {
 			errs = append(errs, os.RemoveAll(h.Dir))
 		}
 	}
-	errs = append(errs, deleteLink(ctx, bridgeName), deleteLink(ctx, nodeLink), removeCgroupRoot(), h.restore())
+	errs = append(errs, forwardBridge(ctx, false), deleteLink(ctx, bridgeName), deleteLink(ctx, nodeLink), removeCgroupRoot(), h.restore())
 	return errors.Join(errs...)
 }
 
@@ -389,6 +389,7 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.host != nil {
 		add(unmountUnder(append([]string{n.Dir}, n.host.Absent...)...))
 		add(removeCgroupRoot())
+		add(forwardBridge(ctx, false))
 		add(deleteLink(ctx, bridgeName))
 		add(deleteLink(ctx, nodeLink))
 		if err := n.host.restore(); err != nil {
@@ -532,6 +533,39 @@ func deleteLink(ctx context.Context, name string) error {
 	out, err := exec.CommandContext(ctx, "ip", "link", "delete", name).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("delete link %s: %w: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// forwardRules accept, in the host's iptables FORWARD chain, what crosses
+// the node's bridge: on a host whose FORWARD policy is DROP with
+// br_netfilter passing bridged frames through iptables (as Docker leaves
+// a machine), Pods could otherwise not talk to each other, as a cluster's
+// network plugin (or the reference firewall plugin) lets them.
+var forwardRules = [][]string{
+	{"FORWARD", "-i", bridgeName, "-m", "comment", "--comment", "kubetest node", "-j", "ACCEPT"},
+	{"FORWARD", "-o", bridgeName, "-m", "comment", "--comment", "kubetest node", "-j", "ACCEPT"},
+}
+
+// forwardBridge inserts forwardRules, or deletes every copy of them (also
+// those a killed node left).
+func forwardBridge(ctx context.Context, on bool) error {
+	for _, rule := range forwardRules {
+		if on {
+			if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w", "-I"}, rule...)...).CombinedOutput(); err != nil {
+				return fmt.Errorf("iptables -I %s: %w: %s", strings.Join(rule, " "), err, strings.TrimSpace(string(out)))
+			}
+			continue
+		}
+		for range 10 {
+			// -C fails once no copy is left.
+			if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() != nil {
+				break
+			}
+			if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w", "-D"}, rule...)...).CombinedOutput(); err != nil {
+				return fmt.Errorf("iptables -D %s: %w: %s", strings.Join(rule, " "), err, strings.TrimSpace(string(out)))
+			}
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +85,20 @@ func TestNode(t *testing.T) {
 		}
 		waitPods(t, cs, "app=web", 2)
 		waitPods(t, cs, "app=agent", 1)
+
+		// One Pod reaches another across the bridge, also on a host whose
+		// FORWARD policy is DROP with br_netfilter (forwardRules).
+		server := BusyboxPod("server", "mkdir -p /tmp/www && echo hello > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www")
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, server, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ip := WaitPodRunning(t, cs, "default", "server").Status.PodIP
+		// busybox's nc: its wget resolves through glibc's NSS, which a
+		// static build cannot load.
+		out, err = c.Kubectl(t, "exec", "reader", "--", "sh", "-c", `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 `+ip+` 8080`)
+		if err != nil || !strings.HasSuffix(out, "\r\n\r\nhello\n") {
+			t.Errorf("a Pod fetching http://%s:8080/ from another: %q, %v", ip, out, err)
+		}
 	})
 	if dir == "" {
 		return
@@ -122,6 +137,11 @@ func TestNode(t *testing.T) {
 	for _, link := range []string{bridgeName, nodeLink} {
 		if _, err := os.Stat(filepath.Join("/sys/class/net", link)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("link %s left behind (%v)", link, err)
+		}
+	}
+	for _, rule := range forwardRules {
+		if exec.Command("iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
+			t.Errorf("iptables rule %v left behind", rule)
 		}
 	}
 	hs, err := cgroupHierarchies()

@@ -8,14 +8,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
-// maxCatalog bounds a catalogue response (100 services × 10 plans with
-// schemas is about 2 MB).
-const maxCatalog = 32 << 20
+// MaxCatalog bounds a catalogue document (100 services × 10 plans with
+// schemas is about 2 MB). It is decoded as it arrives, a service at a
+// time, and kept as the JSON the broker sent: its memory is about its
+// size, not that of the decoded objects.
+const MaxCatalog = 32 << 20
 
 // Service is an OSB service offering: the client library's type, plus the
 // 2.15+ fields it lacks, plus the whole object as the broker sent it.
@@ -35,11 +40,59 @@ type Plan struct {
 	Raw              json.RawMessage `json:"-"`
 }
 
-// Catalog fetches GET /v2/catalog and checks it against the spec: required
-// fields present, ids unique across the catalogue, names unique per scope,
-// at least one plan per service, maintenance_info with a version. Every
-// problem is reported with its path.
-func (c *Client) Catalog(ctx context.Context) ([]Service, error) {
+// Catalogue is a checked catalogue, each service and plan kept as the JSON
+// the broker sent; Service decodes one at a time.
+type Catalogue struct {
+	entries []catalogueEntry
+	size    int
+}
+
+type catalogueEntry struct {
+	raw   json.RawMessage // the service without plans and dashboard_client
+	plans []json.RawMessage
+}
+
+// Len is the number of services.
+func (c *Catalogue) Len() int { return len(c.entries) }
+
+// Size is the catalogue's size in bytes, as kept.
+func (c *Catalogue) Size() int { return c.size }
+
+// ServiceSize is the size in bytes of the i-th service with its plans, as
+// kept.
+func (c *Catalogue) ServiceSize(i int) int {
+	n := len(c.entries[i].raw)
+	for _, p := range c.entries[i].plans {
+		n += len(p)
+	}
+	return n
+}
+
+// Service decodes the i-th service (in the broker's order) with its plans.
+func (c *Catalogue) Service(i int) (Service, error) {
+	e := c.entries[i]
+	var s Service
+	if err := json.Unmarshal(e.raw, &s); err != nil {
+		return s, fmt.Errorf("services[%d]: %w", i, err)
+	}
+	s.Raw = e.raw
+	s.Plans = make([]Plan, len(e.plans))
+	for j, raw := range e.plans {
+		if err := json.Unmarshal(raw, &s.Plans[j]); err != nil {
+			return s, fmt.Errorf("services[%d].plans[%d]: %w", i, j, err)
+		}
+		s.Plans[j].Raw = raw
+	}
+	return s, nil
+}
+
+// Catalog fetches GET /v2/catalog, decodes it as it arrives and checks it
+// against the spec: required fields present, ids unique across the
+// catalogue, names unique per scope, at least one plan per service,
+// maintenance_info with a version, text PostgreSQL can store. Every
+// problem is reported with its path. A document larger than MaxCatalog is
+// refused without reading the rest.
+func (c *Client) Catalog(ctx context.Context) (*Catalogue, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v2/catalog", nil)
 	if err != nil {
 		return nil, err
@@ -50,111 +103,311 @@ func (c *Client) Catalog(ctx context.Context) ([]Service, error) {
 		return nil, fmt.Errorf("fetch catalog: %w", err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxCatalog+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetch catalog: %w", err)
-	}
 	if res.StatusCode != http.StatusOK {
-		return nil, decodeError(res.StatusCode, res.Header, body)
+		raw, err := readAnswer(res, MaxAnswer)
+		if err != nil {
+			return nil, fmt.Errorf("fetch catalog: %w", err)
+		}
+		return nil, decodeError(raw)
 	}
-	if len(body) > maxCatalog {
-		return nil, fmt.Errorf("catalog larger than %d bytes", maxCatalog)
-	}
-	return ParseCatalog(body)
+	return decodeCatalogue(&capReader{r: res.Body, left: MaxCatalog})
 }
 
-// ParseCatalog decodes and checks a catalogue document.
+// errCatalogTooLarge is a catalogue past MaxCatalog.
+var errCatalogTooLarge = fmt.Errorf("catalog larger than %d bytes", MaxCatalog)
+
+// capReader reads up to left bytes of r, then fails with
+// errCatalogTooLarge if r has more.
+type capReader struct {
+	r    io.Reader
+	left int
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte tells a document that ends at the cap from a longer one.
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+			return 0, errCatalogTooLarge
+		}
+		return 0, io.EOF
+	}
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= n
+	return n, err
+}
+
+// ParseCatalog decodes and checks a catalogue document, and decodes all of
+// its services.
 func ParseCatalog(body []byte) ([]Service, error) {
-	var doc struct {
-		Services []json.RawMessage `json:"services"`
+	cat, err := decodeCatalogue(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("catalog is not valid JSON: %w", err)
+	out := make([]Service, cat.Len())
+	for i := range out {
+		if out[i], err = cat.Service(i); err != nil {
+			return nil, err
+		}
 	}
-	if doc.Services == nil {
-		return nil, errors.New("catalog: services: required")
+	return out, nil
+}
+
+// decodeCatalogue reads a catalogue document from r a service at a time:
+// each is decoded and checked, then kept as JSON.
+func decodeCatalogue(r io.Reader) (*Catalogue, error) {
+	dec := json.NewDecoder(r)
+	invalid := func(err error) error {
+		if errors.Is(err, errCatalogTooLarge) {
+			return err
+		}
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			return fmt.Errorf("catalog is not valid JSON: %w", err)
+		case errors.Is(err, errNotCatalog):
+			return fmt.Errorf("catalog is not valid JSON: %w", err)
+		}
+		return fmt.Errorf("fetch catalog: %w", err)
 	}
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	services := make([]Service, 0, len(doc.Services))
-	ids := map[string]string{}
-	names := map[string]bool{}
-	for i, raw := range doc.Services {
-		path := fmt.Sprintf("services[%d]", i)
-		var s Service
-		if err := json.Unmarshal(raw, &s); err != nil {
-			bad("%s: %v", path, err)
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, invalid(err)
+	}
+	ck := newCatalogueCheck()
+	var cat *Catalogue
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, invalid(err)
+		}
+		if key != "services" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, invalid(err)
+			}
 			continue
 		}
-		var obj map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &obj)
-		var plansRaw []json.RawMessage
-		_ = json.Unmarshal(obj["plans"], &plansRaw)
-		delete(obj, "plans")
-		delete(obj, "dashboard_client")
-		s.Raw, _ = json.Marshal(obj)
-		for name, v := range map[string]string{"id": s.ID, "name": s.Name, "description": s.Description} {
-			if strings.TrimSpace(v) == "" {
-				bad("%s.%s: required", path, name)
-			}
+		if cat, err = decodeServices(dec, ck); err != nil {
+			return nil, invalid(err)
 		}
-		if prev, dup := ids[s.ID]; dup && s.ID != "" {
-			bad("%s.id: %q is also the id of %s", path, s.ID, prev)
-		}
-		ids[s.ID] = path
-		if names[s.Name] && s.Name != "" {
-			bad("%s.name: %q is not unique", path, s.Name)
-		}
-		names[s.Name] = true
-		if len(s.Plans) == 0 {
-			bad("%s.plans: at least one plan is required", path)
-		}
-		planNames := map[string]bool{}
-		for j := range s.Plans {
-			p := &s.Plans[j]
-			ppath := fmt.Sprintf("%s.plans[%d]", path, j)
-			if j < len(plansRaw) {
-				p.Raw = plansRaw[j]
-			}
-			for name, v := range map[string]string{"id": p.ID, "name": p.Name, "description": p.Description} {
-				if strings.TrimSpace(v) == "" {
-					bad("%s.%s: required", ppath, name)
-				}
-			}
-			if prev, dup := ids[p.ID]; dup && p.ID != "" {
-				bad("%s.id: %q is also the id of %s", ppath, p.ID, prev)
-			}
-			ids[p.ID] = ppath
-			if planNames[p.Name] && p.Name != "" {
-				bad("%s.name: %q is not unique within the service", ppath, p.Name)
-			}
-			planNames[p.Name] = true
-			if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
-				bad("%s.maintenance_info.version: required", ppath)
-			}
-		}
-		services = append(services, s)
 	}
-	if len(problems) > 0 {
-		if len(problems) > 10 {
-			problems = append(problems[:10], fmt.Sprintf("and %d more", len(problems)-10))
-		}
-		return nil, fmt.Errorf("invalid catalog: %s", strings.Join(problems, "; "))
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, invalid(err)
 	}
-	return services, nil
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalid(fmt.Errorf("%w: data after the catalog's object", errNotCatalog))
+	}
+	if cat == nil {
+		return nil, errors.New("catalog: services: required")
+	}
+	if err := ck.err(); err != nil {
+		return nil, err
+	}
+	return cat, nil
 }
 
-// decodeError reads an OSB error body.
-func decodeError(status int, header http.Header, body []byte) error {
-	e := &HTTPError{Status: status, RetryAfter: retryAfter(header.Get("Retry-After"))}
+// decodeServices reads the services array.
+func decodeServices(dec *json.Decoder, ck *catalogueCheck) (*Catalogue, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("%w: services must be an array", errNotCatalog)
+	}
+	ck.reset()
+	cat := &Catalogue{}
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if e, ok := ck.service(i, raw); ok {
+			cat.entries = append(cat.entries, e)
+			cat.size += len(e.raw)
+			for _, p := range e.plans {
+				cat.size += len(p)
+			}
+		}
+	}
+	if err := expectDelim(dec, ']'); err != nil {
+		return nil, err
+	}
+	return cat, nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("%w: want %q, found %v", errNotCatalog, want, tok)
+	}
+	return nil
+}
+
+// errNotCatalog is a document that is JSON but not shaped as a catalogue.
+var errNotCatalog = errors.New("not a catalog object")
+
+// catalogueCheck collects the problems of a catalogue as its services
+// arrive: ids are unique across the catalogue, names within their scope.
+type catalogueCheck struct {
+	problems []string
+	ids      map[string]string
+	names    map[string]bool
+}
+
+func newCatalogueCheck() *catalogueCheck {
+	c := &catalogueCheck{}
+	c.reset()
+	return c
+}
+
+func (c *catalogueCheck) reset() {
+	c.problems, c.ids, c.names = nil, map[string]string{}, map[string]bool{}
+}
+
+func (c *catalogueCheck) bad(format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf(format, args...))
+}
+
+// err is every problem found, the first 10 of them spelled out.
+func (c *catalogueCheck) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	problems := c.problems
+	if len(problems) > 10 {
+		problems = append(problems[:10:10], fmt.Sprintf("and %d more", len(problems)-10))
+	}
+	return fmt.Errorf("invalid catalog: %s", strings.Join(problems, "; "))
+}
+
+// quoted is an id or name for a problem's text, cut to a readable length.
+func quoted(s string) string { return strconv.Quote(pgtext.Clip(s, 100)) }
+
+// service checks the i-th service and returns what is kept of it.
+func (c *catalogueCheck) service(i int, raw json.RawMessage) (catalogueEntry, bool) {
+	path := fmt.Sprintf("services[%d]", i)
+	if err := pgtext.CheckJSON(path, raw); err != nil {
+		c.bad("%v", err)
+		return catalogueEntry{}, false
+	}
+	var s Service
+	if err := json.Unmarshal(raw, &s); err != nil {
+		c.bad("%s: %v", path, err)
+		return catalogueEntry{}, false
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	var plans []json.RawMessage
+	_ = json.Unmarshal(obj["plans"], &plans)
+	delete(obj, "plans")
+	delete(obj, "dashboard_client")
+	kept, _ := json.Marshal(obj)
+	c.required(path, s.ID, s.Name, s.Description)
+	c.id(path, s.ID)
+	if c.names[s.Name] && s.Name != "" {
+		c.bad("%s.name: %s is not unique", path, quoted(s.Name))
+	}
+	c.names[s.Name] = true
+	if len(s.Plans) == 0 {
+		c.bad("%s.plans: at least one plan is required", path)
+	}
+	planNames := map[string]bool{}
+	for j := range s.Plans {
+		p := &s.Plans[j]
+		ppath := fmt.Sprintf("%s.plans[%d]", path, j)
+		c.required(ppath, p.ID, p.Name, p.Description)
+		c.id(ppath, p.ID)
+		if planNames[p.Name] && p.Name != "" {
+			c.bad("%s.name: %s is not unique within the service", ppath, quoted(p.Name))
+		}
+		planNames[p.Name] = true
+		switch {
+		case p.MaintenanceInfo == nil:
+		case p.MaintenanceInfo.Version == "":
+			c.bad("%s.maintenance_info.version: required", ppath)
+		case len(p.MaintenanceInfo.Version) > MaxCatalogID:
+			c.bad("%s.maintenance_info.version: longer than %d bytes", ppath, MaxCatalogID)
+		}
+	}
+	return catalogueEntry{raw: kept, plans: plans}, len(plans) == len(s.Plans)
+}
+
+// MaxCatalogID bounds the ids and names of services and plans, and
+// maintenance versions, in bytes: OSB recommends strings of at most 255
+// characters, and these are keys.
+const MaxCatalogID = 255
+
+// required checks that an object's id, name and description are there,
+// and its id and name within MaxCatalogID.
+func (c *catalogueCheck) required(path, id, name, description string) {
+	for _, f := range []struct{ name, v string }{{"id", id}, {"name", name}, {"description", description}} {
+		if strings.TrimSpace(f.v) == "" {
+			c.bad("%s.%s: required", path, f.name)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"id", id}, {"name", name}} {
+		if len(f.v) > MaxCatalogID {
+			c.bad("%s.%s: longer than %d bytes", path, f.name, MaxCatalogID)
+		}
+	}
+}
+
+// id checks that an id is unique across the catalogue.
+func (c *catalogueCheck) id(path, id string) {
+	if id == "" {
+		return
+	}
+	if prev, dup := c.ids[id]; dup {
+		c.bad("%s.id: %s is also the id of %s", path, quoted(id), prev)
+		return
+	}
+	c.ids[id] = path
+}
+
+// readAnswer reads an answer's body up to limit bytes.
+func readAnswer(res *http.Response, limit int) (*rawResponse, error) {
+	out := &rawResponse{status: res.StatusCode, header: res.Header, limit: limit}
+	// One byte more than the bound tells a body at the bound from a longer
+	// one; the rest is not read (the connection is closed, not drained).
+	raw, err := io.ReadAll(io.LimitReader(res.Body, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > limit {
+		out.tooLarge = true
+	} else {
+		out.body = raw
+	}
+	return out, nil
+}
+
+// decodeError reads an OSB error answer: its description and code cut
+// to their bounds, or, for a body past MaxAnswer, only its status.
+func decodeError(r *rawResponse) error {
+	e := &HTTPError{Status: r.status, RetryAfter: retryAfter(r.header.Get("Retry-After"))}
+	if r.tooLarge {
+		e.Description = r.errTooLarge().Error()
+		return e
+	}
 	var doc struct {
 		Error            string `json:"error"`
 		Description      string `json:"description"`
 		InstanceUsable   *bool  `json:"instance_usable"`
 		UpdateRepeatable *bool  `json:"update_repeatable"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(body), &doc) == nil {
-		e.Code, e.Description = doc.Error, doc.Description
+	if json.Unmarshal(bytes.TrimSpace(r.body), &doc) == nil {
+		e.Code, e.Description = pgtext.Clip(doc.Error, MaxErrorCode), pgtext.Clip(doc.Description, MaxDescription)
 		e.InstanceUsable, e.UpdateRepeatable = doc.InstanceUsable, doc.UpdateRepeatable
 	}
 	return e

@@ -20,6 +20,58 @@ import (
 // APIVersion is the OSB version Bindery speaks.
 const APIVersion = "2.17"
 
+// Bounds on what a broker sends, so that a careless or hostile broker
+// cannot make Bindery hold or store more than these (docs/engine.md,
+// Bounds). The catalogue has its own (MaxCatalog).
+const (
+	// MaxAnswer bounds the body of an answer to a provision, update,
+	// deprovision, unbind or poll, and of any error. A success answer past
+	// it is malformed; an error answer past it keeps its status only.
+	MaxAnswer = 64 << 10
+	// MaxBindingAnswer bounds the body of a binding (bind, fetch binding),
+	// which carries credentials.
+	MaxBindingAnswer = 256 << 10
+	// MaxCredentials bounds a binding's credentials, as JSON (a certificate
+	// chain and its key fit many times over); larger ones make the answer
+	// malformed.
+	MaxCredentials = 64 << 10
+	// MaxDescription bounds a broker's description or error message: a
+	// longer one is cut on a character boundary and ends with
+	// pgtext.ClipMark. OSB recommends strings of at most 255 characters.
+	MaxDescription = 1 << 10
+	// MaxErrorCode bounds an OSB error code ("ConcurrencyError"); longer
+	// ones are cut too.
+	MaxErrorCode = 128
+	// MaxOperation is OSB's bound on an operation value, in characters:
+	// a longer one makes the answer malformed (it cannot be cut and still
+	// name the operation).
+	MaxOperation = 10_000
+	// MaxDashboardURL bounds a dashboard_url, in bytes: a longer one is
+	// ignored (a cut URL would point elsewhere).
+	MaxDashboardURL = 4 << 10
+	// MaxEndpoints, MaxEndpointHost, MaxEndpointPorts and
+	// MaxEndpointField (a port or range, "6000-6010", and a protocol)
+	// bound a binding's endpoints: more, or longer, make the answer
+	// malformed.
+	MaxEndpoints     = 100
+	MaxEndpointHost  = 253
+	MaxEndpointPorts = 100
+	MaxEndpointField = 16
+)
+
+// EndpointProblem says what puts an endpoint past the bounds, or "".
+func EndpointProblem(host string, ports []string, protocol string) string {
+	if len(host) > MaxEndpointHost || len(ports) > MaxEndpointPorts || len(protocol) > MaxEndpointField {
+		return fmt.Sprintf("a host of at most %d bytes, at most %d ports and a protocol of at most %d bytes", MaxEndpointHost, MaxEndpointPorts, MaxEndpointField)
+	}
+	for _, p := range ports {
+		if len(p) > MaxEndpointField {
+			return fmt.Sprintf("ports of at most %d bytes", MaxEndpointField)
+		}
+	}
+	return ""
+}
+
 // Config says how to reach a broker.
 type Config struct {
 	URL string

@@ -13,8 +13,11 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
+
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // The verbs below build on the client library's types where they fit and
@@ -178,42 +181,45 @@ func bindingPath(instanceID, bindingID string) string {
 // Bind creates a binding (or rotates one, with PredecessorBindingID).
 func (c *Client) Bind(ctx context.Context, r *BindRequest) (*BindResponse, error) {
 	out := &BindResponse{}
-	res, err := c.do(ctx, http.MethodPut, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, nil, r, r.Identity)
+	res, err := c.do(ctx, MaxBindingAnswer, http.MethodPut, bindingPath(r.InstanceID, r.BindingID), r.AcceptsIncomplete, nil, r, r.Identity)
 	if err != nil {
 		return nil, err
 	}
 	out.Status = res.status
 	switch res.status {
 	case http.StatusOK, http.StatusCreated:
-		if err := decodeStrictObject(res.body, &out.Binding); err != nil {
-			return nil, &MalformedError{Status: res.status, Err: err}
+		if err := decodeBinding(res, &out.Binding); err != nil {
+			return nil, err
 		}
 	case http.StatusAccepted:
 		var body struct {
 			Operation string `json:"operation"`
 		}
-		if err := decodeStrictObject(res.body, &body); err != nil {
+		if err := decodeAnswer(res, &body); err != nil {
+			return nil, err
+		}
+		if err := checkOperation(body.Operation); err != nil {
 			return nil, &MalformedError{Status: res.status, Err: err}
 		}
 		out.Async, out.Operation = true, body.Operation
 	default:
-		return nil, decodeError(res.status, res.header, res.body)
+		return nil, decodeError(res)
 	}
 	return out, nil
 }
 
 // GetBinding fetches a binding (after an asynchronous bind).
 func (c *Client) GetBinding(ctx context.Context, instanceID, bindingID string) (*Binding, error) {
-	res, err := c.do(ctx, http.MethodGet, bindingPath(instanceID, bindingID), false, nil, nil, nil)
+	res, err := c.do(ctx, MaxBindingAnswer, http.MethodGet, bindingPath(instanceID, bindingID), false, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	if res.status != http.StatusOK {
-		return nil, decodeError(res.status, res.header, res.body)
+		return nil, decodeError(res)
 	}
 	var b Binding
-	if err := decodeStrictObject(res.body, &b); err != nil {
-		return nil, &MalformedError{Status: res.status, Err: err}
+	if err := decodeBinding(res, &b); err != nil {
+		return nil, err
 	}
 	return &b, nil
 }
@@ -265,7 +271,7 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 			q.Set(k, v)
 		}
 	}
-	res, err := c.do(ctx, http.MethodGet, path, false, q, nil, nil)
+	res, err := c.do(ctx, MaxAnswer, http.MethodGet, path, false, q, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -278,20 +284,20 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 			InstanceUsable   *bool              `json:"instance_usable"`
 			UpdateRepeatable *bool              `json:"update_repeatable"`
 		}
-		if err := decodeStrictObject(res.body, &body); err != nil {
-			return nil, &MalformedError{Status: res.status, Err: err}
+		if err := decodeAnswer(res, &body); err != nil {
+			return nil, err
 		}
 		switch body.State {
 		case StateInProgress, StateSucceeded, StateFailed:
 		default:
 			return nil, &MalformedError{Status: res.status, Err: fmt.Errorf("unknown state %q", body.State)}
 		}
-		out.State, out.Description = body.State, body.Description
+		out.State, out.Description = body.State, pgtext.Clip(body.Description, MaxDescription)
 		out.InstanceUsable, out.UpdateRepeatable = body.InstanceUsable, body.UpdateRepeatable
 	case http.StatusGone:
 		out.Gone = true
 	default:
-		return nil, decodeError(res.status, res.header, res.body)
+		return nil, decodeError(res)
 	}
 	return out, nil
 }
@@ -312,7 +318,7 @@ func retryAfter(h string) time.Duration {
 
 // operation sends a request answered by OperationResponse.
 func (c *Client) operation(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*OperationResponse, error) {
-	res, err := c.do(ctx, method, path, async, q, body, id)
+	res, err := c.do(ctx, MaxAnswer, method, path, async, q, body, id)
 	if err != nil {
 		return nil, err
 	}
@@ -323,17 +329,23 @@ func (c *Client) operation(ctx context.Context, method, path string, async bool,
 	}
 	switch res.status {
 	case http.StatusOK, http.StatusCreated, http.StatusAccepted:
-		if err := decodeStrictObject(res.body, &doc); err != nil {
+		if err := decodeAnswer(res, &doc); err != nil {
+			return nil, err
+		}
+		if err := checkOperation(doc.Operation); err != nil {
 			return nil, &MalformedError{Status: res.status, Err: err}
+		}
+		if len(doc.DashboardURL) > MaxDashboardURL || pgtext.Problem(doc.DashboardURL) != "" {
+			doc.DashboardURL = ""
 		}
 		out.Async, out.Operation, out.DashboardURL = res.status == http.StatusAccepted, doc.Operation, doc.DashboardURL
 	case http.StatusGone:
 		if method != http.MethodDelete {
-			return nil, decodeError(res.status, res.header, res.body)
+			return nil, decodeError(res)
 		}
 		out.Gone = true
 	default:
-		return nil, decodeError(res.status, res.header, res.body)
+		return nil, decodeError(res)
 	}
 	return out, nil
 }
@@ -342,12 +354,14 @@ type rawResponse struct {
 	status int
 	header http.Header
 	body   []byte
+	// tooLarge: the body went on past the bound it was read to, and body
+	// is empty.
+	tooLarge bool
+	limit    int
 }
 
-// maxBody bounds a response other than the catalogue.
-const maxBody = 4 << 20
-
-func (c *Client) do(ctx context.Context, method, path string, async bool, q url.Values, body any, id *Identity) (*rawResponse, error) {
+// do sends a request and reads its answer up to limit bytes.
+func (c *Client) do(ctx context.Context, limit int, method, path string, async bool, q url.Values, body any, id *Identity) (*rawResponse, error) {
 	if async {
 		if q == nil {
 			q = url.Values{}
@@ -386,11 +400,69 @@ func (c *Client) do(ctx context.Context, method, path string, async bool, q url.
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	out, err := readAnswer(res, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	return &rawResponse{status: res.StatusCode, header: res.Header, body: raw}, nil
+	return out, nil
+}
+
+// errTooLarge says what was done with an answer past its bound.
+func (r *rawResponse) errTooLarge() error {
+	return fmt.Errorf("the broker's answer was larger than %d KiB and was not read", r.limit>>10)
+}
+
+// decodeAnswer decodes a success answer into v; a body past its bound or
+// not a JSON object is a MalformedError.
+func decodeAnswer(r *rawResponse, v any) error {
+	if r.tooLarge {
+		return &MalformedError{Status: r.status, Err: r.errTooLarge()}
+	}
+	if err := decodeStrictObject(r.body, v); err != nil {
+		return &MalformedError{Status: r.status, Err: err}
+	}
+	return nil
+}
+
+// decodeBinding decodes a binding and checks its bounds: credentials of at
+// most MaxCredentials, and at most MaxEndpoints endpoints.
+func decodeBinding(r *rawResponse, b *Binding) error {
+	var doc struct {
+		Binding
+		Credentials json.RawMessage `json:"credentials,omitempty"`
+	}
+	if err := decodeAnswer(r, &doc); err != nil {
+		return err
+	}
+	*b = doc.Binding
+	malformed := func(format string, args ...any) error {
+		return &MalformedError{Status: r.status, Err: fmt.Errorf(format, args...)}
+	}
+	if len(doc.Credentials) > MaxCredentials {
+		return malformed("credentials larger than %d KiB", MaxCredentials>>10)
+	}
+	if len(doc.Credentials) > 0 && string(doc.Credentials) != "null" {
+		if err := json.Unmarshal(doc.Credentials, &b.Credentials); err != nil {
+			return malformed("credentials: %w", err)
+		}
+	}
+	if len(b.Endpoints) > MaxEndpoints {
+		return malformed("%d endpoints, more than %d", len(b.Endpoints), MaxEndpoints)
+	}
+	for i, e := range b.Endpoints {
+		if p := EndpointProblem(e.Host, e.Ports, e.Protocol); p != "" {
+			return malformed("endpoints[%d]: %s", i, p)
+		}
+	}
+	return nil
+}
+
+// checkOperation checks an operation value against OSB's bound.
+func checkOperation(op string) error {
+	if n := utf8.RuneCountInString(op); n > MaxOperation {
+		return fmt.Errorf("an operation of %d characters, more than OSB's %d", n, MaxOperation)
+	}
+	return nil
 }
 
 // decodeStrictObject requires the body to be a JSON object (extra fields

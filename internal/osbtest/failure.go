@@ -65,6 +65,10 @@ type Failure struct {
 	AsyncFailed      bool
 	NeverFinishes    bool
 	RetryAfter       time.Duration
+	// Describe, when set, gives the description of each answer in place
+	// of Description, called once per answer: a broker whose error text
+	// changes every time (and may be as long as it likes).
+	Describe func() string
 	// Times is how many requests the failure applies to; 0 means every
 	// request until Clear.
 	Times int
@@ -156,7 +160,7 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 		}
 		return res, true
 	}
-	description := f.Description
+	description := f.description()
 	if description == "" {
 		description = http.StatusText(f.Status) + " (injected by osbtest)."
 	}
@@ -175,4 +179,12 @@ func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 		res.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds())))}}
 	}
 	return res, true
+}
+
+// description is the description of an answer f makes.
+func (f *Failure) description() string {
+	if f.Describe != nil {
+		return f.Describe()
+	}
+	return f.Description
 }

@@ -306,8 +306,8 @@ func (b *Broker) pollAnswer(op *operation) response {
 		body["description"] = fmt.Sprintf("The %s succeeded.", op.kind)
 	case failed:
 		body["description"] = fmt.Sprintf("The %s failed.", op.kind)
-		if op.fail.Description != "" {
-			body["description"] = op.fail.Description
+		if d := op.fail.description(); d != "" {
+			body["description"] = d
 		}
 		// The spec allows these fields for these operations only.
 		if (op.kind == opUpdate || op.kind == opDeprovision) && op.fail.InstanceUsable != nil {

@@ -98,3 +98,39 @@ func orBody(path string) string {
 	}
 	return path
 }
+
+// ClipMark ends a string Clip cut, so a reader sees that text is missing.
+const ClipMark = " …(cut)"
+
+// Clip makes text from outside (a broker's description, an error
+// message) storable and at most max bytes: invalid UTF-8 and NUL become
+// U+FFFD, and a longer text is cut on a character boundary and ends with
+// ClipMark (when max leaves room for it). Only the first max bytes of s
+// are looked at, so a clip of megabytes costs what max does.
+func Clip(s string, max int) string {
+	if max <= 0 {
+		return ""
+	}
+	if len(s) <= max && Problem(s) == "" {
+		return s
+	}
+	cut := len(s) > max
+	if cut {
+		s = s[:max]
+	}
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if !cut && len(s) <= max {
+		return s
+	}
+	room := max - len(ClipMark)
+	mark := ClipMark
+	if room < 0 {
+		room, mark = max, ""
+	}
+	// A character cut by the first s[:max] became U+FFFD: cut before it.
+	room = min(room, len(s))
+	for room > 0 && room < len(s) && !utf8.RuneStart(s[room]) {
+		room--
+	}
+	return s[:room] + mark
+}

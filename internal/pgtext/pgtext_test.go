@@ -1,6 +1,9 @@
 package pgtext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCheckJSON(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,4 +29,48 @@ func TestCheckJSON(t *testing.T) {
 	if Problem("a\x00") == "" || Problem("\xc3") == "" || Problem("ünïcode") != "" {
 		t.Error("Problem")
 	}
+}
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", 600) // 1,200 bytes
+	for _, tc := range []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"short", "fine", 10, "fine"},
+		{"exact", "0123456789", 10, "0123456789"},
+		{"cut", "0123456789abcdefghijklmnopqrstuvwxyz", 30, "0123456789abcdefghijklmnopqrstuvwxyz"[:30-len(ClipMark)] + ClipMark},
+		{"rune boundary", long, 100, long[:(100-len(ClipMark))/2*2] + ClipMark},
+		{"NUL", "a\x00b", 10, "a\uFFFDb"},
+		{"invalid", "a\xffb", 10, "a\uFFFDb"},
+		{"invalid and cut", strings.Repeat("\xff", 100), 40, "\uFFFD" + ClipMark},
+		{"tiny max", "0123456789", 3, "012"},
+	} {
+		got := Clip(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if len(got) > tc.max || Problem(got) != "" {
+			t.Errorf("%s: %d bytes (max %d), problem %q", tc.name, len(got), tc.max, Problem(got))
+		}
+	}
+}
+
+func FuzzClip(f *testing.F) {
+	f.Add("hello", 3)
+	f.Add("\xffé\x00", 7)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		n = n%2048 + 1
+		if n < 0 {
+			n = -n
+		}
+		got := Clip(s, n)
+		if len(got) > n || Problem(got) != "" {
+			t.Fatalf("Clip(%q, %d) = %q", s, n, got)
+		}
+		if len(s) <= n && Problem(s) == "" && got != s {
+			t.Fatalf("Clip(%q, %d) changed a storable short string: %q", s, n, got)
+		}
+	})
 }

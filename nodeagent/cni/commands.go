@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"reflect"
 	"slices"
@@ -15,9 +14,9 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
-	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+
+	buildversion "github.com/bindery-dev/bindery/internal/version"
 )
 
 // SupportedVersions are the CNI spec versions the plugin speaks.
@@ -31,14 +30,45 @@ const (
 // addTimeout bounds one ADD: the runtime waits for it.
 const addTimeout = 20 * time.Second
 
-// Plugin holds the commands; Lookup resolves endpoint host names.
+// Plugin holds the commands: they decide what a Pod's table holds and
+// keep the records of attachments; Rules writes, reads and deletes the
+// tables; Lookup resolves endpoint host names.
 type Plugin struct {
 	Lookup lookupFunc
+	Rules  Rules
+}
+
+// Rules is where the plugin's table lives: the nftables of a Pod's network
+// namespace (NFTables), or anything that keeps rulesets by namespace path
+// the same way, so that the commands are tested without root.
+type Rules interface {
+	// Apply makes the table in the namespace at netns hold exactly rs,
+	// in one step.
+	Apply(netns string, rs Ruleset) error
+	// Delete removes the table from the namespace at netns. A table, or
+	// a namespace, that is gone is not an error.
+	Delete(netns string) error
+	// Read returns the table's rules and sets, or an error wrapping
+	// errNoTable when the namespace has none.
+	Read(netns string) (Ruleset, error)
+	// Ready reports why the rules cannot be written on this node, or nil.
+	Ready() error
+}
+
+// NewPlugin returns the plugin as bindery-cni runs it: nftables, and the
+// system's resolver.
+func NewPlugin() *Plugin { return &Plugin{Lookup: systemLookup, Rules: NFTables{}} }
+
+// About is what the plugin says of itself when run without a command:
+// its name and software version, as the reference plugins say theirs
+// (the CNI VERSION command reports the spec versions it speaks).
+func About() string {
+	return PluginType + " " + buildversion.String() + ": a Pod reaches the managed services it is bound to, and no others"
 }
 
 // Funcs returns the plugin's commands for skel.PluginMainFuncs.
 func Funcs() skel.CNIFuncs {
-	p := &Plugin{Lookup: systemLookup}
+	p := NewPlugin()
 	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
 }
 
@@ -86,7 +116,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	if err := writeAttachment(c.StateDir, a); err != nil {
 		return types.NewError(types.ErrIOFailure, "record attachment", err.Error())
 	}
-	if err := applyRuleset(args.Netns, rs); err != nil {
+	if err := p.Rules.Apply(args.Netns, rs); err != nil {
 		return types.NewError(types.ErrInternal, "write egress rules", err.Error())
 	}
 	return types.PrintResult(c.PrevResult, c.CNIVersion)
@@ -100,10 +130,8 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 		return err
 	}
 	path := stateFile(c.StateDir, args.ContainerID, args.IfName)
-	// A namespace that is gone, or a path that no longer holds one (the
-	// runtime unmounted it), has no table left to delete.
-	if args.Netns != "" && ns.IsNSorErr(args.Netns) == nil {
-		if err := deleteTable(args.Netns); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if args.Netns != "" {
+		if err := p.Rules.Delete(args.Netns); err != nil {
 			return types.NewError(types.ErrInternal, "delete egress rules", err.Error())
 		}
 	}
@@ -131,7 +159,7 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if !slices.Equal(want.specs(), a.Rules) {
 		return types.NewError(types.ErrInternal, "egress rules are out of date: managedCIDRs changed since ADD", "")
 	}
-	got, err := readRuleset(args.Netns)
+	got, err := p.Rules.Read(args.Netns)
 	if err != nil {
 		return types.NewError(types.ErrInternal, "read egress rules", err.Error())
 	}
@@ -142,7 +170,7 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 }
 
 // Status reports whether the plugin can do its work on this node: write its
-// state and talk to nftables.
+// state and its rules.
 func (p *Plugin) Status(args *skel.CmdArgs) error {
 	c, err := parseConfig(args.StdinData)
 	if err != nil {
@@ -157,12 +185,8 @@ func (p *Plugin) Status(args *skel.CmdArgs) error {
 	}
 	f.Close()
 	os.Remove(f.Name())
-	conn, err := nftables.New()
-	if err == nil {
-		_, err = conn.ListTablesOfFamily(nftables.TableFamilyINet)
-	}
-	if err != nil {
-		return types.NewError(errPluginNotAvailable, "nftables", err.Error())
+	if err := p.Rules.Ready(); err != nil {
+		return types.NewError(errPluginNotAvailable, "egress rules", err.Error())
 	}
 	return nil
 }
@@ -194,7 +218,7 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 			continue
 		}
 		if ino, err := netnsInode(a.NetNS); err == nil && ino == a.NetNSInode {
-			if err := deleteTable(a.NetNS); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := p.Rules.Delete(a.NetNS); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -3,10 +3,12 @@ package cni
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
@@ -29,6 +31,40 @@ func nftIn(path string) (*nftables.Conn, *os.File, error) {
 		return nil, nil, fmt.Errorf("nftables in network namespace %s: %w", path, err)
 	}
 	return c, f, nil
+}
+
+// NFTables keeps the plugin's table in the nftables of each Pod's network
+// namespace: the Rules bindery-cni uses.
+type NFTables struct{}
+
+// Apply is applyRuleset.
+func (NFTables) Apply(netns string, rs Ruleset) error { return applyRuleset(netns, rs) }
+
+// Read is readRuleset.
+func (NFTables) Read(netns string) (Ruleset, error) { return readRuleset(netns) }
+
+// Delete removes the table. A path that no longer holds a namespace (the
+// runtime unmounted it) has no table left to delete.
+func (NFTables) Delete(netns string) error {
+	if ns.IsNSorErr(netns) != nil {
+		return nil
+	}
+	if err := deleteTable(netns); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Ready checks that this process can talk to nftables.
+func (NFTables) Ready() error {
+	conn, err := nftables.New()
+	if err == nil {
+		_, err = conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	}
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	return nil
 }
 
 // applyRuleset makes the plugin's table in the namespace at path hold

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,32 @@ import (
 
 	"github.com/bindery-dev/bindery/nodeagent/cni"
 )
+
+// TestAbout runs the binary without a command, as a person trying it
+// would: it names itself and its software version, and VERSION still
+// reports the spec versions it speaks.
+func TestAbout(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the plugin")
+	}
+	dir, _ := buildPlugins(t)
+	cmd := exec.Command(filepath.Join(dir, cni.PluginType))
+	cmd.Env = []string{}
+	out, _ := cmd.CombinedOutput()
+	want := cni.PluginType + " " + testVersion + ": a Pod reaches the managed services it is bound to, and no others\n" +
+		"CNI protocol versions supported: 0.4.0, 1.0.0, 1.1.0\n"
+	if string(out) != want {
+		t.Errorf("bindery-cni without CNI_COMMAND says %q, want %q", out, want)
+	}
+	cmd = exec.Command(filepath.Join(dir, cni.PluginType))
+	cmd.Env = []string{"CNI_COMMAND=VERSION"}
+	cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"supportedVersions":["0.4.0","1.0.0","1.1.0"]`) {
+		t.Errorf("VERSION: %s, %v", out, err)
+	}
+}
 
 // TestPluginDirect calls the binary as a runtime would, without libcni: the
 // previous result comes back byte for byte, and bad input gets the spec's

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bindery-dev/bindery/internal/netnstest"
 	"github.com/bindery-dev/bindery/internal/roottest"
+	"github.com/bindery-dev/bindery/internal/version"
 	"github.com/bindery-dev/bindery/nodeagent/cni"
 )
 
@@ -34,6 +35,9 @@ var (
 	refDir      string // bridge and host-local
 	pluginsErr  error
 )
+
+// testVersion is the version the tests build bindery-cni as.
+const testVersion = "v0.0.0-cnitest"
 
 // buildPlugins builds bindery-cni from this tree and the reference plugins
 // (tools/cni/build.sh, which does nothing when they are up to date).
@@ -58,7 +62,8 @@ func buildPlugins(t testing.TB) (binderyDir, referenceDir string) {
 			return
 		}
 		// Static, as make build and the image build it.
-		build := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni")
+		build := exec.Command("go", "build", "-ldflags", "-X "+version.LinkerVariable+"="+testVersion,
+			"-o", filepath.Join(pluginsDir, cni.PluginType), "github.com/bindery-dev/bindery/cmd/bindery-cni")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()
 		if err != nil {
@@ -133,6 +138,18 @@ func setup(t testing.TB) *lab {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", l.bridge).Run() })
 	mustRun(t, "ip", "addr", "add", netip.PrefixFrom(l.gateway, l.podSubnet.Bits()).String(), "dev", l.bridge)
 	mustRun(t, "ip", "link", "set", l.bridge, "up")
+	// On a host whose FORWARD policy is DROP, with br_netfilter passing
+	// bridged frames through iptables (as Docker leaves a machine), the
+	// host forwards nothing for the lab's Pods unless told: the lab
+	// accepts what crosses its bridge, as a cluster's network plugin (or
+	// the reference firewall plugin) does for its Pods, and removes its
+	// rules afterwards. bindery-cni's own rules are in the Pods'
+	// namespaces, unaffected.
+	for _, dir := range []string{"-i", "-o"} {
+		rule := []string{"FORWARD", dir, l.bridge, "-m", "comment", "--comment", "bindery-cni test lab", "-j", "ACCEPT"}
+		mustRun(t, "iptables", append([]string{"-w", "-I"}, rule...)...)
+		t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-w", "-D"}, rule...)...).Run() })
+	}
 	l.forwarding = []string{l.bridge}
 	for _, n := range []*netnstest.Namespace{l.svc, l.other, l.outside} {
 		l.forwarding = append(l.forwarding, hostDev(t, n.IP))

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -56,16 +59,23 @@ type Reconciler struct {
 	ctrl    controller.Controller
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
-	mgr     ctrl.Manager
+	// crdOf names the CRD that serves a watched kind, for the kinds that
+	// a CRD serves; goneCRDs are CRDs deleted since they were seen, whose
+	// kinds the RESTMapper may still map.
+	crdOf    map[schema.GroupVersionKind]string
+	goneCRDs map[string]bool
+	mgr      ctrl.Manager
 }
 
 // SetupReconciler registers the controller with mgr.
 func SetupReconciler(mgr ctrl.Manager, log *slog.Logger) (*Reconciler, error) {
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), log: log, mgr: mgr, watched: map[schema.GroupVersionKind]bool{}}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), log: log, mgr: mgr,
+		watched: map[schema.GroupVersionKind]bool{}, crdOf: map[schema.GroupVersionKind]string{}, goneCRDs: map[string]bool{}}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&sbv1.ServiceBinding{}).
 		Watches(&sbv1.ClusterWorkloadResourceMapping{}, handler.EnqueueRequestsFromMapFunc(r.allBindings)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfService)).
+		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, r.crdEvents()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptrTrue()}).
 		Build(r)
 	if err != nil {
@@ -177,7 +187,7 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 	ref := sb.Spec.Service
 	if !(ref.APIVersion == "v1" && ref.Kind == "Secret") {
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		if err := r.watch(gvk, r.bindingsOfService, false); err != nil {
+		if err := r.watch(ctx, gvk, r.bindingsOfService, false); err != nil {
 			if meta.IsNoMatchError(err) {
 				return "", &problem{ReasonServiceMissing, fmt.Sprintf("the server does not serve %s %s", ref.APIVersion, ref.Kind)}
 			}
@@ -186,6 +196,11 @@ func (r *Reconciler) resolveService(ctx context.Context, sb *sbv1.ServiceBinding
 	}
 	return serviceSecret(ctx, r.client, sb.Namespace, ref)
 }
+
+// noSecretAnnotation on a Service Catalog ServiceBinding (catalog's
+// NoSecretAnnotation) says it has no Secret: its credentials reach Pods
+// through the CSI driver only.
+const noSecretAnnotation = "bindery.dev/no-secret"
 
 // serviceSecret returns the name of the Secret that the service ref in
 // namespace ns exposes: a Direct Secret Reference's own name once the
@@ -216,6 +231,9 @@ func serviceSecret(ctx context.Context, c client.Reader, ns string, ref sbv1.Ser
 		return "", fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	name, _, _ := unstructured.NestedString(svc.Object, "status", "binding", "name")
+	if name == "" && svc.GetAnnotations()[noSecretAnnotation] == "true" {
+		return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s asks for no Secret (%s), so there is none to project: mount it with the CSI driver csi.bindery.dev", ref.Kind, ref.Name, noSecretAnnotation)}
+	}
 	if name == "" {
 		return "", &problem{ReasonServiceMissing, fmt.Sprintf("%s %s has no status.binding.name yet", ref.Kind, ref.Name)}
 	}
@@ -227,7 +245,7 @@ func serviceSecret(ctx context.Context, c client.Reader, ns string, ref sbv1.Ser
 // problem for the Ready condition.
 func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.ServiceBinding, secret string) (reason, msg string, err error) {
 	gvk := schema.FromAPIVersionAndKind(sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind)
-	if err := r.watch(gvk, r.bindingsOfWorkload, true); err != nil {
+	if err := r.watch(ctx, gvk, r.bindingsOfWorkload, true); err != nil {
 		if meta.IsNoMatchError(err) {
 			return ReasonWorkloadMissing, fmt.Sprintf("the server does not serve %s %s", sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind), nil
 		}
@@ -335,7 +353,7 @@ func (r *Reconciler) apply(ctx context.Context, w *unstructured.Unstructured, m 
 // unprojectAll removes sb from every workload that carries it.
 func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) error {
 	gvk := schema.FromAPIVersionAndKind(sb.Spec.Workload.APIVersion, sb.Spec.Workload.Kind)
-	gvr, err := r.resource(gvk)
+	gvr, _, err := r.served(ctx, gvk)
 	if meta.IsNoMatchError(err) {
 		return nil
 	}
@@ -369,6 +387,29 @@ func carries(w *unstructured.Unstructured, m Mapping, uid types.UID) bool {
 	return ok
 }
 
+// served returns the resource of gvk and the name of the CRD that serves
+// it (empty for built-in and aggregated kinds), or a no-match error for a
+// kind whose CRD was deleted, which the RESTMapper may still map: reading
+// it through the cache would start an informer that never syncs.
+func (r *Reconciler) served(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, string, error) {
+	gvr, err := r.resource(gvk)
+	if err != nil {
+		return gvr, "", err
+	}
+	crd := gvr.Resource + "." + gvr.Group
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.client.Get(ctx, client.ObjectKey{Name: crd}, &m); err != nil {
+		crd = ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if crd == "" && r.goneCRDs[gvr.Resource+"."+gvr.Group] {
+		return gvr, "", &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+	}
+	return gvr, crd, nil
+}
+
 func (r *Reconciler) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 	rm, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -382,14 +423,18 @@ func (r *Reconciler) resource(gvk schema.GroupVersionKind) (schema.GroupVersionR
 // known from the bindings. The objects land in the manager's cache, which
 // the reconciler then reads. Workloads wake bindings only when their spec
 // or labels change, not on every status update.
-func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc, workload bool) error {
-	if _, err := r.resource(gvk); err != nil {
+func (r *Reconciler) watch(ctx context.Context, gvk schema.GroupVersionKind, f handler.MapFunc, workload bool) error {
+	_, crd, err := r.served(ctx, gvk)
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.watched[gvk] {
 		return nil
+	}
+	if crd != "" {
+		r.crdOf[gvk] = crd
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
@@ -402,6 +447,82 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, f handler.MapFunc, workl
 	}
 	r.watched[gvk] = true
 	return nil
+}
+
+// crdEvents follows the CRDs: when one is deleted, the watches of the
+// kinds it served are stopped (their informers would otherwise retry
+// "Failed to watch" for ever) and every binding is reconciled, so that
+// those using the kinds say so; when one is created or changes, the
+// bindings are reconciled again, and start the watches anew.
+func (r *Reconciler) crdEvents() handler.Funcs {
+	enqueueAll := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.allBindings(ctx, nil) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.crdBack(e.Object.GetName()) {
+				enqueueAll(ctx, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.crdBack(e.ObjectNew.GetName()) {
+				enqueueAll(ctx, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.crdGone(ctx, e.Object.GetName()) {
+				enqueueAll(ctx, q)
+			}
+		},
+	}
+}
+
+// crdGone stops the watches of the kinds the CRD served, and reports
+// whether there were any.
+func (r *Reconciler) crdGone(ctx context.Context, crd string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stopped := false
+	for gvk, name := range r.crdOf {
+		if name != crd {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := r.mgr.GetCache().RemoveInformer(ctx, obj); err != nil {
+			r.log.Warn("stop watching a kind whose CRD was deleted", "kind", gvk.String(), "err", err)
+		}
+		delete(r.watched, gvk)
+		delete(r.crdOf, gvk)
+		r.goneCRDs[crd] = true
+		stopped = true
+		r.log.Info("stopped watching: its CRD was deleted", "kind", gvk.String(), "crd", crd)
+	}
+	return stopped
+}
+
+// crdBack reports whether the CRD had been deleted while its kinds were
+// watched, forgetting that it was.
+func (r *Reconciler) crdBack(crd string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.goneCRDs[crd]
+	delete(r.goneCRDs, crd)
+	return was
+}
+
+// Watched lists the kinds of services and workloads watched now.
+func (r *Reconciler) Watched() []schema.GroupVersionKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []schema.GroupVersionKind
+	for gvk := range r.watched {
+		out = append(out, gvk)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	return out
 }
 
 func (r *Reconciler) listBindings(ctx context.Context, ns string) []sbv1.ServiceBinding {

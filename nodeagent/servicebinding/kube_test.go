@@ -275,6 +275,21 @@ func TestProvisionedServiceRotation(t *testing.T) {
 	sb := binding(ns, "account-service", sbv1.ServiceBindingServiceReference{APIVersion: "com.example/v1alpha1", Kind: "AccountService", Name: "prod-account-service"}, deploymentRef("online-banking"))
 	create(t, c, sb)
 	waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonServiceMissing)
+	// A Service Catalog binding that asks for no Secret says so.
+	svc.SetAnnotations(map[string]string{"bindery.dev/no-secret": "true"})
+	if err := c.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reason names the CSI driver", func(ctx context.Context) error {
+		var got sbv1.ServiceBinding
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), &got); err != nil {
+			return err
+		}
+		if cond := meta.FindStatusCondition(got.Status.Conditions, sbv1.ConditionReady); cond == nil || !strings.Contains(cond.Message, "csi.bindery.dev") {
+			return fmt.Errorf("Ready: %+v", cond)
+		}
+		return nil
+	})
 
 	setBinding("db-1")
 	sb = waitReady(t, c, sb, metav1.ConditionTrue, "Projected")

@@ -12,12 +12,19 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 
 	"github.com/bindery-dev/bindery/internal/pki"
 )
@@ -66,13 +73,10 @@ func InstallLocal(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Op
 		return "", fmt.Errorf("webhook serving certificate: %w", err)
 	}
 	o.CertDir = dir
-	webhookURL := (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(o.port)), Path: MutatePath}).String()
+	webhookURL := (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(o.Port())), Path: MutatePath}).String()
 
 	scheme, err := Scheme()
 	if err != nil {
-		return "", err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return "", err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -155,6 +159,120 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("CRD %s not established: %w", name, err)
+	}
+	return nil
+}
+
+// Uninstall removes what InstallLocal installed and what the controller
+// left behind: the webhook configuration first, so that no admission
+// calls a webhook that is gone; then each ServiceBinding's projection
+// from its workloads and its finalizer; the CRDs, and with them the
+// ServiceBindings and mappings; and NamespaceLabel from the namespaces.
+// What is gone already is skipped, so it can be run again.
+func Uninstall(ctx context.Context, log *slog.Logger, cfg *rest.Config, m Manifests) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	if err := removeWebhookConfiguration(ctx, c, m); err != nil {
+		return err
+	}
+	log.Info("deleted the webhook configuration")
+	if err := releaseBindings(ctx, log, c); err != nil {
+		return err
+	}
+	for _, doc := range m.CRDs {
+		crd, err := decode(doc)
+		if err != nil {
+			return fmt.Errorf("CRD: %w", err)
+		}
+		if err := deleteAndWait(ctx, c, crd); err != nil {
+			return err
+		}
+		log.Info("deleted CRD", "name", crd.GetName())
+	}
+	var nss metav1.PartialObjectMetadataList
+	nss.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := c.List(ctx, &nss, client.MatchingLabels{NamespaceLabel: "true"}); err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	r := &Reconciler{client: c}
+	for _, ns := range nss.Items {
+		if err := r.labelNamespace(ctx, ns.Name, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveWebhookConfiguration deletes the MutatingWebhookConfiguration
+// InstallLocal applied, if it is there.
+func RemoveWebhookConfiguration(ctx context.Context, cfg *rest.Config, m Manifests) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	return removeWebhookConfiguration(ctx, c, m)
+}
+
+func removeWebhookConfiguration(ctx context.Context, c client.Client, m Manifests) error {
+	mwc, err := decode(m.WebhookConfiguration)
+	if err != nil {
+		return fmt.Errorf("webhook configuration: %w", err)
+	}
+	if err := c.Delete(ctx, mwc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete MutatingWebhookConfiguration %s: %w", mwc.GetName(), err)
+	}
+	return nil
+}
+
+// releaseBindings takes every ServiceBinding's projection out of its
+// workloads and removes its finalizer, which no controller would remove
+// once the CRD is being deleted.
+func releaseBindings(ctx context.Context, log *slog.Logger, c client.Client) error {
+	var list sbv1.ServiceBindingList
+	if err := c.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("list servicebindings: %w", err)
+	}
+	r := &Reconciler{client: c, apiReader: c, mapper: c.RESTMapper(), log: log}
+	for i := range list.Items {
+		sb := &list.Items[i]
+		if err := r.unprojectAll(ctx, sb); err != nil {
+			return fmt.Errorf("servicebinding %s/%s: %w", sb.Namespace, sb.Name, err)
+		}
+		orig := sb.DeepCopy()
+		if controllerutil.RemoveFinalizer(sb, Finalizer) {
+			if err := c.Patch(ctx, sb, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("servicebinding %s/%s: remove finalizer: %w", sb.Namespace, sb.Name, err)
+			}
+		}
+		log.Info("released servicebinding", "servicebinding", sb.Namespace+"/"+sb.Name)
+	}
+	return nil
+}
+
+// deleteAndWait deletes o and waits, a minute at most, until it is gone.
+func deleteAndWait(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
+	if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopy())
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s still there: %w", o.GetKind(), o.GetName(), err)
 	}
 	return nil
 }

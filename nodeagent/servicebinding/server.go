@@ -2,6 +2,7 @@ package servicebinding
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,15 +13,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -46,6 +51,10 @@ type Options struct {
 	Kubeconfig string
 	// Controller runs the reconciler beside the webhook.
 	Controller bool
+	// Listener, when set, is where the webhook is served instead of
+	// Listen: `bindery up` opens it with its other listeners, before it
+	// writes anything to the cluster.
+	Listener net.Listener
 
 	host string
 	port int
@@ -71,13 +80,27 @@ func (o *Options) Complete() error {
 }
 
 // ValidateListen reports a listen address the server cannot use, naming
-// flag, the flag that set it. The port must be given: controller-runtime's
-// server takes no port 0.
+// flag, the flag that set it. Port 0 picks a free port.
 func (o *Options) ValidateListen(flag string) error {
-	if _, _, err := net.SplitHostPort(o.Listen); err != nil || o.port <= 0 || o.port > 65535 {
-		return fmt.Errorf("%s %q: want HOST:PORT with a port in 1-65535", flag, o.Listen)
+	_, port, err := net.SplitHostPort(o.Listen)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: want HOST:PORT with a port in 0-65535 (0 picks a free one)", flag, o.Listen)
 	}
 	return nil
+}
+
+// Port is the port the webhook is served on: Listener's when set (the
+// one bound when Listen asked for port 0), else Listen's.
+func (o *Options) Port() int {
+	if o.Listener != nil {
+		if a, ok := o.Listener.Addr().(*net.TCPAddr); ok {
+			return a.Port
+		}
+	}
+	return o.port
 }
 
 // Validate returns every problem with the options at once.
@@ -101,7 +124,7 @@ func (o *Options) Validate() error {
 // Scheme returns the types the webhook and the controller read and write.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sbv1.AddToScheme, sbv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sbv1.AddToScheme, sbv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -148,10 +171,13 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	srv := webhook.NewServer(webhook.Options{
-		Host: o.host, Port: o.port, CertDir: o.CertDir, CertName: "tls.crt", KeyName: "tls.key",
-		WebhookMux: mux,
-	})
+	l := o.Listener
+	if l == nil {
+		if l, err = net.Listen("tcp", o.Listen); err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
+	}
+	srv := &listenerServer{Server: webhook.NewServer(webhook.Options{WebhookMux: mux}), l: l, certDir: o.CertDir}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 logr.FromSlogHandler(log.Handler()),
@@ -187,8 +213,55 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 			return err
 		}
 	}
-	log.Info("serving webhook", "addr", net.JoinHostPort(o.host, strconv.Itoa(o.port)), "path", MutatePath)
+	log.Info("serving webhook", "addr", l.Addr().String(), "path", MutatePath)
 	return mgr.Start(ctx)
 }
 
 func ptrTrue() *bool { t := true; return &t }
+
+// listenerServer is controller-runtime's webhook server (its mux and
+// registrations) served on a listener opened beforehand, which its own
+// server cannot take: the port is held, port 0 included, before the
+// webhook configuration naming it is written. Certificates are reloaded
+// when they change, as there.
+type listenerServer struct {
+	webhook.Server
+	l       net.Listener
+	certDir string
+	started atomic.Bool
+}
+
+// Start serves until ctx ends, then shuts down within a minute.
+func (s *listenerServer) Start(ctx context.Context) error {
+	w, err := certwatcher.New(filepath.Join(s.certDir, "tls.crt"), filepath.Join(s.certDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("webhook certificate: %w", err)
+	}
+	go func() { _ = w.Start(ctx) }()
+	cfg := &tls.Config{NextProtos: []string{"h2", "http/1.1"}, GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12}
+	srv := &http.Server{Handler: s.WebhookMux(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	s.started.Store(true)
+	if err := srv.Serve(tls.NewListener(s.l, cfg)); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	<-done
+	return nil
+}
+
+// StartedChecker is healthy once the server serves.
+func (s *listenerServer) StartedChecker() healthz.Checker {
+	return func(*http.Request) error {
+		if !s.started.Load() {
+			return errors.New("webhook server has not been started yet")
+		}
+		return nil
+	}
+}

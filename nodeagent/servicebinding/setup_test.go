@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +45,29 @@ type bundle struct {
 	// stop ends the webhook and controller; start runs them again.
 	stop  func()
 	start func()
+	// logs holds what the webhook and controller logged (warnings and
+	// errors, controller-runtime's and its informers' among them).
+	logs *logRecord
+}
+
+// logRecord keeps log lines for a test to read.
+type logRecord struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecord) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, string(p))
+	return len(p), nil
+}
+
+// since returns the lines logged after the first n, and how many there are.
+func (r *logRecord) since(n int) ([]string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines[n:]...), len(r.lines)
 }
 
 // setup starts kube-apiserver and kube-controller-manager (so Deployments
@@ -108,7 +133,8 @@ func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyTy
 		caBundle:   cert,
 		certDir:    dir,
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b.logs = &logRecord{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, b.logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var cancel context.CancelFunc
 	var done chan error
 	b.start = func() {

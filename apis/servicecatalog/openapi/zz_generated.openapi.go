@@ -55,6 +55,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.SecretTransform{}.OpenAPIModelName():                schema_bindery_apis_servicecatalog_v1beta1_SecretTransform(ref),
 		v1beta1.ServiceBinding{}.OpenAPIModelName():                 schema_bindery_apis_servicecatalog_v1beta1_ServiceBinding(ref),
 		v1beta1.ServiceBindingCondition{}.OpenAPIModelName():        schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingCondition(ref),
+		v1beta1.ServiceBindingCredentials{}.OpenAPIModelName():      schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingCredentials(ref),
 		v1beta1.ServiceBindingEndpoint{}.OpenAPIModelName():         schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingEndpoint(ref),
 		v1beta1.ServiceBindingList{}.OpenAPIModelName():             schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingList(ref),
 		v1beta1.ServiceBindingPropertiesState{}.OpenAPIModelName():  schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingPropertiesState(ref),
@@ -1791,7 +1792,7 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBinding(ref common.Refere
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ServiceBinding is a set of credentials for a ServiceInstance, delivered as a Secret in the binding's namespace.",
+				Description: "ServiceBinding is a set of credentials for a ServiceInstance, delivered as a Secret in the binding's namespace, or, without one (the bindery.dev/no-secret annotation), through its credentials subresource.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -1886,6 +1887,64 @@ func schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingCondition(ref comm
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_bindery_apis_servicecatalog_v1beta1_ServiceBindingCredentials(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceBindingCredentials is what the credentials subresource of a ServiceBinding (GET .../servicebindings/NAME/credentials) returns: the binding's credentials as its Secret would hold them, for consumers that read them without a Secret (the CSI driver csi.bindery.dev, as the Pod's own service account). A Bindery extension to v1beta1: RBAC grants it apart from the binding itself (the resource servicebindings/credentials).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: the binding's name, namespace, uid and resourceVersion.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"data": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Data holds one entry per credential key, after the binding's secretTransforms, with the servicebinding.io entries `type` and `provider`: the keys and values of the binding's Secret, and the files of a servicebinding.io binding directory.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "byte",
+									},
+								},
+							},
+						},
+					},
+					"successor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Successor names the newest binding, Ready and not being deleted, whose spec.predecessorBindingRef names this one (OSB 2.17 rotation): a consumer that follows rotations reads its credentials next, with its own permission to. Empty when there is none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

@@ -49,6 +49,7 @@ func knownTypes() []runtime.Object {
 		&ServicePlan{}, &ServicePlanList{},
 		&ServiceInstance{}, &ServiceInstanceList{},
 		&ServiceBinding{}, &ServiceBindingList{},
+		&ServiceBindingCredentials{},
 	}
 }
 

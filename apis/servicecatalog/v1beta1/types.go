@@ -1025,10 +1025,13 @@ const (
 )
 
 // +genclient
+// +genclient:method=GetCredentials,verb=get,subresource=credentials,result=ServiceBindingCredentials
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // ServiceBinding is a set of credentials for a ServiceInstance, delivered
-// as a Secret in the binding's namespace.
+// as a Secret in the binding's namespace, or, without one
+// (the bindery.dev/no-secret annotation), through its credentials
+// subresource.
 type ServiceBinding struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.

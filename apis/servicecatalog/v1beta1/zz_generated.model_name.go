@@ -188,6 +188,11 @@ func (in ServiceBindingCondition) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceBindingCredentials) OpenAPIModelName() string {
+	return "io.k8s.servicecatalog.v1beta1.ServiceBindingCredentials"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ServiceBindingEndpoint) OpenAPIModelName() string {
 	return "io.k8s.servicecatalog.v1beta1.ServiceBindingEndpoint"
 }

@@ -33,6 +33,8 @@ type ServiceBindingInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*servicecatalogv1beta1.ServiceBindingList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *servicecatalogv1beta1.ServiceBinding, err error)
+	GetCredentials(ctx context.Context, serviceBindingName string, options v1.GetOptions) (*servicecatalogv1beta1.ServiceBindingCredentials, error)
+
 	ServiceBindingExpansion
 }
 
@@ -53,4 +55,18 @@ func newServiceBindings(c *ServicecatalogV1beta1Client, namespace string) *servi
 			func() *servicecatalogv1beta1.ServiceBindingList { return &servicecatalogv1beta1.ServiceBindingList{} },
 		),
 	}
+}
+
+// GetCredentials takes name of the serviceBinding, and returns the corresponding servicecatalogv1beta1.ServiceBindingCredentials object, and an error if there is any.
+func (c *serviceBindings) GetCredentials(ctx context.Context, serviceBindingName string, options v1.GetOptions) (result *servicecatalogv1beta1.ServiceBindingCredentials, err error) {
+	result = &servicecatalogv1beta1.ServiceBindingCredentials{}
+	err = c.GetClient().Get().
+		Namespace(c.GetNamespace()).
+		Resource("servicebindings").
+		Name(serviceBindingName).
+		SubResource("credentials").
+		VersionedParams(&options, scheme.ParameterCodec).
+		Do(ctx).
+		Into(result)
+	return
 }

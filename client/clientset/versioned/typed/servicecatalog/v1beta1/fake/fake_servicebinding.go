@@ -5,9 +5,13 @@
 package fake
 
 import (
+	context "context"
+
 	v1beta1 "github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	servicecatalogv1beta1 "github.com/bindery-dev/bindery/client/clientset/versioned/typed/servicecatalog/v1beta1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeServiceBindings implements ServiceBindingInterface
@@ -35,4 +39,16 @@ func newFakeServiceBindings(fake *FakeServicecatalogV1beta1, namespace string) s
 		),
 		fake,
 	}
+}
+
+// GetCredentials takes name of the serviceBinding, and returns the corresponding serviceBindingCredentials object, and an error if there is any.
+func (c *fakeServiceBindings) GetCredentials(ctx context.Context, serviceBindingName string, options v1.GetOptions) (result *v1beta1.ServiceBindingCredentials, err error) {
+	emptyResult := &v1beta1.ServiceBindingCredentials{}
+	obj, err := c.Fake.
+		Invokes(testing.NewGetSubresourceActionWithOptions(c.Resource(), c.Namespace(), "credentials", serviceBindingName, options), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.ServiceBindingCredentials), err
 }

@@ -1,0 +1,174 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// TestRelistsCoalesce: relists asked for while a broker's catalogue is
+// being fetched all join one next fetch (the one under way may have read
+// the catalogue before whatever prompted them), so registration plus 6
+// relists reach the broker twice; each relist gets the broker as stored.
+func TestRelistsCoalesce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 500 * time.Millisecond, Times: 1})
+	b := register(t, s, "slow", fake.URL(), "")
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	relist := func() {
+		got, err := s.Relist(ctx, b.ID)
+		if err != nil || ready(got).Status != catalog.ConditionTrue {
+			failed.Add(1)
+			t.Errorf("relist: %v %+v", err, got)
+		}
+	}
+	wg.Go(relist)
+	waitFor(t, func() bool { return fake.Count(osbtest.VerbCatalog) == 1 })
+	for range 6 {
+		wg.Go(relist)
+	}
+	wg.Wait()
+	if n := fake.Count(osbtest.VerbCatalog); n != 2 {
+		t.Errorf("registration and 6 relists during its fetch reached the broker %d times, want 2", n)
+	}
+	// Once nothing is under way, a relist fetches at once.
+	if _, err := s.Relist(ctx, b.ID); err != nil || fake.Count(osbtest.VerbCatalog) != 3 {
+		t.Errorf("a relist after the others: %v, %d fetches", err, fake.Count(osbtest.VerbCatalog))
+	}
+}
+
+// TestRequestRelistReturnsAtOnce: the engine's request for a fetch (after
+// a MaintenanceInfoConflict) returns at once while a fetch is under way,
+// joins the next fetch, and that fetch happens.
+func TestRequestRelistReturnsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "busy", fake.URL(), "")
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 2 * time.Second, Times: 1})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Relist(ctx, b.ID)
+	}()
+	waitFor(t, func() bool { return fake.Count(osbtest.VerbCatalog) == 1 })
+	start := time.Now()
+	for range 3 {
+		s.RequestRelist(b.ID)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("RequestRelist took %s while a fetch of 2 s was under way", d)
+	}
+	<-done
+	eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
+		if n := fake.Count(osbtest.VerbCatalog); n != 2 {
+			return fmt.Errorf("%d fetches, want the one under way and one more", n)
+		}
+		return nil
+	})
+	// Nothing under way: the request starts a fetch itself.
+	s.RequestRelist(b.ID)
+	waitFor(t, func() bool { return fake.Count(osbtest.VerbCatalog) == 3 })
+}
+
+// TestCatalogueFetchesLimited: with a limit of one fetch at a time, two
+// brokers' fetches take turns.
+func TestCatalogueFetchesLimited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, catalog.WithCatalogueFetches(1))
+	var inFlight, most atomic.Int32
+	broker := func(name string) string {
+		doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
+			"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(300 * time.Millisecond)
+			_, _ = w.Write([]byte(doc))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b := register(t, s, "a", broker("a"), ""), register(t, s, "b", broker("b"), "")
+	var wg sync.WaitGroup
+	for _, id := range []string{a.ID, b.ID} {
+		wg.Go(func() {
+			if _, err := s.Relist(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d fetches at once with a limit of 1", m)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRelistGivenUpWhileQueued: a relist that gives up while it waits for
+// the next fetch cancels that fetch (no one wants it); one asked for
+// afterwards still gets a fetch.
+func TestRelistGivenUpWhileQueued(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 2 * time.Second, Times: 1})
+	b := register(t, s, "queued", fake.URL(), "")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Relist(ctx, b.ID)
+	}()
+	waitFor(t, func() bool { return fake.Count(osbtest.VerbCatalog) == 1 })
+	gaveUp, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Relist(gaveUp, b.ID); err == nil {
+		t.Fatal("a relist that gave up succeeded")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a relist that gave up while queued returned after %s, not at once", d)
+	}
+	later := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		later <- err
+	}()
+	<-done
+	if err := <-later; err != nil {
+		t.Fatalf("a relist asked for after another gave up: %v", err)
+	}
+	if n := fake.Count(osbtest.VerbCatalog); n != 2 {
+		t.Errorf("%d fetches, want the first and one for the later relist", n)
+	}
+}

@@ -1,0 +1,105 @@
+package csi
+
+import (
+	"crypto/tls"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/bindery-dev/bindery/internal/pki"
+)
+
+// TestAPIStatus: each refusal of the API server becomes the gRPC code the
+// kubelet retries or reports, with a message that says what to do.
+func TestAPIStatus(t *testing.T) {
+	t.Parallel()
+	pod := podInfo{namespace: "shop", name: "web-1", serviceAccount: "web"}
+	for _, tc := range []struct {
+		code int
+		body string
+		want codes.Code
+		msg  []string
+	}{
+		{403, `{"kind":"Status","message":"servicebindings.servicecatalog.k8s.io \"orders\" is forbidden: User \"system:serviceaccount:shop:web\" cannot get resource \"servicebindings/credentials\""}`,
+			codes.PermissionDenied, []string{"service account shop/web may not get servicebindings/credentials", `"orders"`, "servicebinding-credentials-reader", "cannot get resource"}},
+		{401, `{"kind":"Status","message":"Unauthorized"}`, codes.Unauthenticated, []string{"tokenRequests", "--credentials-audience"}},
+		{404, `{"kind":"Status","message":"not found"}`, codes.NotFound, []string{"no ServiceBinding shop/orders"}},
+		{409, `{"kind":"Status","message":"not Ready"}`, codes.Unavailable, []string{"not Ready"}},
+		{422, `{"kind":"Status","message":"addKeysFrom"}`, codes.FailedPrecondition, []string{"addKeysFrom"}},
+		{500, `garbage`, codes.Unavailable, []string{"answered 500", "Internal Server Error"}},
+	} {
+		err := apiStatus(tc.code, []byte(tc.body), pod, "orders")
+		if status.Code(err) != tc.want {
+			t.Errorf("%d: code %v, want %v", tc.code, status.Code(err), tc.want)
+		}
+		for _, m := range tc.msg {
+			if !strings.Contains(err.Error(), m) {
+				t.Errorf("%d: message lacks %q: %v", tc.code, m, err)
+			}
+		}
+	}
+}
+
+// TestCABundleLater: the client starts without its CA file, refuses to
+// talk until the file is there (naming it), then trusts the server; a
+// server its CA did not sign is refused.
+func TestCABundleLater(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ServiceBindingCredentials","metadata":{"name":"orders"},"data":{"password":"cHc="}}`))
+	}))
+	defer srv.Close()
+	// A server whose certificate another CA signed (httptest's servers
+	// all share one certificate).
+	otherCA, err := pki.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := otherCA.Issue(pki.Spec{CommonName: "other", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.Server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := httptest.NewUnstartedServer(http.NotFoundHandler())
+	other.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Cert.Raw}, PrivateKey: cert.Key}}}
+	other.StartTLS()
+	defer other.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	c, err := newAPIClient(srv.URL, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := podInfo{namespace: "shop", name: "web-1"}
+	_, err = c.credentials(t.Context(), pod, "orders", token{value: "tok"})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), caFile) {
+		t.Fatalf("without the CA file: %v", err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.credentials(t.Context(), pod, "orders", token{value: "tok"})
+	if err != nil || string(got.Data["password"]) != "pw" {
+		t.Fatalf("with the CA file: %+v, %v", got, err)
+	}
+	o, err := newAPIClient(other.URL, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.credentials(t.Context(), pod, "orders", token{value: "tok"}); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a server the CA did not sign: %v", err)
+	}
+}

@@ -1,0 +1,259 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/bindery-dev/bindery/internal/version"
+)
+
+// The Identity and Node services, as the kubelet calls them for inline
+// volumes (https://github.com/container-storage-interface/spec/blob/master/spec.md).
+
+// GetPluginInfo names the driver.
+func (d *Driver) GetPluginInfo(context.Context, *csipb.GetPluginInfoRequest) (*csipb.GetPluginInfoResponse, error) {
+	return &csipb.GetPluginInfoResponse{Name: Name, VendorVersion: version.String()}, nil
+}
+
+// GetPluginCapabilities lists none: no controller service, as volumes
+// are inline in Pods, and no topology, as every node serves every binding.
+func (d *Driver) GetPluginCapabilities(context.Context, *csipb.GetPluginCapabilitiesRequest) (*csipb.GetPluginCapabilitiesResponse, error) {
+	return &csipb.GetPluginCapabilitiesResponse{}, nil
+}
+
+// Probe says the driver is ready once it serves: it needs nothing else.
+func (d *Driver) Probe(context.Context, *csipb.ProbeRequest) (*csipb.ProbeResponse, error) {
+	return &csipb.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
+}
+
+// NodeGetCapabilities lists none: no staging (a volume is published
+// straight to its Pod), no stats, no expansion.
+func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
+	return &csipb.NodeGetCapabilitiesResponse{}, nil
+}
+
+// NodeGetInfo names the node.
+func (d *Driver) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb.NodeGetInfoResponse, error) {
+	return &csipb.NodeGetInfoResponse{NodeId: d.opts.NodeID}, nil
+}
+
+// volume is one published volume: a tmpfs at target holding the
+// credentials of a binding, read as the Pod's service account.
+type volume struct {
+	// mu serialises the publishes, refreshes and unpublish of the volume.
+	mu      sync.Mutex
+	id      string
+	target  string
+	pod     podInfo
+	binding string // what the Pod's volume names
+	current string // whose credentials the files hold: binding or a rotation of it
+	token   token
+	gone    bool // unpublished: the map no longer holds it
+}
+
+// NodePublishVolume mounts a tmpfs at the target path and writes the
+// binding's credentials into it, or, when the kubelet calls again
+// (requiresRepublish: about once a Pod sync, with a fresh token), writes
+// them again if they changed. It is idempotent: the same request twice
+// leaves one mount holding the same files.
+func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
+	began := time.Now()
+	p, err := parsePublish(req, d.opts.Audience)
+	if err != nil {
+		d.metrics.publishes.WithLabelValues("invalid").Inc()
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	v := d.volume(p)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gone {
+		return nil, status.Error(codes.Aborted, "the volume was unpublished meanwhile")
+	}
+	if _, err := os.Stat(filepath.Dir(p.target)); err != nil {
+		d.forget(v)
+		return nil, status.Errorf(codes.NotFound, "the parent of target_path %s: %v", p.target, err)
+	}
+	fresh, err := d.ensureMounted(p.target)
+	if err != nil {
+		d.forget(v)
+		return nil, err
+	}
+	v.token = p.token
+	if v.current == "" {
+		v.current = readState(p.target)
+	}
+	if v.current == "" {
+		v.current = p.binding
+	}
+	if err := d.fill(ctx, v); err != nil {
+		d.metrics.publishes.WithLabelValues(result(err)).Inc()
+		if fresh {
+			// Nothing a Pod could have seen: the next attempt starts over.
+			_ = unmountAndRemove(p.target)
+			d.forget(v)
+		}
+		d.log.Warn("publish volume", "volume", p.volumeID, "pod", p.pod.String(), "binding", p.binding, "err", err)
+		return nil, err
+	}
+	d.metrics.publishes.WithLabelValues("ok").Inc()
+	d.metrics.publishSeconds.Observe(time.Since(began).Seconds())
+	return &csipb.NodePublishVolumeResponse{}, nil
+}
+
+// ensureMounted mounts the tmpfs unless it is there; fresh says it was not.
+func (d *Driver) ensureMounted(target string) (fresh bool, err error) {
+	ok, err := mounted(target)
+	switch {
+	case err == nil && ok:
+		return false, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, status.Errorf(codes.Internal, "inspect target_path %s: %v", target, err)
+	}
+	if err := mountTmpfs(target); err != nil {
+		return false, status.Errorf(codes.Internal, "%s: %v", target, err)
+	}
+	return true, nil
+}
+
+// fill reads the newest credentials of the volume's binding and writes
+// them. A rotation it cannot follow (the Pod may not read the successor)
+// leaves the last readable credentials in place, and is logged.
+func (d *Driver) fill(ctx context.Context, v *volume) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*fetchTimeout)
+	defer cancel()
+	fetched := time.Now()
+	creds, err := d.client.latest(ctx, v.pod, v.current, v.token)
+	d.metrics.fetchSeconds.Observe(time.Since(fetched).Seconds())
+	if creds == nil {
+		return err
+	}
+	if err != nil {
+		d.log.Warn("a rotation of the binding is not readable; keeping the credentials of the last readable binding",
+			"pod", v.pod.String(), "binding", creds.Name, "err", err)
+	}
+	changed, werr := writeFiles(v.target, creds.Data)
+	if werr != nil {
+		return status.Errorf(codes.Internal, "write the credentials of ServiceBinding %s/%s: %v", v.pod.namespace, creds.Name, werr)
+	}
+	if err := writeState(v.target, creds.Name); err != nil {
+		return status.Errorf(codes.Internal, "%v", err)
+	}
+	if changed {
+		d.metrics.writes.Inc()
+		d.log.Info("credentials written", "pod", v.pod.String(), "binding", creds.Name, "keys", len(creds.Data), "resourceVersion", creds.ResourceVersion)
+	}
+	v.current = creds.Name
+	return nil
+}
+
+// NodeUnpublishVolume unmounts the tmpfs, so the credentials are gone
+// from the node, and removes the target path. Unpublishing what is not
+// there succeeds.
+func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "volume_id: required")
+	case req.GetTargetPath() == "":
+		return nil, status.Error(codes.InvalidArgument, "target_path: required")
+	}
+	target := req.GetTargetPath()
+	d.mu.Lock()
+	v := d.volumes[target]
+	d.mu.Unlock()
+	if v != nil {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+	}
+	if err := unmountAndRemove(target); err != nil {
+		d.metrics.unpublishes.WithLabelValues("error").Inc()
+		return nil, status.Errorf(codes.Internal, "%s: %v", target, err)
+	}
+	if v != nil {
+		d.forget(v)
+	}
+	d.metrics.unpublishes.WithLabelValues("ok").Inc()
+	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// volume returns the record of the request's target path, making one.
+func (d *Driver) volume(p *publish) *volume {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.volumes[p.target]
+	if v == nil || v.binding != p.binding || v.pod.uid != p.pod.uid {
+		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding}
+		d.volumes[p.target] = v
+		d.metrics.volumes.Set(float64(len(d.volumes)))
+	}
+	return v
+}
+
+// forget drops a volume's record; the caller holds v.mu.
+func (d *Driver) forget(v *volume) {
+	v.gone = true
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.volumes[v.target] == v {
+		delete(d.volumes, v.target)
+	}
+	d.metrics.volumes.Set(float64(len(d.volumes)))
+}
+
+// refreshLoop reads every volume's credentials again each
+// RefreshInterval, so a rotation reaches the files within it even when
+// the kubelet republishes less often (its Pod sync, a minute by default).
+// It uses the token the kubelet last gave for the volume, while it is
+// valid for another margin; a volume whose token is older waits for the
+// kubelet.
+func (d *Driver) refreshLoop(ctx context.Context) {
+	tick := time.NewTicker(d.opts.RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		d.mu.Lock()
+		vols := make([]*volume, 0, len(d.volumes))
+		for _, v := range d.volumes {
+			vols = append(vols, v)
+		}
+		d.mu.Unlock()
+		for _, v := range vols {
+			d.refresh(ctx, v)
+		}
+	}
+}
+
+// tokenMargin is how long a token must still be valid to be used.
+const tokenMargin = 30 * time.Second
+
+func (d *Driver) refresh(ctx context.Context, v *volume) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gone || (!v.token.expires.IsZero() && time.Until(v.token.expires) < tokenMargin) {
+		return
+	}
+	if err := d.fill(ctx, v); err != nil {
+		d.metrics.refreshes.WithLabelValues(result(err)).Inc()
+		d.log.Warn("refresh volume", "volume", v.id, "pod", v.pod.String(), "binding", v.current, "err", err)
+		return
+	}
+	d.metrics.refreshes.WithLabelValues("ok").Inc()
+}
+
+// result is a metric label for an error: its gRPC code.
+func result(err error) string {
+	return status.Code(err).String()
+}

@@ -1,0 +1,88 @@
+package servicebinding_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
+)
+
+// TestWatchFollowsCRDs: the controller watches a Provisioned Service's kind
+// once a binding names it. When the kind's CRD is deleted, the watch stops
+// (its informer would otherwise log "Failed to watch" for ever) and the
+// binding says the service is missing; when the CRD comes back, the watch
+// starts again: a service created afterwards is projected.
+func TestWatchFollowsCRDs(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	createAccountServiceCRD(t, c)
+	create(t, c, secret(ns, "db-1"), secret(ns, "db-2"))
+	// service creates the service with status.binding.name secretName.
+	service := func(secretName string) {
+		t.Helper()
+		svc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "com.example/v1alpha1", "kind": "AccountService",
+			"metadata": map[string]any{"namespace": ns, "name": "prod-account-service"},
+		}}
+		create(t, c, svc)
+		svc.Object["status"] = map[string]any{"binding": map[string]any{"name": secretName}}
+		if err := c.Status().Update(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	service("db-1")
+	d := deployment(ns, "online-banking", nil, "app")
+	create(t, c, d)
+	sb := binding(ns, "account-service", sbv1.ServiceBindingServiceReference{APIVersion: "com.example/v1alpha1", Kind: "AccountService", Name: "prod-account-service"}, deploymentRef("online-banking"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, "Projected")
+
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName("accountservices.com.example")
+	if err := c.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the CRD gone", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("CRD: %v", err)
+		}
+		return nil
+	})
+	waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonServiceMissing)
+	// A reflector retries a failed watch after 0.8 s, then 1.6, 3.2, 6.4
+	// and 12.8 s, and controller-runtime logs each failure: in 15 s a
+	// watch left running says so a few times.
+	_, mark := b.logs.since(0)
+	time.Sleep(15 * time.Second)
+	lines, _ := b.logs.since(mark)
+	for _, l := range lines {
+		if strings.Contains(l, "Failed to watch") && strings.Contains(strings.ToLower(l), "accountservice") {
+			t.Errorf("a watch of the deleted kind still runs: %s", l)
+		}
+	}
+
+	createAccountServiceCRD(t, c)
+	service("db-2")
+	waitReady(t, c, sb, metav1.ConditionTrue, "Projected")
+	eventually(t, "Deployment projects db-2", func(ctx context.Context) error {
+		var got appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
+		}
+		return projected(&got.Spec.Template.Spec, string(sb.UID), "db-2", "/bindings", "account-service")
+	})
+}
