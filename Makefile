@@ -61,13 +61,16 @@ test: deps node-deps kube cni helm browser modules
 
 ## modules: the repository's other Go modules build from their own go.mod and
 ## go.sum (-mod=readonly, as a clean clone does): bench/ is built and vetted;
-## tools/kube, tools/cni and tools/codegen only have every package of their
-## programs loaded (go list -deps), for building tools/kube takes 5+ minutes
+## the modules under tools/ only have every package of their programs loaded
+## (go list -deps), for building tools/kube or Helm takes 5+ minutes
 modules:
 	cd bench && $(GO) build -mod=readonly ./... && $(GO) vet -mod=readonly ./...
 	tools/kube/build.sh --check
 	tools/cni/build.sh --check
 	cd tools/codegen && $(GO) list -mod=readonly -deps tool >/dev/null
+	cd tools/helm && $(GO) list -mod=readonly -deps helm.sh/helm/v4/cmd/helm >/dev/null
+	cd tools/helm/v3 && $(GO) list -mod=readonly -deps helm.sh/helm/v3/cmd/helm >/dev/null
+	cd tools/compose && $(GO) list -mod=readonly -deps github.com/docker/compose/v2/cmd >/dev/null
 
 ## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
 ## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
