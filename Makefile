@@ -19,7 +19,8 @@ SOURCES := go.mod go.sum $(shell find . \( -path ./tools -o -path ./bench -o -pa
 	-o -path ./.git -o -path ./.bindery -o -path ./deploy \) -prune -o -type f ! -name '*_test.go' ! -name '*.md' \
 	! -path '*/testdata/*' -print)
 
-## build: the bindery and bindery-cni binaries in ./bin, static: the runtime
+## build: the bindery and bindery-cni binaries in ./bin, static and -trimpath
+## (the flags `make image` compiles with, so the two share the build cache): the runtime
 ## starts bindery-cni for every Pod and every CLI command is a process of
 ## bindery, and the dynamic loader alone took about 1 ms of each bindery-cni
 ## start and a few of each command (nothing needs cgo)
@@ -29,12 +30,16 @@ $(BIN)/bindery $(BIN)/bindery-cni: export CGO_ENABLED := 0
 
 # One line per step: the first build downloads the Go modules (once, quietly)
 # and compiles every dependency, which takes minutes; later builds compile
-# what changed.
-$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES) $(BIN)/.version
+# what changed. VERSION_DEP makes a new version (a new commit) rebuild them
+# so that they report it; `make run` leaves it out: it runs the binaries as
+# they are while their sources are unchanged.
+VERSION_DEP ?= $(BIN)/.version
+$(BIN)/bindery $(BIN)/bindery-cni: $(SOURCES) $(VERSION_DEP)
 	@GOPROXY=off $(GO) list -deps ./cmd/bindery ./cmd/bindery-cni >/dev/null 2>&1 || \
 		{ echo "make: downloading the Go modules (once)"; $(GO) mod download; }
-	@echo "make: building bin/$(@F) (the first build compiles every dependency: a few minutes)"
-	@$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/$(@F)
+	@if [ -e $@ ]; then echo "make: building bin/$(@F) (its sources changed)"; \
+	else echo "make: building bin/$(@F) (a first build compiles every dependency: a few minutes)"; fi
+	@$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/$(@F)
 
 # The version the binaries were last built as, rewritten only when it
 # changes: a new commit rebuilds them, so that they report it.
@@ -44,13 +49,16 @@ $(BIN)/.version: FORCE
 FORCE:
 
 ## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
-## docker load, podman load and ctr images import (no container engine needed)
+## docker load, podman load and ctr images import (no container engine needed);
+## its binaries are compiled with `make build`'s flags (static, -trimpath), so a
+## warm build cache leaves only the linking (stripped) to do
 image:
 	@mkdir -p dist
 	$(GO) run ./tools/image bindery -o dist/bindery.tar -ref $(or $(IMAGE),bindery.test/bindery:dev) -version $(VERSION)
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
-run: deps $(BIN)/bindery
+run: deps
+	@$(MAKE) --no-print-directory $(BIN)/bindery VERSION_DEP=
 	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
 	@$(BIN)/bindery up
 

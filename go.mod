@@ -8,6 +8,7 @@ require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/containernetworking/cni v1.3.0
 	github.com/containernetworking/plugins v1.9.1
+	github.com/creack/pty v1.1.24
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/getkin/kin-openapi v0.152.0
@@ -18,6 +19,7 @@ require (
 	github.com/google/nftables v0.3.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/joho/godotenv v1.5.1
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/onsi/ginkgo/v2 v2.32.1

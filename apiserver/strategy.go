@@ -127,7 +127,11 @@ func validateBrokerAuth(a, old *v1beta1.ClusterServiceBrokerAuthInfo, updating, 
 	return errs
 }
 
-// WarningsOnCreate has nothing to warn about.
+// WarningsOnCreate adds nothing: whether a class, plan or instance that an
+// object names exists is known only inside the catalog's write, which
+// adds its warning to the request's warning recorder itself
+// (catalog/warnings.go); the handler chain sends it as a Warning header,
+// as it does the strategies' warnings.
 func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
 
 // Canonicalize has nothing to normalise.
@@ -211,7 +215,8 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	return nil
 }
 
-// WarningsOnUpdate has nothing to warn about.
+// WarningsOnUpdate adds nothing, as WarningsOnCreate: the catalog's
+// write warns itself.
 func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }
@@ -264,7 +269,7 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 	case errors.Is(err, catalog.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
 	case errors.Is(err, catalog.ErrConflict):
-		if creating && strings.Contains(err.Error(), "exists") {
+		if creating && catalog.IsNameTaken(err) {
 			return apierrors.NewAlreadyExists(gr, name)
 		}
 		return apierrors.NewConflict(gr, name, err)

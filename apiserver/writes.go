@@ -88,7 +88,7 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 		m, _ := meta.Accessor(old)
 		out, err := write(ctx, old, obj, string(m.GetUID()), expect)
 		if err != nil {
-			if unconditional && attempt < maxUpdateAttempts && errors.Is(err, catalog.ErrConflict) && strings.Contains(err.Error(), "changed since") {
+			if unconditional && attempt < maxUpdateAttempts && catalog.IsStale(err) {
 				continue
 			}
 			return nil, false, st.apiError(err, name, false)

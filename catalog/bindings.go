@@ -36,7 +36,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	case err != nil:
 		return nil, err
 	case in.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+		return nil, unprocessablef("Instance %s/%s is being deleted: it cannot be bound any more.", in.Namespace, in.Name)
 	}
 	if err := checkBindingOf(ctx, r, b, in, true, &errs); err != nil {
 		return nil, err
@@ -70,11 +70,11 @@ func checkBindingAgainst(ctx context.Context, q querier, b *Binding, in *Instanc
 		bindable = *plan.Spec.Bindable
 	}
 	if !bindable {
-		return fmt.Errorf("%w: plan %s of service %s is not bindable", ErrUnprocessable, plan.Spec.ExternalName, class.Spec.ExternalName)
+		return unprocessablef("Plan %s of service %s cannot be bound: its broker offers no credentials for it.", plan.Spec.ExternalName, class.Spec.ExternalName)
 	}
 	if ref := b.Spec.PredecessorBindingRef; ref != nil {
 		if !plan.Spec.BindingRotatable {
-			return fmt.Errorf("%w: bindings of plan %s cannot be rotated", ErrUnprocessable, plan.Spec.ExternalName)
+			return unprocessablef("Bindings of plan %s cannot be rotated: its broker does not support it. Create a new binding instead.", plan.Spec.ExternalName)
 		}
 		pred, err := getBy[Binding](ctx, q, `namespace = $1 AND name = $2`, b.Namespace, ref.Name)
 		switch {
@@ -83,7 +83,7 @@ func checkBindingAgainst(ctx context.Context, q querier, b *Binding, in *Instanc
 		case err != nil:
 			return err
 		case pred.DeletionTimestamp != nil && fill:
-			return fmt.Errorf("%w: binding %s/%s is being deleted and cannot be rotated", ErrUnprocessable, b.Namespace, ref.Name)
+			return unprocessablef("Binding %s/%s is being deleted and cannot be rotated.", b.Namespace, ref.Name)
 		case len(b.Spec.Parameters) == 0 && fill:
 			// A rotation keeps the predecessor's parameters unless it is given new ones.
 			b.Spec.Parameters = pred.Spec.Parameters
@@ -130,11 +130,17 @@ func defaultBinding(b *Binding) {
 // namespace: the desired state the engine then binds. The instance need
 // not exist yet: the binding is linked to it when it is created.
 func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error) {
+	linked := false
 	err := s.createWithCatalogue(ctx, func(r *catalogueReader) error {
-		return s.createBinding(ctx, r, b)
+		var err error
+		linked, err = s.createBinding(ctx, r, b)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !linked {
+		warnNoInstance(ctx, b)
 	}
 	return b, nil
 }
@@ -143,8 +149,8 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) (*Binding, error)
 // resolved by r. With them kept by the store, it is two round trips: BEGIN
 // and the read of the instance; the check of the catalogue's version, the
 // rows and COMMIT.
-func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Binding) error {
-	_, err := s.write(ctx, func(w *txn) error {
+func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Binding) (linked bool, err error) {
+	_, err = s.write(ctx, func(w *txn) error {
 		r.q = w
 		in, err := s.validateNewBinding(ctx, r, b)
 		if err != nil {
@@ -169,6 +175,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		if in != nil {
 			instanceID = &in.ID
 		}
+		linked = in != nil
 		// With the commit (txn.queue): a name taken shows there. The row
 		// goes in with the transaction's revision.
 		rev := w.probedRevision("catalog.bindings", b.Namespace, b.Name)
@@ -179,7 +186,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 				return err
 			}
 			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: a binding named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+				return nameTaken("binding", b.Name, b.Namespace)
 			}
 			return mapErr(err)
 		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
@@ -188,7 +195,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		w.changed(Added, b)
 		return nil
 	})
-	return err
+	return linked, err
 }
 
 // GetBinding reads a binding by id.

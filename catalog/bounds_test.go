@@ -186,7 +186,7 @@ func TestCatalogueTextBounded(t *testing.T) {
 	}
 	c := ready(got)
 	checkText(t, "the broker's Ready message", c.Message, catalog.MaxMessage, false)
-	if !strings.Contains(c.Message, "next at") || !strings.Contains(c.Message, pgtext.ClipMark) {
+	if !strings.Contains(c.Message, "Bindery tries again at") || !strings.Contains(c.Message, pgtext.ClipMark) {
 		t.Errorf("the broker's message lost its cut mark or its next attempt: %q", c.Message[len(c.Message)-80:])
 	}
 }

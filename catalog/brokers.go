@@ -302,9 +302,9 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 // brokerExists is the conflict of a new broker whose name is taken.
 func brokerExists(b *Broker) error {
 	if b.Namespace != "" {
-		return fmt.Errorf("%w: a broker named %q exists in namespace %q", ErrConflict, b.Name, b.Namespace)
+		return nameTaken("broker", b.Name, b.Namespace)
 	}
-	return fmt.Errorf("%w: a broker named %q exists", ErrConflict, b.Name)
+	return nameTaken("broker", b.Name, "")
 }
 
 // GetBroker reads a cluster-scoped broker by id or by name.
@@ -339,7 +339,7 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 			return err
 		}
 		if expectRV != 0 && b.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: broker %s changed since resourceVersion %d", ErrConflict, b.Name, expectRV)
+			return stale("broker", b.Namespace, b.Name)
 		}
 		before := b.Spec
 		name, ns := b.Name, b.Namespace
@@ -409,7 +409,7 @@ func (s *Store) DeleteBroker(ctx context.Context, id string) error {
 			return mapErr(err)
 		}
 		if n > 0 {
-			return fmt.Errorf("%w: broker %s still has %d instances; delete them first", ErrConflict, b.Name, n)
+			return conflictf("Broker %s still has %d instances: deprovision them first, then deregister it.", b.Name, n)
 		}
 		classes, err := list[ServiceClass](ctx, w, &filter{conds: []string{"broker_id = $1"}, args: []any{id}}, "position", nil, nil, ListOptions{})
 		if err != nil {

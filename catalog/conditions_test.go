@@ -38,7 +38,7 @@ func TestBrokerConditions(t *testing.T) {
 	if _, err := s.Relist(ctx, b.ID); err == nil {
 		t.Fatal("a relist of a broker that is down succeeded")
 	}
-	check(catalog.ConditionFalse, "ErrorFetchingCatalog", "Error fetching catalog. Error getting broker catalog: ")
+	check(catalog.ConditionFalse, "ErrorFetchingCatalog", "Bindery could not fetch the catalogue of broker")
 	fake.Up()
 	if _, err := s.Relist(ctx, b.ID); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,12 @@ package catalog
 import (
 	"errors"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // ValidationError lists every problem of a request, each with its field
@@ -15,18 +18,31 @@ type ValidationError struct {
 	Errors field.ErrorList
 }
 
+// Error lists every problem with its field path, for API clients and
+// logs (the path locates the problem in a request or a broker's
+// catalogue); Sentence is for people.
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Errors))
 	for i, fe := range e.Errors {
-		parts[i] = fe.Field + ": " + FieldMessage(fe)
+		parts[i] = fe.Field + ": " + rawMessage(fe)
 	}
 	return strings.Join(parts, "; ")
 }
 
-// FieldMessage is how the catalog words a field error, without its value
-// (which may be a credential or a URL that carries one): "required", with
-// the reason when there is one, or what is wrong.
-func FieldMessage(e *field.Error) string {
+// Sentence says every problem in words, naming each field as people call
+// it (message.Field), without paths.
+func (e *ValidationError) Sentence() string {
+	parts := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		parts[i] = FieldMessage(fe)
+	}
+	return strings.Join(parts, " ")
+}
+
+// rawMessage is a field error without its value (which may be a
+// credential or a URL that carries one): "required", with the reason when
+// there is one, or what is wrong.
+func rawMessage(e *field.Error) string {
 	if e.Type == field.ErrorTypeRequired {
 		if e.Detail != "" {
 			return "required: " + e.Detail
@@ -37,6 +53,29 @@ func FieldMessage(e *field.Error) string {
 		return e.Detail
 	}
 	return e.Type.String()
+}
+
+// FieldMessage is a field error as a sentence for people, naming the
+// field in words (message.Field) and leaving its value out: "The Secret
+// name is required." A detail that is a sentence already is kept whole.
+func FieldMessage(e *field.Error) string {
+	if e.Type == field.ErrorTypeRequired {
+		if e.Detail != "" {
+			return strings.TrimSuffix(message.Required(e.Field), ".") + ": " + strings.TrimSuffix(e.Detail, ".") + "."
+		}
+		return message.Required(e.Field)
+	}
+	d := rawMessage(e)
+	if isSentence(d) {
+		return d
+	}
+	return message.Capitalise(message.Field(e.Field)) + ": " + strings.TrimSuffix(d, ".") + "."
+}
+
+// isSentence tells whether a detail is worded as a sentence already: a
+// capital first letter and a full stop.
+func isSentence(s string) bool {
+	return s != "" && unicode.IsUpper([]rune(s)[0]) && strings.HasSuffix(s, ".")
 }
 
 // invalid is a ValidationError of errs, or nil when there are none.
@@ -63,23 +102,22 @@ func AsValidation(err error) (*ValidationError, bool) {
 // than the request's form: a removed plan, a forbidden plan change.
 var ErrUnprocessable = errors.New("unprocessable")
 
-// validateName checks a Kubernetes object name (a DNS-1123 subdomain).
+// validateName checks a Kubernetes object name (a DNS-1123 subdomain),
+// saying in words what a name may be rather than the regular expression.
 func validateName(p *field.Path, name string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, bad(p, msg))
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return field.ErrorList{bad(p, message.BadName(p.String(), name, false))}
 	}
-	return errs
+	return nil
 }
 
 // validateNamespace checks a namespace name (a DNS-1123 label).
 func validateNamespace(p *field.Path, ns string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(ns) {
-		errs = append(errs, bad(p, msg))
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return field.ErrorList{bad(p, message.BadName(p.String(), ns, true))}
 	}
-	return errs
+	return nil
 }

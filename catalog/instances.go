@@ -109,6 +109,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) (*Instance, er
 	if err != nil {
 		return nil, err
 	}
+	s.warnUnresolved(ctx, in)
 	return in, nil
 }
 
@@ -153,7 +154,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 				return err
 			}
 			if errors.Is(mapErr(err), ErrConflict) {
-				return fmt.Errorf("%w: an instance named %q exists in namespace %q", ErrConflict, in.Name, in.Namespace)
+				return nameTaken("instance", in.Name, in.Namespace)
 			}
 			return mapErr(err)
 		}, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
@@ -200,6 +201,15 @@ func (s *Store) ListInstances(ctx context.Context, opts ListOptions) (List[*Inst
 // the plan's update schema. expectRV, when not 0, must be the instance's
 // resourceVersion.
 func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
+	out, err := s.updateInstance(ctx, id, expectRV, update)
+	if err == nil && out != nil {
+		s.warnUnresolved(ctx, out)
+	}
+	return out, err
+}
+
+// updateInstance is UpdateInstance without its warnings.
+func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, ErrNotFound
 	}
@@ -210,10 +220,10 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			return err
 		}
 		if expectRV != 0 && in.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: instance %s/%s changed since resourceVersion %d", ErrConflict, in.Namespace, in.Name, expectRV)
+			return stale("instance", in.Namespace, in.Name)
 		}
 		if in.DeletionTimestamp != nil {
-			return fmt.Errorf("%w: instance %s/%s is being deleted", ErrUnprocessable, in.Namespace, in.Name)
+			return unprocessablef("Instance %s/%s is being deleted: it cannot be changed any more.", in.Namespace, in.Name)
 		}
 		before := in.Spec
 		name, ns := in.Name, in.Namespace
@@ -284,14 +294,14 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 			if len(nerrs) == 0 {
 				newClass, newPlan, err := lookupPlan(ctx, w, &in.Spec, n)
 				if r, ok := AsReference(err); ok {
-					errs = append(errs, bad(specPath.Child(r.field), r.detail()))
+					errs = append(errs, bad(specPath.Child(r.field), planChangeRefused(r, in)))
 				} else if err != nil {
 					return err
 				} else {
 					plan = newPlan
 					setRefs(&in.Spec, newClass, newPlan)
 					if plan.ID != current.ID && !updatable {
-						return fmt.Errorf("%w: the plan of instance %s/%s (%s) cannot be changed: the broker does not allow plan updates", ErrUnprocessable, ns, name, current.Spec.ExternalName)
+						return unprocessablef("The plan of instance %s/%s (%s) cannot be changed: its broker does not allow plan changes. Create a new instance with the other plan instead.", ns, name, current.Spec.ExternalName)
 					}
 					if newClass.ID != class.ID {
 						errs = append(errs, bad(specPath, "a plan change must stay within service class "+class.Spec.ExternalName))

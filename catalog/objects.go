@@ -282,7 +282,7 @@ func updateMeta[T any, P interface {
 		}
 		m := obj.meta()
 		if expectRV != 0 && m.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: %s %s/%s changed since resourceVersion %d", ErrConflict, obj.kind(), m.Namespace, m.Name, expectRV)
+			return stale(obj.kind(), m.Namespace, m.Name)
 		}
 		before, err := encodeMeta(m)
 		if err != nil {
@@ -343,7 +343,7 @@ func (s *Store) nameFree(ctx context.Context, kind, namespace, name string) erro
 		return fmt.Errorf("check %s %s/%s: %w", kind, namespace, name, mapErr(err))
 	}
 	if taken {
-		return fmt.Errorf("%w: a %s named %q exists in namespace %q", ErrConflict, kind, name, namespace)
+		return nameTaken(kind, name, namespace)
 	}
 	return nil
 }

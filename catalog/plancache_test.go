@@ -152,7 +152,7 @@ func TestCreationFollowsCatalogueChanges(t *testing.T) {
 		}
 	}
 	relist(func(p *osbtest.Plan) { p.Bindable = new(false) })
-	if err := binding("app-2", "db"); !errors.Is(err, catalog.ErrUnprocessable) || !strings.Contains(err.Error(), "not bindable") {
+	if err := binding("app-2", "db"); !errors.Is(err, catalog.ErrUnprocessable) || !strings.Contains(err.Error(), "cannot be bound") {
 		t.Errorf("a binding of a plan no longer bindable: %v, want it refused", err)
 	}
 	relist(func(p *osbtest.Plan) { p.Bindable = new(true) })

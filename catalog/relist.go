@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/osb"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 )
@@ -29,12 +31,30 @@ const (
 	ReasonErrorFetchingCatalog = "ErrorFetchingCatalog"
 	ReasonErrorSyncingCatalog  = "ErrorSyncingCatalog"
 
-	msgFetchedCatalog       = "Successfully fetched catalog entries from broker."
-	msgErrorFetchingCatalog = "Error fetching catalog. Error getting broker catalog: "
-	msgErrorSyncingCatalog  = "Error syncing catalog from ClusterServiceBroker. "
-	// msgErrorSyncingNamespaced is msgErrorSyncingCatalog for a ServiceBroker.
-	msgErrorSyncingNamespaced = "Error syncing catalog from ServiceBroker. "
+	msgFetchedCatalog = "Successfully fetched catalog entries from broker."
 )
+
+// fetchProblem words why a broker's catalogue was not fetched (reason
+// ErrorFetchingCatalog: the broker did not answer, or answered an error)
+// or not stored (ErrorSyncingCatalog: what it sent is invalid, with the
+// fields' paths in its document, which its authors need).
+func (s *Store) fetchProblem(b *Broker, reason string, cause error) string {
+	var he *osb.HTTPError
+	switch {
+	case reason != ReasonErrorFetchingCatalog:
+		if m, ok := ProblemMessage(cause); ok {
+			return "The catalogue of broker " + b.Name + " cannot be stored: " + m
+		}
+		return "The catalogue of broker " + b.Name + " cannot be stored: " + strings.TrimSuffix(cause.Error(), ".") + "."
+	case osb.IsTimeout(cause):
+		return fmt.Sprintf("Broker %s did not answer within %s: check that it is running and not overloaded.", b.Name, s.brokerTimeout)
+	case errors.As(cause, &he) && (he.Status == 401 || he.Status == 403):
+		return fmt.Sprintf("Broker %s refused Bindery's credentials (%s): check the user name and password, or the bearer token, it was registered with.", b.Name, strings.TrimSuffix(cause.Error(), "."))
+	case errors.As(cause, &he):
+		return fmt.Sprintf("Broker %s answered its catalogue request with an error: %s.", b.Name, strings.TrimSuffix(cause.Error(), "."))
+	}
+	return "Bindery could not fetch the catalogue of broker " + b.Name + ". " + message.Unreachable(b.Spec.URL, cause)
+}
 
 // BrokerClient returns an OSB client for a broker, with its credentials.
 func (s *Store) BrokerClient(ctx context.Context, b *Broker) (*osb.Client, error) {
@@ -103,8 +123,8 @@ func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 	if ref := b.Spec.SecretRef(); ref != nil && s.secrets == nil {
 		// Left to the engine, which reads the Secret: a failure recorded
 		// here would only blame this process and delay the engine's fetch.
-		return nil, fmt.Errorf("%w: broker %s keeps its credentials in Secret %s/%s, which only the engine reads; it fetches the catalogue when due",
-			ErrUnprocessable, b.Name, ref.Namespace, ref.Name)
+		return nil, unprocessablef("Broker %s keeps its credentials in Secret %s/%s, which only the engine reads: the engine fetches its catalogue when due.",
+			b.Name, ref.Namespace, ref.Name)
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
 	defer cancel()
@@ -133,6 +153,9 @@ func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 	if err != nil {
 		if v, ok := AsValidation(err); ok {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, v)
+		}
+		if errors.Is(err, errDuplicateOffer) {
+			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, s.duplicateOffer(ctx, b, cat))
 		}
 		if errors.Is(err, ErrConflict) {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, err)
@@ -181,17 +204,10 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 		}
 		now := s.now().UTC()
 		next := now.Add(backoff(failures, relistInterval(b.Spec)))
-		prefix := msgErrorSyncingCatalog
-		if b.Namespace != "" {
-			prefix = msgErrorSyncingNamespaced
-		}
-		if reason == ReasonErrorFetchingCatalog {
-			prefix = msgErrorFetchingCatalog
-		}
-		// The cause (a broker's words among them) is cut so that the
+		// The problem (a broker's words among them) is cut so that the
 		// message keeps its next attempt within MaxMessage.
-		suffix := fmt.Sprintf(" (attempt %d; next at %s)", failures, next.Format(time.RFC3339))
-		msg := prefix + pgtext.Clip(cause.Error(), MaxMessage-len(prefix)-len(suffix)) + suffix
+		suffix := fmt.Sprintf(" Bindery tries again at %s (attempt %d).", next.Format(time.RFC3339), failures)
+		msg := pgtext.Clip(s.fetchProblem(b, reason, cause), MaxMessage-len(suffix)) + suffix
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionFalse, Reason: reason, Message: msg}, now)
 		b.Status.NextRelistTime = &next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_claimed_until = NULL WHERE id = $1`,
@@ -428,7 +444,7 @@ func (cw *catalogueWriter) send(ctx context.Context, batch *pgx.Batch) error {
 	}
 	if err := cw.w.SendBatch(ctx, batch).Close(); err != nil {
 		if errors.Is(mapErr(err), ErrConflict) {
-			return fmt.Errorf("%w: a service or plan id of this broker is already offered by another broker (%v)", ErrConflict, err)
+			return errDuplicateOffer
 		}
 		return mapErr(err)
 	}

@@ -99,7 +99,7 @@ func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventReco
 			return err
 		}
 		if in.DeletionTimestamp == nil {
-			return fmt.Errorf("%w: instance %s/%s is not being deleted", ErrUnprocessable, in.Namespace, in.Name)
+			return unprocessablef("Instance %s/%s is not being deleted.", in.Namespace, in.Name)
 		}
 		if err := addEvent(ctx, w, KindInstance, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
 			return err
@@ -195,7 +195,7 @@ func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecor
 			return err
 		}
 		if b.DeletionTimestamp == nil {
-			return fmt.Errorf("%w: binding %s/%s is not being deleted", ErrUnprocessable, b.Namespace, b.Name)
+			return unprocessablef("Binding %s/%s is not being deleted.", b.Namespace, b.Name)
 		}
 		if err := addEvent(ctx, w, KindBinding, id, event.Type, event.Reason, event.Message, event.Operation); err != nil {
 			return err
@@ -255,7 +255,7 @@ func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV 
 	}
 	return s.UpdateInstanceStatus(ctx, id, func(in *Instance) error {
 		if expectRV != 0 && in.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: instance %s/%s changed since resourceVersion %d", ErrConflict, in.Namespace, in.Name, expectRV)
+			return stale("instance", in.Namespace, in.Name)
 		}
 		// Clients that do not know the engine's backoff (the v1beta1
 		// status has no retries) must not reset it by writing status.
@@ -277,7 +277,7 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 	}
 	return s.UpdateBindingStatus(ctx, id, func(b *Binding) error {
 		if expectRV != 0 && b.ResourceVersion != expectRV {
-			return fmt.Errorf("%w: binding %s/%s changed since resourceVersion %d", ErrConflict, b.Namespace, b.Name, expectRV)
+			return stale("binding", b.Namespace, b.Name)
 		}
 		retries := b.Status.Retries
 		if err := fn(b); err != nil {

@@ -141,9 +141,9 @@ func mapErr(err error) error {
 				e := *fc
 				return &e
 			}
-			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+			return &ConflictError{Message: "It conflicts with an object that already exists."}
 		case "23503":
-			return fmt.Errorf("%w: %s is still referenced", ErrConflict, pgErr.TableName)
+			return &ConflictError{Message: "Other objects still refer to it: delete them first."}
 		}
 	}
 	return err

@@ -111,7 +111,7 @@ func (s *Store) IssueToken(ctx context.Context, req TokenRequest) (string, *Toke
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`, t.ID, sum[:], t.Role, t.Name, t.Namespaces, t.ExpiresAt).Scan(&t.CreatedAt)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrConflict) {
-			return "", nil, fmt.Errorf("%w: a token named %q exists", ErrConflict, req.Name)
+			return "", nil, nameTaken("token", req.Name, "")
 		}
 		return "", nil, fmt.Errorf("store token: %w", mapErr(err))
 	}

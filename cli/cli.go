@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,16 +34,28 @@ import (
 	"github.com/bindery-dev/bindery/cli/cmd/token"
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
+	"github.com/bindery-dev/bindery/cli/internal/output"
 	"github.com/bindery-dev/bindery/cli/internal/wait"
 )
 
-// The exit codes, stable for scripts.
+// The exit codes, stable for scripts (docs/cli.md).
 const (
-	ExitOK        = 0
+	ExitOK = 0
+	// ExitFailed: the command could not do its work (the server cannot be
+	// reached, a name is taken, …).
 	ExitFailed    = 1
 	ExitUsage     = 2
 	ExitNotFound  = 3
 	ExitForbidden = 4
+	// ExitOperationFailed: the broker or the engine failed the operation
+	// for good (--wait), or a broker's catalogue could not be fetched.
+	ExitOperationFailed = 5
+	// ExitBlocked: --wait found the operation blocked until a person acts
+	// (bindings to delete first, a class, plan or instance that stayed
+	// missing past the grace period).
+	ExitBlocked = 6
+	// ExitTimeout: --wait ran out of --timeout; the operation goes on.
+	ExitTimeout = 7
 )
 
 // IOStreams are the streams the CLI uses; see cmdutil.IOStreams.
@@ -103,23 +116,30 @@ func run(ctx context.Context, f *cmdutil.Factory, name string, args []string, sr
 var errServer = errors.New("server command failed")
 
 // ExitCode maps an error to the exit code: 2 for usage, 3 for not found,
-// 4 for a token refused or not allowed, 1 for anything else.
+// 4 for a token refused or not allowed, 5 for an operation failed, 6 for
+// one blocked, 7 for a wait timed out, 1 for anything else.
 func ExitCode(err error) int {
 	var u *cmdutil.UsageError
 	var a *api.Error
+	var nf *cmdutil.NotFoundError
+	var te *wait.TimeoutError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &u):
 		return ExitUsage
-	case errors.As(err, &a) && a.Status == http.StatusNotFound, errors.Is(err, token.ErrNotFound):
+	case errors.As(err, &a) && a.Status == http.StatusNotFound, errors.Is(err, token.ErrNotFound), errors.As(err, &nf):
 		return ExitNotFound
 	case errors.As(err, &a) && (a.Status == http.StatusForbidden || a.Status == http.StatusUnauthorized):
 		return ExitForbidden
 	case errors.As(err, &a) && a.Status == http.StatusBadRequest:
 		return ExitUsage
 	case errors.Is(err, wait.ErrFailed):
-		return ExitFailed
+		return ExitOperationFailed
+	case errors.Is(err, wait.ErrBlocked):
+		return ExitBlocked
+	case errors.As(err, &te):
+		return ExitTimeout
 	}
 	return ExitFailed
 }
@@ -131,7 +151,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 		Short: "Bindery: an Open Service Broker marketplace",
 		Long: "Bindery runs an Open Service Broker marketplace and is its command line.\n\n" +
 			"Start with `bindery login URL`, then `bindery marketplace`, `bindery provision`, `bindery bind`.\n" +
-			"Exit codes: 0 ok, 1 failed operation, 2 usage, 3 not found, 4 forbidden.",
+			"Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 operation failed, 6 blocked, 7 --wait timed out.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		CompletionOptions: cobra.CompletionOptions{
@@ -148,8 +168,9 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.Namespace, "namespace", "n", "", "the namespace of instances and bindings (default \"default\"); for brokers and the marketplace, a namespace's own brokers, classes and plans (default: the cluster's)")
-	pf.StringVarP(&f.Output, "output", "o", "", "output format: table, json or yaml (credentials: json, yaml, env, dotenv)")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "env", "dotenv"}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumVar(root, pf, &f.Output, "output", "o", "", []string{"table", "json", "yaml", "env", "dotenv", "env-file"},
+		"output format (credentials: json, yaml, env, dotenv or env-file)")
+	_ = root.RegisterFlagCompletionFunc("namespace", cmdutil.Namespaces(f))
 
 	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (over the REST API):"})
 	if len(srv.Commands) > 0 {
@@ -164,6 +185,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	for _, c := range client {
 		c.GroupID = "client"
 		root.AddCommand(c)
+		noPositionalFiles(c)
 	}
 	h := health.NewCmd(nil)
 	h.Hidden = true // for containers, not people
@@ -182,6 +204,19 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 	root.SetHelpCommandGroupID("client")
 	root.SetCompletionCommandGroupID("client")
 	return root
+}
+
+// noPositionalFiles makes every command under c that says nothing of
+// its positional arguments' completions offer nothing for them (cobra
+// would offer file names): the client commands take names of objects, or
+// none at all.
+func noPositionalFiles(c *cobra.Command) {
+	if c.ValidArgsFunction == nil && !c.HasSubCommands() {
+		c.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	for _, sub := range c.Commands() {
+		noPositionalFiles(sub)
+	}
 }
 
 // serverCmd hands a server command line to the server's own parser.
@@ -203,7 +238,15 @@ func serverCmd(srv Server, name, summary string) *cobra.Command {
 	}
 }
 
-// Streams returns the process's streams, with a terminal check on stderr.
-func Streams() IOStreams {
-	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal(int(os.Stderr.Fd()))}
+// Streams returns the process's streams, with terminal checks on stderr
+// (progress) and stdout (tables), and stdout's width.
+func Streams() IOStreams { return StreamsOf(os.Stdin, os.Stdout, os.Stderr) }
+
+// StreamsOf returns streams over files, telling which are terminals.
+func StreamsOf(in io.Reader, out, errOut *os.File) IOStreams {
+	t := output.Term{On: term.IsTerminal(int(out.Fd()))}
+	if t.On {
+		t.Width, _, _ = term.GetSize(int(out.Fd()))
+	}
+	return IOStreams{In: in, Out: out, ErrOut: errOut, IsTerminal: term.IsTerminal(int(errOut.Fd())), OutTerm: t}
 }

@@ -41,7 +41,7 @@ func TestLifecycle(t *testing.T) {
 	contains(t, "config", string(raw), w.url, w.admin)
 
 	r = w.must(0, "brokers", "register", "builtin", w.brokerURL, "-u", brokerUser, "-p", brokerPass)
-	contains(t, "register", r.out, "builtin", "FetchedCatalog")
+	contains(t, "register", r.out, "builtin", "Ready")
 	r = w.must(0, "brokers", "list")
 	contains(t, "brokers list", r.out, "NAME", "builtin", w.brokerURL)
 	r = w.must(0, "brokers", "relist", "builtin")
@@ -52,6 +52,8 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "marketplace", "-c", "postgresql")
 	contains(t, "marketplace -c", r.out, "PLAN", "small", "large-async", "false")
 	w.must(ExitNotFound, "marketplace", "-c", "nosuchclass")
+	r = w.must(ExitNotFound, "marketplace", "-c", "postgres")
+	contains(t, "marketplace -c typo", r.errOut, `No broker offers a service class named "postgres". Did you mean "postgresql"?`)
 
 	// Bad parameters are the server's 400, naming the field: exit 2.
 	r = w.must(ExitUsage, "provision", "db", "-c", "postgresql", "-p", "small", "--param", "statement_timeout_ms=0")
@@ -66,7 +68,7 @@ func TestLifecycle(t *testing.T) {
 	contains(t, "provision", r.out, "team", "db", "postgresql", "small")
 
 	r = w.must(0, "instances", "-n", "team")
-	contains(t, "instances", r.out, "NAMESPACE", "team", "db", "small", "ProvisionedSuccessfully")
+	contains(t, "instances", r.out, "NAMESPACE\tNAME\tCLASS\tPLAN\tSTATUS\n", "team\tdb\tpostgresql\tsmall\tReady\n")
 	r = w.must(0, "instances")
 	if strings.Contains(r.out, "db") {
 		t.Errorf("the default namespace lists team's instance:\n%s", r.out)
@@ -88,9 +90,9 @@ func TestLifecycle(t *testing.T) {
 	contains(t, "update stderr", r.errOut, "done in")
 
 	r = w.must(0, "-n", "team", "bind", "app", "--instance", "db", "--wait")
-	contains(t, "bind", r.out, "app", "db", "InjectedBindResult")
+	contains(t, "bind", r.out, "app", "db", "Ready")
 	r = w.must(0, "-n", "team", "bindings")
-	contains(t, "bindings", r.out, "NAMESPACE", "team", "app", "db", "InjectedBindResult")
+	contains(t, "bindings", r.out, "NAMESPACE", "team", "app", "db", "Ready")
 
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "json")
 	var creds map[string]any
@@ -98,14 +100,15 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("credentials -o json: %v\n%s", err, r.out)
 	}
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "dotenv")
-	contains(t, "dotenv", r.out, "PASSWORD=\"", "USERNAME=\"")
+	contains(t, "dotenv", r.out, "PASSWORD='", "USERNAME='")
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "env")
 	contains(t, "env", r.out, "export PASSWORD='")
 	w.must(ExitUsage, "-n", "team", "credentials", "app", "-o", "table") // credentials are no table
-	w.must(ExitNotFound, "credentials", "app")                           // the default namespace has none
+	r = w.must(ExitNotFound, "credentials", "app")                       // the default namespace has none
+	contains(t, "credentials in another namespace", r.errOut, `No binding is named "app" in namespace "default". (-n chooses the namespace; `+"`bindery bindings -A`"+` lists every namespace's.)`)
 
 	r = w.must(0, "-n", "team", "describe", "instance", "db")
-	contains(t, "describe instance", r.out, "Name:", "db", "Class:", "postgresql", "Conditions:", "Ready", "History:", "ProvisionedSuccessfully", "statement_timeout_ms")
+	contains(t, "describe instance", r.out, "Name:", "db", "Class:", "postgresql", "Conditions:", "Ready", "History:", "It is updated and ready.", "statement_timeout_ms", "Bindings:\n  NAME   SECRET   STATUS\n  app ")
 	r = w.must(0, "-n", "team", "describe", "binding", "app", "-o", "json")
 	var d struct {
 		Object map[string]any   `json:"object"`
@@ -183,7 +186,7 @@ func TestTokensAndRoles(t *testing.T) {
 	w.must(0, "token", "revoke", "rest-made")
 
 	w.env["BINDERY_TOKEN"] = viewer
-	r = w.must(ExitForbidden, "-n", "team", "provision", "db", "-c", "postgresql", "-p", "small")
+	r = w.must(ExitForbidden, "-n", "team", "provision", "db", "-c", "postgresql", "-p", "small", "--allow-missing")
 	contains(t, "viewer provision", r.errOut, "bindery token create")
 	w.must(0, "-n", "team", "instances")
 	w.must(ExitForbidden, "-n", "other", "instances")
@@ -222,6 +225,19 @@ func TestCompletionAndPlugin(t *testing.T) {
 	contains(t, "instance completion", r.out, "orders")
 	r = w.must(0, "__complete", "describe", "")
 	contains(t, "describe completion", r.out, "instance", "binding", "broker")
+	// Nothing for positional arguments a verb does not take, no files.
+	for _, args := range [][]string{{"-n", "team", "deprovision", "orders", ""}, {"instances", ""}, {"provision", ""}, {"describe", "broker", "builtin", ""}} {
+		r = w.must(0, append([]string{"__complete"}, args...)...)
+		if strings.TrimSpace(r.out) != ":4" {
+			t.Errorf("completion of %q offers %q, want nothing and no files", args, r.out)
+		}
+	}
+	r = w.must(0, "__complete", "-n", "")
+	contains(t, "namespace completion", r.out, "team\n")
+	r = w.must(0, "__complete", "provision", "x", "--scope", "")
+	contains(t, "scope completion", r.out, "cluster\n", "namespace\n")
+	r = w.must(0, "provision", "-h")
+	contains(t, "provision -h", r.out, "-c, --class string", "--scope string", "{cluster|namespace}", "--allow-missing", "--timeout duration")
 	r = w.must(0, "__complete", "describe", "broker", "")
 	contains(t, "describe broker completion", r.out, "builtin")
 

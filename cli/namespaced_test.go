@@ -20,7 +20,7 @@ func TestNamespacedBrokers(t *testing.T) {
 	w.login(w.admin)
 
 	r := w.must(0, "brokers", "register", "team-db", w.brokerURL, "-u", brokerUser, "-p", brokerPass, "-n", "team-a")
-	contains(t, "register -n", r.out, "team-db", "FetchedCatalog")
+	contains(t, "register -n", r.out, "team-db", "Ready")
 	if r = w.must(0, "brokers", "list"); strings.Contains(r.out, "team-db") {
 		t.Errorf("the cluster's brokers list team-a's:\n%s", r.out)
 	}
@@ -54,13 +54,13 @@ func TestNamespacedBrokers(t *testing.T) {
 		t.Errorf("provisioned from team-a's class: %+v", in.Spec)
 	}
 	r = w.must(0, "-n", "team-a", "instances")
-	contains(t, "instances -n", r.out, "db", "postgresql", "small", "ProvisionedSuccessfully")
+	contains(t, "instances -n", r.out, "db", "postgresql", "small", "Ready")
 	w.must(0, "-n", "team-a", "update", "db", "-p", "standard", "--wait")
 	if in := w.instance("team-a", "db"); in.Spec.ServicePlanExternalName != "standard" || in.Spec.ClusterServicePlanExternalName != "" {
 		t.Errorf("plan changed in the namespace's scope: %+v", in.Spec)
 	}
 	r = w.must(0, "-n", "team-a", "bind", "app", "--instance", "db", "--wait")
-	contains(t, "bind", r.out, "app", "InjectedBindResult")
+	contains(t, "bind", r.out, "app", "Ready")
 	r = w.must(0, "-n", "team-a", "describe", "instance", "db")
 	contains(t, "describe instance", r.out, "Class:", "postgresql", "Plan:", "standard")
 
@@ -100,7 +100,7 @@ func TestNamespacedBrokers(t *testing.T) {
 	r = w.must(0, "brokers", "relist", "team-db", "-n", "team-a")
 	contains(t, "relist -n", r.out, "team-db")
 	r = w.must(0, "describe", "broker", "team-db", "-n", "team-a")
-	contains(t, "describe broker -n", r.out, "Namespace:", "team-a", "URL:", w.brokerURL, "History:", "FetchedCatalog")
+	contains(t, "describe broker -n", r.out, "Namespace:", "team-a", "URL:", w.brokerURL, "History:", "Ready")
 
 	// Its plans are in use: deregistering waits for the instances.
 	r = w.must(ExitFailed, "brokers", "deregister", "team-db", "-n", "team-a")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -61,6 +63,7 @@ func setup(t testing.TB, engine bool) *world {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
 	api := restapi.New(store, log)
+	api.SetBlockedAfter(time.Second) // what is missing counts as blocked after 1 s, not 10
 	e := serve.NewEcho(log, prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
@@ -121,6 +124,34 @@ func (w *world) runIn(stdin, name string, args ...string) result {
 	defer cancel()
 	code := run(ctx, f, name, args, Server{})
 	return result{code: code, out: out.String(), errOut: errOut.String()}
+}
+
+// runPTY runs a command line with its standard output and error on a
+// terminal (a pseudo-terminal of 120 columns) and returns what the
+// terminal showed.
+func (w *world) runPTY(args ...string) result {
+	w.t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
+		w.t.Fatal(err)
+	}
+	shown := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		_, _ = io.Copy(&b, ptmx) // ends with EIO once the terminal side is closed
+		shown <- b.String()
+	}()
+	f := cmdutil.NewFactory(StreamsOf(strings.NewReader(""), tty, tty))
+	f.Getenv = func(k string) string { return w.env[k] }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := run(ctx, f, "bindery", args, Server{})
+	tty.Close()
+	return result{code: code, out: <-shown}
 }
 
 // must runs args and fails the test unless the exit code is want.

@@ -136,6 +136,8 @@ func TestSchemasMirrorTypes(t *testing.T) {
 		{"ServicePlan", catalog.ServicePlan{}},
 		{"Instance", catalog.Instance{}},
 		{"Binding", catalog.Binding{}},
+		{"InstanceObject", restapi.InstanceView{}},
+		{"BindingObject", restapi.BindingView{}},
 		{"Event", catalog.Event{}},
 		{"BrokerList", catalog.List[*catalog.Broker]{}},
 		{"ServiceClassList", catalog.List[*catalog.ServiceClass]{}},

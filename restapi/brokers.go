@@ -47,11 +47,19 @@ func (s *Server) createBroker(c echo.Context) error {
 	if err := allowScope(c, req.Namespace); err != nil {
 		return err
 	}
+	wait, err := boolParam(c, "wait")
+	if err != nil {
+		return err
+	}
 	b := &catalog.Broker{}
 	req.apply(b)
-	b, err := s.store.CreateBroker(ctx(c), b, req.Auth)
+	b, err = s.store.CreateBroker(ctx(c), b, req.Auth)
 	if err != nil {
 		return requestFields(err)
+	}
+	if wait != nil && !*wait {
+		// The relister fetches it when it next looks (it is due now).
+		return c.JSON(http.StatusCreated, b)
 	}
 	if synced, err := s.store.Relist(ctx(c), b.ID); synced != nil {
 		b = synced
@@ -109,10 +117,10 @@ func (s *Server) updateBroker(c echo.Context) error {
 			return nil, err
 		}
 		if after.Name != b.Name {
-			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "name", Message: "name: cannot be changed"}
+			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "name", Message: "The name of a broker cannot be changed: register another broker instead."}
 		}
 		if after.Namespace != b.Namespace {
-			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "namespace", Message: "namespace: cannot be changed"}
+			return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "namespace", Message: "The namespace of a broker cannot be changed: register another broker instead."}
 		}
 		if after.RelistBehavior == catalog.RelistManual && before.RelistBehavior != catalog.RelistManual {
 			after.RelistDuration = ""

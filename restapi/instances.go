@@ -34,7 +34,7 @@ func (s *Server) createInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, in)
+	return s.sendInstance(c, http.StatusCreated, in)
 }
 
 func (s *Server) listInstances(c echo.Context) error {
@@ -57,7 +57,7 @@ func (s *Server) getInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, in)
+	return s.sendInstance(c, http.StatusOK, in)
 }
 
 // updateInstance applies a JSON merge patch (RFC 7386) to the instance's
@@ -85,7 +85,7 @@ func (s *Server) updateInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, in)
+	return s.sendInstance(c, http.StatusOK, in)
 }
 
 // deleteInstance marks the instance for deletion: 202, the engine
@@ -99,7 +99,7 @@ func (s *Server) deleteInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, in)
+	return s.sendInstance(c, http.StatusAccepted, in)
 }
 
 func (s *Server) instanceEvents(c echo.Context) error {
@@ -125,7 +125,7 @@ func (s *Server) createBinding(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, b)
+	return s.sendBinding(c, http.StatusCreated, b)
 }
 
 func (s *Server) listBindings(c echo.Context) error {
@@ -148,7 +148,7 @@ func (s *Server) getBinding(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, b)
+	return s.sendBinding(c, http.StatusOK, b)
 }
 
 func (s *Server) deleteBinding(c echo.Context) error {
@@ -160,7 +160,7 @@ func (s *Server) deleteBinding(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, b)
+	return s.sendBinding(c, http.StatusAccepted, b)
 }
 
 // credentials returns the binding's decrypted credentials.
@@ -194,4 +194,21 @@ func readBody(c echo.Context) ([]byte, error) {
 		return nil, apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
 	}
 	return body, nil
+}
+
+// listNamespaces lists the namespaces that hold instances, bindings or
+// brokers, those of the token's namespaces only for a limited token.
+func (s *Server) listNamespaces(c echo.Context) error {
+	names, err := s.store.Namespaces(ctx(c), 1000)
+	if err != nil {
+		return err
+	}
+	items := make([]string, 0, len(names))
+	t := tokenOf(c)
+	for _, n := range names {
+		if t == nil || t.AllowsNamespace(n) {
+			items = append(items, n)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }

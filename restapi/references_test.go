@@ -2,6 +2,7 @@ package restapi_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -24,12 +25,14 @@ func TestReferencesWait(t *testing.T) {
 	// Nothing is offered yet.
 	in := b.must(201, b.do(dev, "POST", "/instances", instance("db", map[string]any{
 		"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"})))
+	warned(t, in, `No service class named "postgresql" is offered by the cluster's brokers`)
 	if in.str("spec", "clusterServiceClassRef", "name") != "" || in.str("spec", "clusterServicePlanRef", "name") != "" {
 		t.Errorf("references of what is not offered: %s", in.raw)
 	}
 	b.must(201, b.do(dev, "POST", "/instances", instance("solo", map[string]any{"clusterServiceClassExternalName": "solo"})))
 	bnd := b.must(201, b.do(dev, "POST", "/bindings", map[string]any{"name": "app", "namespace": "demo",
 		"spec": map[string]any{"instanceRef": map[string]any{"name": "later"}}}))
+	warned(t, bnd, `No instance named "later" exists in namespace "demo"`)
 	later := b.must(201, b.do(dev, "POST", "/instances", instance("later", map[string]any{
 		"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"})))
 	binding, err := b.store.GetBinding(ctx, bnd.str("id"))
@@ -64,9 +67,38 @@ func TestReferencesWait(t *testing.T) {
 	if r.str("spec", "clusterServicePlanRef", "name") != "" {
 		t.Errorf("a plan not offered yet resolved: %s", r.raw)
 	}
+	warned(t, r, `Service class "postgresql" has no plan named "huge"`)
 	r = b.must(201, b.do(dev, "POST", "/instances", instance("offered", map[string]any{
 		"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"})))
 	if r.str("spec", "clusterServicePlanRef", "name") == "" {
 		t.Errorf("an offered plan is not resolved: %s", r.raw)
+	}
+	warned(t, r, "")
+	if r.str("progress", "state") != "working" || r.str("progress", "message") == "" {
+		t.Errorf("a new instance's progress: %s", r.raw)
+	}
+	// A provisioned instance's plan change to a plan that is not offered is
+	// refused, in words.
+	b.must(200, b.do(dev, "GET", "/instances/offered?namespace=demo", nil))
+}
+
+// warned checks that an answer warns with want (nothing, when want is
+// empty) in its Warning header, as the Kubernetes API writes it, and its
+// warnings field.
+func warned(t *testing.T, r response, want string) {
+	t.Helper()
+	header := r.header.Values("Warning")
+	list, _ := r.body["warnings"].([]any)
+	if want == "" {
+		if len(header) != 0 || len(list) != 0 {
+			t.Errorf("warnings %q %v, want none", header, list)
+		}
+		return
+	}
+	if len(header) != 1 || !strings.HasPrefix(header[0], `299 - "`) || !strings.Contains(header[0], strings.ReplaceAll(want, `"`, `\"`)) {
+		t.Errorf("Warning header %q, want one saying %q", header, want)
+	}
+	if len(list) != 1 || !strings.Contains(list[0].(string), want) {
+		t.Errorf("warnings %v, want one saying %q", list, want)
 	}
 }

@@ -125,7 +125,9 @@ func TestBrokerValidation(t *testing.T) {
 	// CA bundle that is PEM but not a certificate) are named as well.
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "relistDuration": "10ms",
 		"caBundle": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}))
-	if !strings.Contains(r.str("message"), "caBundle") || !strings.Contains(r.str("message"), "relistDuration") {
+	// In words in the message, by path in the fields.
+	if !strings.Contains(r.str("message"), "The CA bundle") || !strings.Contains(r.str("message"), "The relist interval") ||
+		strings.Contains(r.str("message"), "caBundle") || !strings.Contains(string(r.raw), `"field":"caBundle"`) {
 		t.Errorf("domain problems not named: %s", r.raw)
 	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "colour": "blue"}))
@@ -231,12 +233,12 @@ func TestInstancesAndBindings(t *testing.T) {
 	// A name is looked up in a namespace, and the answer says which.
 	b.must(200, b.do(dev, "GET", "/bindings/app?namespace=demo", nil))
 	for path, says := range map[string]string{
-		"/bindings/app":                     `no binding is named "app" in namespace "default"`,
-		"/bindings/app?namespace=qa":        `no binding is named "app" in namespace "qa"`,
-		"/instances/db/events":              `no instance is named "db" in namespace "default"`,
-		"/brokers/nosuch":                   `no broker is named "nosuch"`,
-		"/bindings/" + uuid.NewString():     "does not exist",
-		"/serviceplans/" + uuid.NewString(): "does not exist",
+		"/bindings/app":                     `No binding is named "app" in namespace "default".`,
+		"/bindings/app?namespace=qa":        `No binding is named "app" in namespace "qa".`,
+		"/instances/db/events":              `No instance is named "db" in namespace "default".`,
+		"/brokers/nosuch":                   `No broker is named "nosuch".`,
+		"/bindings/" + uuid.NewString():     "No binding has the id",
+		"/serviceplans/" + uuid.NewString(): "No service plan has the id",
 	} {
 		r := b.must(404, b.do(dev, "GET", path, nil))
 		if !strings.Contains(r.str("message"), says) {

@@ -12,14 +12,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 	"github.com/bindery-dev/bindery/openapi"
 )
@@ -31,6 +34,9 @@ type Server struct {
 	// tokens checks bearer tokens, keeping them while Run listens for
 	// their removal.
 	tokens *catalog.TokenCache
+	// blockedAfter is how long an object may wait for something missing
+	// before its progress says blocked (SetBlockedAfter).
+	blockedAfter time.Duration
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
@@ -56,7 +62,9 @@ func (s *Server) Register(e *echo.Echo) {
 	validate := openapi.RequestValidator(router)
 	role := func(r string) echo.MiddlewareFunc {
 		check := s.require(r)
-		return func(next echo.HandlerFunc) echo.HandlerFunc { return check(storableParams(validate(next))) }
+		return func(next echo.HandlerFunc) echo.HandlerFunc {
+			return check(storableParams(validate(recordWarnings(next))))
+		}
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
@@ -90,6 +98,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.DELETE("/bindings/:id", s.deleteBinding, developer)
 	g.GET("/bindings/:id/credentials", s.credentials, developer)
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
+
+	g.GET("/namespaces", s.listNamespaces, viewer)
 
 	g.POST("/tokens", s.createToken, clusterAdmin)
 	g.GET("/tokens", s.listTokens, clusterAdmin)
@@ -155,7 +165,7 @@ type FieldError struct {
 // invalidRequest is the body of a request the catalog found invalid: every
 // field error, the first one's field named at the top.
 func invalidRequest(v *catalog.ValidationError) *APIError {
-	ae := &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Error()}
+	ae := &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: v.Sentence()}
 	for _, fe := range v.Errors {
 		ae.Fields = append(ae.Fields, FieldError{Field: fe.Field, Message: catalog.FieldMessage(fe)})
 	}
@@ -185,13 +195,14 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	case ok:
 		ae = invalidRequest(v)
 	case errors.As(err, &fc):
-		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: fc.Field + ": " + fc.Message, Field: fc.Field}
+		msg, _ := catalog.ProblemMessage(fc)
+		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: msg, Field: fc.Field}
 	case errors.Is(err, catalog.ErrNotFound):
 		ae = apiError(http.StatusNotFound, "not_found", "%s", notFoundMessage(c))
 	case errors.Is(err, catalog.ErrConflict):
-		ae = apiError(http.StatusConflict, "conflict", "%s", trimKind(err, catalog.ErrConflict))
+		ae = apiError(http.StatusConflict, "conflict", "%s", problem(err, "It conflicts with the object's current state: read it again and retry."))
 	case errors.Is(err, catalog.ErrUnprocessable):
-		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", trimKind(err, catalog.ErrUnprocessable))
+		ae = apiError(http.StatusUnprocessableEntity, "unprocessable", "%s", problem(err, "The object's current state does not allow this."))
 	case catalog.IsUnavailable(err):
 		s.log.WarnContext(c.Request().Context(), "database unavailable", "method", c.Request().Method, "path", c.Path(), "error", err)
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
@@ -219,13 +230,13 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	_ = c.JSON(ae.Status, ae)
 }
 
-func trimKind(err, kind error) string {
-	return strings.TrimPrefix(err.Error(), kind.Error()+": ")
-}
-
-var kindNames = map[string]string{
-	"brokers": "broker", "serviceclasses": "service class", "serviceplans": "service plan",
-	"instances": "instance", "bindings": "binding",
+// problem is the sentence a typed catalog error carries, or fallback for
+// one that carries none.
+func problem(err error, fallback string) string {
+	if msg, ok := catalog.ProblemMessage(err); ok {
+		return msg
+	}
+	return fallback
 }
 
 // notFoundMessage says what was looked for: an id, or a name — and in
@@ -235,30 +246,17 @@ var kindNames = map[string]string{
 func notFoundMessage(c echo.Context) string {
 	id := c.Param("id")
 	if id == "" {
-		return "not found"
+		return message.Gone("")
 	}
 	resource := strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]
-	kind := kindNames[resource]
-	if resource != "instances" && resource != "bindings" {
-		if ns := c.QueryParam("namespace"); ns != "" {
-			if _, err := uuid.Parse(id); err == nil {
-				return fmt.Sprintf("%s %q does not exist in namespace %q", kind, id, ns)
-			}
-			return fmt.Sprintf("no %s is named %q in namespace %q", kind, id, ns)
-		}
-		if _, err := uuid.Parse(id); err == nil {
-			return fmt.Sprintf("%s %q does not exist among the cluster's (?namespace= for a namespace's)", kind, id)
-		}
-		return fmt.Sprintf("no %s is named %q among the cluster's (?namespace= for a namespace's)", kind, id)
-	}
 	if _, err := uuid.Parse(id); err == nil {
-		return fmt.Sprintf("%s %q does not exist", kind, id)
+		return message.NotFoundID(resource, id)
 	}
 	ns := c.QueryParam("namespace")
-	if ns == "" {
+	if ns == "" && (resource == "instances" || resource == "bindings") {
 		ns = catalog.DefaultNamespace
 	}
-	return fmt.Sprintf("no %s is named %q in namespace %q (a name is looked up in ?namespace=, default %q; an id finds it anywhere)", kind, id, ns, catalog.DefaultNamespace)
+	return message.NotFound(resource, id, ns)
 }
 
 // require authenticates the bearer token and checks its role before
@@ -347,10 +345,10 @@ func decodeBytes(body []byte, v any) error {
 		switch {
 		case errors.As(err, &te):
 			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: te.Field,
-				Message: fmt.Sprintf("%s: must be of type %s", te.Field, te.Type)}
+				Message: fmt.Sprintf("%s must be a JSON %s.", message.Capitalise(message.Field(te.Field)), jsonType(te.Type.Kind()))}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: field, Message: field + ": unknown field"}
+			return &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: field, Message: fmt.Sprintf("This request has no field %q: check its spelling (openapi/openapi.yaml lists the fields).", field)}
 		case errors.Is(err, io.EOF):
 			return apiError(http.StatusBadRequest, "invalid", "request body: a JSON object is required")
 		}
@@ -362,13 +360,28 @@ func decodeBytes(body []byte, v any) error {
 	return nil
 }
 
+// jsonType is how JSON calls the values of a Go kind.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "object"
+	}
+	return "number"
+}
+
 // listOptions reads limit, continue and namespace.
 func listOptions(c echo.Context) (catalog.ListOptions, error) {
 	opts := catalog.ListOptions{Namespace: c.QueryParam("namespace"), Continue: c.QueryParam("continue"), Limit: 500}
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "limit", Message: "limit: must be a number from 1 to 1000"}
+			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: "limit", Message: "The page size (limit) must be a number from 1 to 1000."}
 		}
 		opts.Limit = n
 	}
@@ -382,7 +395,7 @@ func boolParam(c echo.Context, name string) (*bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name, Message: name + ": must be true or false"}
+		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name, Message: fmt.Sprintf("The query parameter %s must be true or false.", name)}
 	}
 	return &b, nil
 }

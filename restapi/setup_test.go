@@ -92,6 +92,7 @@ type response struct {
 	status int
 	body   map[string]any
 	raw    []byte
+	header http.Header
 }
 
 func (r response) str(path ...string) string {
@@ -138,7 +139,7 @@ func (b *bundle) do(token, method, path string, body any) response {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	out := response{status: res.StatusCode, raw: raw}
+	out := response{status: res.StatusCode, raw: raw, header: res.Header}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &out.body)
 	}

@@ -76,7 +76,7 @@ func (s *Server) brokerCreate(c echo.Context) error {
 		for _, fe := range v.Errors {
 			name := brokerField(fe.Field)
 			if name == "" {
-				f.Other = append(f.Other, fe.Field+": "+catalog.FieldMessage(fe))
+				f.Other = append(f.Other, catalog.FieldMessage(fe))
 				continue
 			}
 			f.Errors[name] = catalog.FieldMessage(fe)
@@ -86,13 +86,25 @@ func (s *Server) brokerCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Relist(ctx, created.ID); err != nil {
+	return redirect(c, "/brokers", s.registered(c, created))
+}
+
+// registered fetches a new broker's catalogue and says how it went: a
+// broker whose fetch failed is registered all the same, and retried with
+// backoff, which the notice says in its status's words.
+func (s *Server) registered(c echo.Context, created *catalog.Broker) string {
+	ctx := c.Request().Context()
+	if fetched, err := s.store.Relist(ctx, created.ID); err != nil {
 		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", created.Name, "error", err)
+		if fetched != nil {
+			ready, _ := catalog.FindCondition(fetched.Status.Conditions, catalog.ConditionReady)
+			return "Broker " + created.Name + " is registered, but its catalogue was not fetched. " + ready.Message
+		}
 	}
 	if created.Namespace != "" {
-		return redirect(c, "/brokers", "Broker "+created.Name+" registered in namespace "+created.Namespace+": its services are offered there only.")
+		return "Broker " + created.Name + " registered in namespace " + created.Namespace + ": its services are offered there only."
 	}
-	return redirect(c, "/brokers", "Broker "+created.Name+" registered.")
+	return "Broker " + created.Name + " registered."
 }
 
 // brokerField maps a field of the catalog's errors to the form's.

@@ -51,7 +51,7 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 		// the engine wrote to the status meanwhile.
 		_, err = s.store.UpdateInstance(ctx, cur.Instance.ID, 0, func(in *catalog.Instance) error {
 			if in.Generation != cur.Instance.Generation {
-				return fmt.Errorf("%w: instance %s/%s was changed meanwhile; look at it again", catalog.ErrConflict, in.Namespace, in.Name)
+				return &catalog.ConflictError{Message: fmt.Sprintf("Instance %s/%s was changed meanwhile: look at it again.", in.Namespace, in.Name), Stale: true}
 			}
 			in.Spec.Parameters = nil
 			if len(params) > 0 {

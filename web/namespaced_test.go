@@ -338,7 +338,7 @@ func TestNamespacedBrokerInput(t *testing.T) {
 		ns   string
 		says string
 	}{
-		{n.all, "a\x00b", "NUL"}, {n.all, "a\xffb", "UTF-8"}, {n.all, "Team_A", "RFC 1123"}, {n.all, strings.Repeat("a", 64), "63"},
+		{n.all, "a\x00b", "NUL"}, {n.all, "a\xffb", "UTF-8"}, {n.all, "Team_A", "lower-case letters"}, {n.all, strings.Repeat("a", 64), "63"},
 		{n.teamAdmin, "a\x00b", "NUL"}, {n.teamAdmin, "Team_A", "limited to"},
 	} {
 		res := tc.c.post("/brokers", teamBroker("x", tc.ns, fake))

@@ -175,8 +175,13 @@ func takeFlash(c echo.Context) string {
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
-func trimKind(err, kind error) string {
-	return strings.TrimPrefix(err.Error(), kind.Error()+": ")
+// problem is the sentence a typed catalog error carries, or fallback for
+// one that carries none.
+func problem(err error, fallback string) string {
+	if msg, ok := catalog.ProblemMessage(err); ok {
+		return msg
+	}
+	return fallback
 }
 
 // readiness is how a status shows: a word and a style.

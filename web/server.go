@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/web/csrf"
 	"github.com/bindery-dev/bindery/web/session"
 )
@@ -209,11 +210,11 @@ func (s *Server) fail(c echo.Context, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return s.renderError(c, http.StatusNotFound, "It does not exist (any more).")
+		return s.renderError(c, http.StatusNotFound, message.Gone(pageKind(c.Path())))
 	case errors.Is(err, catalog.ErrConflict):
-		return s.renderError(c, http.StatusConflict, trimKind(err, catalog.ErrConflict))
+		return s.renderError(c, http.StatusConflict, problem(err, "It conflicts with the object's current state: look at it again and retry."))
 	case errors.Is(err, catalog.ErrUnprocessable):
-		return s.renderError(c, http.StatusUnprocessableEntity, trimKind(err, catalog.ErrUnprocessable))
+		return s.renderError(c, http.StatusUnprocessableEntity, problem(err, "The object's current state does not allow this."))
 	case errors.As(err, &he):
 		msg, _ := he.Message.(string)
 		if msg == "" {
@@ -222,13 +223,26 @@ func (s *Server) fail(c echo.Context, err error) error {
 		return s.renderError(c, he.Code, msg)
 	}
 	if v, ok := catalog.AsValidation(err); ok {
-		return s.renderError(c, http.StatusBadRequest, v.Error())
+		return s.renderError(c, http.StatusBadRequest, v.Sentence())
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	s.log.ErrorContext(c.Request().Context(), "web request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
 	return s.renderError(c, http.StatusInternalServerError, "Something went wrong; the server's log has the details.")
+}
+
+// pageKind is the kind of object a route is about ("instance" for
+// /instances/:id/…), or "" for one about none.
+func pageKind(route string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(route, "/"), "/")
+	switch first {
+	case "instances", "bindings", "brokers":
+		return first
+	case "plans":
+		return "serviceplans"
+	}
+	return ""
 }
 
 func (s *Server) forged(w http.ResponseWriter, r *http.Request, msg string) {

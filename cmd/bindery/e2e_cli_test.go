@@ -101,7 +101,7 @@ func TestCLI(t *testing.T) {
 	}
 	must(0, "-n", "team", "bind", "app", "--instance", "db", "--wait")
 	out, _ = must(0, "-n", "team", "credentials", "app", "-o", "dotenv")
-	if !strings.Contains(out, "URI=\"postgresql://") {
+	if !strings.Contains(out, "URI='postgresql://") {
 		t.Errorf("credentials -o dotenv:\n%s", out)
 	}
 	must(3, "-n", "team", "describe", "binding", "nosuch")

@@ -3,10 +3,12 @@
 //
 //	go run ./tools/image pause   -o pause.tar   [-ref bindery.test/pause:1]
 //	go run ./tools/image busybox -o busybox.tar [-ref bindery.test/busybox:1] [-busybox /bin/busybox]
-//	go run ./tools/image bindery -o bindery.tar [-ref bindery.test/bindery:1] [-version v1.2.3]
+//	go run ./tools/image bindery -o bindery.tar [-ref bindery.test/bindery:1] [-version v1.2.3] [-programs DIR]
 //
-// bindery builds ./cmd/bindery and ./cmd/bindery-cni statically and adds
-// this machine's CA certificates and time zones (`make image`).
+// bindery builds ./cmd/bindery and ./cmd/bindery-cni statically, or with
+// -programs takes the static ones DIR holds (`make image` packs those
+// `make build` made, so a warm build cache makes the image in seconds),
+// and adds this machine's CA certificates and time zones.
 //
 // Run it from the repository root (pause builds ./tools/pause).
 package main
@@ -48,6 +50,7 @@ func run(ctx context.Context, args []string) error {
 	caFile := fs.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA certificates `file` (bindery only; Debian's ca-certificates)")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "time zone `directory` (bindery only; Debian's tzdata)")
 	version := fs.String("version", "", "Bindery's `version` the programs report (bindery only; default: what tools/version.sh prints)")
+	programsDir := fs.String("programs", "", "`directory` holding static bindery and bindery-cni to pack instead of building them (bindery only)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -93,6 +96,10 @@ func run(ctx context.Context, args []string) error {
 		}
 		programs := map[string]string{}
 		for _, p := range []string{"bindery", "bindery-cni"} {
+			if *programsDir != "" {
+				programs[p] = filepath.Join(*programsDir, p)
+				continue
+			}
 			programs[p] = filepath.Join(tmp, p)
 			if err := ociimage.BuildStatic(ctx, ".", "./cmd/"+p, programs[p], "-X", binderyversion.LinkerVariable+"="+*version); err != nil {
 				return err

@@ -4,10 +4,7 @@ package binding
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +34,8 @@ func NewBind(f *cmdutil.Factory, run func(context.Context, *BindOptions) error) 
 	}
 	cmd := &cobra.Command{
 		Use: "bind NAME --instance INSTANCE", Short: "Create a binding (credentials) of an instance", Args: cobra.ExactArgs(1),
-		Example: "  bindery bind orders-app --instance orders-db --wait && bindery credentials orders-app -o dotenv > .env",
+		ValidArgsFunction: cobra.NoFileCompletions, // a new name
+		Example:           "  bindery bind orders-app --instance orders-db --wait && bindery credentials orders-app -o dotenv > .env",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -77,6 +75,7 @@ func Bind(ctx context.Context, o *BindOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/bindings", nil, map[string]any{"name": o.Name, "namespace": o.F.NS(), "spec": spec}, &b); err != nil {
 		return err
 	}
+	cmdutil.Warn(o.F, b)
 	return Kind.Finish(ctx, o.F, c, b, o.Wait, wait.Settled)
 }
 
@@ -130,12 +129,16 @@ func NewCredentials(f *cmdutil.Factory, run func(context.Context, *CredentialsOp
 		run = Credentials
 	}
 	return &cobra.Command{
-		Use:   "credentials BINDING [-o json|yaml|env|dotenv]",
+		Use:   "credentials BINDING [-o json|yaml|env|dotenv|env-file]",
 		Short: "Print a binding's credentials",
-		Long: "Prints the credentials the broker returned for the binding. -o env prints `export KEY='value'` lines for a shell,\n" +
-			"-o dotenv KEY=\"value\" lines for a .env file; keys are upper-cased and nested values are JSON.",
+		Long: "Prints the credentials the broker returned for the binding, as they are (-o yaml, the default, or json), or as\n" +
+			"environment variables: keys are upper-cased, anything but letters, digits and _ becomes _, nested values are JSON.\n" +
+			"  -o env       export KEY='value' lines for a POSIX shell: set -a; . ./file (every value but NUL)\n" +
+			"  -o dotenv    KEY='value' lines for docker compose's .env and dotenv libraries, also safe to source\n" +
+			"  -o env-file  KEY=value lines for docker run --env-file (no quoting: plain values only)\n" +
+			"A value a format cannot carry exactly is refused with the reason, and nothing is printed.",
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/bindings", true, nil),
+		ValidArgsFunction: cmdutil.First(cmdutil.Completer(f, "/bindings", true, nil)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			o.Format = f.Output
@@ -144,12 +147,13 @@ func NewCredentials(f *cmdutil.Factory, run func(context.Context, *CredentialsOp
 	}
 }
 
-// Credentials reads and prints the credentials.
+// Credentials reads and prints the credentials: JSON or YAML as the
+// server sent them, or one of the environment formats (credentials.go).
 func Credentials(ctx context.Context, o *CredentialsOptions) error {
 	if o.Format == "" {
 		o.Format = "yaml"
 	}
-	if err := output.Check(o.Format, "json", "yaml", "env", "dotenv"); err != nil {
+	if err := output.Check(o.Format, CredentialFormats...); err != nil {
 		return cmdutil.Usagef("%w", err)
 	}
 	c, err := o.F.Client()
@@ -158,58 +162,17 @@ func Credentials(ctx context.Context, o *CredentialsOptions) error {
 	}
 	var creds map[string]any
 	if err := c.Do(ctx, http.MethodGet, api.Path("bindings", o.Name, "credentials"), o.F.NSQuery(), nil, &creds); err != nil {
-		return err
+		return api.HintNotFound(err, cmdutil.ByName("bindings"))
 	}
 	if ok, err := output.Structured(o.F.IO.Out, o.Format, creds); ok {
 		return err
 	}
-	keys := make([]string, 0, len(creds))
-	for k := range creds {
-		keys = append(keys, k)
+	out, err := EnvFormat(o.Format, creds)
+	if err != nil {
+		return err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		name := EnvName(k)
-		val := scalar(creds[k])
-		if o.Format == "env" {
-			fmt.Fprintf(o.F.IO.Out, "export %s='%s'\n", name, strings.ReplaceAll(val, "'", `'\''`))
-		} else {
-			r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`)
-			fmt.Fprintf(o.F.IO.Out, "%s=\"%s\"\n", name, r.Replace(val))
-		}
-	}
-	return nil
-}
-
-// EnvName turns a credentials key into an environment variable name:
-// upper case, anything but letters, digits and '_' becomes '_', and a
-// leading digit gets a '_' before it.
-func EnvName(k string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(k) {
-		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if s == "" || (s[0] >= '0' && s[0] <= '9') {
-		s = "_" + s
-	}
-	return s
-}
-
-func scalar(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case nil:
-		return ""
-	}
-	var b strings.Builder
-	_ = jsonEncode(&b, v)
-	return strings.TrimSpace(b.String())
+	_, err = o.F.IO.Out.Write(out)
+	return err
 }
 
 // NewUnbind builds `unbind BINDING`.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,8 @@ import (
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
 	"github.com/bindery-dev/bindery/cli/internal/output"
+	"github.com/bindery-dev/bindery/cli/internal/wait"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // NewCmd builds `brokers` and its verbs.
@@ -37,6 +40,8 @@ type RegisterOptions struct {
 	BearerToken        string
 	Insecure           bool
 	RelistDuration     string
+	// NoWait registers without waiting for the first catalogue fetch.
+	NoWait bool
 }
 
 func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions) error) *cobra.Command {
@@ -47,7 +52,10 @@ func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions)
 	cmd := &cobra.Command{
 		Use:   "register NAME URL",
 		Short: "Register a broker (the cluster's, or with -n a namespace's) and fetch its catalogue",
-		Args:  cobra.ExactArgs(2),
+		Long: "Register a broker and wait for the first fetch of its catalogue: when it fails, the broker stays registered\n" +
+			"(it is fetched again with backoff) and the command says why and exits with 5. --no-wait returns at once.",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.URL = args[0], args[1]
 			return run(cmd.Context(), o)
@@ -59,6 +67,7 @@ func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions)
 	fl.StringVar(&o.BearerToken, "bearer-token", "", "a bearer token for the broker instead of basic auth")
 	fl.BoolVar(&o.Insecure, "insecure-skip-tls-verify", false, "do not check the broker's TLS certificate")
 	fl.StringVar(&o.RelistDuration, "relist-duration", "", "how often to fetch the catalogue again, e.g. 15m")
+	fl.BoolVar(&o.NoWait, "no-wait", false, "do not wait for the first catalogue fetch")
 	return cmd
 }
 
@@ -90,15 +99,23 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 	case o.BearerToken != "":
 		body["auth"] = map[string]any{"bearer": map[string]any{"token": o.BearerToken}}
 	}
+	var q url.Values
+	if o.NoWait {
+		q = url.Values{"wait": {"false"}}
+	}
 	var b api.Object
-	if err := c.Do(ctx, http.MethodPost, "/brokers", nil, body, &b); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/brokers", q, body, &b); err != nil {
 		return err
 	}
-	if r := b.Condition("Ready"); r.Str("status") != "True" {
-		// Registered all the same: the catalogue is fetched again with backoff.
-		fmt.Fprintf(o.F.IO.ErrOut, "warning: broker %s is registered but its catalogue was not fetched: %s\n(it is retried with backoff; `bindery brokers relist %s%s` tries now)\n", o.Name, r.Str("message"), o.Name, nsFlag(o.F))
+	if err := Kind.Print(o.F, []api.Object{b}, true); err != nil {
+		return err
 	}
-	return printOne(o.F, b)
+	if r := b.Condition("Ready"); !o.NoWait && r.Str("status") != "True" {
+		// Registered all the same: the catalogue is fetched again with backoff.
+		return wait.Failure(fmt.Sprintf("broker %s is registered, but its catalogue was not fetched: %s\n"+
+			"It is fetched again with backoff; `bindery brokers relist %s%s` tries now.", o.Name, output.Safe(r.Str("message")), o.Name, nsFlag(o.F)))
+	}
+	return nil
 }
 
 // ListOptions are `brokers list`'s inputs.
@@ -128,7 +145,7 @@ func List(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	return print(o.F, items)
+	return Kind.Print(o.F, items, false)
 }
 
 // RelistOptions are `brokers relist`'s inputs.
@@ -144,7 +161,7 @@ func newRelist(f *cmdutil.Factory, run func(context.Context, *RelistOptions) err
 	}
 	return &cobra.Command{
 		Use: "relist NAME", Short: "Fetch a broker's catalogue now", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion),
+		ValidArgsFunction: cmdutil.First(cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -163,11 +180,11 @@ func Relist(ctx context.Context, o *RelistOptions) error {
 	if err := c.Do(ctx, http.MethodPost, api.Path("brokers", o.Name, "relist"), o.F.ScopeQuery(), nil, &b); err != nil {
 		return err
 	}
-	if err := printOne(o.F, b); err != nil {
+	if err := Kind.Print(o.F, []api.Object{b}, true); err != nil {
 		return err
 	}
 	if r := b.Condition("Ready"); r.Str("status") != "True" {
-		return fmt.Errorf("the catalogue of %s could not be fetched: %s", o.Name, r.Str("message"))
+		return wait.Failure(fmt.Sprintf("the catalogue of broker %s could not be fetched: %s", o.Name, output.Safe(r.Str("message"))))
 	}
 	return nil
 }
@@ -185,7 +202,7 @@ func newDeregister(f *cmdutil.Factory, run func(context.Context, *DeregisterOpti
 	}
 	return &cobra.Command{
 		Use: "deregister NAME", Short: "Deregister a broker with its classes and plans", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion),
+		ValidArgsFunction: cmdutil.First(cmdutil.Completer(f, "/brokers", false, f.ScopeCompletion)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -219,24 +236,19 @@ func nsFlag(f *cmdutil.Factory) string {
 	return " -n " + f.Namespace
 }
 
-func printOne(f *cmdutil.Factory, b api.Object) error {
-	if ok, err := output.Structured(f.IO.Out, f.Output, b); ok {
-		return err
-	}
-	return print(f, []api.Object{b})
-}
-
-func print(f *cmdutil.Factory, items []api.Object) error {
-	if ok, err := output.Structured(f.IO.Out, f.Output, map[string]any{"items": items}); ok {
-		return err
-	}
-	rows := make([][]string, 0, len(items))
-	for _, b := range items {
+// Kind is how the verbs print brokers.
+var Kind = cmdutil.Kind{
+	Plural: "brokers", Singular: "broker",
+	Header: []string{"NAME", "URL", "STATUS", "CLASSES", "PLANS", "MESSAGE"},
+	Row: func(b api.Object) []string {
 		r := b.Condition("Ready")
 		classes, _ := b.Get("status", "serviceClassCount").(float64)
 		plans, _ := b.Get("status", "servicePlanCount").(float64)
-		rows = append(rows, []string{b.Str("name"), b.Str("spec", "url"), output.Or(r.Str("reason")),
-			strconv.Itoa(int(classes)), strconv.Itoa(int(plans)), output.Or(r.Str("message"))})
-	}
-	return output.Table(f.IO.Out, []string{"NAME", "URL", "STATUS", "CLASSES", "PLANS", "MESSAGE"}, rows)
+		status := "Pending"
+		if reason := r.Str("reason"); reason != "" {
+			status = message.ReasonOf(reason).Word
+		}
+		return []string{b.Str("name"), b.Str("spec", "url"), status,
+			strconv.Itoa(int(classes)), strconv.Itoa(int(plans)), output.Or(r.Str("message"))}
+	},
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
 	"github.com/bindery-dev/bindery/cli/internal/output"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // kinds maps the words the command accepts to the API's collections.
@@ -80,7 +81,9 @@ func Run(ctx context.Context, o *Options) error {
 		q = o.F.ScopeQuery()
 	}
 	obj, err := c.Get(ctx, api.Path(coll, o.Name), q)
-	if err != nil {
+	if err != nil && coll != "brokers" {
+		return api.HintNotFound(err, cmdutil.ByName(coll))
+	} else if err != nil {
 		return err
 	}
 	var events struct {
@@ -90,13 +93,58 @@ func Run(ctx context.Context, o *Options) error {
 	if err := c.Do(ctx, "GET", api.Path(coll, obj.Str("id"), "events"), q, nil, &events); err != nil {
 		return err
 	}
-	if ok, err := output.Structured(o.F.IO.Out, o.F.Output, map[string]any{"object": obj, "events": events.Items}); ok {
+	var bindings []api.Object
+	if coll == "instances" {
+		all, err := c.List(ctx, "/bindings", o.F.NSQuery())
+		if err != nil {
+			return err
+		}
+		for _, b := range all {
+			if b.Str("spec", "instanceRef", "name") == obj.Str("name") {
+				bindings = append(bindings, b)
+			}
+		}
+	}
+	doc := map[string]any{"object": obj, "events": events.Items}
+	if coll == "instances" {
+		doc["bindings"] = bindings
+	}
+	if ok, err := output.Structured(o.F.IO.Out, o.F.Output, doc); ok {
 		return err
 	}
 	w := o.F.IO.Out
+	// describe is for people: aligned even in a pipe, cut only on a terminal.
+	term := output.Term{On: true}
+	if o.F.IO.OutTerm.On {
+		term.Width = o.F.IO.OutTerm.Width
+	}
+	fields(w, coll, obj)
+	conditions(w, term, obj)
+	if coll == "instances" {
+		fmt.Fprintln(w, "\nBindings:")
+		if len(bindings) == 0 {
+			fmt.Fprintln(w, "  (none)")
+		} else {
+			rows := make([][]string, 0, len(bindings))
+			for _, b := range bindings {
+				rows = append(rows, []string{"  " + b.Str("name"), output.Or(b.Str("spec", "secretName")), instance.Status(b)})
+			}
+			if err := output.Table(w, term, []string{"  NAME", "SECRET", "STATUS"}, rows); err != nil {
+				return err
+			}
+		}
+	}
+	return history(w, term, events.Items)
+}
+
+// fields prints the object's fields, one per line, each made safe.
+func fields(w io.Writer, coll string, obj api.Object) {
 	field := func(k, v string) {
+		if v != "" && k != "" {
+			k += ":"
+		}
 		if v != "" {
-			fmt.Fprintf(w, "%-14s %s\n", k+":", v)
+			fmt.Fprintf(w, "%-14s %s\n", k, output.SafeLine(v))
 		}
 	}
 	field("Name", obj.Str("name"))
@@ -117,7 +165,10 @@ func Run(ctx context.Context, o *Options) error {
 		field("Last fetch", obj.Str("status", "lastCatalogRetrievalTime"))
 	}
 	if coll != "brokers" {
-		field("Status", instance.Status(obj))
+		field("Status", statusWord(obj))
+		if msg := obj.Str("progress", "message"); msg != "" {
+			field("", msg)
+		}
 	}
 	field("Created", obj.Str("creationTimestamp"))
 	field("Deleting since", obj.Str("deletionTimestamp"))
@@ -129,25 +180,28 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		field("Parameters", strings.Join(slices.Sorted(slices.Values(keys)), ", "))
 	}
-	conditions(w, obj)
+}
+
+// history prints the object's history, reasons in words.
+func history(w io.Writer, term output.Term, events []api.Object) error {
 	fmt.Fprintln(w, "\nHistory:")
-	if len(events.Items) == 0 {
+	if len(events) == 0 {
 		fmt.Fprintln(w, "  (none)")
 		return nil
 	}
-	rows := make([][]string, 0, len(events.Items))
-	for _, e := range events.Items {
+	rows := make([][]string, 0, len(events))
+	for _, e := range events {
 		n, _ := e.Get("count").(float64)
 		count := ""
 		if n > 1 {
 			count = fmt.Sprintf("x%d", int(n))
 		}
-		rows = append(rows, []string{"  " + e.Str("time"), e.Str("type"), e.Str("reason"), count, e.Str("message")})
+		rows = append(rows, []string{"  " + e.Str("time"), e.Str("type"), message.ReasonOf(e.Str("reason")).Word, count, e.Str("message")})
 	}
-	return output.Table(w, []string{"  TIME", "TYPE", "REASON", "", "MESSAGE"}, rows)
+	return output.Table(w, term, []string{"  TIME", "TYPE", "WHAT", "", "MESSAGE"}, rows)
 }
 
-func conditions(w io.Writer, obj api.Object) {
+func conditions(w io.Writer, term output.Term, obj api.Object) {
 	list, _ := obj.Get("status", "conditions").([]any)
 	if len(list) == 0 {
 		return
@@ -157,7 +211,22 @@ func conditions(w io.Writer, obj api.Object) {
 	for _, c := range list {
 		m, _ := c.(map[string]any)
 		o := api.Object(m)
-		rows = append(rows, []string{"  " + o.Str("type"), o.Str("status"), output.Or(o.Str("reason")), o.Str("message")})
+		why := "-"
+		if r := o.Str("reason"); r != "" {
+			why = message.ReasonOf(r).Word
+		}
+		rows = append(rows, []string{"  " + o.Str("type"), o.Str("status"), why, o.Str("message")})
 	}
-	_ = output.Table(w, []string{"  TYPE", "STATUS", "REASON", "MESSAGE"}, rows)
+	_ = output.Table(w, term, []string{"  TYPE", "STATUS", "WHY", "MESSAGE"}, rows)
+}
+
+// statusWord is the object's state in a word: the server's progress when
+// it sent one (Blocked, Failed, Retrying, Waiting), else what its
+// conditions say.
+func statusWord(obj api.Object) string {
+	switch st := message.State(obj.Str("progress", "state")); st {
+	case message.Blocked, message.Failed, message.Retrying, message.Waiting:
+		return message.Capitalise(string(st))
+	}
+	return instance.Status(obj)
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
-	"github.com/bindery-dev/bindery/cli/internal/output"
 	"github.com/bindery-dev/bindery/cli/internal/wait"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // ProvisionOptions are `provision`'s inputs.
@@ -27,6 +27,9 @@ type ProvisionOptions struct {
 	Params     []string
 	ParamsJSON string
 	Wait       cmdutil.WaitFlags
+	// AllowMissing records an instance of a class or plan no broker
+	// offers (yet), to wait for it, instead of refusing it.
+	AllowMissing bool
 }
 
 // The scopes of --scope.
@@ -47,21 +50,25 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 		Long: "Create a service instance in the namespace of -n (default \"default\") from a class and plan on offer\n" +
 			"(`bindery marketplace -n NAMESPACE`). The class is the cluster's of that name; when no cluster broker\n" +
 			"offers it, the namespace's own brokers' (`bindery brokers register -n`). --scope chooses one of them\n" +
-			"instead, as when both offer a class of the same name.",
+			"instead, as when both offer a class of the same name.\n\n" +
+			"A class or plan no broker offers is refused, with the nearest name on offer; --allow-missing records the\n" +
+			"instance all the same, to wait until a broker offers it (as `kubectl apply` does).",
 		Example: "  bindery provision orders-db -c postgresql -p small --param size=10 --wait\n" +
 			"  bindery provision orders-db -c postgresql -p small --params-json @params.json\n" +
 			"  bindery provision cache -n team-a -c redis -p one --scope namespace",
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions, // a new name
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Class, "class", "c", "", "the service class (its external name, see `bindery marketplace`)")
+	fl.StringVarP(&o.Class, "class", "c", "", "the service class: its external name, as the marketplace lists it")
 	fl.StringVarP(&o.Plan, "plan", "p", "", "the plan (its external name)")
-	fl.StringVar(&o.Scope, "scope", "", "where the class is: cluster, or namespace (the instance's namespace's own brokers); by default the cluster's, else the namespace's")
-	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{ScopeCluster, ScopeNamespace}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, &o.Scope, "scope", "", []string{ScopeCluster, ScopeNamespace},
+		"where the class is: cluster, or namespace (the instance's namespace's own brokers); by default the cluster's, else the namespace's")
+	fl.BoolVar(&o.AllowMissing, "allow-missing", false, "record the instance even when no broker offers the class or plan yet; it waits for them")
 	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE (repeatable; VALUE is JSON when it parses as JSON)")
 	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters as a JSON object, or @FILE")
 	o.Wait.Add(cmd)
@@ -85,9 +92,6 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if o.Class == "" || o.Plan == "" {
 		return cmdutil.Usagef("-c CLASS and -p PLAN are required: `bindery marketplace` lists them")
 	}
-	if o.Scope != "" && o.Scope != ScopeCluster && o.Scope != ScopeNamespace {
-		return cmdutil.Usagef("--scope %q: want %s or %s", o.Scope, ScopeCluster, ScopeNamespace)
-	}
 	params, err := cmdutil.Params(o.Params, o.ParamsJSON)
 	if err != nil {
 		return err
@@ -99,6 +103,11 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	scope := o.Scope
 	if scope == "" {
 		if scope, err = classScope(ctx, c, o.Class, o.F.NS()); err != nil {
+			return err
+		}
+	}
+	if !o.AllowMissing {
+		if err := offered(ctx, c, o, scope); err != nil {
 			return err
 		}
 	}
@@ -114,7 +123,75 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if err := c.Do(ctx, http.MethodPost, "/instances", nil, body, &in); err != nil {
 		return err
 	}
+	cmdutil.Warn(o.F, in)
 	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)
+}
+
+// offered checks that a broker offers the class and plan in scope, and
+// refuses them otherwise with the nearest name on offer.
+func offered(ctx context.Context, c *api.Client, o *ProvisionOptions, scope string) error {
+	q := url.Values{}
+	if scope == ScopeNamespace {
+		q.Set("namespace", o.F.NS())
+	}
+	classes, err := api.ListOf[named](ctx, c, "/serviceclasses", q)
+	if err != nil {
+		return err
+	}
+	var class *named
+	for i := range classes {
+		if classes[i].Spec.ExternalName == o.Class || classes[i].Name == o.Class {
+			class = &classes[i]
+		}
+	}
+	if class == nil {
+		return &cmdutil.NotFoundError{Msg: fmt.Sprintf("No broker offers a service class named %q%s.%s\n"+
+			"`bindery marketplace%s` lists the classes on offer; --allow-missing records the instance to wait for it.",
+			o.Class, where(scope, o.F.NS()), message.DidYouMean(o.Class, externalNames(classes)), nsOption(scope, o.F.NS()))}
+	}
+	q.Set("class", class.Name)
+	plans, err := api.ListOf[named](ctx, c, "/serviceplans", q)
+	if err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if p.Spec.ExternalName == o.Plan || p.Name == o.Plan {
+			return nil
+		}
+	}
+	return &cmdutil.NotFoundError{Msg: fmt.Sprintf("Service class %q has no plan named %q.%s\n"+
+		"`bindery marketplace -c %s%s` lists its plans; --allow-missing records the instance to wait for it.",
+		o.Class, o.Plan, message.DidYouMean(o.Plan, externalNames(plans)), o.Class, nsOption(scope, o.F.NS()))}
+}
+
+// named is what offered reads of a class or plan.
+type named struct {
+	Name string `json:"name"`
+	Spec struct {
+		ExternalName string `json:"externalName"`
+	} `json:"spec"`
+}
+
+func externalNames(items []named) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Spec.ExternalName
+	}
+	return out
+}
+
+func where(scope, ns string) string {
+	if scope == ScopeNamespace {
+		return fmt.Sprintf(" in namespace %s", ns)
+	}
+	return ""
+}
+
+func nsOption(scope, ns string) string {
+	if scope == ScopeNamespace {
+		return " -n " + ns
+	}
+	return ""
 }
 
 // classScope finds where a class of this external (or object) name is
@@ -227,7 +304,7 @@ func StateOf(o api.Object) State {
 // Deleting, or the Ready condition's reason.
 func (s State) Word() string {
 	if op := s.Status.CurrentOperation; op != "" {
-		return op + " in progress"
+		return message.Words(op) + " in progress"
 	}
 	if c, ok := s.condition("Failed"); ok && c.Status == "True" {
 		return "Failed"
@@ -235,8 +312,8 @@ func (s State) Word() string {
 	if s.DeletionTimestamp != "" {
 		return "Deleting"
 	}
-	if c, ok := s.condition("Ready"); ok {
-		return output.Or(c.Reason)
+	if c, ok := s.condition("Ready"); ok && c.Reason != "" {
+		return message.ReasonOf(c.Reason).Word
 	}
 	return "Pending"
 }
@@ -271,7 +348,7 @@ func NewUpdate(f *cmdutil.Factory, run func(context.Context, *UpdateOptions) err
 	}
 	cmd := &cobra.Command{
 		Use: "update NAME [-p PLAN] [--param KEY=VALUE]", Short: "Change an instance's plan or parameters", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.Completer(f, "/instances", true, nil),
+		ValidArgsFunction: cmdutil.First(cmdutil.Completer(f, "/instances", true, nil)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			return run(cmd.Context(), o)
@@ -304,7 +381,7 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 		// The plan is named in the instance's own scope.
 		current, err := c.Get(ctx, api.Path("instances", o.Name), o.F.NSQuery())
 		if err != nil {
-			return err
+			return api.HintNotFound(err, cmdutil.ByName("instances"))
 		}
 		field := "clusterServicePlanExternalName"
 		if Namespaced(current) {
@@ -317,8 +394,9 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 	}
 	var in api.Object
 	if err := c.Do(ctx, http.MethodPatch, api.Path("instances", o.Name), o.F.NSQuery(), map[string]any{"spec": spec}, &in); err != nil {
-		return err
+		return api.HintNotFound(err, cmdutil.ByName("instances"))
 	}
+	cmdutil.Warn(o.F, in)
 	return Kind.Finish(ctx, o.F, c, in, o.Wait, wait.Settled)
 }
 

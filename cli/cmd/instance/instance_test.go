@@ -19,8 +19,8 @@ func TestRowsDecodeAsRow(t *testing.T) {
 		{`{"status":{"currentOperation":"Provision","conditions":[{"type":"Ready","status":"False","reason":"Provisioning"}]}}`, "Provision in progress"},
 		{`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"X"},{"type":"Failed","status":"True"}]}}`, "Failed"},
 		{`{"deletionTimestamp":"2026-01-01T00:00:00Z","status":{"conditions":[{"type":"Ready","status":"True","reason":"ProvisionedSuccessfully"}]}}`, "Deleting"},
-		{`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"ProvisionedSuccessfully"}]}}`, "ProvisionedSuccessfully"},
-		{`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`, "-"},
+		{`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"ProvisionedSuccessfully"}]}}`, "Ready"},
+		{`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`, "Pending"},
 		{`{}`, "Pending"},
 	} {
 		for _, spec := range []string{

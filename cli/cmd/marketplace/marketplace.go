@@ -3,6 +3,7 @@ package marketplace
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
 	"github.com/bindery-dev/bindery/cli/internal/output"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // Options are marketplace's inputs.
@@ -78,7 +80,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		rows = append(rows, append(row, cl.Str("spec", "description")))
 	}
-	return output.Table(o.F.IO.Out, header, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, header, rows)
 }
 
 // offer lists the cluster's classes and plans and, when scope names a
@@ -140,7 +142,10 @@ func classPlans(ctx context.Context, o *Options, c *api.Client) error {
 		}
 	}
 	if !found {
-		return notFound
+		if !api.NotFound(notFound) {
+			return notFound
+		}
+		return noSuchClass(ctx, o, c)
 	}
 	if ok, err := output.Structured(o.F.IO.Out, o.F.Output, map[string]any{"items": plans}); ok {
 		return err
@@ -149,7 +154,7 @@ func classPlans(ctx context.Context, o *Options, c *api.Client) error {
 	for _, p := range plans {
 		rows = append(rows, []string{p.Str("spec", "externalName"), strconv.FormatBool(p.Bool("spec", "free")), p.Str("spec", "description")})
 	}
-	return output.Table(o.F.IO.Out, []string{"PLAN", "FREE", "DESCRIPTION"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"PLAN", "FREE", "DESCRIPTION"}, rows)
 }
 
 // classRef is the object name of a plan's class, in either scope.
@@ -166,4 +171,19 @@ func brokerOf(cl api.Object) string {
 		return n
 	}
 	return cl.Str("spec", "serviceBrokerName")
+}
+
+// noSuchClass says that no broker offers the class, with the nearest
+// name on offer.
+func noSuchClass(ctx context.Context, o *Options, c *api.Client) error {
+	classes, _, err := offer(ctx, c, o.F.ScopeQuery())
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(classes))
+	for _, cl := range classes {
+		names = append(names, cl.Str("spec", "externalName"))
+	}
+	return &cmdutil.NotFoundError{Msg: fmt.Sprintf("No broker offers a service class named %q.%s `bindery marketplace` lists the classes on offer.",
+		o.Class, message.DidYouMean(o.Class, names))}
 }

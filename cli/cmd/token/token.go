@@ -181,11 +181,10 @@ func newCreate(o *Options, run func(context.Context, *CreateOptions) error) *cob
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), c) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&c.Req.Role, "role", "", "the token's role: viewer, developer or admin (required)")
+	cmdutil.EnumFlag(cmd, &c.Req.Role, "role", "", []string{"viewer", "developer", "admin"}, "the token's role (required)")
 	fl.StringVar(&c.Req.Name, "name", "", "a name for the token, unique, to list and revoke it by")
 	fl.StringArrayVarP(&c.Req.Namespaces, "namespace", "n", nil, "limit the token to this namespace (repeatable; none: every namespace and the cluster-scoped objects)")
 	fl.DurationVar(&c.ExpiresIn, "expires-in", 0, "the token stops working after this long, e.g. 720h (0: never)")
-	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"viewer", "developer", "admin"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -278,7 +277,7 @@ func List(ctx context.Context, o *Options) error {
 		}
 		rows = append(rows, []string{t.ID, output.Or(t.Name), t.Role, nss, t.CreatedAt.UTC().Format(time.RFC3339), output.Or(expires)})
 	}
-	return output.Table(o.F.IO.Out, []string{"ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "EXPIRES"}, rows)
+	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, []string{"ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "EXPIRES"}, rows)
 }
 
 // RevokeOptions are `token revoke`'s inputs.

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bindery-dev/bindery/cli/internal/output"
 )
 
 // Object is one object of the API, as decoded JSON.
@@ -61,33 +63,45 @@ type Error struct {
 	Status  int
 	Code    string `json:"error"`
 	Message string `json:"message"`
-	Field   string `json:"field"`
-	Fields  []struct {
+	// Hint is what the CLI adds about its own flags (not the server's).
+	Hint   string `json:"-"`
+	Field  string `json:"field"`
+	Fields []struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"fields"`
 }
 
+// Error is the server's message for people (its field paths are for
+// API clients, and stay out), made safe for a terminal, with what to do
+// about a token refused or not allowed.
 func (e *Error) Error() string {
 	var b strings.Builder
-	switch {
-	case len(e.Fields) > 1:
-		b.WriteString(e.Message)
-		for _, f := range e.Fields {
-			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
-		}
-	case e.Message != "":
-		b.WriteString(e.Message)
-	default:
+	if e.Message != "" {
+		b.WriteString(output.Safe(e.Message))
+	} else {
 		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
+	}
+	if e.Hint != "" {
+		b.WriteString(" " + e.Hint)
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		b.WriteString(" (the token is not valid, expired or revoked: log in again with a valid one (`bindery login URL`), or set BINDERY_TOKEN)")
+		b.WriteString(" Log in again with a valid token (`bindery login URL`), or set BINDERY_TOKEN.")
 	case http.StatusForbidden:
-		b.WriteString(" (ask an admin for a token with that role or namespace: `bindery token create`)")
+		b.WriteString(" Ask an admin for a token with that role or namespace (`bindery token create`).")
 	}
 	return b.String()
+}
+
+// HintNotFound adds the CLI's hint to err when it is a 404 of the API, and
+// returns err.
+func HintNotFound(err error, hint string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		e.Hint = hint
+	}
+	return err
 }
 
 // NotFound tells whether err is a 404 of the API.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/config"
+	"github.com/bindery-dev/bindery/cli/internal/output"
 )
 
 // IOStreams are the streams a verb reads and writes; tests pass buffers.
@@ -26,6 +27,9 @@ type IOStreams struct {
 	ErrOut io.Writer
 	// IsTerminal tells whether ErrOut is a terminal (a spinner then).
 	IsTerminal bool
+	// OutTerm tells whether Out is a terminal, and its width: tables are
+	// aligned and cut to it there, tab-separated elsewhere.
+	OutTerm output.Term
 }
 
 // Factory gives a verb its streams and, lazily, its client.
@@ -161,4 +165,39 @@ func Completers(fns ...cobra.CompletionFunc) cobra.CompletionFunc {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// Namespaces completes -n with the namespaces the server knows in use.
+func Namespaces(f *Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		c, err := f.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), defaultCompletionTimeout)
+		defer cancel()
+		var list struct {
+			Items []string `json:"items"`
+		}
+		if err := c.Do(ctx, "GET", "/namespaces", nil, nil, &list); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, n := range list.Items {
+			if strings.HasPrefix(n, toComplete) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// SetClient makes the factory hand out c instead of the client the
+// configuration describes: for tests against a scripted server.
+func (f *Factory) SetClient(c *api.Client) { f.client = c }
+
+// ByName is the hint added to a name not found among a namespace's
+// objects of a kind (its plural, as the list verb is called).
+func ByName(plural string) string {
+	return fmt.Sprintf("(-n chooses the namespace; `bindery %s -A` lists every namespace's.)", plural)
 }

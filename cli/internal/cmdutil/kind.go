@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -48,6 +49,9 @@ func RowsOf[T any](cells func(T) []string) func(context.Context, *api.Client, st
 // Print prints objects as a table, or as JSON or YAML: the list, or the
 // object alone when one is asked for and there is one.
 func (k Kind) Print(f *Factory, items []api.Object, one bool) error {
+	if items == nil {
+		items = []api.Object{}
+	}
 	var v any = map[string]any{"items": items}
 	if one && len(items) == 1 {
 		v = items[0]
@@ -59,14 +63,14 @@ func (k Kind) Print(f *Factory, items []api.Object, one bool) error {
 	for _, it := range items {
 		rows = append(rows, k.Row(it))
 	}
-	return output.Table(f.IO.Out, k.Header, rows)
+	return output.Table(f.IO.Out, f.IO.OutTerm, k.Header, rows)
 }
 
 // Finish ends a verb that changed obj: with --wait it follows the object
 // to goal (a failed operation is the error), then prints it, unless it was
 // waited for until gone.
 func (k Kind) Finish(ctx context.Context, f *Factory, c *api.Client, obj api.Object, w WaitFlags, goal wait.Goal) error {
-	last, err := w.Follow(ctx, f, c, api.Path(k.Plural, obj.Str("id")), goal)
+	last, err := w.Follow(ctx, f, c, k, obj, goal)
 	if last != nil {
 		obj = last
 	}
@@ -102,7 +106,7 @@ func (k Kind) NewList(f *Factory, short string, aliases ...string) *cobra.Comman
 				if err != nil {
 					return err
 				}
-				return output.Table(f.IO.Out, k.Header, rows)
+				return output.Table(f.IO.Out, f.IO.OutTerm, k.Header, rows)
 			}
 			items, err := c.List(cmd.Context(), "/"+k.Plural, q)
 			if err != nil {
@@ -122,7 +126,7 @@ func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
 	var w WaitFlags
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
-		ValidArgsFunction: Completer(f, "/"+k.Plural, true, nil),
+		ValidArgsFunction: First(Completer(f, "/"+k.Plural, true, nil)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.Client()
 			if err != nil {
@@ -130,7 +134,7 @@ func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
 			}
 			var obj api.Object
 			if err := c.Do(cmd.Context(), http.MethodDelete, api.Path(k.Plural, args[0]), f.NSQuery(), nil, &obj); err != nil {
-				return err
+				return api.HintNotFound(err, ByName(k.Plural))
 			}
 			if !w.Wait {
 				fmt.Fprintf(f.IO.ErrOut, "%s %s/%s is being %s\n", k.Singular, f.NS(), args[0], doing)
@@ -150,15 +154,22 @@ type WaitFlags struct {
 
 // Add registers the flags.
 func (w *WaitFlags) Add(cmd *cobra.Command) {
-	cmd.Flags().BoolVarP(&w.Wait, "wait", "w", false, "follow the operation until it ends, showing its progress")
-	cmd.Flags().DurationVar(&w.Timeout, "timeout", 0, "with --wait, stop waiting after this long (0: no limit)")
+	cmd.Flags().BoolVarP(&w.Wait, "wait", "w", false, "follow the operation until it is done, fails or is blocked, showing its progress")
+	cmd.Flags().DurationVar(&w.Timeout, "timeout", wait.DefaultTimeout, "with --wait, stop waiting after this long (0: no limit); the operation goes on")
 }
 
-// Follow waits when asked to; a failed operation is an error.
-func (w WaitFlags) Follow(ctx context.Context, f *Factory, c *api.Client, path string, goal wait.Goal) (api.Object, error) {
+// Follow waits when asked to: a failed or blocked operation, or the
+// timeout, is the error.
+func (w WaitFlags) Follow(ctx context.Context, f *Factory, c *api.Client, k Kind, obj api.Object, goal wait.Goal) (api.Object, error) {
 	if !w.Wait {
 		return nil, nil
 	}
-	return wait.Follow(ctx, wait.Options{Client: c, Path: path, Query: f.NSQuery(), Goal: goal,
-		Out: f.IO.ErrOut, Terminal: f.IO.IsTerminal, Timeout: w.Timeout})
+	what := fmt.Sprintf("%s %s/%s", k.Singular, obj.Str("namespace"), obj.Str("name"))
+	last, err := wait.Follow(ctx, wait.Options{Client: c, Path: api.Path(k.Plural, obj.Str("id")), Query: f.NSQuery(), Goal: goal,
+		What: what, Out: f.IO.ErrOut, Terminal: f.IO.IsTerminal, Timeout: w.Timeout})
+	var te *wait.TimeoutError
+	if errors.As(err, &te) {
+		te.Command = fmt.Sprintf("bindery describe %s %s -n %s", k.Singular, obj.Str("name"), obj.Str("namespace"))
+	}
+	return last, err
 }

@@ -1,7 +1,9 @@
 // Package wait follows an instance or binding until the engine is done with
 // it, polling the REST API with backoff and jitter, and shows a progress
-// line: the current operation and the time elapsed (a spinner only on a
-// terminal).
+// line: where it stands, in the server's words, and the time elapsed (a
+// spinner only on a terminal). It ends on every outcome the server knows
+// (the object's progress, openapi.yaml's Progress): done, failed for good,
+// or blocked until a person acts — and on the timeout.
 package wait
 
 import (
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/cli/internal/output"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // Goal is what the wait is for.
@@ -25,29 +29,132 @@ const (
 	Gone
 )
 
+// DefaultTimeout is how long --wait waits unless --timeout says otherwise.
+const DefaultTimeout = 10 * time.Minute
+
 // Options says what to follow and where to show it.
 type Options struct {
-	Client   *api.Client
-	Path     string
-	Query    url.Values
-	Goal     Goal
+	Client *api.Client
+	Path   string
+	Query  url.Values
+	Goal   Goal
+	// What names the object in messages: "instance team/db".
+	What     string
 	Out      io.Writer
 	Terminal bool
-	// Timeout, when positive, ends the wait with an error.
+	// Timeout, when positive, ends the wait with a *TimeoutError.
 	Timeout time.Duration
 	// Backoff starts at First and grows to Max (defaults 200ms, 5s).
 	First, Max time.Duration
 	now        func() time.Time
 }
 
-// ErrFailed is the outcome of an operation the broker or the engine failed.
+// ErrFailed is the outcome of an operation the broker or the engine failed
+// for good.
 var ErrFailed = errors.New("the operation failed")
+
+// ErrBlocked is the outcome of an operation that cannot go on until a
+// person acts.
+var ErrBlocked = errors.New("the operation is blocked")
+
+// OutcomeError is how a wait ended other than done: failed (Is ErrFailed)
+// or blocked (Is ErrBlocked), with the server's words.
+type OutcomeError struct {
+	What    string
+	State   message.State
+	Message string
+	// Detail is what the engine or the broker wrote, when it says more.
+	Detail  string
+	Elapsed time.Duration
+}
+
+func (e *OutcomeError) Error() string {
+	verb := "failed"
+	if e.State == message.Blocked {
+		verb = "is blocked"
+	}
+	s := fmt.Sprintf("%s %s after %s: %s", e.What, verb, elapsed(e.Elapsed), output.Safe(e.Message))
+	if e.Detail != "" {
+		s += "\n  " + output.SafeLine(e.Detail)
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrFailed) or ErrBlocked true.
+func (e *OutcomeError) Is(target error) bool {
+	return (target == ErrFailed && e.State == message.Failed) || (target == ErrBlocked && e.State == message.Blocked)
+}
+
+// TimeoutError is a wait that ran out of time: the operation goes on.
+type TimeoutError struct {
+	What    string
+	After   time.Duration
+	Last    string
+	Command string
+}
+
+func (e *TimeoutError) Error() string {
+	s := fmt.Sprintf("stopped waiting for %s after %s (--timeout)", e.What, elapsed(e.After))
+	if e.Last != "" {
+		s += "; it was still going: " + output.Safe(e.Last)
+	}
+	s += "\nThe operation goes on without the wait"
+	if e.Command != "" {
+		s += "; `" + e.Command + "` shows how it ends"
+	}
+	return s + "."
+}
 
 var spinner = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 
-// Follow polls until the goal is reached, the operation fails or ctx ends;
-// it returns the last object seen (nil when gone).
+// progress is the part of an object's answer the wait reads.
+type progress struct {
+	State   message.State
+	Reason  string
+	Message string
+	Detail  string
+}
+
+func progressOf(obj api.Object) progress {
+	p := progress{State: message.State(obj.Str("progress", "state")), Reason: obj.Str("progress", "reason"),
+		Message: obj.Str("progress", "message"), Detail: obj.Str("progress", "detail")}
+	if p.State == "" {
+		p.State, p.Message = message.Working, "Waiting for the engine."
+		if f := obj.Condition("Failed"); f.Str("status") == "True" {
+			p.State, p.Message = message.Failed, f.Str("message")
+		}
+	}
+	return p
+}
+
+// Follow polls until the goal is reached, the operation fails or is
+// blocked, the timeout passes or ctx ends; it returns the last object seen
+// (nil when gone).
 func Follow(ctx context.Context, o Options) (api.Object, error) {
+	o.defaults()
+	parent := ctx
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	f := follower{o: o, start: o.now(), delay: o.First}
+	for {
+		obj, done, err := f.poll(ctx)
+		if done || (err != nil && ctx.Err() == nil) {
+			return obj, err
+		}
+		if !f.pause(ctx) {
+			f.finish("")
+			if parent.Err() != nil {
+				return nil, parent.Err()
+			}
+			return nil, &TimeoutError{What: o.What, After: o.now().Sub(f.start), Last: f.last}
+		}
+	}
+}
+
+func (o *Options) defaults() {
 	if o.First <= 0 {
 		o.First = 200 * time.Millisecond
 	}
@@ -57,101 +164,117 @@ func Follow(ctx context.Context, o Options) (api.Object, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	start := o.now()
-	delay := o.First
-	last := ""
-	frame := 0
-	for {
-		obj, err := o.Client.Get(ctx, o.Path, o.Query)
-		if o.Goal == Gone && api.NotFound(err) {
-			o.finish(fmt.Sprintf("done: deleted (%s)", elapsed(o.now().Sub(start))))
-			return nil, nil
-		}
-		if err != nil && ctx.Err() == nil {
-			o.finish("")
-			return nil, err
-		}
-		op := last
-		if err == nil {
-			done, failed, msg := state(obj, o.Goal)
-			op = obj.Str("status", "currentOperation")
-			if op == "" {
-				op = "waiting for the engine"
-			}
-			switch {
-			case failed:
-				o.finish(fmt.Sprintf("failed after %s: %s", elapsed(o.now().Sub(start)), msg))
-				return obj, fmt.Errorf("%w: %s", ErrFailed, msg)
-			case done:
-				o.finish(fmt.Sprintf("done in %s: %s", elapsed(o.now().Sub(start)), msg))
-				return obj, nil
-			case !o.Terminal && op != last:
-				fmt.Fprintf(o.Out, "%s (%s)\n", op, elapsed(o.now().Sub(start)))
-			}
-			last = op
-		}
-		// Jitter over the second half of the delay keeps many waiting
-		// clients from polling in step; the delay doubles up to Max.
-		next := time.After(delay/2 + rand.N(delay/2+1))
-		delay = min(delay*2, o.Max)
-		tick := time.NewTicker(100 * time.Millisecond)
-	wait:
-		for {
-			if o.Terminal {
-				// The spinner turns between polls; the server sees only the polls.
-				fmt.Fprintf(o.Out, "\r\033[K%c %s (%s)", spinner[frame%len(spinner)], op, elapsed(o.now().Sub(start)))
-				frame++
-			}
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				o.finish("")
-				return nil, fmt.Errorf("stopped waiting after %s: %w (the operation goes on; `bindery describe` shows how it ends)", elapsed(o.now().Sub(start)), ctx.Err())
-			case <-next:
-				break wait
-			case <-tick.C:
-			}
-		}
-		tick.Stop()
+	if o.What == "" {
+		o.What = "the object"
 	}
 }
 
-func (o Options) finish(line string) {
-	if o.Terminal {
-		fmt.Fprint(o.Out, "\r\033[K")
+// follower is one wait's state between polls.
+type follower struct {
+	o     Options
+	start time.Time
+	delay time.Duration
+	last  string
+	frame int
+}
+
+// poll reads the object once: done reports an outcome (then err says
+// which, nil for success).
+func (f *follower) poll(ctx context.Context) (api.Object, bool, error) {
+	o := f.o
+	obj, err := o.Client.Get(ctx, o.Path, o.Query)
+	switch {
+	case o.Goal == Gone && api.NotFound(err):
+		f.finish(fmt.Sprintf("done in %s: %s is deleted.", elapsed(o.now().Sub(f.start)), o.What))
+		return nil, true, nil
+	case err != nil && ctx.Err() == nil:
+		f.finish("")
+		return nil, true, err
+	case err != nil:
+		return nil, false, nil
+	}
+	p := progressOf(obj)
+	took := o.now().Sub(f.start)
+	switch {
+	case p.State == message.Failed || p.State == message.Blocked:
+		f.finish("")
+		if p.Reason == "DeprovisionBlockedByExistingCredentials" {
+			p.Message = message.BlockedByBindings(bindingsOf(ctx, o.Client, obj))
+		}
+		return obj, true, &OutcomeError{What: o.What, State: p.State, Message: p.Message, Detail: p.Detail, Elapsed: took}
+	case p.State == message.Ready && o.Goal == Settled:
+		f.finish(fmt.Sprintf("done in %s: %s", elapsed(took), output.SafeLine(p.Message)))
+		return obj, true, nil
+	}
+	line := p.Message
+	if p.State == message.Retrying && p.Detail != "" {
+		line += " (" + p.Detail + ")"
+	}
+	if !o.Terminal && line != f.last {
+		fmt.Fprintf(o.Out, "%s (%s)\n", output.SafeLine(line), elapsed(took))
+	}
+	f.last = line
+	return obj, false, nil
+}
+
+// pause waits for the next poll, turning the spinner on a terminal; false
+// when ctx ended first.
+func (f *follower) pause(ctx context.Context) bool {
+	// Jitter over the second half of the delay keeps many waiting clients
+	// from polling in step; the delay doubles up to Max.
+	next := time.After(f.delay/2 + rand.N(f.delay/2+1))
+	f.delay = min(f.delay*2, f.o.Max)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if f.o.Terminal {
+			// The spinner turns between polls; the server sees only the polls.
+			fmt.Fprintf(f.o.Out, "\r\033[K%c %s (%s)", spinner[f.frame%len(spinner)], output.SafeLine(f.last), elapsed(f.o.now().Sub(f.start)))
+			f.frame++
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-next:
+			return true
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *follower) finish(line string) {
+	if f.o.Terminal {
+		fmt.Fprint(f.o.Out, "\r\033[K")
 	}
 	if line != "" {
-		fmt.Fprintln(o.Out, line)
+		fmt.Fprintln(f.o.Out, line)
 	}
+}
+
+// bindingsOf lists the names of the bindings of an instance, for saying
+// which ones block its deletion; none when they cannot be read.
+func bindingsOf(ctx context.Context, c *api.Client, in api.Object) []string {
+	items, err := c.List(ctx, "/bindings", url.Values{"namespace": {in.Str("namespace")}})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, b := range items {
+		if b.Str("spec", "instanceRef", "name") == in.Str("name") {
+			names = append(names, b.Str("name"))
+		}
+	}
+	return names
 }
 
 func elapsed(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
 
-// state reads the object's conditions: done, failed, and the message the
-// broker or the engine left.
-func state(obj api.Object, goal Goal) (done, failed bool, msg string) {
-	ready := obj.Condition("Ready")
-	msg = ready.Str("message")
-	if f := obj.Condition("Failed"); f.Str("status") == "True" {
-		m := f.Str("message")
-		if m == "" {
-			m = obj.Str("status", "lastError")
-		}
-		return false, true, m
-	}
-	if goal == Gone {
-		return false, false, msg
-	}
-	busy := obj.Bool("status", "asyncOpInProgress") || obj.Str("status", "currentOperation") != ""
-	gen, _ := obj.Get("generation").(float64)
-	rec, _ := obj.Get("status", "reconciledGeneration").(float64)
-	if ready.Str("status") == "True" && !busy && rec >= gen {
-		return true, false, msg
-	}
-	return false, false, msg
-}
+// failure is an operation that failed, said in a sentence.
+type failure struct{ msg string }
+
+func (e *failure) Error() string        { return e.msg }
+func (e *failure) Is(target error) bool { return target == ErrFailed }
+
+// Failure returns an error that says msg and is ErrFailed (exit code 5):
+// an operation the server reports failed, outside a wait.
+func Failure(msg string) error { return &failure{msg: msg} }

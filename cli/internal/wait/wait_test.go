@@ -15,31 +15,29 @@ import (
 	"github.com/bindery-dev/bindery/cli/internal/api"
 )
 
-// TestFollowBacksOffAndReportsFailure: a server that answers "Provision in
-// progress" twice and then a Failed condition; Follow polls with growing
-// delays, prints one line per operation and ends with ErrFailed and the
-// broker's message. The spinner on a terminal does not add polls.
+// TestFollowBacksOffAndReportsFailure: a server that answers "working"
+// twice and then "failed"; Follow polls with growing delays, prints one
+// line per change and ends with ErrFailed and the server's words. The
+// spinner on a terminal does not add polls.
 func TestFollowBacksOffAndReportsFailure(t *testing.T) {
 	t.Parallel()
 	for _, terminal := range []bool{false, true} {
 		var polls atomic.Int32
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n := polls.Add(1)
-			obj := map[string]any{"generation": 1, "status": map[string]any{"currentOperation": "Provision", "reconciledGeneration": 0}}
+			obj := map[string]any{"progress": map[string]any{"state": "working", "message": "The broker is provisioning it."}}
 			if n >= 3 {
-				obj["status"] = map[string]any{"reconciledGeneration": 1, "conditions": []any{
-					map[string]any{"type": "Ready", "status": "False", "reason": "ProvisionCallFailed", "message": "the broker said: quota exceeded"},
-					map[string]any{"type": "Failed", "status": "True", "reason": "ProvisionCallFailed", "message": "the broker said: quota exceeded"},
-				}}
+				obj["progress"] = map[string]any{"state": "failed", "reason": "ClusterServiceBrokerReturnedFailure",
+					"message": "The broker failed the provision.", "detail": "the broker said: quota exceeded"}
 			}
 			_ = json.NewEncoder(w).Encode(obj)
 		}))
 		defer srv.Close()
 		var out bytes.Buffer
 		start := time.Now()
-		_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out,
+		_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out, What: "instance team/db",
 			Terminal: terminal, First: 200 * time.Millisecond, Max: time.Second})
-		if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "quota exceeded") {
+		if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "instance team/db failed after") || !strings.Contains(err.Error(), "quota exceeded") {
 			t.Fatalf("terminal=%v: err %v", terminal, err)
 		}
 		if polls.Load() != 3 {
@@ -49,11 +47,29 @@ func TestFollowBacksOffAndReportsFailure(t *testing.T) {
 		if d := time.Since(start); d < 300*time.Millisecond {
 			t.Errorf("terminal=%v: three polls in %s: no backoff", terminal, d)
 		}
-		if !strings.Contains(out.String(), "Provision (") || !strings.Contains(out.String(), "failed after") {
+		if !strings.Contains(out.String(), "The broker is provisioning it. (") {
 			t.Errorf("terminal=%v: progress:\n%q", terminal, out.String())
 		}
-		if !terminal && strings.Count(out.String(), "Provision (") != 1 {
-			t.Errorf("one line per operation, got:\n%s", out.String())
+		if !terminal && strings.Count(out.String(), "provisioning it") != 1 {
+			t.Errorf("one line per change, got:\n%s", out.String())
 		}
+	}
+}
+
+// TestFollowTimesOutInWords: the timeout ends the wait with what was
+// still going on, not Go's "context deadline exceeded".
+func TestFollowTimesOutInWords(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"progress": map[string]any{"state": "retrying", "message": "Bindery could not reach the broker; it tries again."}})
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out, What: "instance team/db",
+		Timeout: 300 * time.Millisecond, First: 50 * time.Millisecond})
+	var te *TimeoutError
+	if !errors.As(err, &te) || strings.Contains(err.Error(), "deadline") ||
+		!strings.Contains(err.Error(), "stopped waiting for instance team/db after") || !strings.Contains(err.Error(), "could not reach the broker") {
+		t.Fatalf("err %v", err)
 	}
 }
