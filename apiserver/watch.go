@@ -34,6 +34,9 @@ type hub struct {
 
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
+	// stopped: run has returned, and every subscription is closed; a new
+	// one is closed at once.
+	stopped bool
 	// last is the newest revision fanned out: every change up to it is in
 	// the channels of the subscriptions that existed when it was sent.
 	// moved is closed (and replaced) whenever it moves on.
@@ -157,9 +160,26 @@ func newHub(store *catalog.Store, log *slog.Logger) *hub {
 func (h *hub) subscribe(kind string) *subscription {
 	s := &subscription{kind: kind, ready: make(chan struct{}, 1)}
 	h.mu.Lock()
-	h.subs[s] = struct{}{}
+	if h.stopped {
+		s.close()
+	} else {
+		h.subs[s] = struct{}{}
+	}
 	h.mu.Unlock()
 	return s
+}
+
+// stop closes every subscription, and those made later, so that every
+// watch ends: a server that stops serves none (net/http's Shutdown waits
+// for the handlers of open watches).
+func (h *hub) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	for s := range h.subs {
+		s.close()
+	}
+	clear(h.subs)
 }
 
 func (h *hub) unsubscribe(s *subscription) {
@@ -172,9 +192,10 @@ func (h *hub) unsubscribe(s *subscription) {
 }
 
 // run seeds the hub and follows the feed until ctx ends (catalog.Feed
-// reconnects after failures).
+// reconnects after failures), then ends every watch.
 func (h *hub) run(ctx context.Context) {
 	defer close(h.done)
+	defer h.stop()
 	retry := seedRetry
 	var rev int64
 	for {
@@ -430,6 +451,8 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 	// the backlog must be read after that.
 	select {
 	case <-st.hub.ready:
+	case <-st.hub.done:
+		return
 	case <-w.stop:
 		return
 	case <-ctx.Done():

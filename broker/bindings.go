@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -23,63 +24,24 @@ func (b *Broker) bind(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if err := checkIDs(map[string]string{"service_id": req.ServiceID, "plan_id": req.PlanID,
+		"predecessor_binding_id": req.PredecessorBindingID, "bind_resource.app_guid": req.appGUID()}); err != nil {
+		return err
+	}
 	if err := validContext(req.Context); err != nil {
 		return err
 	}
 	if req.PredecessorBindingID == "" && (req.ServiceID == "" || req.PlanID == "") {
 		return errBadRequest("service_id, plan_id: required, must be non-empty strings")
 	}
-	var op, replay *operation
-	var existing *binding
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
-		in, err := lockInstance(ctx, tx, instanceID)
-		if errors.Is(err, errNoRow) {
-			return errNotFound("Service instance %s does not exist.", instanceID)
-		}
+	var r bindRecord
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		in, plan, err := b.bindable(ctx, tx, instanceID, &req)
 		if err != nil {
 			return err
 		}
-		if in.State != instReady {
-			return errConcurrency("Service Instance")
-		}
-		if running, err := optional(runningOperation(ctx, tx, instanceID, "")); err != nil {
-			return err
-		} else if running != nil && running.Kind != kindUpdate {
-			return errConcurrency("Service Instance")
-		}
-		if req.ServiceID != "" && req.ServiceID != in.ServiceID {
-			return errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, instanceID)
-		}
-		if req.PlanID != "" && req.PlanID != in.PlanID {
-			return errBadRequest("plan_id: %q is not the plan of instance %s", req.PlanID, instanceID)
-		}
-		plan, err := b.planOf(in.ServiceID, in.PlanID)
+		params, err := b.bindParameters(ctx, tx, plan, instanceID, &req)
 		if err != nil {
-			return err
-		}
-		if !plan.IsBindable() {
-			return errBadRequest("Plan %s is not bindable.", plan.Name)
-		}
-		if plan.RequiresApp && req.appGUID() == "" {
-			return errRequiresApp()
-		}
-		params := req.Parameters
-		if req.PredecessorBindingID != "" {
-			if !plan.BindingRotatable {
-				return errBadRequest("predecessor_binding_id: bindings of plan %s cannot be rotated", plan.Name)
-			}
-			pred, err := getBinding(ctx, tx, req.PredecessorBindingID)
-			if errors.Is(err, errNoRow) || (err == nil && (pred.InstanceID != instanceID || pred.State != bindBound)) {
-				return errBadRequest("predecessor_binding_id: %q is not a binding of instance %s", req.PredecessorBindingID, instanceID)
-			}
-			if err != nil {
-				return err
-			}
-			if params == nil {
-				params = pred.Parameters
-			}
-		}
-		if err := validateParameters(plan.bind, params); err != nil {
 			return err
 		}
 		if plan.AsyncRequired && !async {
@@ -95,54 +57,141 @@ func (b *Broker) bind(c echo.Context) error {
 			return err
 		}
 		if !inserted {
-			if existing, err = lockBinding(ctx, tx, bindingID); err != nil {
-				return err
-			}
-			same := existing.InstanceID == bnd.InstanceID && existing.ServiceID == bnd.ServiceID &&
-				existing.PlanID == bnd.PlanID && existing.AppGUID == bnd.AppGUID &&
-				existing.PredecessorBindingID == bnd.PredecessorBindingID &&
-				sameJSON(existing.Parameters, bnd.Parameters) && sameJSON(existing.BindResource, bnd.BindResource)
-			if !same {
-				return errConflict("Service binding %s already exists with different parameters.", bindingID)
-			}
-			running, err := optional(runningOperation(ctx, tx, instanceID, bindingID))
-			switch {
-			case err != nil:
-				return err
-			case running != nil && running.Kind == kindBind && async:
-				replay = running
-			case running != nil:
-				return errConcurrency("Service Binding")
-			case existing.State != bindBound:
-				return errConflict("Service binding %s exists but its creation failed; unbind it first.", bindingID)
-			}
-			return nil
+			r.existing, r.replay, err = bindAgain(ctx, tx, bnd, async)
+			return err
 		}
-		op = b.newOperation(c, kindBind, instanceID, bindingID, async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		r.op = b.newOperation(c, kindBind, instanceID, bindingID, async, opRequest{})
+		return b.enqueue(ctx, tx, r.op, plan)
 	})
+	if err != nil {
+		return err
+	}
+	return b.bindAnswer(c, r, async)
+}
+
+// bindRecord is what a bind's transaction found or made: a new operation,
+// the same bind under way, or the binding as it exists.
+type bindRecord struct {
+	op, replay *operation
+	existing   *binding
+}
+
+// bindable locks the instance of a bind and checks that it and the
+// request allow a binding: it returns the instance and its plan.
+func (b *Broker) bindable(ctx context.Context, tx pgx.Tx, instanceID string, req *bindRequest) (*instance, *Plan, error) {
+	in, err := lockInstance(ctx, tx, instanceID)
+	if errors.Is(err, errNoRow) {
+		return nil, nil, errNotFound("Service instance %s does not exist.", instanceID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.State != instReady {
+		return nil, nil, errConcurrency("Service Instance")
+	}
+	if running, err := optional(runningOperation(ctx, tx, instanceID, "")); err != nil {
+		return nil, nil, err
+	} else if running != nil && running.Kind != kindUpdate {
+		return nil, nil, errConcurrency("Service Instance")
+	}
+	if req.ServiceID != "" && req.ServiceID != in.ServiceID {
+		return nil, nil, errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, instanceID)
+	}
+	if req.PlanID != "" && req.PlanID != in.PlanID {
+		return nil, nil, errBadRequest("plan_id: %q is not the plan of instance %s", req.PlanID, instanceID)
+	}
+	plan, err := b.planOf(in.ServiceID, in.PlanID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !plan.IsBindable() {
+		return nil, nil, errBadRequest("Plan %s is not bindable.", plan.Name)
+	}
+	if plan.RequiresApp && req.appGUID() == "" {
+		return nil, nil, errRequiresApp()
+	}
+	return in, plan, nil
+}
+
+// bindParameters are a bind's parameters, checked against the plan's
+// schema: the request's, or for a rotation without any, the
+// predecessor's.
+func (b *Broker) bindParameters(ctx context.Context, tx pgx.Tx, plan *Plan, instanceID string, req *bindRequest) (map[string]any, error) {
+	params := req.Parameters
+	if req.PredecessorBindingID != "" {
+		if !plan.BindingRotatable {
+			return nil, errBadRequest("predecessor_binding_id: bindings of plan %s cannot be rotated", plan.Name)
+		}
+		pred, err := getBinding(ctx, tx, req.PredecessorBindingID)
+		if errors.Is(err, errNoRow) || (err == nil && (pred.InstanceID != instanceID || pred.State != bindBound)) {
+			return nil, errBadRequest("predecessor_binding_id: %q is not a binding of instance %s", req.PredecessorBindingID, instanceID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if params == nil {
+			params = pred.Parameters
+		}
+	}
+	if err := validateParameters(plan.bind, params); err != nil {
+		return nil, err
+	}
+	return params, nil
+}
+
+// bindAgain answers a bind of a binding that exists: it must be the same
+// binding, and bound (or its bind under way, for a platform that accepts
+// asynchronous answers).
+func bindAgain(ctx context.Context, tx pgx.Tx, bnd *binding, async bool) (existing *binding, replay *operation, err error) {
+	if existing, err = lockBinding(ctx, tx, bnd.ID); err != nil {
+		return nil, nil, err
+	}
+	same := existing.InstanceID == bnd.InstanceID && existing.ServiceID == bnd.ServiceID &&
+		existing.PlanID == bnd.PlanID && existing.AppGUID == bnd.AppGUID &&
+		existing.PredecessorBindingID == bnd.PredecessorBindingID &&
+		sameJSON(existing.Parameters, bnd.Parameters) && sameJSON(existing.BindResource, bnd.BindResource)
+	if !same {
+		return nil, nil, errConflict("Service binding %s already exists with different parameters.", bnd.ID)
+	}
+	running, err := optional(runningOperation(ctx, tx, bnd.InstanceID, bnd.ID))
 	switch {
 	case err != nil:
-		return err
-	case replay != nil:
-		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
-	case existing != nil:
-		body, err := b.bindingBody(existing, false)
+		return nil, nil, err
+	case running != nil && running.Kind == kindBind && async:
+		return nil, running, nil
+	case running != nil:
+		return nil, nil, errConcurrency("Service Binding")
+	case existing.State != bindBound:
+		return nil, nil, errConflict("Service binding %s exists but its creation failed; unbind it first.", bnd.ID)
+	}
+	return existing, nil, nil
+}
+
+// bindAnswer answers a bind once its transaction has run: 202 for an
+// operation under way, 200 with the existing binding's credentials, or
+// the outcome of running the new operation now.
+func (b *Broker) bindAnswer(c echo.Context, r bindRecord, async bool) error {
+	switch {
+	case r.replay != nil:
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": r.replay.ID})
+	case r.existing != nil:
+		body, err := b.bindingBody(r.existing, false)
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, body)
 	case async:
-		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
+		return c.JSON(http.StatusAccepted, map[string]any{"operation": r.op.ID})
 	}
-	out, err := b.runSync(ctx, op)
+	ctx := c.Request().Context()
+	out, err := b.runSync(ctx, r.op)
 	if err != nil {
 		return err
 	}
 	body := map[string]any{"credentials": out.credentials}
 	if out.credentials == nil {
 		// Another process finished the bind: the record has the credentials.
-		bnd, err := getBinding(ctx, b.pool, bindingID)
+		bnd, err := getBinding(ctx, b.pool, r.op.BindingID)
 		if err != nil {
 			return err
 		}
@@ -217,7 +266,7 @@ func (b *Broker) unbind(c echo.Context) error {
 	}
 	var op, replay *operation
 	gone := false
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		bnd, err := lockBinding(ctx, tx, bindingID)
 		if errors.Is(err, errNoRow) || (err == nil && bnd.InstanceID != instanceID) {
 			gone = true
@@ -242,11 +291,12 @@ func (b *Broker) unbind(c echo.Context) error {
 		} else if inst != nil && inst.Kind == kindDeprovision {
 			return errConcurrency("Service Instance")
 		}
-		if plan, ok := b.catalog.Plan(bnd.PlanID); ok && plan.AsyncRequired && !async {
+		plan, _ := b.catalog.Plan(bnd.PlanID)
+		if plan != nil && plan.AsyncRequired && !async {
 			return errAsyncRequired()
 		}
 		op = b.newOperation(c, kindUnbind, instanceID, bindingID, async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,8 +40,22 @@ type Config struct {
 	// whose process died is resumed once this (plus a margin) has passed.
 	// Default 5 minutes.
 	OperationTimeout time.Duration
+	// OperationDeadline bounds an operation in all, over every attempt:
+	// past it, the operation ends as failed. A plan's
+	// maximum_polling_duration shortens it. Default 45 minutes, inside
+	// the hour platforms poll for by default.
+	OperationDeadline time.Duration
+	// MaxAttempts is how many attempts an operation gets before it ends
+	// as failed; 0 leaves River's default (25).
+	MaxAttempts int
 	// Workers is how many operations run at once in this process. Default 10.
 	Workers int
+	// Ready are readiness checks besides the broker's database, for
+	// /readyz.
+	Ready []serve.Check
+	// ShutdownGrace is how long Run lets running operations go on once
+	// its context ends. Default DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 }
 
 // PlanConfigValidator is implemented by drivers that can check a plan's
@@ -51,21 +66,25 @@ type PlanConfigValidator interface {
 
 // Broker is an OSB server over its PostgreSQL records.
 type Broker struct {
-	pool      *pgxpool.Pool
-	catalog   *Catalog
-	drivers   map[string]Driver
-	keys      *keyring.Keyring
-	auth      Auth
-	log       *slog.Logger
-	river     *river.Client[pgx.Tx]
-	opTimeout time.Duration
-	metrics   *metrics
-	handler   http.Handler
+	pool       *pgxpool.Pool
+	catalog    *Catalog
+	drivers    map[string]Driver
+	keys       *keyring.Keyring
+	auth       Auth
+	log        *slog.Logger
+	river      *river.Client[pgx.Tx]
+	opTimeout  time.Duration
+	opDeadline time.Duration
+	// shutdownGrace is Config.ShutdownGrace, for Run.
+	shutdownGrace time.Duration
+	metrics       *metrics
+	handler       http.Handler
 }
 
-// New checks the configuration, stores the catalogue in the broker's
-// schema and prepares the job engine. Call Start to run operations.
-func New(ctx context.Context, cfg Config) (*Broker, error) {
+// validate reports every problem of the configuration at once: what is
+// missing, and services whose driver is not there or refuses a plan's
+// config.
+func (cfg *Config) validate() error {
 	var errs []error
 	if cfg.Pool == nil {
 		errs = append(errs, errors.New("broker: a database pool is required"))
@@ -79,25 +98,32 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := cfg.Auth.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.Catalog != nil {
-		for i, s := range cfg.Catalog.Services {
-			d, ok := cfg.Drivers[s.Driver]
-			if !ok {
-				errs = append(errs, fmt.Errorf("catalog: services[%d].driver: no driver named %q", i, s.Driver))
-				continue
-			}
-			v, ok := d.(PlanConfigValidator)
-			if !ok {
-				continue
-			}
-			for j, p := range s.Plans {
-				if err := v.ValidatePlanConfig(p.Config); err != nil {
-					errs = append(errs, fmt.Errorf("catalog: services[%d].plans[%d].bindery.config: %w", i, j, err))
-				}
+	if cfg.Catalog == nil {
+		return errors.Join(errs...)
+	}
+	for i, s := range cfg.Catalog.Services {
+		d, ok := cfg.Drivers[s.Driver]
+		if !ok {
+			errs = append(errs, fmt.Errorf("catalog: services[%d].driver: no driver named %q", i, s.Driver))
+			continue
+		}
+		v, ok := d.(PlanConfigValidator)
+		if !ok {
+			continue
+		}
+		for j, p := range s.Plans {
+			if err := v.ValidatePlanConfig(p.Config); err != nil {
+				errs = append(errs, fmt.Errorf("catalog: services[%d].plans[%d].bindery.config: %w", i, j, err))
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// New checks the configuration, stores the catalogue in the broker's
+// schema and prepares the job engine. Call Start to run operations.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
@@ -109,18 +135,26 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.OperationTimeout <= 0 {
 		cfg.OperationTimeout = 5 * time.Minute
 	}
+	if cfg.OperationDeadline <= 0 {
+		cfg.OperationDeadline = DefaultOperationDeadline
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 10
 	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
 	b := &Broker{
-		pool:      cfg.Pool,
-		catalog:   cfg.Catalog,
-		drivers:   cfg.Drivers,
-		keys:      cfg.Keys,
-		auth:      cfg.Auth,
-		log:       cfg.Logger,
-		opTimeout: cfg.OperationTimeout,
-		metrics:   newMetrics(cfg.Registry),
+		pool:          cfg.Pool,
+		catalog:       cfg.Catalog,
+		drivers:       cfg.Drivers,
+		keys:          cfg.Keys,
+		auth:          cfg.Auth,
+		log:           cfg.Logger,
+		opTimeout:     cfg.OperationTimeout,
+		opDeadline:    cfg.OperationDeadline,
+		shutdownGrace: cfg.ShutdownGrace,
+		metrics:       newMetrics(cfg.Registry),
 	}
 	if err := cfg.Keys.VerifyCanary(ctx, "broker", canaryStore{cfg.Pool}); err != nil {
 		return nil, err
@@ -136,6 +170,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:              workers,
 		JobTimeout:           cfg.OperationTimeout,
+		MaxAttempts:          cfg.MaxAttempts,
 		RescueStuckJobsAfter: b.rescueAfter(),
 		Logger:               cfg.Logger.With("component", "river"),
 	})
@@ -143,9 +178,13 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("job engine: %w", err)
 	}
 	b.river = client
-	b.handler = b.routes(cfg.Registry)
+	b.handler = b.routes(cfg.Registry, cfg.Ready)
 	return b, nil
 }
+
+// DefaultOperationDeadline is how long an operation may take in all
+// unless Config.OperationDeadline says otherwise.
+const DefaultOperationDeadline = 45 * time.Minute
 
 // rescueAfter is when an operation whose process died is taken up again:
 // past its timeout, so a live attempt has always given up by then.
@@ -156,14 +195,14 @@ func (b *Broker) rescueAfter() time.Duration { return b.opTimeout + 5*time.Secon
 func (b *Broker) Start(ctx context.Context) error { return b.river.Start(ctx) }
 
 // Stop lets running operations finish until ctx ends, then cancels those
-// still running; they stay in progress and are resumed by the next broker
-// process (or another replica).
+// still running, waiting a second more at most; they stay in progress and
+// are resumed by the next broker process (or another replica).
 func (b *Broker) Stop(ctx context.Context) error {
 	err := b.river.Stop(ctx)
 	if ctx.Err() == nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	return b.river.StopAndCancel(cctx)
 }
@@ -171,10 +210,10 @@ func (b *Broker) Stop(ctx context.Context) error {
 // Handler serves the OSB API under /v2 and the probes and metrics.
 func (b *Broker) Handler() http.Handler { return b.handler }
 
-func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
-	e := serve.NewEcho(b.log, reg, func(ctx context.Context) error { return b.pool.Ping(ctx) })
+func (b *Broker) routes(reg *prometheus.Registry, ready []serve.Check) http.Handler {
+	e := serve.NewEcho(b.log, reg, append(slices.Clip(ready), func(ctx context.Context) error { return b.pool.Ping(ctx) })...)
 	e.HTTPErrorHandler = b.errorHandler
-	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, storableParams, originatingIdentity)
+	v2 := e.Group("/v2", b.metrics.middleware, requestIdentity, b.auth.middleware, apiVersion, osbParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)
 	v2.PUT("/service_instances/:instance_id", b.provision)
 	v2.PATCH("/service_instances/:instance_id", b.update)

@@ -113,10 +113,14 @@ type bundle struct {
 }
 
 type options struct {
-	wrap    func(broker.Driver) broker.Driver
-	timeout time.Duration
-	dbURL   string // reuse another bundle's database (a "restart")
-	keys    string
+	wrap        func(broker.Driver) broker.Driver
+	timeout     time.Duration
+	deadline    time.Duration
+	maxAttempts int
+	// reserved is the driver's WithReservedConnections (0: its default).
+	reserved int
+	dbURL    string // reuse another bundle's database (a "restart")
+	keys     string
 }
 
 func setup(t *testing.T, opts ...func(*options)) *bundle {
@@ -142,7 +146,11 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	}
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log)
+	var drvOpts []postgresql.Option
+	if o.reserved > 0 {
+		drvOpts = append(drvOpts, postgresql.WithReservedConnections(o.reserved))
+	}
+	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log, drvOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +170,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	b, err := broker.New(ctx, broker.Config{
 		Pool: pool, Catalog: cat, Drivers: map[string]broker.Driver{"postgresql": d}, Keys: keys,
 		Auth: broker.Auth{Username: user, Password: pass, Token: token}, Logger: log,
-		OperationTimeout: o.timeout,
+		OperationTimeout: o.timeout, OperationDeadline: o.deadline, MaxAttempts: o.maxAttempts,
 	})
 	if err != nil {
 		t.Fatal(err)

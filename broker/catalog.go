@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bindery-dev/bindery/internal/osb"
 	"github.com/bindery-dev/bindery/internal/params"
 	"sigs.k8s.io/yaml"
 )
@@ -145,18 +146,22 @@ func (c *Catalog) ServiceByID(id string) (*Service, bool) {
 // catalogFile is the YAML form of the catalogue: OSB fields plus the
 // `driver` of each service and the `bindery` settings of each plan.
 type catalogFile struct {
-	Services []struct {
-		Service
-		Driver string `json:"driver"`
-		Plans  []struct {
-			Plan
-			Bindery struct {
-				AsyncRequired bool            `json:"async_required"`
-				RequiresApp   bool            `json:"requires_app"`
-				Config        json.RawMessage `json:"config"`
-			} `json:"bindery"`
-		} `json:"plans"`
-	} `json:"services"`
+	Services []fileService `json:"services"`
+}
+
+type fileService struct {
+	Service
+	Driver string     `json:"driver"`
+	Plans  []filePlan `json:"plans"`
+}
+
+type filePlan struct {
+	Plan
+	Bindery struct {
+		AsyncRequired bool            `json:"async_required"`
+		RequiresApp   bool            `json:"requires_app"`
+		Config        json.RawMessage `json:"config"`
+	} `json:"bindery"`
 }
 
 // DefaultCatalog returns the embedded default catalogue.
@@ -192,73 +197,14 @@ func ParseCatalog(doc []byte) (*Catalog, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("parse catalog: %w", err)
 	}
-	c := &Catalog{plans: map[string]*Plan{}, services: map[string]*Service{}}
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
-	}
-	ids := map[string]string{}
-	names := map[string]bool{}
+	k := &catalogCheck{c: &Catalog{plans: map[string]*Plan{}, services: map[string]*Service{}}, ids: map[string]string{}, names: map[string]bool{}}
 	if len(f.Services) == 0 {
-		bad("services", "at least one service is required")
+		k.bad("services", "at least one service is required")
 	}
 	for i := range f.Services {
-		fs := &f.Services[i]
-		path := fmt.Sprintf("services[%d]", i)
-		s := new(Service)
-		*s = fs.Service
-		s.Driver = fs.Driver
-		s.Plans = nil
-		required(bad, path, map[string]string{"id": s.ID, "name": s.Name, "description": s.Description, "driver": s.Driver})
-		if s.ID != "" {
-			if prev, dup := ids[s.ID]; dup {
-				bad(path+".id", "%q is also the id of %s", s.ID, prev)
-			}
-			ids[s.ID] = path
-		}
-		if names[s.Name] && s.Name != "" {
-			bad(path+".name", "%q is not unique among services", s.Name)
-		}
-		names[s.Name] = true
-		if len(fs.Plans) == 0 {
-			bad(path+".plans", "at least one plan is required")
-		}
-		planNames := map[string]bool{}
-		for j := range fs.Plans {
-			fp := &fs.Plans[j]
-			ppath := fmt.Sprintf("%s.plans[%d]", path, j)
-			p := new(Plan)
-			*p = fp.Plan
-			p.AsyncRequired = fp.Bindery.AsyncRequired
-			p.RequiresApp = fp.Bindery.RequiresApp
-			p.Config = fp.Bindery.Config
-			p.service = s
-			required(bad, ppath, map[string]string{"id": p.ID, "name": p.Name, "description": p.Description})
-			if p.ID != "" {
-				if prev, dup := ids[p.ID]; dup {
-					bad(ppath+".id", "%q is also the id of %s", p.ID, prev)
-				}
-				ids[p.ID] = ppath
-			}
-			if planNames[p.Name] && p.Name != "" {
-				bad(ppath+".name", "%q is not unique within the service", p.Name)
-			}
-			planNames[p.Name] = true
-			if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
-				bad(ppath+".maintenance_info.version", "required when maintenance_info is given")
-			}
-			if p.MaximumPollingDuration != nil && *p.MaximumPollingDuration <= 0 {
-				bad(ppath+".maximum_polling_duration", "must be a positive number of seconds")
-			}
-			if err := p.compileSchemas(ppath + ".schemas"); err != nil {
-				errs = append(errs, err)
-			}
-			s.Plans = append(s.Plans, p)
-			c.plans[p.ID] = p
-		}
-		c.Services = append(c.Services, s)
-		c.services[s.ID] = s
+		k.service(fmt.Sprintf("services[%d]", i), &f.Services[i])
 	}
+	c, errs := k.c, k.errs
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -272,6 +218,83 @@ func ParseCatalog(doc []byte) (*Catalog, error) {
 	sum := sha256.Sum256(body)
 	c.etag = `"` + hex.EncodeToString(sum[:16]) + `"`
 	return c, nil
+}
+
+// catalogCheck builds a Catalog from its file, collecting every problem
+// with its path.
+type catalogCheck struct {
+	c     *Catalog
+	errs  []error
+	ids   map[string]string // id -> path of what has it
+	names map[string]bool   // service names
+}
+
+func (k *catalogCheck) bad(path, format string, args ...any) {
+	k.errs = append(k.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+// id checks a service's or plan's id: bounded, and unique in the
+// catalogue.
+func (k *catalogCheck) id(path, id string) {
+	if id == "" {
+		return
+	}
+	if len(id) > osb.MaxIDLength {
+		k.bad(path+".id", "%s", osb.IDProblem(id))
+	}
+	if prev, dup := k.ids[id]; dup {
+		k.bad(path+".id", "%q is also the id of %s", id, prev)
+	}
+	k.ids[id] = path
+}
+
+func (k *catalogCheck) service(path string, fs *fileService) {
+	s := new(Service)
+	*s = fs.Service
+	s.Driver = fs.Driver
+	s.Plans = nil
+	required(k.bad, path, map[string]string{"id": s.ID, "name": s.Name, "description": s.Description, "driver": s.Driver})
+	k.id(path, s.ID)
+	if k.names[s.Name] && s.Name != "" {
+		k.bad(path+".name", "%q is not unique among services", s.Name)
+	}
+	k.names[s.Name] = true
+	if len(fs.Plans) == 0 {
+		k.bad(path+".plans", "at least one plan is required")
+	}
+	planNames := map[string]bool{}
+	for j := range fs.Plans {
+		p := k.plan(fmt.Sprintf("%s.plans[%d]", path, j), &fs.Plans[j], s)
+		if planNames[p.Name] && p.Name != "" {
+			k.bad(fmt.Sprintf("%s.plans[%d].name", path, j), "%q is not unique within the service", p.Name)
+		}
+		planNames[p.Name] = true
+		s.Plans = append(s.Plans, p)
+		k.c.plans[p.ID] = p
+	}
+	k.c.Services = append(k.c.Services, s)
+	k.c.services[s.ID] = s
+}
+
+func (k *catalogCheck) plan(path string, fp *filePlan, s *Service) *Plan {
+	p := new(Plan)
+	*p = fp.Plan
+	p.AsyncRequired = fp.Bindery.AsyncRequired
+	p.RequiresApp = fp.Bindery.RequiresApp
+	p.Config = fp.Bindery.Config
+	p.service = s
+	required(k.bad, path, map[string]string{"id": p.ID, "name": p.Name, "description": p.Description})
+	k.id(path, p.ID)
+	if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
+		k.bad(path+".maintenance_info.version", "required when maintenance_info is given")
+	}
+	if p.MaximumPollingDuration != nil && *p.MaximumPollingDuration <= 0 {
+		k.bad(path+".maximum_polling_duration", "must be a positive number of seconds")
+	}
+	if err := p.compileSchemas(path + ".schemas"); err != nil {
+		k.errs = append(k.errs, err)
+	}
+	return p
 }
 
 func required(bad func(path, format string, args ...any), path string, fields map[string]string) {

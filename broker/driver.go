@@ -99,3 +99,22 @@ type Endpoint struct {
 	Ports    []string `json:"ports"`
 	Protocol string   `json:"protocol,omitempty"`
 }
+
+// CapacityChecker is implemented by drivers that can tell, before a
+// provision or a plan change is accepted, that the service has no room
+// for it: the platform then gets a refusal it can show, rather than an
+// operation that fails. Provision and Update stay the authority, as
+// another request may take the room in between.
+type CapacityChecker interface {
+	// CheckCapacity returns a *CapacityError when req, with its plan,
+	// does not fit; other errors only mean that it could not tell.
+	CheckCapacity(ctx context.Context, req InstanceRequest) error
+}
+
+// CapacityError says that the service has no room for a request, and why,
+// in words for the platform's user.
+type CapacityError struct {
+	Reason string
+}
+
+func (e *CapacityError) Error() string { return e.Reason }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error is an OSB error response: the HTTP status, the OSB error code and a
@@ -72,6 +73,22 @@ func errMaintenanceInfoConflict() *Error {
 func errRequiresApp() *Error {
 	return newError(http.StatusUnprocessableEntity, CodeRequiresApp,
 		"This Service supports generation of credentials through binding an application only.")
+}
+
+// CodeCapacityExceeded is Bindery's error code for a request the service
+// has no room for (a CapacityError): OSB defines none for it, and leaves
+// brokers free to name their own.
+const CodeCapacityExceeded = "CapacityExceeded"
+
+func errCapacity(e *CapacityError) *Error {
+	return newError(http.StatusUnprocessableEntity, CodeCapacityExceeded, "%s", upperFirst(e.Reason)+".")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func errConflict(format string, args ...any) *Error {

@@ -39,3 +39,56 @@ func TestUnstorableInput(t *testing.T) {
 		})
 	}
 }
+
+// TestIDsBounded: OSB ids of 100,000 characters, in the path, the body or
+// the query, are 400s that name the field, never stored; 255 bytes are
+// fine.
+func TestIDsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	long := strings.Repeat("x", 100000)
+	body := func(svc, plan string) string {
+		return `{"service_id":"` + svc + `","plan_id":"` + plan + `","organization_guid":"o","space_guid":"s"}`
+	}
+	for _, tc := range []struct {
+		name, method, path, body, want string
+	}{
+		{"instance id", "PUT", "/v2/service_instances/" + long, body(serviceID, planSmall), "instance_id: must be at most 255 bytes long, not 100000"},
+		{"binding id", "PUT", "/v2/service_instances/i1/service_bindings/" + long, body(serviceID, planSmall), "binding_id: must be at most 255 bytes long"},
+		{"service id", "PUT", "/v2/service_instances/" + randomID("i"), body(long, planSmall), "service_id: must be at most 255 bytes long"},
+		{"plan id", "PATCH", "/v2/service_instances/" + randomID("i"), body(serviceID, long), "plan_id: must be at most 255 bytes long"},
+		{"predecessor", "PUT", "/v2/service_instances/i1/service_bindings/b1", `{"predecessor_binding_id":"` + long + `"}`, "predecessor_binding_id: must be at most 255 bytes long"},
+		{"query", "DELETE", "/v2/service_instances/i1?service_id=" + long + "&plan_id=" + planSmall, "", "query parameter service_id: must be at most 255 bytes long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.do(tc.method, tc.path, tc.body)
+			if r.status != 400 || !strings.Contains(r.str("description"), tc.want) || len(r.raw) > 1000 {
+				t.Errorf("%d %.300s, want 400 saying %q", r.status, r.raw, tc.want)
+			}
+		})
+	}
+	id := strings.Repeat("y", 255-len("-0123456789abcdef")) + randomID("")[1:]
+	b.expect(b.do("PUT", "/v2/service_instances/"+id, provisionBody(planSmall, nil)), 201)
+	b.expect(b.do("DELETE", "/v2/service_instances/"+id+q(planSmall), nil), 200)
+}
+
+// TestIDsDecodedOnce: an id is the same id however the platform
+// percent-encodes it: stored decoded, found again by any encoding.
+func TestIDsDecodedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	suffix := randomID("")
+	for _, tc := range []struct{ put, get, stored string }{
+		{"a%41b" + suffix, "aAb" + suffix, "aAb" + suffix},
+		{"x%2Fy" + suffix, "x%2fy" + suffix, "x/y" + suffix},
+		{"sp%20ace" + suffix, "sp ace" + suffix, "sp ace" + suffix},
+	} {
+		b.expect(b.do("PUT", "/v2/service_instances/"+tc.put, provisionBody(planSmall, nil)), 201)
+		b.expect(b.do("GET", "/v2/service_instances/"+strings.ReplaceAll(tc.get, " ", "%20"), nil), 200)
+		var n int
+		if err := b.pool.QueryRow(t.Context(), `SELECT count(*) FROM broker.instances WHERE id = $1`, tc.stored).Scan(&n); err != nil || n != 1 {
+			t.Errorf("PUT %s: %d instances stored as %q (%v), want 1", tc.put, n, tc.stored, err)
+		}
+		b.expect(b.do("DELETE", "/v2/service_instances/"+tc.get+q(planSmall), nil), 200)
+	}
+}

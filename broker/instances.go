@@ -40,6 +40,10 @@ func (b *Broker) provision(c echo.Context) error {
 	if plan.AsyncRequired && !async {
 		return errAsyncRequired()
 	}
+	if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: req.ServiceID, PlanID: plan.ID,
+		PlanConfig: plan.Config, Parameters: req.Parameters}); err != nil {
+		return err
+	}
 	in := &instance{
 		ID: id, ServiceID: req.ServiceID, PlanID: req.PlanID, State: instProvisioning,
 		Parameters: req.Parameters, Context: req.Context,
@@ -49,7 +53,7 @@ func (b *Broker) provision(c echo.Context) error {
 	op := b.newOperation(c, kindProvision, id, "", async, opRequest{})
 	var existing *instance
 	var running *operation
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		inserted, err := insertInstance(ctx, tx, in)
 		if err != nil {
 			return err
@@ -61,7 +65,7 @@ func (b *Broker) provision(c echo.Context) error {
 			running, err = optional(runningOperation(ctx, tx, id, ""))
 			return err
 		}
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err
@@ -122,6 +126,9 @@ func (b *Broker) update(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if err := checkIDs(map[string]string{"service_id": req.ServiceID, "plan_id": req.PlanID}); err != nil {
+		return err
+	}
 	if req.ServiceID == "" {
 		return errBadRequest("service_id: required, must be a non-empty string")
 	}
@@ -133,7 +140,7 @@ func (b *Broker) update(c echo.Context) error {
 	}
 	var op *operation
 	var replay *operation
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		in, err := lockInstance(ctx, tx, id)
 		if errors.Is(err, errNoRow) {
 			return errNotFound("Service instance %s does not exist.", id)
@@ -141,41 +148,9 @@ func (b *Broker) update(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if in.ServiceID != req.ServiceID {
-			return errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, id)
-		}
-		current, err := b.planOf(in.ServiceID, in.PlanID)
-		if err != nil && req.PlanID == "" {
+		current, target, desired, err := b.updateTarget(in, &req)
+		if err != nil {
 			return err
-		}
-		target := current
-		if req.PlanID != "" && req.PlanID != in.PlanID {
-			if current != nil && !current.IsUpdateable() {
-				return newError(http.StatusUnprocessableEntity, "PlanChangeNotSupported",
-					"The plan of instance %s cannot be changed.", id)
-			}
-			if target, err = b.planOf(in.ServiceID, req.PlanID); err != nil {
-				return err
-			}
-		}
-		if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != target.maintenanceVersion() {
-			return errMaintenanceInfoConflict()
-		}
-		desired := opRequest{PlanID: target.ID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
-		if req.Parameters != nil {
-			schema := target.update
-			if err := validateParameters(schema, *req.Parameters); err != nil {
-				return err
-			}
-			merged := maps.Clone(in.Parameters)
-			if merged == nil {
-				merged = map[string]any{}
-			}
-			maps.Copy(merged, *req.Parameters)
-			desired.Parameters = merged
-		}
-		if req.MaintenanceInfo != nil || target != current {
-			desired.MaintenanceVersion = target.maintenanceVersion()
 		}
 		running, err := optional(runningOperation(ctx, tx, id, ""))
 		if err != nil {
@@ -204,12 +179,25 @@ func (b *Broker) update(c echo.Context) error {
 		if (target.AsyncRequired || (current != nil && current.AsyncRequired)) && !async {
 			return errAsyncRequired()
 		}
+		if target != current {
+			if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: in.ServiceID, PlanID: target.ID,
+				PlanConfig: target.Config, Parameters: desired.Parameters}); err != nil {
+				return err
+			}
+		}
 		op = b.newOperation(c, kindUpdate, id, "", async, desired)
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, target)
 	})
 	if err != nil {
 		return err
 	}
+	return b.updateAnswer(c, op, replay, async)
+}
+
+// updateAnswer answers an update once its transaction has run: 202 for
+// an operation under way, 200 when there was nothing to change, or the
+// outcome of running op now.
+func (b *Broker) updateAnswer(c echo.Context, op, replay *operation, async bool) error {
 	switch {
 	case replay != nil:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": replay.ID})
@@ -218,10 +206,52 @@ func (b *Broker) update(c echo.Context) error {
 	case async:
 		return c.JSON(http.StatusAccepted, map[string]any{"operation": op.ID})
 	}
-	if _, err := b.runSync(ctx, op); err != nil {
+	if _, err := b.runSync(c.Request().Context(), op); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{})
+}
+
+// updateTarget works out what an update asks of instance in: its current
+// plan (nil when it left the catalogue), the plan it moves to, and the
+// operation's request with the parameters merged.
+func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target *Plan, desired opRequest, err error) {
+	if in.ServiceID != req.ServiceID {
+		return nil, nil, desired, errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, in.ID)
+	}
+	current, err = b.planOf(in.ServiceID, in.PlanID)
+	if err != nil && req.PlanID == "" {
+		return nil, nil, desired, err
+	}
+	target = current
+	if req.PlanID != "" && req.PlanID != in.PlanID {
+		if current != nil && !current.IsUpdateable() {
+			return nil, nil, desired, newError(http.StatusUnprocessableEntity, "PlanChangeNotSupported",
+				"The plan of instance %s cannot be changed.", in.ID)
+		}
+		if target, err = b.planOf(in.ServiceID, req.PlanID); err != nil {
+			return nil, nil, desired, err
+		}
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != target.maintenanceVersion() {
+		return nil, nil, desired, errMaintenanceInfoConflict()
+	}
+	desired = opRequest{PlanID: target.ID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
+	if req.Parameters != nil {
+		if err := validateParameters(target.update, *req.Parameters); err != nil {
+			return nil, nil, desired, err
+		}
+		merged := maps.Clone(in.Parameters)
+		if merged == nil {
+			merged = map[string]any{}
+		}
+		maps.Copy(merged, *req.Parameters)
+		desired.Parameters = merged
+	}
+	if req.MaintenanceInfo != nil || target != current {
+		desired.MaintenanceVersion = target.maintenanceVersion()
+	}
+	return current, target, desired, nil
 }
 
 // deprovision handles DELETE /v2/service_instances/:instance_id
@@ -238,7 +268,7 @@ func (b *Broker) deprovision(c echo.Context) error {
 	}
 	var op, replay *operation
 	gone := false
-	err = inTx(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		in, err := lockInstance(ctx, tx, id)
 		if errors.Is(err, errNoRow) {
 			gone = true
@@ -264,11 +294,12 @@ func (b *Broker) deprovision(c echo.Context) error {
 			}
 			return errConcurrency("Service Instance")
 		}
-		if plan, ok := b.catalog.Plan(in.PlanID); ok && plan.AsyncRequired && !async {
+		plan, _ := b.catalog.Plan(in.PlanID)
+		if plan != nil && plan.AsyncRequired && !async {
 			return errAsyncRequired()
 		}
 		op = b.newOperation(c, kindDeprovision, id, "", async, opRequest{})
-		return b.enqueue(ctx, tx, op)
+		return b.enqueue(ctx, tx, op, plan)
 	})
 	if err != nil {
 		return err
@@ -364,6 +395,9 @@ func (b *Broker) lastOperation(c echo.Context, instanceID, bindingID, deleteKind
 		return errNotFound("Service instance %s has no such operation.", instanceID)
 	}
 	if err != nil {
+		return err
+	}
+	if op, err = b.settleStranded(ctx, op); err != nil {
 		return err
 	}
 	if op.Kind == deleteKind && op.State == stateSucceeded {

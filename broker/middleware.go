@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bindery-dev/bindery/internal/osb"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
@@ -209,22 +212,68 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// storableParams refuses ids and query parameters that PostgreSQL cannot
-// hold (NUL characters, invalid UTF-8) with a 400 naming the parameter.
-func storableParams(next echo.HandlerFunc) echo.HandlerFunc {
+// osbParams decodes the path's ids once and refuses ids and query
+// parameters Bindery will not store: ids longer than osb.MaxIDLength, and
+// anything PostgreSQL cannot hold (NUL characters, invalid UTF-8), with a
+// 400 naming the parameter.
+//
+// Echo matches routes on the raw path when the request's path has escapes
+// that its decoded form would not reproduce (r.URL.RawPath), so that an id
+// holding %2F stays one segment; its parameters are then still escaped.
+// Decoding them here, and only here, gives every handler the id the
+// platform meant, however it was encoded.
+func osbParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		values := c.ParamValues()
+		decoded := make([]string, len(values))
 		for i, name := range c.ParamNames() {
-			if err := pgtext.Check(name, c.ParamValues()[i]); err != nil {
-				return errBadRequest("%v", err)
+			v := values[i]
+			if c.Request().URL.RawPath != "" {
+				var err error
+				if v, err = url.PathUnescape(v); err != nil {
+					return errBadRequest("%s: not a valid percent-encoding", name)
+				}
 			}
+			if p := osb.IDProblem(v); p != "" {
+				return errBadRequest("%s: %s", name, p)
+			}
+			decoded[i] = v
 		}
+		c.SetParamValues(decoded...)
 		for name, values := range c.QueryParams() {
 			for _, v := range append([]string{name}, values...) {
 				if err := pgtext.Check(name, v); err != nil {
 					return errBadRequest("%v", err)
 				}
 			}
+			if idQuery[name] {
+				for _, v := range values {
+					if len(v) > osb.MaxIDLength {
+						return errBadRequest("query parameter %s: %s", name, osb.IDProblem(v))
+					}
+				}
+			}
 		}
 		return next(c)
 	}
+}
+
+// idQuery are the query parameters that carry ids.
+var idQuery = map[string]bool{"service_id": true, "plan_id": true, "operation": true}
+
+// checkIDs refuses the ids of a request body (service_id, plan_id,
+// predecessor_binding_id, ...) that are longer than osb.MaxIDLength, with
+// a 400 naming the field; absent ones are left to the handler.
+func checkIDs(fields map[string]string) error {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := fields[name]; len(v) > osb.MaxIDLength {
+			return errBadRequest("%s: %s", name, osb.IDProblem(v))
+		}
+	}
+	return nil
 }

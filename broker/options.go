@@ -28,9 +28,17 @@ type Options struct {
 	// CatalogFile is a YAML catalogue; empty: the embedded one.
 	CatalogFile string
 	// TargetURL is the PostgreSQL cluster where instances are created.
-	TargetURL        string
-	OperationTimeout time.Duration
-	Workers          int
+	TargetURL string
+	// TargetReserved is how many of the target cluster's connection slots
+	// the plans' connection limits must leave to Bindery.
+	TargetReserved    int
+	OperationTimeout  time.Duration
+	OperationDeadline time.Duration
+	Workers           int
+	// ShutdownGrace is how long running operations may go on after the
+	// broker is told to stop; then they are cancelled, to be resumed by
+	// the next broker process.
+	ShutdownGrace time.Duration
 }
 
 // AddFlags registers the broker's flags; listenFlag names the listen
@@ -42,9 +50,18 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Token, "broker-token", "", "bearer token platforms may present instead of basic auth")
 	fs.StringVar(&o.CatalogFile, "catalog", "", "YAML catalogue file (default: the embedded PostgreSQL catalogue)")
 	fs.StringVar(&o.TargetURL, "target-database-url", "", "PostgreSQL cluster where instances are created (default: the cluster of --database-url)")
+	fs.IntVar(&o.TargetReserved, "target-reserved-connections", DefaultTargetReserved, "connection slots of the target cluster kept for Bindery's own sessions: the plans' connection limits together get max_connections less these and the superusers' reserved slots")
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
+	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "how long running operations may go on when the broker stops; then they are cancelled and resumed by the next broker process")
 }
+
+// DefaultTargetReserved is --target-reserved-connections' default: room
+// for Bindery's shared pool (25 in `bindery up`), the engine's claims (one
+// per worker, 8), the driver's pool (postgresql.DefaultPoolSize, 6) and one
+// more session per driver operation in flight (6), and a few listeners.
+const DefaultTargetReserved = 50
 
 // HasCredentials reports whether any way for platforms to authenticate
 // is set.
@@ -71,6 +88,15 @@ func (o *Options) Validate() error {
 	if o.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("--operation-timeout: must be positive"))
 	}
+	if o.TargetReserved < 0 {
+		errs = append(errs, errors.New("--target-reserved-connections: must not be negative"))
+	}
+	if o.OperationDeadline < o.OperationTimeout {
+		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))
+	}
+	if o.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("--shutdown-grace: must not be negative"))
+	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--workers: must be positive"))
 	}
@@ -86,20 +112,30 @@ func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Lo
 		return Config{}, err
 	}
 	return Config{
-		Pool:             pool,
-		Catalog:          catalog,
-		Drivers:          map[string]Driver{},
-		Keys:             keys,
-		Auth:             Auth{Username: o.Username, Password: o.Password, Token: o.Token},
-		Logger:           log,
-		Registry:         serve.NewRegistry(),
-		OperationTimeout: o.OperationTimeout,
-		Workers:          o.Workers,
+		Pool:              pool,
+		Catalog:           catalog,
+		Drivers:           map[string]Driver{},
+		Keys:              keys,
+		Auth:              Auth{Username: o.Username, Password: o.Password, Token: o.Token},
+		Logger:            log,
+		Registry:          serve.NewRegistry(),
+		OperationTimeout:  o.OperationTimeout,
+		OperationDeadline: o.OperationDeadline,
+		Workers:           o.Workers,
+		ShutdownGrace:     o.ShutdownGrace,
 	}, nil
 }
 
+// DefaultShutdownGrace is --shutdown-grace's default: how long running
+// operations may go on after a shutdown begins before they are cancelled
+// (they stay in progress, and the next broker process resumes them); short
+// enough for the process to exit within its grace period
+// (docs/operations.md).
+const DefaultShutdownGrace = 3 * time.Second
+
 // Run starts a broker's job engine and serves its API on l until ctx ends,
-// then stops the engine, giving running operations up to 15 seconds.
+// then stops the engine while the server drains, giving running
+// operations cfg.ShutdownGrace.
 func Run(ctx context.Context, cfg Config, l net.Listener) error {
 	b, err := New(ctx, cfg)
 	if err != nil {
@@ -110,13 +146,22 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 		_ = l.Close()
 		return fmt.Errorf("start job engine: %w", err)
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	// The engine stops when the server does, for whatever reason.
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-serving.Done()
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.shutdownGrace)
 		defer cancel()
 		if err := b.Stop(stopCtx); err != nil {
 			b.log.Warn("stop job engine", "error", err)
 		}
 	}()
 	b.log.Info("serving the OSB API", "addr", l.Addr().String())
-	return serve.Run(ctx, l, b.Handler(), b.log)
+	err = serve.Run(ctx, l, b.Handler(), b.log)
+	stopServing()
+	<-stopped
+	return err
 }

@@ -21,7 +21,11 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = broker.Options{OperationTimeout: time.Minute, Workers: 1}
+	o = broker.Options{Token: "t", OperationTimeout: time.Hour, OperationDeadline: time.Minute, Workers: 1}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--operation-deadline: must be at least --operation-timeout") {
+		t.Errorf("a deadline shorter than one attempt: %v", err)
+	}
+	o = broker.Options{OperationTimeout: time.Minute, OperationDeadline: time.Hour, Workers: 1}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "no broker credentials") {
 		t.Errorf("no credentials: %v", err)
 	}

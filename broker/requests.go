@@ -117,6 +117,11 @@ func jsonKind(k reflect.Kind) string {
 
 // validate checks the required fields of a provision request.
 func (r *provisionRequest) validate() error {
+	if err := checkIDs(map[string]string{
+		"service_id": r.ServiceID, "plan_id": r.PlanID, "organization_guid": r.OrganizationGUID, "space_guid": r.SpaceGUID,
+	}); err != nil {
+		return err
+	}
 	var missing []string
 	for name, v := range map[string]string{
 		"service_id": r.ServiceID, "plan_id": r.PlanID,

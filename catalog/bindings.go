@@ -22,6 +22,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	errs := validateName(field.NewPath("name"), b.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
 	errs = append(errs, validateMeta(&b.Meta)...)
+	errs = append(errs, validateExternalID(b.Spec.ExternalID)...)
 	instanceRef := field.NewPath("spec", "instanceRef", "name")
 	refErrs := validateName(instanceRef, b.Spec.InstanceRef.Name)
 	errs = append(errs, refErrs...)
@@ -32,7 +33,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	in, err := getBy[Instance](ctx, r.q, `namespace = $1 AND name = $2`, b.Namespace, b.Spec.InstanceRef.Name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil, nil
+		return nil, invalid(errs)
 	case err != nil:
 		return nil, err
 	case in.DeletionTimestamp != nil:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bindery-dev/bindery/internal/message"
+	"github.com/bindery-dev/bindery/internal/osb"
 )
 
 // ValidationError lists every problem of a request, each with its field
@@ -110,6 +111,18 @@ func validateName(p *field.Path, name string) field.ErrorList {
 	}
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return field.ErrorList{bad(p, message.BadName(p.String(), name, false))}
+	}
+	return nil
+}
+
+// validateExternalID checks an instance's or binding's spec.externalID,
+// the OSB id the engine sends its broker; empty means one is generated.
+func validateExternalID(id string) field.ErrorList {
+	if id == "" {
+		return nil
+	}
+	if p := osb.IDProblem(id); p != "" {
+		return field.ErrorList{bad(field.NewPath("spec", "externalID"), p)}
 	}
 	return nil
 }

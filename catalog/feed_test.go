@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
+	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -279,6 +282,37 @@ func TestLastOf(t *testing.T) {
 	}
 	if got, _ := s.Feed().LastOf(ctx, catalog.KindBroker); got < rev {
 		t.Fatalf("after pruning everything: %d, back before %d", got, rev)
+	}
+}
+
+// TestFollowAfterLostWrites: a database that lost writes a follower had
+// read (a failover to a standby that lacked them) grants their revisions
+// again; the follower reads on from the feed's newest revision, hands on
+// the changes that come after, and says what happened.
+func TestFollowAfterLostWrites(t *testing.T) {
+	t.Parallel()
+	logs := &syncbuf.Buffer{}
+	pool := pgtest.Pool(t)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.Parse(keyring.Generate())
+	s := catalog.NewStore(pool, keys, slog.New(slog.NewTextHandler(logs, nil)))
+	rev, err := s.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if the follower had read ten revisions the database no longer has.
+	ch, _ := follow(t, s, rev+10, catalog.FollowOptions{Idle: time.Hour}, nil)
+	eventually.Succeeds(t, 20*time.Second, func(context.Context) error {
+		if !strings.Contains(logs.String(), "the change feed went back") {
+			return fmt.Errorf("nothing said of the lost writes:\n%s", logs.String())
+		}
+		return nil
+	})
+	register(t, s, "after-the-loss", "http://127.0.0.1:1", "")
+	if c := next(t, ch); c.Object.Name != "after-the-loss" || c.Revision != rev+1 {
+		t.Fatalf("change after the loss: %s at %d, want after-the-loss at %d", c.Object.Name, c.Revision, rev+1)
 	}
 }
 

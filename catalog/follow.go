@@ -48,7 +48,11 @@ var followRetry = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, St
 //
 // A failed connection, read or fn is logged and tried again with backoff
 // and jitter, from the end of the last page fn took: a page fn failed on
-// is handed to it again. Follow returns once ctx ends, never sooner.
+// is handed to it again — on the new primary after a failover, which has
+// every change a reader could have seen when replication is synchronous
+// (a change is visible only once the standby has it). A feed found behind
+// that position lost writes, and is read on from where it is
+// (checkBehind). Follow returns once ctx ends, never sooner.
 func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn func(ctx context.Context, page []Change) error) {
 	if opts.Page <= 0 {
 		opts.Page = 1000
@@ -85,6 +89,9 @@ func (f *Feed) follow(ctx context.Context, pos *int64, m *watermark, opts Follow
 	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := f.checkBehind(ctx, pos, m); err != nil {
+		return err
+	}
 	// OnIdle's period runs from its last call, not from the last
 	// notification: a busy feed does not put it off.
 	next := time.Now().Add(opts.Idle)
@@ -108,8 +115,8 @@ func (f *Feed) follow(ctx context.Context, pos *int64, m *watermark, opts Follow
 		case err == nil:
 			// A notification carries its revision. Those of the changes
 			// the last read already had (they queue up while it runs) need
-			// no read: revisions are granted in commit order, so a read
-			// that saw a revision saw every one before it.
+			// no read: a read reaches a revision only once every change up
+			// to it has committed.
 			if rev, perr := strconv.ParseInt(n.Payload, 10, 64); perr == nil && rev <= *pos {
 				read = false
 			}
@@ -124,6 +131,27 @@ func (f *Feed) follow(ctx context.Context, pos *int64, m *watermark, opts Follow
 			return fmt.Errorf("wait for a notification: %w", err)
 		}
 	}
+}
+
+// checkBehind moves *pos back to the feed's newest revision when the feed
+// is behind it: the database lost committed writes that this follower had
+// read, as after a failover to a standby that had not received them
+// (asynchronous replication). The revisions after the loss are granted
+// again, to other changes, and what the watermark m waited for is gone; a
+// follower that waited for the old numbers would pass over every change
+// until the feed caught up with them. Said
+// at error level, since what was lost was acknowledged to someone.
+func (f *Feed) checkBehind(ctx context.Context, pos *int64, m *watermark) error {
+	rev, err := f.s.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("read the catalog revision: %w", err)
+	}
+	if rev < *pos {
+		f.s.log.ErrorContext(ctx, "the change feed went back: the database lost committed writes (a failover to a standby that did not have them?); reading on from where it is",
+			"read", *pos, "newest", rev)
+		*pos, *m = rev, watermark{}
+	}
+	return nil
 }
 
 // catchUp hands fn the feed after *pos up to the watermark m keeps, a page

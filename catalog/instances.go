@@ -87,6 +87,7 @@ func (s *Store) validateNewInstance(ctx context.Context, r *catalogueReader, in 
 	errs := validateName(field.NewPath("name"), in.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
+	errs = append(errs, validateExternalID(in.Spec.ExternalID)...)
 	plan, err := r.resolveNew(ctx, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
 		return nil, err

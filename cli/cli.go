@@ -3,8 +3,14 @@
 // credentials, describe and tokens, for people (tables, progress) and for
 // scripts (-o json|yaml, stable exit codes). Each verb lives in
 // cli/cmd/NOUN with an Options struct, a constructor that builds its cobra
-// command and a run function tested on injected streams; Main decides the
-// exit code from the error's type.
+// command and a run function that writes to injected streams; Main decides
+// the exit code from the error's type.
+//
+// The verbs that only talk to the REST API are tested through their
+// command lines against a scripted API (cli/internal/clitest), their output
+// compared exactly. login and token, which also keep a login or open the
+// database, are tested end to end (cli_test.go against a real catalog,
+// token's choice of database in its package); health against a TLS server.
 //
 // The same binary runs Bindery's servers: the server commands are handed
 // in as Server and run unchanged, with their own flags and BINDERY_*

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"sort"
 
@@ -56,13 +57,23 @@ func Schemas() []string {
 // ErrNoChange is returned by Down when the schema has no migration applied.
 var ErrNoChange = errors.New("no migration to revert")
 
-// Up applies every pending migration of schema.
+// ErrSchemaNewer is returned by Up when the schema is at a migration this
+// binary does not have: a newer release migrated it. The schema is left
+// as it is; during a rolling update the previous release keeps serving on
+// it (docs/operations.md, "Upgrades").
+var ErrSchemaNewer = errors.New("the schema is newer than this release")
+
+// Up applies every pending migration of schema, or returns ErrSchemaNewer
+// and changes nothing when the schema is ahead of this binary.
 func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	m, done, err := open(ctx, pool, schema)
 	if err != nil {
 		return err
 	}
 	defer done()
+	if err := ahead(m, schema); err != nil {
+		return err
+	}
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("migrate %s up: %w", schema, err)
 	}
@@ -106,6 +117,33 @@ func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version ui
 		return 0, false, nil
 	}
 	return v, dirty, err
+}
+
+// ahead is ErrSchemaNewer when the schema's version is past the last
+// migration of this binary.
+func ahead(m *migrate.Migrate, schema string) error {
+	v, _, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	entries, err := fs.Glob(files, sources[schema]+"/*.up.sql")
+	if err != nil {
+		return err
+	}
+	var last uint
+	for _, e := range entries {
+		var n uint
+		if _, err := fmt.Sscanf(path.Base(e), "%d_", &n); err == nil && n > last {
+			last = n
+		}
+	}
+	if v > last {
+		return fmt.Errorf("migrate %s: %w: it is at migration %d, this release's last is %d", schema, ErrSchemaNewer, v, last)
+	}
+	return nil
 }
 
 func open(ctx context.Context, pool *pgxpool.Pool, schema string) (*migrate.Migrate, func(), error) {

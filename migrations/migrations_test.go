@@ -3,6 +3,8 @@ package migrations
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -110,5 +112,35 @@ func TestPendingReferencesDown(t *testing.T) {
 	}
 	if v, dirty, _ := Version(ctx, pool, Catalog); v != 9 || dirty {
 		t.Errorf("version %d dirty %v, want 9", v, dirty)
+	}
+}
+
+// TestUpOnNewerSchema: on a schema a newer release migrated past this
+// binary's last migration, Up changes nothing and says so with
+// ErrSchemaNewer (golang-migrate alone fails on the unknown version, and
+// the previous release could not restart during a rolling update).
+func TestUpOnNewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, schema := range Schemas() {
+		if err := Up(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+		top, _, _ := Version(ctx, pool, schema)
+		if _, err := pool.Exec(ctx, `UPDATE `+schema+`.schema_migrations SET version = $1`, top+1); err != nil {
+			t.Fatal(err)
+		}
+		err := Up(ctx, pool, schema)
+		if !errors.Is(err, ErrSchemaNewer) || !strings.Contains(err.Error(), fmt.Sprintf("at migration %d, this release's last is %d", top+1, top)) {
+			t.Errorf("%s: Up on a newer schema: %v, want ErrSchemaNewer naming both versions", schema, err)
+		}
+		if v, dirty, _ := Version(ctx, pool, schema); v != top+1 || dirty {
+			t.Errorf("%s: Up on a newer schema left version %d dirty=%v, want %d", schema, v, dirty, top+1)
+		}
 	}
 }

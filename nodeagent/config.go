@@ -1,8 +1,13 @@
-// Package nodeagent is Bindery's agent on every node: it covers the
-// kubelet's extension points: device plugins (package deviceplugin), the
-// chained CNI plugin bindery-cni with its installer (package cni), and the
-// CSI driver csi.bindery.dev (package csi). This package holds the agent's
-// options and configuration file.
+// Package nodeagent is Bindery's agent on every node (`bindery serve
+// nodeagent`): it covers the kubelet's extension points: device plugins
+// (package deviceplugin), the chained CNI plugin bindery-cni with its
+// installer (package cni), and the CSI driver csi.bindery.dev (package
+// csi). This package holds the agent's options and configuration file.
+//
+// Package servicebinding sits beside them because it prepares what the
+// node's parts consume (projected volumes, the egress annotation
+// bindery-cni reads), but it runs once per cluster, as `bindery serve
+// webhook`, not on every node.
 package nodeagent
 
 import (

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -50,6 +51,8 @@ type Config struct {
 	// Mount adds routes beside /api/v1 (the web UI, for one), each called
 	// once with the server's echo instance after the API is registered.
 	Mount []func(*echo.Echo)
+	// Ready are readiness checks besides the store's, for /readyz.
+	Ready []serve.Check
 }
 
 // Config returns the server's Config over store.
@@ -62,7 +65,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) *Config {
 func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	store, log := cfg.Store, cfg.Logger
 	api := New(store, log)
-	e := serve.NewEcho(log, serve.NewRegistry(), func(ctx context.Context) error { return store.Ping(ctx) })
+	e := serve.NewEcho(log, serve.NewRegistry(), append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	for _, mount := range cfg.Mount {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,10 +17,19 @@ type loginView struct {
 	Error string
 }
 
-// safeNext keeps a post-sign-in destination on this site.
+// safeNext keeps a post-sign-in destination on this site: a path, with
+// no control character and no backslash anywhere. Browsers drop tabs and
+// newlines from URLs and read a backslash as a slash, so "/\t/host" and
+// "/\\host" lead to another site; the query string that carries next is
+// decoded once already, so an escaped "%09" stays a harmless path.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return "/"
+	}
+	for _, r := range next {
+		if r == '\\' || unicode.IsControl(r) {
+			return "/"
+		}
 	}
 	return next
 }

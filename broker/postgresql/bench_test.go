@@ -65,7 +65,7 @@ func BenchmarkCycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		run("", postgresql.BindStatements(n, role, verifier, false))
+		run("", postgresql.BindStatements(n, role, verifier, cfg.ConnectionLimit, false))
 		run(inDB, postgresql.UnbindDatabaseStatements(n, role))
 		run("", postgresql.UnbindStatements(role))
 		run("", postgresql.DeprovisionStatements(n, nil))

@@ -16,8 +16,11 @@ import (
 // PlanConfig is what a plan's `config` object in the catalogue asks of
 // every database of the plan.
 type PlanConfig struct {
-	// ConnectionLimit caps the database's concurrent connections; -1 (the
-	// default) means no limit.
+	// ConnectionLimit caps the database's concurrent connections, and
+	// each binding role's anywhere on the cluster. It is required: the
+	// plans' limits together are what the cluster promises its tenants,
+	// and provisioning refuses a plan whose limit the cluster cannot
+	// hold besides the others'.
 	ConnectionLimit int
 	// StatementTimeout aborts statements that run longer. 0 (the default)
 	// leaves the cluster's own setting, normally no timeout. It is a whole
@@ -36,18 +39,21 @@ const StatementTimeoutParameter = "statement_timeout_ms"
 // of milliseconds).
 const maxTimeout = math.MaxInt32 * time.Millisecond
 
+// limitReason says why connection_limit is required.
+const limitReason = " (a database without a limit could take every connection of the cluster)"
+
 // maxIdentifier is PostgreSQL's NAMEDATALEN-1.
 const maxIdentifier = 63
 
-// ParsePlanConfig decodes and checks a plan's config object. Empty input
-// and JSON null give the defaults. Unknown fields are errors, and every
+// ParsePlanConfig decodes and checks a plan's config object. Unknown
+// fields are errors, connection_limit is required, and every
 // problem is reported at once, each with the name of its field, so that the
 // broker can refuse a bad catalogue when it starts.
 func ParsePlanConfig(raw json.RawMessage) (PlanConfig, error) {
-	cfg := PlanConfig{ConnectionLimit: -1}
+	var cfg PlanConfig
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return cfg, nil
+		return PlanConfig{}, errors.New("plan config: connection_limit: required" + limitReason)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
@@ -69,10 +75,12 @@ func ParsePlanConfig(raw json.RawMessage) (PlanConfig, error) {
 	for _, name := range unknown {
 		add(strconv.Quote(name), "unknown field")
 	}
-	if v, ok := fields["connection_limit"]; ok {
+	if v, ok := fields["connection_limit"]; !ok {
+		add("connection_limit", "required%s", limitReason)
+	} else {
 		var n int
-		if err := json.Unmarshal(v, &n); err != nil || (n < 1 && n != -1) {
-			add("connection_limit", "must be an integer of at least 1, or -1 for no limit")
+		if err := json.Unmarshal(v, &n); err != nil || n < 1 || n > math.MaxInt32 {
+			add("connection_limit", "must be a whole number of at least 1%s", limitReason)
 		} else {
 			cfg.ConnectionLimit = n
 		}

@@ -18,20 +18,23 @@ func TestParsePlanConfig(t *testing.T) {
 		want    postgresql.PlanConfig
 		wantErr []string // each must appear in the error
 	}{
-		{in: ``, want: postgresql.PlanConfig{ConnectionLimit: -1}},
-		{in: `null`, want: postgresql.PlanConfig{ConnectionLimit: -1}},
-		{in: `{}`, want: postgresql.PlanConfig{ConnectionLimit: -1}},
+		{in: ``, wantErr: []string{"connection_limit: required (a database without a limit could take every connection"}},
+		{in: `null`, wantErr: []string{"connection_limit: required"}},
+		{in: `{}`, wantErr: []string{"connection_limit: required"}},
+		{in: `{"connection_limit": 1}`, want: postgresql.PlanConfig{ConnectionLimit: 1}},
 		{
 			in:   `{"connection_limit": 20, "statement_timeout": "30s", "extensions": ["pgcrypto"]}`,
 			want: postgresql.PlanConfig{ConnectionLimit: 20, StatementTimeout: 30 * time.Second, Extensions: []string{"pgcrypto"}},
 		},
-		{in: `{"connection_limit": -1, "statement_timeout": "1m30.5s"}`, want: postgresql.PlanConfig{ConnectionLimit: -1, StatementTimeout: 90500 * time.Millisecond}},
-		{in: `{"statement_timeout": "0s"}`, want: postgresql.PlanConfig{ConnectionLimit: -1}},
-		{in: `{"conection_limit": 20}`, wantErr: []string{`"conection_limit": unknown field`}},
+		{in: `{"connection_limit": 5, "statement_timeout": "1m30.5s"}`, want: postgresql.PlanConfig{ConnectionLimit: 5, StatementTimeout: 90500 * time.Millisecond}},
+		{in: `{"connection_limit": 5, "statement_timeout": "0s"}`, want: postgresql.PlanConfig{ConnectionLimit: 5}},
+		{in: `{"conection_limit": 20}`, wantErr: []string{`"conection_limit": unknown field`, "connection_limit: required"}},
 		{in: `{"b": 1, "a": 2}`, wantErr: []string{`"a": unknown field; "b": unknown field`}},
-		{in: `{"connection_limit": 0}`, wantErr: []string{"connection_limit: must be an integer of at least 1, or -1"}},
-		{in: `{"connection_limit": 2.5}`, wantErr: []string{"connection_limit: must be an integer"}},
-		{in: `{"connection_limit": "20"}`, wantErr: []string{"connection_limit: must be an integer"}},
+		{in: `{"connection_limit": -1}`, wantErr: []string{"connection_limit: must be a whole number of at least 1 (a database without a limit"}},
+		{in: `{"connection_limit": 0}`, wantErr: []string{"connection_limit: must be a whole number of at least 1"}},
+		{in: `{"connection_limit": 2.5}`, wantErr: []string{"connection_limit: must be a whole number"}},
+		{in: `{"connection_limit": "20"}`, wantErr: []string{"connection_limit: must be a whole number"}},
+		{in: `{"connection_limit": 2147483648}`, wantErr: []string{"connection_limit: must be a whole number"}},
 		{in: `{"statement_timeout": 30}`, wantErr: []string{`statement_timeout: must be a duration string such as "30s"`}},
 		{in: `{"statement_timeout": "30"}`, wantErr: []string{`statement_timeout: must be a duration string such as "30s": "30" is not one`}},
 		{in: `{"statement_timeout": "-1s"}`, wantErr: []string{"statement_timeout: must not be negative"}},
@@ -119,7 +122,7 @@ func FuzzParsePlanConfig(f *testing.F) {
 			return
 		}
 		// Whatever is accepted must make statements PostgreSQL can take.
-		if cfg.ConnectionLimit < -1 || cfg.ConnectionLimit == 0 || cfg.StatementTimeout < 0 || cfg.StatementTimeout%time.Millisecond != 0 {
+		if cfg.ConnectionLimit < 1 || cfg.StatementTimeout < 0 || cfg.StatementTimeout%time.Millisecond != 0 {
 			t.Fatalf("accepted %+v", cfg)
 		}
 		for _, e := range cfg.Extensions {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,7 +51,27 @@ type Driver struct {
 	log        *slog.Logger
 	target     target
 	extensions extensionCache
+	// reserved is how many connection slots tenants' plans must leave
+	// to Bindery (see WithReservedConnections).
+	reserved int
 }
+
+// DefaultPoolSize is how many sessions the driver keeps on the target
+// cluster unless its URL says pool_max_conns; each operation in flight
+// holds one, and one more in the instance's database while it works there.
+const DefaultPoolSize = 6
+
+// Option changes how New makes a Driver.
+type Option func(*Driver)
+
+// DefaultReservedConnections is what WithReservedConnections keeps for
+// Bindery unless told otherwise.
+const DefaultReservedConnections = broker.DefaultTargetReserved
+
+// WithReservedConnections keeps n of the target cluster's connection
+// slots, besides those PostgreSQL reserves for superusers, out of what
+// tenants' plans may commit: Bindery's own sessions need them.
+func WithReservedConnections(n int) Option { return func(d *Driver) { d.reserved = n } }
 
 // target is where applications reach the cluster, taken from the target
 // URL, for the credentials.
@@ -61,8 +83,10 @@ type target struct {
 
 // New connects to the target cluster with targetURL, a postgres:// URL for
 // a superuser (or a role with CREATEDB and CREATEROLE), and checks that it
-// can do the driver's work. Errors never contain the URL's password.
-func New(ctx context.Context, targetURL string, log *slog.Logger) (*Driver, error) {
+// can do the driver's work. It warns, through log, about databases of the
+// cluster that every role may connect to. Errors never contain the URL's
+// password.
+func New(ctx context.Context, targetURL string, log *slog.Logger, opts ...Option) (*Driver, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -79,20 +103,65 @@ func New(ctx context.Context, targetURL string, log *slog.Logger) (*Driver, erro
 		}
 		return nil, errors.New("target database url: cannot be parsed")
 	}
+	if !strings.Contains(targetURL, "pool_max_conns") {
+		// pgx's default grows with the machine's CPUs: the sessions the
+		// driver holds must fit the slots kept for Bindery whatever the
+		// machine (DefaultTargetReserved).
+		cfg.MaxConns = DefaultPoolSize
+	}
 	tgt.host, tgt.port = cfg.ConnConfig.Host, cfg.ConnConfig.Port
 	if strings.HasPrefix(tgt.host, "/") {
 		return nil, errors.New("target database url: the host must be a network address, not a unix socket: applications connect to it")
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	d := &Driver{log: log, target: tgt, reserved: DefaultReservedConnections}
+	for _, o := range opts {
+		o(d)
+	}
+	where := net.JoinHostPort(tgt.host, strconv.Itoa(int(tgt.port)))
+	pin(cfg.ConnConfig, 0)
+	version, err := check(ctx, cfg.ConnConfig)
 	if err != nil {
+		return nil, fmt.Errorf("target cluster %s: %w", where, err)
+	}
+	pin(cfg.ConnConfig, version)
+	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("target cluster: %w", err)
 	}
-	d := &Driver{pool: pool, log: log, target: tgt}
-	if err := d.check(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("target cluster %s: %w", net.JoinHostPort(tgt.host, strconv.Itoa(int(tgt.port))), err)
+	if err := d.adopt(ctx); err != nil {
+		d.pool.Close()
+		return nil, fmt.Errorf("target cluster %s: %w", where, err)
 	}
+	d.warnOpenDatabases(ctx)
 	return d, nil
+}
+
+// pin sets, in the startup packet of every session the driver opens, the
+// settings a database's owner (or anyone who can ALTER ROLE the broker's
+// role) could otherwise change for it with ALTER DATABASE ... SET: startup
+// parameters outrank database and role defaults. Unpinned, they could make
+// the broker's sessions read-only (an unbind then fails for ever), time
+// them out, run them as another role, or make a superuser's session
+// resolve names in a tenant's schemas first (the CVE-2018-1058 pattern).
+// version adds the settings of later servers (0: those of every server).
+func pin(cfg *pgx.ConnConfig, version int) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	maps.Copy(cfg.RuntimeParams, map[string]string{
+		"default_transaction_read_only":       "off",
+		"default_transaction_isolation":       "read committed",
+		"search_path":                         "pg_catalog",
+		"statement_timeout":                   "0",
+		"lock_timeout":                        "0",
+		"idle_in_transaction_session_timeout": "0",
+		"role":                                "none",
+	})
+	if version >= 140000 {
+		cfg.RuntimeParams["idle_session_timeout"] = "0"
+	}
+	if version >= 170000 {
+		cfg.RuntimeParams["transaction_timeout"] = "0"
+	}
 }
 
 func parseTarget(targetURL string) (target, error) {
@@ -121,26 +190,30 @@ func parseTarget(targetURL string) (target, error) {
 	return target{query: q}, nil
 }
 
-func (d *Driver) check(ctx context.Context) error {
-	if err := d.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("connect: %w", err)
+// check connects once with cfg and tells whether its role can do the
+// driver's work; it returns the server's version number.
+func check(ctx context.Context, cfg *pgx.ConnConfig) (int, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return 0, fmt.Errorf("connect: %w", err)
 	}
+	defer conn.Close(context.WithoutCancel(ctx))
 	var version int
 	var super, createDB, createRole bool
-	err := d.pool.QueryRow(ctx, `
+	err = conn.QueryRow(ctx, `
 		SELECT current_setting('server_version_num')::int, rolsuper, rolcreatedb, rolcreaterole
 		FROM pg_roles WHERE rolname = current_user`).Scan(&version, &super, &createDB, &createRole)
 	if err != nil {
-		return fmt.Errorf("read server version and privileges: %w", err)
+		return 0, fmt.Errorf("read server version and privileges: %w", err)
 	}
 	if version < 130000 {
 		// DROP DATABASE ... WITH (FORCE) came in PostgreSQL 13.
-		return fmt.Errorf("PostgreSQL %d.%d is too old: 13 or later is needed", version/10000, version%10000/100)
+		return 0, fmt.Errorf("PostgreSQL %d.%d is too old: 13 or later is needed", version/10000, version%10000/100)
 	}
 	if !super && !(createDB && createRole) {
-		return errors.New("the connecting role needs SUPERUSER, or CREATEDB and CREATEROLE")
+		return 0, errors.New("the connecting role needs SUPERUSER, or CREATEDB and CREATEROLE")
 	}
-	return nil
+	return version, nil
 }
 
 // Close releases the connections to the target cluster.
@@ -185,16 +258,22 @@ func (d *Driver) provision(ctx context.Context, conn *pgx.Conn, req broker.Insta
 			}
 		}
 	}()
-	for _, stmt := range ProvisionStatements(n, cfg, have) {
-		if err := exec(ctx, conn, stmt); err != nil {
-			return err
+	err = d.withinBudget(ctx, conn, n, cfg.ConnectionLimit, func() error {
+		for _, stmt := range ProvisionStatements(n, cfg, have) {
+			if err := exec(ctx, conn, stmt); err != nil {
+				return err
+			}
+			switch {
+			case strings.HasPrefix(stmt, "CREATE ROLE "):
+				created.Owner = true
+			case strings.HasPrefix(stmt, "CREATE DATABASE "):
+				created.Database = true
+			}
 		}
-		switch {
-		case strings.HasPrefix(stmt, "CREATE ROLE "):
-			created.Owner = true
-		case strings.HasPrefix(stmt, "CREATE DATABASE "):
-			created.Database = true
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := d.inDatabase(ctx, n.Database, ProvisionDatabaseStatements(n, cfg)); err != nil {
 		return err
@@ -254,13 +333,19 @@ func (d *Driver) update(ctx context.Context, conn *pgx.Conn, req broker.Instance
 	if err := d.inDatabase(ctx, n.Database, ExtensionStatements(cfg)); err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		for _, stmt := range UpdateStatements(n, cfg) {
-			if err := exec(ctx, tx, stmt); err != nil {
-				return err
+	roles, err := bindingRoles(ctx, conn, n.Owner)
+	if err != nil {
+		return err
+	}
+	err = d.withinBudget(ctx, conn, n, cfg.ConnectionLimit, func() error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, stmt := range UpdateStatements(n, cfg, roles) {
+				if err := exec(ctx, tx, stmt); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return err
@@ -333,6 +418,10 @@ func (d *Driver) Bind(ctx context.Context, req broker.BindRequest) (broker.BindR
 func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindRequest) (broker.BindResult, error) {
 	n := InstanceNames(req.Instance.InstanceID)
 	role := BindingRole(req.BindingID)
+	cfg, err := instanceConfig(req.Instance)
+	if err != nil {
+		return broker.BindResult{}, err
+	}
 	exists, err := databaseExists(ctx, conn, n.Database)
 	if err != nil {
 		return broker.BindResult{}, err
@@ -350,7 +439,7 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
 			return fmt.Errorf("look up role: %w", err)
 		}
-		for _, stmt := range BindStatements(n, role, verifier, exists) {
+		for _, stmt := range BindStatements(n, role, verifier, cfg.ConnectionLimit, exists) {
 			if err := exec(ctx, tx, stmt); err != nil {
 				return err
 			}
@@ -429,7 +518,7 @@ func (d *Driver) unbind(ctx context.Context, conn *pgx.Conn, req broker.BindRequ
 	if dbExists {
 		err := d.inDatabase(ctx, n.Database, UnbindDatabaseStatements(n, role))
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InvalidCatalogName {
 			err = nil // dropped since we looked: nothing left in it to hand over
 		}
 		if err != nil {
@@ -464,7 +553,7 @@ func terminateSessions(ctx context.Context, conn *pgx.Conn, role string) error {
 		err := conn.QueryRow(ctx, TerminateQuery, pid, sessionEndWait.Milliseconds()).Scan(&ended)
 		var pgErr *pgconn.PgError
 		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege:
 			return fmt.Errorf("end session %d of role %s: the broker's role needs SUPERUSER or membership in pg_signal_backend: %w", pid, role, err)
 		case err != nil:
 			return fmt.Errorf("end session %d of role %s: %w", pid, role, err)
@@ -485,26 +574,195 @@ func terminateSessions(ctx context.Context, conn *pgx.Conn, role string) error {
 // locked runs fn on a connection to the target cluster that holds the
 // instance's advisory lock, so that operations on one instance take turns.
 func (d *Driver) locked(ctx context.Context, instanceID string, fn func(*pgx.Conn) error) error {
-	sum := sha256.Sum256([]byte("bindery/broker/postgresql:" + instanceID))
-	key := int64(binary.BigEndian.Uint64(sum[:8]))
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer c.Release()
-	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
-		return fmt.Errorf("lock instance: %w", err)
+	return holding(ctx, c.Conn(), "bindery/broker/postgresql:"+instanceID, func() error { return fn(c.Conn()) })
+}
+
+// holding runs fn while conn holds the session-level advisory lock named
+// name, across every process that uses the target cluster.
+func holding(ctx context.Context, conn *pgx.Conn, name string, fn func() error) error {
+	sum := sha256.Sum256([]byte(name))
+	key := int64(binary.BigEndian.Uint64(sum[:8]))
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		return fmt.Errorf("lock %s: %w", name, err)
 	}
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if _, err := c.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
+		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
 			// A closed connection leaves the pool, and its lock ends with
 			// its session.
-			_ = c.Conn().Close(uctx)
+			_ = conn.Close(uctx)
 		}
 	}()
-	return fn(c.Conn())
+	return fn()
+}
+
+// budgetLock names the lock that makes changes to the instances'
+// connection limits take turns, so that two provisions cannot both take
+// the last free slots. Instance locks name "...:" + an id: never this.
+const budgetLock = "bindery/broker/postgresql/connections"
+
+// withinBudget runs fn, which gives database n a connection limit of
+// limit, under the budget lock, once the cluster is found to hold it.
+func (d *Driver) withinBudget(ctx context.Context, conn *pgx.Conn, n Names, limit int, fn func() error) error {
+	return holding(ctx, conn, budgetLock, func() error {
+		b, err := readBudget(ctx, conn, n.Database, d.reserved)
+		if err != nil {
+			return err
+		}
+		if err := b.admit(limit); err != nil {
+			return err
+		}
+		return fn()
+	})
+}
+
+// CheckCapacity tells whether the target cluster can hold the plan's
+// connection limit besides what the other instances' databases hold: see
+// broker.CapacityChecker. Provision and Update check again, under a lock.
+func (d *Driver) CheckCapacity(ctx context.Context, req broker.InstanceRequest) error {
+	cfg, err := instanceConfig(req)
+	if err != nil {
+		return err
+	}
+	b, err := readBudget(ctx, d.pool, InstanceNames(req.InstanceID).Database, d.reserved)
+	if err != nil {
+		return err
+	}
+	return b.admit(cfg.ConnectionLimit)
+}
+
+var _ broker.CapacityChecker = (*Driver)(nil)
+
+// budget is how a cluster's connection slots are shared: max_connections,
+// less those PostgreSQL keeps for superusers (superuser_reserved_connections
+// and, from PostgreSQL 16, reserved_connections) and those kept for
+// Bindery, is what the instances' databases may hold together.
+type budget struct {
+	max, superusers, bindery int
+	// committed is what the instances' databases hold, but the one being
+	// changed; a database without a limit (-1) holds every slot, one
+	// being dropped (-2, from PostgreSQL 15.4) none.
+	committed int
+}
+
+func (b budget) forInstances() int { return b.max - b.superusers - b.bindery }
+
+// admit returns a *broker.CapacityError when a database of limit
+// connections does not fit.
+func (b budget) admit(limit int) error {
+	if b.committed+limit <= b.forInstances() {
+		return nil
+	}
+	return &broker.CapacityError{Reason: fmt.Sprintf(
+		"the target cluster has no room for a database of %d connections: of its max_connections %d, "+
+			"%d are reserved for superusers and %d for Bindery, and the other instances hold %d of the %d left",
+		limit, b.max, b.superusers, b.bindery, b.committed, max(b.forInstances(), 0))}
+}
+
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readBudget reads the cluster's budget, leaving database out of what is
+// committed (it is the one being changed).
+func readBudget(ctx context.Context, q rowQuerier, database string, reserved int) (budget, error) {
+	b := budget{bindery: reserved}
+	err := q.QueryRow(ctx, `
+		SELECT current_setting('max_connections')::int,
+			current_setting('superuser_reserved_connections')::int + coalesce(current_setting('reserved_connections', true)::int, 0),
+			coalesce(sum(CASE datconnlimit WHEN -1 THEN current_setting('max_connections')::int ELSE datconnlimit END)
+				FILTER (WHERE datname <> $2 AND datconnlimit >= -1), 0)::int
+		FROM pg_database WHERE starts_with(datname, $1)`, DatabasePrefix, database).Scan(&b.max, &b.superusers, &b.committed)
+	if err != nil {
+		return budget{}, fmt.Errorf("read the cluster's connection budget: %w", err)
+	}
+	return b, nil
+}
+
+// adopt takes back, for the broker's role, the instance databases an
+// older version gave their owner roles (see ProvisionStatements). What it
+// cannot take back it names in a warning: their tenants can still lift
+// their connection limits.
+func (d *Driver) adopt(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, `SELECT datname FROM pg_database
+		WHERE starts_with(datname, $1) AND datdba <> (SELECT oid FROM pg_roles WHERE rolname = current_user)
+		ORDER BY datname`, DatabasePrefix)
+	if err != nil {
+		return fmt.Errorf("list instance databases: %w", err)
+	}
+	dbs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("list instance databases: %w", err)
+	}
+	for _, db := range dbs {
+		n := Names{Database: db, Owner: OwnerPrefix + strings.TrimPrefix(db, DatabasePrefix)}
+		for _, stmt := range AdoptStatements(n) {
+			if err := exec(ctx, d.pool, stmt); err != nil {
+				d.log.Warn("cannot take back an instance database from its tenant", "database", db, "error", err)
+				break
+			}
+		}
+	}
+	return d.limitOldBindingRoles(ctx)
+}
+
+// limitOldBindingRoles gives the binding roles an older version made
+// without a connection limit their instance database's: unlimited, one
+// could hold every slot of the databases PUBLIC may connect to.
+func (d *Driver) limitOldBindingRoles(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, `SELECT m.rolname, db.datconnlimit
+		FROM pg_roles m
+		JOIN pg_auth_members am ON am.member = m.oid
+		JOIN pg_roles o ON o.oid = am.roleid AND starts_with(o.rolname, $2)
+		JOIN pg_database db ON db.datname = $3 || substr(o.rolname, length($2) + 1)
+		WHERE starts_with(m.rolname, $1) AND m.rolconnlimit < 0 AND db.datconnlimit >= 0
+		ORDER BY m.rolname`, BindingRolePrefix, OwnerPrefix, DatabasePrefix)
+	if err != nil {
+		return fmt.Errorf("list binding roles without a connection limit: %w", err)
+	}
+	type unlimited struct {
+		Role  string
+		Limit int32
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unlimited])
+	if err != nil {
+		return fmt.Errorf("list binding roles without a connection limit: %w", err)
+	}
+	for _, r := range roles {
+		if err := exec(ctx, d.pool, LimitRoleStatement(r.Role, int(r.Limit))); err != nil {
+			d.log.Warn("cannot give a binding role its database's connection limit", "role", r.Role, "error", err)
+		}
+	}
+	return nil
+}
+
+// warnOpenDatabases names the databases of the target cluster that every
+// role may connect to: binding roles can open sessions there, up to their
+// connection limits, taking slots the plans do not account for.
+func (d *Driver) warnOpenDatabases(ctx context.Context) {
+	rows, err := d.pool.Query(ctx, `SELECT datname FROM pg_database
+		WHERE datallowconn AND NOT starts_with(datname, $1) AND has_database_privilege('public', oid, 'CONNECT')
+		ORDER BY datname`, DatabasePrefix)
+	if err != nil {
+		d.log.Warn("cannot list the databases PUBLIC may connect to", "error", err)
+		return
+	}
+	open, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		d.log.Warn("cannot list the databases PUBLIC may connect to", "error", err)
+		return
+	}
+	if len(open) > 0 {
+		d.log.Warn("every role may connect to these databases of the target cluster, binding roles included: "+
+			"revoke it (REVOKE CONNECT ON DATABASE name FROM PUBLIC) and grant CONNECT to the roles that need it",
+			"databases", strings.Join(open, ","))
+	}
 }
 
 // instanceConfig is the plan's config with the instance's parameters
@@ -609,9 +867,7 @@ func (d *Driver) inDatabase(ctx context.Context, db string, stmts []string) erro
 	if len(stmts) == 0 {
 		return nil
 	}
-	cfg := d.pool.Config().ConnConfig
-	cfg.Database = db
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(ctx, d.sessionConfig(db))
 	if err != nil {
 		return fmt.Errorf("connect to database %s: %w", db, unwrapConnect(err))
 	}
@@ -624,6 +880,14 @@ func (d *Driver) inDatabase(ctx context.Context, db string, stmts []string) erro
 		}
 		return nil
 	})
+}
+
+// sessionConfig is how the driver connects to database db: as to the
+// target cluster's own database, its settings pinned.
+func (d *Driver) sessionConfig(db string) *pgx.ConnConfig {
+	cfg := d.pool.Config().ConnConfig
+	cfg.Database = db
+	return cfg
 }
 
 // unwrapConnect keeps the server's reason for refusing a connection.

@@ -122,11 +122,14 @@ func TestLifecycle(t *testing.T) {
 	inst := b.provision(t, `{"connection_limit": 20, "statement_timeout": "30s", "extensions": ["pgcrypto"]}`)
 	n := postgresql.InstanceNames(inst.InstanceID)
 
-	if got := b.query(t, `SELECT datconnlimit || ' ' || pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1`, n.Database); got != "20 "+n.Owner {
-		t.Errorf("connection limit and owner: %q", got)
+	// The database is the broker's; its tenant may do everything in it
+	// but change the database itself (its limit, its settings).
+	if got := b.query(t, `SELECT datconnlimit || ' ' || (datdba = (SELECT oid FROM pg_roles WHERE rolname = current_user)) FROM pg_database WHERE datname = $1`, n.Database); got != "20 true" {
+		t.Errorf("connection limit and owned by the broker's role: %q", got)
 	}
-	if got := b.query(t, `SELECT has_database_privilege('public', $1, 'CONNECT')::text`, n.Database); got != "false" {
-		t.Errorf("PUBLIC may connect: %s", got)
+	if got := b.query(t, `SELECT has_database_privilege('public', $1, 'CONNECT') || ' ' || has_database_privilege('public', $1, 'TEMPORARY')
+		|| ' ' || has_database_privilege($2, $1, 'CREATE, CONNECT, TEMPORARY')`, n.Database, n.Owner); got != "false false true" {
+		t.Errorf("PUBLIC may connect, PUBLIC may create temporary tables, the owner role has all privileges: %s", got)
 	}
 
 	bindA, bindB := randomID(t), randomID(t)
@@ -164,7 +167,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// Another instance's binding cannot even connect to this database.
-	other := b.provision(t, `{}`)
+	other := b.provision(t, `{"connection_limit": 5}`)
 	otherRes := b.bind(t, other, randomID(t))
 	_, err = pgx.Connect(b.ctx, withDatabase(t, otherRes.Credentials["uri"].(string), n.Database))
 	if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
@@ -221,7 +224,7 @@ func checkCredentials(t *testing.T, res broker.BindResult, database, role string
 func TestWrongPasswordRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	res := b.bind(t, inst, randomID(t))
 	u, _ := url.Parse(res.Credentials["uri"].(string))
 	u.User = url.UserPassword(u.User.Username(), postgresql.NewPassword())
@@ -288,7 +291,7 @@ func TestIdempotent(t *testing.T) {
 func TestUnbindWithoutDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	bindID := randomID(t)
 	b.bind(t, inst, bindID)
 	mustExec(t, b.admin, "DROP DATABASE "+pgx.Identifier{postgresql.InstanceNames(inst.InstanceID).Database}.Sanitize())
@@ -304,13 +307,13 @@ func TestUnbindWithoutDatabase(t *testing.T) {
 func TestDeprovisionDropsBindings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	ids := []string{randomID(t), randomID(t)}
 	for _, id := range ids {
 		b.connect(t, b.bind(t, inst, id)) // stays connected
 	}
 	// A role of another instance's binding is left alone.
-	other := b.provision(t, `{}`)
+	other := b.provision(t, `{"connection_limit": 5}`)
 	otherID := randomID(t)
 	b.bind(t, other, otherID)
 
@@ -326,7 +329,7 @@ func TestDeprovisionDropsBindings(t *testing.T) {
 func TestRotation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	oldID, newID := randomID(t), randomID(t)
 	old := b.bind(t, inst, oldID)
 	rotated, err := b.driver.Bind(b.ctx, broker.BindRequest{Instance: inst, BindingID: newID, PredecessorBindingID: oldID})
@@ -350,7 +353,7 @@ func TestRotation(t *testing.T) {
 func TestConcurrentBinds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	other, err := postgresql.New(b.ctx, b.admin, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -384,7 +387,7 @@ func TestConcurrentBinds(t *testing.T) {
 func TestUnavailableExtension(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.instance(t, `{"extensions": ["pgcrypto", "nosuch"]}`)
+	inst := b.instance(t, `{"connection_limit": 5, "extensions": ["pgcrypto", "nosuch"]}`)
 	_, err := b.driver.Provision(b.ctx, inst)
 	if err == nil || !strings.Contains(err.Error(), `extension "nosuch" is not available on the target cluster`) {
 		t.Fatalf("provision: %v", err)
@@ -398,7 +401,7 @@ func TestFailedProvisionCleansUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// earthdistance needs cube, which the plan does not list.
-	inst := b.instance(t, `{"extensions": ["earthdistance"]}`)
+	inst := b.instance(t, `{"connection_limit": 5, "extensions": ["earthdistance"]}`)
 	_, err := b.driver.Provision(b.ctx, inst)
 	if err == nil || !strings.Contains(err.Error(), `create extension "earthdistance": required extension "cube" is not installed`) {
 		t.Fatalf("provision: %v", err)
@@ -408,7 +411,7 @@ func TestFailedProvisionCleansUp(t *testing.T) {
 	}
 	b.assertGone(t, inst)
 
-	inst.PlanConfig = json.RawMessage(`{"extensions": ["cube", "earthdistance"]}`)
+	inst.PlanConfig = json.RawMessage(`{"connection_limit": 5, "extensions": ["cube", "earthdistance"]}`)
 	if _, err := b.driver.Provision(b.ctx, inst); err != nil {
 		t.Fatalf("provision with the dependency listed: %v", err)
 	}
@@ -421,7 +424,7 @@ func TestBadPlanConfigAndParameters(t *testing.T) {
 	if _, err := b.driver.Provision(b.ctx, inst); err == nil || !strings.Contains(err.Error(), `"connection_limits": unknown field`) {
 		t.Fatalf("provision: %v", err)
 	}
-	inst.PlanConfig = nil
+	inst.PlanConfig = json.RawMessage(`{"connection_limit": 3}`)
 	inst.Parameters = map[string]any{"statement_timeout_ms": "soon"}
 	if _, err := b.driver.Provision(b.ctx, inst); err == nil || !strings.Contains(err.Error(), "statement_timeout_ms") {
 		t.Fatalf("provision: %v", err)
@@ -460,8 +463,8 @@ func TestUpdate(t *testing.T) {
 	}{
 		{`{"connection_limit": 5, "statement_timeout": "1m", "extensions": ["pg_trgm"]}`, nil, "5 statement_timeout=60000", "pg_trgm,pgcrypto"},
 		{`{"connection_limit": 5, "statement_timeout": "1m"}`, map[string]any{"statement_timeout_ms": float64(1500)}, "5 statement_timeout=1500", "pg_trgm,pgcrypto"},
-		{`{}`, nil, "-1 ", "pg_trgm,pgcrypto"},
-		{`{}`, nil, "-1 ", "pg_trgm,pgcrypto"}, // again: idempotent
+		{`{"connection_limit": 3}`, nil, "3 ", "pg_trgm,pgcrypto"},
+		{`{"connection_limit": 3}`, nil, "3 ", "pg_trgm,pgcrypto"}, // again: idempotent
 	}
 	for _, tt := range tests {
 		if err := update(tt.planConfig, tt.params); err != nil {
@@ -483,20 +486,36 @@ func TestUpdate(t *testing.T) {
 	if err := update(`{"connection_limit": 7, "extensions": ["earthdistance"]}`, nil); err == nil {
 		t.Fatal("update with an extension that cannot be created succeeded")
 	}
-	if got := settings(); got != "-1 " {
+	if got := settings(); got != "3 " {
 		t.Errorf("after failed updates: %q", got)
 	}
 
-	// A binding's session sees the new timeout.
-	if err := update(`{"statement_timeout": "2s"}`, nil); err != nil {
+	// A binding's session sees the new timeout; its role's connection
+	// limit follows the plan's.
+	if err := update(`{"connection_limit": 3, "statement_timeout": "2s"}`, nil); err != nil {
 		t.Fatal(err)
 	}
+	bindID := randomID(t)
+	now := inst
+	now.PlanConfig = json.RawMessage(`{"connection_limit": 3, "statement_timeout": "2s"}`)
 	var timeout string
-	if err := b.connect(t, b.bind(t, inst, randomID(t))).QueryRow(b.ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "2s" {
+	if err := b.connect(t, b.bind(t, now, bindID)).QueryRow(b.ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "2s" {
 		t.Errorf("statement_timeout in a binding's session %q (%v), want 2s", timeout, err)
 	}
+	roleLimit := func() string {
+		return b.query(t, `SELECT rolconnlimit::text FROM pg_roles WHERE rolname = $1`, postgresql.BindingRole(bindID))
+	}
+	if got := roleLimit(); got != "3" {
+		t.Errorf("the binding role's connection limit is %s, want the plan's 3", got)
+	}
+	if err := update(`{"connection_limit": 4}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := roleLimit(); got != "4" {
+		t.Errorf("after an update to 4 connections, the binding role's limit is %s", got)
+	}
 
-	missing := b.instance(t, `{}`)
+	missing := b.instance(t, `{"connection_limit": 5}`)
 	if err := b.driver.Update(b.ctx, broker.UpdateRequest{Previous: missing, Desired: missing}); err == nil {
 		t.Error("update of a missing instance succeeded")
 	}
@@ -517,7 +536,7 @@ func TestHostileIDs(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			inst := b.instance(t, `{}`)
+			inst := b.instance(t, `{"connection_limit": 5}`)
 			inst.InstanceID = id + randomID(t)
 			if _, err := b.driver.Provision(b.ctx, inst); err != nil {
 				t.Fatal(err)
@@ -539,7 +558,7 @@ func TestHostileIDs(t *testing.T) {
 func TestCredentialsNotLogged(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{"extensions": ["pgcrypto"]}`)
+	inst := b.provision(t, `{"connection_limit": 5, "extensions": ["pgcrypto"]}`)
 	bindID := randomID(t)
 	res := b.bind(t, inst, bindID)
 	again := b.bind(t, inst, bindID)
@@ -700,7 +719,7 @@ func redact(creds map[string]any) map[string]any {
 func TestUnbindEndsSessions(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inst := b.provision(t, `{}`)
+	inst := b.provision(t, `{"connection_limit": 5}`)
 	bindID := randomID(t)
 	conn := b.connect(t, b.bind(t, inst, bindID))
 	if _, err := conn.Exec(b.ctx, "CREATE TABLE shared (x int)"); err != nil {

@@ -28,6 +28,12 @@ type Existing struct {
 // ProvisionStatements creates an instance's owner role and database and
 // applies the plan's settings; they run connected to the target cluster's
 // own database. A fresh instance has Existing{}.
+//
+// The database belongs to the broker's own role (CURRENT_USER), not to
+// the tenant: its owner could lift its connection limit and set defaults
+// for every session in it, the broker's included. The owner role gets
+// every privilege on it instead (CREATE, CONNECT, TEMPORARY). A database
+// an older version gave to the owner role is taken back.
 func ProvisionStatements(n Names, cfg PlanConfig, have Existing) []string {
 	db, owner := ident(n.Database), ident(n.Owner)
 	var stmts []string
@@ -35,12 +41,32 @@ func ProvisionStatements(n Names, cfg PlanConfig, have Existing) []string {
 		stmts = append(stmts, "CREATE ROLE "+owner+" NOLOGIN")
 	}
 	if have.Database {
-		stmts = append(stmts, "ALTER DATABASE "+db+" OWNER TO "+owner)
+		stmts = append(stmts, "ALTER DATABASE "+db+" OWNER TO CURRENT_USER")
 	} else {
-		stmts = append(stmts, "CREATE DATABASE "+db+" OWNER "+owner+" CONNECTION LIMIT "+strconv.Itoa(cfg.ConnectionLimit))
+		stmts = append(stmts, "CREATE DATABASE "+db+" CONNECTION LIMIT "+strconv.Itoa(cfg.ConnectionLimit))
 	}
 	stmts = append(stmts, settingStatements(n, cfg, have.Database)...)
-	return append(stmts, "REVOKE CONNECT ON DATABASE "+db+" FROM PUBLIC")
+	return append(stmts,
+		"REVOKE ALL ON DATABASE "+db+" FROM PUBLIC",
+		"GRANT ALL ON DATABASE "+db+" TO "+owner,
+	)
+}
+
+// AdoptStatements give an instance database that an older version made
+// its owner role's to the broker's role, with the owner role's privileges
+// kept as ProvisionStatements grants them.
+func AdoptStatements(n Names) []string {
+	db := ident(n.Database)
+	return []string{
+		"ALTER DATABASE " + db + " OWNER TO CURRENT_USER",
+		"REVOKE ALL ON DATABASE " + db + " FROM PUBLIC",
+		"GRANT ALL ON DATABASE " + db + " TO " + ident(n.Owner),
+	}
+}
+
+// LimitRoleStatement sets a binding role's connection limit.
+func LimitRoleStatement(role string, limit int) string {
+	return "ALTER ROLE " + ident(role) + " CONNECTION LIMIT " + strconv.Itoa(limit)
 }
 
 // ProvisionDatabaseStatements prepare the inside of a new database: the
@@ -54,9 +80,14 @@ func ProvisionDatabaseStatements(n Names, cfg PlanConfig) []string {
 }
 
 // ExtensionStatements create the plan's extensions that are missing, in
-// the instance's database.
+// the instance's database, in schema public as before: the broker's
+// sessions otherwise search pg_catalog alone (see Driver), which
+// CREATE EXTENSION would pick. SET LOCAL ends with the transaction.
 func ExtensionStatements(cfg PlanConfig) []string {
-	stmts := make([]string, 0, len(cfg.Extensions))
+	if len(cfg.Extensions) == 0 {
+		return []string{}
+	}
+	stmts := []string{"SET LOCAL search_path TO public"}
 	for _, e := range cfg.Extensions {
 		stmts = append(stmts, "CREATE EXTENSION IF NOT EXISTS "+ident(e))
 	}
@@ -64,11 +95,15 @@ func ExtensionStatements(cfg PlanConfig) []string {
 }
 
 // UpdateStatements apply a plan's connection limit and statement timeout
-// to an existing database, connected to the target cluster's own database.
-// New extensions come from ExtensionStatements, run in the instance's
-// database.
-func UpdateStatements(n Names, cfg PlanConfig) []string {
-	return settingStatements(n, cfg, true)
+// to an existing database, and the limit to its binding roles, connected
+// to the target cluster's own database. New extensions come from
+// ExtensionStatements, run in the instance's database.
+func UpdateStatements(n Names, cfg PlanConfig, bindingRoles []string) []string {
+	stmts := settingStatements(n, cfg, true)
+	for _, r := range bindingRoles {
+		stmts = append(stmts, LimitRoleStatement(r, cfg.ConnectionLimit))
+	}
+	return stmts
 }
 
 func settingStatements(n Names, cfg PlanConfig, limit bool) []string {
@@ -86,21 +121,27 @@ func settingStatements(n Names, cfg PlanConfig, limit bool) []string {
 }
 
 // BindStatements give a binding its login role, with the SCRAM verifier as
-// its password, membership in the owner role, CONNECT on the database, and
-// `SET role` to the owner in that database, so that what an application
-// creates belongs to the owner and every binding sees it. exists says the
-// role is already there (a repeated Bind): it then gets the new password.
-// They run connected to the target cluster's own database.
-func BindStatements(n Names, role, verifier string, exists bool) []string {
+// its password, the plan's connection limit, membership in the owner role,
+// CONNECT on the database, and `SET role` to the owner in that database,
+// so that what an application creates belongs to the owner and every
+// binding sees it. exists says the role is already there (a repeated
+// Bind): it then gets the new password. They run connected to the target
+// cluster's own database.
+//
+// The role's limit holds wherever it connects, and a role cannot raise its
+// own: on a cluster whose other databases PUBLIC may still connect to, a
+// binding takes no more slots there than its plan gives it.
+func BindStatements(n Names, role, verifier string, limit int, exists bool) []string {
 	r, db, owner := ident(role), ident(n.Database), ident(n.Owner)
+	login := " LOGIN CONNECTION LIMIT " + strconv.Itoa(limit) + " PASSWORD " + quoteLiteral(verifier)
 	var stmts []string
 	if exists {
 		stmts = append(stmts,
-			"ALTER ROLE "+r+" LOGIN PASSWORD "+quoteLiteral(verifier),
+			"ALTER ROLE "+r+login,
 			"GRANT "+owner+" TO "+r,
 		)
 	} else {
-		stmts = append(stmts, "CREATE ROLE "+r+" LOGIN PASSWORD "+quoteLiteral(verifier)+" IN ROLE "+owner)
+		stmts = append(stmts, "CREATE ROLE "+r+login+" IN ROLE "+owner)
 	}
 	return append(stmts,
 		"GRANT CONNECT ON DATABASE "+db+" TO "+r,

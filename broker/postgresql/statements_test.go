@@ -34,7 +34,7 @@ func TestStatements(t *testing.T) {
 	t.Parallel()
 	n := postgresql.Names{Database: "bindery_i_abc", Owner: "bindery_o_abc"}
 	full := postgresql.PlanConfig{ConnectionLimit: 20, StatementTimeout: 30 * time.Second, Extensions: []string{"pgcrypto", `we"ird`}}
-	bare := postgresql.PlanConfig{ConnectionLimit: -1}
+	bare := postgresql.PlanConfig{ConnectionLimit: 3}
 	const verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy"
 	tests := []struct {
 		name string
@@ -43,55 +43,66 @@ func TestStatements(t *testing.T) {
 	}{
 		{"provision fresh", postgresql.ProvisionStatements(n, full, postgresql.Existing{}), []string{
 			`CREATE ROLE "bindery_o_abc" NOLOGIN`,
-			`CREATE DATABASE "bindery_i_abc" OWNER "bindery_o_abc" CONNECTION LIMIT 20`,
+			`CREATE DATABASE "bindery_i_abc" CONNECTION LIMIT 20`,
 			`ALTER DATABASE "bindery_i_abc" SET statement_timeout = 30000`,
-			`REVOKE CONNECT ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`REVOKE ALL ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`GRANT ALL ON DATABASE "bindery_i_abc" TO "bindery_o_abc"`,
 		}},
 		{"provision defaults", postgresql.ProvisionStatements(n, bare, postgresql.Existing{}), []string{
 			`CREATE ROLE "bindery_o_abc" NOLOGIN`,
-			`CREATE DATABASE "bindery_i_abc" OWNER "bindery_o_abc" CONNECTION LIMIT -1`,
+			`CREATE DATABASE "bindery_i_abc" CONNECTION LIMIT 3`,
 			`ALTER DATABASE "bindery_i_abc" RESET statement_timeout`,
-			`REVOKE CONNECT ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`REVOKE ALL ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`GRANT ALL ON DATABASE "bindery_i_abc" TO "bindery_o_abc"`,
 		}},
 		{"provision again", postgresql.ProvisionStatements(n, full, postgresql.Existing{Owner: true, Database: true}), []string{
-			`ALTER DATABASE "bindery_i_abc" OWNER TO "bindery_o_abc"`,
+			`ALTER DATABASE "bindery_i_abc" OWNER TO CURRENT_USER`,
 			`ALTER DATABASE "bindery_i_abc" CONNECTION LIMIT 20`,
 			`ALTER DATABASE "bindery_i_abc" SET statement_timeout = 30000`,
-			`REVOKE CONNECT ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`REVOKE ALL ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`GRANT ALL ON DATABASE "bindery_i_abc" TO "bindery_o_abc"`,
 		}},
 		{"provision after role only", postgresql.ProvisionStatements(n, bare, postgresql.Existing{Owner: true}), []string{
-			`CREATE DATABASE "bindery_i_abc" OWNER "bindery_o_abc" CONNECTION LIMIT -1`,
+			`CREATE DATABASE "bindery_i_abc" CONNECTION LIMIT 3`,
 			`ALTER DATABASE "bindery_i_abc" RESET statement_timeout`,
-			`REVOKE CONNECT ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`REVOKE ALL ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`GRANT ALL ON DATABASE "bindery_i_abc" TO "bindery_o_abc"`,
+		}},
+		{"adopt", postgresql.AdoptStatements(n), []string{
+			`ALTER DATABASE "bindery_i_abc" OWNER TO CURRENT_USER`,
+			`REVOKE ALL ON DATABASE "bindery_i_abc" FROM PUBLIC`,
+			`GRANT ALL ON DATABASE "bindery_i_abc" TO "bindery_o_abc"`,
 		}},
 		{"provision database", postgresql.ProvisionDatabaseStatements(n, full), []string{
+			`SET LOCAL search_path TO public`,
 			`CREATE EXTENSION IF NOT EXISTS "pgcrypto"`,
 			`CREATE EXTENSION IF NOT EXISTS "we""ird"`,
 			`ALTER SCHEMA public OWNER TO "bindery_o_abc"`,
 			`REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
 		}},
 		{"extensions none", postgresql.ExtensionStatements(bare), []string{}},
-		{"update", postgresql.UpdateStatements(n, postgresql.PlanConfig{ConnectionLimit: 5, StatementTimeout: 1500 * time.Millisecond}), []string{
+		{"update", postgresql.UpdateStatements(n, postgresql.PlanConfig{ConnectionLimit: 5, StatementTimeout: 1500 * time.Millisecond}, []string{"bindery_b_1"}), []string{
 			`ALTER DATABASE "bindery_i_abc" CONNECTION LIMIT 5`,
 			`ALTER DATABASE "bindery_i_abc" SET statement_timeout = 1500`,
+			`ALTER ROLE "bindery_b_1" CONNECTION LIMIT 5`,
 		}},
-		{"update to defaults", postgresql.UpdateStatements(n, bare), []string{
-			`ALTER DATABASE "bindery_i_abc" CONNECTION LIMIT -1`,
+		{"update to defaults", postgresql.UpdateStatements(n, bare, nil), []string{
+			`ALTER DATABASE "bindery_i_abc" CONNECTION LIMIT 3`,
 			`ALTER DATABASE "bindery_i_abc" RESET statement_timeout`,
 		}},
-		{"bind", postgresql.BindStatements(n, "bindery_b_def", verifier, false), []string{
-			`CREATE ROLE "bindery_b_def" LOGIN PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy' IN ROLE "bindery_o_abc"`,
+		{"bind", postgresql.BindStatements(n, "bindery_b_def", verifier, 20, false), []string{
+			`CREATE ROLE "bindery_b_def" LOGIN CONNECTION LIMIT 20 PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy' IN ROLE "bindery_o_abc"`,
 			`GRANT CONNECT ON DATABASE "bindery_i_abc" TO "bindery_b_def"`,
 			`ALTER ROLE "bindery_b_def" IN DATABASE "bindery_i_abc" SET role = "bindery_o_abc"`,
 		}},
-		{"bind again", postgresql.BindStatements(n, "bindery_b_def", verifier, true), []string{
-			`ALTER ROLE "bindery_b_def" LOGIN PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy'`,
+		{"bind again", postgresql.BindStatements(n, "bindery_b_def", verifier, 20, true), []string{
+			`ALTER ROLE "bindery_b_def" LOGIN CONNECTION LIMIT 20 PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy'`,
 			`GRANT "bindery_o_abc" TO "bindery_b_def"`,
 			`GRANT CONNECT ON DATABASE "bindery_i_abc" TO "bindery_b_def"`,
 			`ALTER ROLE "bindery_b_def" IN DATABASE "bindery_i_abc" SET role = "bindery_o_abc"`,
 		}},
-		{"bind hostile verifier", postgresql.BindStatements(n, "r", `x' OR '1\`, false)[:1], []string{
-			`CREATE ROLE "r" LOGIN PASSWORD E'x'' OR ''1\\' IN ROLE "bindery_o_abc"`,
+		{"bind hostile verifier", postgresql.BindStatements(n, "r", `x' OR '1\`, 1, false)[:1], []string{
+			`CREATE ROLE "r" LOGIN CONNECTION LIMIT 1 PASSWORD E'x'' OR ''1\\' IN ROLE "bindery_o_abc"`,
 		}},
 		{"unbind database", postgresql.UnbindDatabaseStatements(n, "bindery_b_def"), []string{
 			`REASSIGN OWNED BY "bindery_b_def" TO "bindery_o_abc"`,

@@ -14,6 +14,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	osbclient "github.com/bindery-dev/bindery/internal/osb"
+	"github.com/bindery-dev/bindery/internal/pgfence"
 	"github.com/bindery-dev/bindery/migrations"
 )
 
@@ -35,6 +36,11 @@ func (o *dbOptions) validate() []error {
 	return nil
 }
 
+// fenceSurveyInterval is how often a process whose database URL names
+// several servers asks each where it stands, so that it leaves a former
+// primary it still holds connections to (internal/pgfence).
+const fenceSurveyInterval = 10 * time.Second
+
 // open connects and, unless --no-migrate, applies the pending migrations of
 // the schemas the command uses.
 func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...string) (*pgxpool.Pool, error) {
@@ -48,9 +54,20 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 		// still wins.
 		cfg.MaxConns = 25
 	}
+	// A primary a failover replaced is never used, even when it comes
+	// back (internal/pgfence).
+	fence := pgfence.New(log.With("component", "database"))
+	fence.Install(&cfg.ConnConfig.Config)
+	several := pgfence.Several(&cfg.ConnConfig.Config)
+	if several {
+		fence.Survey(ctx, &cfg.ConnConfig.Config)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the database: %w", err)
+	}
+	if several {
+		go fence.Run(ctx, &cfg.ConnConfig.Config, fenceSurveyInterval, pool.Reset)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -58,7 +75,14 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger, schemas ...strin
 	}
 	if !o.noMigrate {
 		for _, s := range schemas {
-			if err := migrations.Up(ctx, pool, s); err != nil {
+			err := migrations.Up(ctx, pool, s)
+			if errors.Is(err, migrations.ErrSchemaNewer) {
+				// A newer release migrated it: this one serves on it
+				// during the rolling update (expand, then contract).
+				log.WarnContext(ctx, "the database was migrated by a newer release; serving on it unchanged", "reason", err.Error())
+				continue
+			}
+			if err != nil {
 				pool.Close()
 				return nil, err
 			}
@@ -153,7 +177,7 @@ func (o *brokerCalls) addFlags(fs *flag.FlagSet, loopback bool) {
 	fs.DurationVar(&o.timeout, "broker-timeout", catalog.DefaultBrokerTimeout, "how long fetching a broker's catalogue may take (registration answers within it)")
 	fs.StringVar(&o.allow, "broker-egress-allow", "", "comma-separated CIDRs brokers may be in (empty: anywhere not denied)")
 	fs.StringVar(&o.deny, "broker-egress-deny", "", "comma-separated CIDRs brokers may not be in (link-local and cloud metadata addresses are always denied)")
-	fs.BoolVar(&o.allowLoopback, "broker-allow-loopback", loopback, "allow brokers on this machine's loopback addresses")
+	fs.BoolVar(&o.allowLoopback, "broker-allow-loopback", loopback, "allow brokers on this machine: its loopback addresses and those of its own interfaces")
 }
 
 // storeOptions checks the flags and gives the store's options for them.

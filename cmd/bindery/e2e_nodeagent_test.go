@@ -73,7 +73,7 @@ func TestServeNodeagent(t *testing.T) {
 	if err := kubelet.WaitRegistered(ctx, "example.com/foo", 2); err != nil {
 		t.Fatalf("no registration after the kubelet restarted: %v", err)
 	}
-	if err := p.interrupt(t); err != nil {
-		t.Fatalf("exit after Ctrl-C: %v\n%s", err, p.stderr.String())
-	}
+	// The kubelet's ListAndWatch streams are open: the agent closes them
+	// and exits within the grace period.
+	t.Logf("serve nodeagent exited %s after SIGTERM", p.terminate(t).Round(time.Millisecond))
 }

@@ -1,12 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 // TestUpPortTaken: a port of up's listeners held by another program is
@@ -84,4 +93,87 @@ func TestMigrateConfigErrors(t *testing.T) {
 			t.Errorf("%q is said %d times:\n%s", want, n, p.stderr.String())
 		}
 	}
+}
+
+// TestUpSupervisesPostgreSQL: kill -9 of the embedded PostgreSQL under
+// `bindery up` is noticed, said in the log and in /readyz, and mended
+// without anyone's help; SIGTERM then stops everything within 5 s.
+func TestUpSupervisesPostgreSQL(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("", "bindery-up-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(base, "data")
+	p := start(t, nil, "up", "--data-dir", dataDir,
+		"--broker-listen", "127.0.0.1:0", "--catalog-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
+		"--apiserver-listen", "127.0.0.1:0")
+	serving(t, p, "serving the OSB API")
+	eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+		if !strings.Contains(p.stdout.String(), "Press Ctrl-C") {
+			return fmt.Errorf("no banner:\n%s\n%s", p.stdout.String(), p.stderr.String())
+		}
+		return nil
+	})
+	shown := printed(p.stdout.String())
+	rest := api{t: t, base: strings.TrimSuffix(shown["REST API"], "/api/v1"), token: shown["admin token"]}
+	readyz := func() (int, string) {
+		res, err := http.Get(rest.base + "/readyz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	pidFile := filepath.Join(dataDir, "pg", "data", "postmaster.pid")
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	eventually.Succeeds(t, 30*time.Second, func(context.Context) error {
+		if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "the embedded PostgreSQL exited at") {
+			return fmt.Errorf("/readyz %d %q, want 503 saying the embedded PostgreSQL exited", code, body)
+		}
+		return nil
+	})
+	eventually.Succeeds(t, 60*time.Second, func(context.Context) error {
+		if code, body := readyz(); code != http.StatusOK {
+			return fmt.Errorf("/readyz %d %q\n%s", code, body, p.stderr.String())
+		}
+		return nil
+	})
+	t.Logf("ready again %s after kill -9", time.Since(killed).Round(time.Millisecond))
+	rest.must(http.StatusOK, "GET", "/instances", nil)
+	for _, want := range []string{"the embedded PostgreSQL exited; restarting it", "the embedded PostgreSQL is back"} {
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+	stopping := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Errorf("up after SIGTERM: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("up still running 5 s after SIGTERM:\n%s", p.stderr.String())
+	}
+	t.Logf("stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond))
 }

@@ -86,15 +86,16 @@ func runServeBroker(ctx context.Context, e env, args []string) error {
 }
 
 // runBroker serves the broker, with the PostgreSQL driver, on l until ctx
-// ends.
-func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *keyring.Keyring, o *broker.Options, l net.Listener) error {
+// ends; ready are readiness checks besides its database's.
+func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *keyring.Keyring, o *broker.Options, l net.Listener, ready ...serve.Check) error {
 	log = log.With("component", "broker")
 	cfg, err := o.Config(pool, keys, log)
 	if err != nil {
 		_ = l.Close()
 		return err
 	}
-	pg, err := postgresql.New(ctx, o.TargetURL, log)
+	cfg.Ready = ready
+	pg, err := postgresql.New(ctx, o.TargetURL, log, postgresql.WithReservedConnections(o.TargetReserved))
 	if err != nil {
 		_ = l.Close()
 		return fmt.Errorf("postgresql driver: %w", err)
@@ -218,9 +219,10 @@ func runInstallCNI(e env, level string, o *cni.InstallOptions) error {
 
 // runCatalog serves the REST API, with the web UI mounted beside it, on l
 // and relists brokers until ctx ends.
-func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *restapi.Options, l net.Listener) error {
+func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *restapi.Options, l net.Listener, ready ...serve.Check) error {
 	log = log.With("component", "catalog")
 	cfg := o.Config(store, log)
+	cfg.Ready = ready
 	cfg.Mount = append(cfg.Mount, func(e *echo.Echo) { web.Register(e, store, log) })
 	return restapi.Run(ctx, cfg, l)
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
@@ -31,6 +32,7 @@ import (
 	"github.com/bindery-dev/bindery/deploy"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgserver"
+	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 	"github.com/bindery-dev/bindery/restapi"
@@ -70,6 +72,11 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.db.addFlags(fs)
 	o.keys.addFlags(fs, sealsCredentials)
 	o.broker.AddFlags(fs, "broker-listen", "127.0.0.1:8081")
+	// Everything up runs stops within 5 s of SIGTERM: the broker's running
+	// operations get 2 (they are resumed at the next start).
+	grace := fs.Lookup("shutdown-grace")
+	grace.DefValue = upShutdownGrace.String()
+	_ = grace.Value.Set(grace.DefValue)
 	o.catalog.AddFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
 	o.brokers.addFlags(fs, true)
@@ -78,6 +85,9 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 }
+
+// upShutdownGrace is --shutdown-grace's default under up.
+const upShutdownGrace = 2 * time.Second
 
 // defaultDataDir is where `bindery up` keeps its state unless told
 // otherwise; `bindery token` looks there too.
@@ -113,16 +123,14 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var ready []serve.Check
 	if o.db.url == "" {
-		var srv *pgserver.Server
-		if srv, o.db.url, err = embeddedDatabase(ctx, log, dir, pgserver.Start); err != nil {
+		db, err := startEmbedded(ctx, log, dir)
+		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				log.Warn("stop the embedded PostgreSQL", "error", err)
-			}
-		}()
+		defer db.stop()
+		o.db.url, ready = db.url, append(ready, db.srv.Status)
 	}
 	creds, err := o.completeFromDataDir(dir)
 	if err != nil {
@@ -150,7 +158,7 @@ func runUp(ctx context.Context, e env, args []string) error {
 	if err := saveGenerated(filepath.Join(dir, credentialsFile), creds); err != nil {
 		return err
 	}
-	u := &up{o: &o, log: log, dir: dir, ls: ls, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout}
+	u := &up{o: &o, log: log, dir: dir, ls: ls, pool: pool, keys: keys, store: store, cluster: cluster, creds: creds, stdout: e.stdout, ready: ready}
 	if cluster != nil && o.webhook.Listen != "" {
 		if err := u.installWebhook(ctx); err != nil {
 			return err
@@ -162,6 +170,38 @@ func runUp(ctx context.Context, e env, args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// embedded is the PostgreSQL `bindery up` runs when DATABASE_URL is not
+// set, kept running while up runs.
+type embedded struct {
+	srv  *pgserver.Server
+	url  string
+	stop func()
+}
+
+// startEmbedded starts the data directory's PostgreSQL and supervises it
+// until ctx ends: when it exits, it is started again, with backoff, and
+// /readyz says so meanwhile. stop ends the supervision and stops the
+// server.
+func startEmbedded(ctx context.Context, log *slog.Logger, dir string) (*embedded, error) {
+	srv, url, err := embeddedDatabase(ctx, log, dir, pgserver.Start)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		srv.Supervise(sctx, log.With("component", "postgres"))
+	}()
+	return &embedded{srv: srv, url: url, stop: func() {
+		cancel()
+		<-supervised
+		if err := srv.Stop(); err != nil {
+			log.Warn("stop the embedded PostgreSQL", "error", err)
+		}
+	}}, nil
 }
 
 // prepareDataDir makes the data directory, its owner's only: it holds the
@@ -232,6 +272,9 @@ type up struct {
 	cluster *controller.Cluster
 	creds   generated
 	stdout  io.Writer
+	// ready are readiness checks for every server besides their
+	// database's: the embedded PostgreSQL's supervision.
+	ready []serve.Check
 	// webhookURL is where the cluster calls the webhook; empty when it
 	// does not run. kube is the cluster's configuration, for it.
 	webhookURL string
@@ -246,9 +289,9 @@ func (u *up) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	cluster := u.cluster
 	g.Go(func() error { return cluster.Run(gctx) })
-	g.Go(func() error { return runBroker(gctx, log, u.pool, u.keys, &o.broker, brokerL) })
+	g.Go(func() error { return runBroker(gctx, log, u.pool, u.keys, &o.broker, brokerL, u.ready...) })
 	g.Go(func() error {
-		return runCatalog(gctx, log, store, &o.catalog, catalogL)
+		return runCatalog(gctx, log, store, &o.catalog, catalogL, u.ready...)
 	})
 	g.Go(func() error {
 		return controller.Run(gctx, o.controller.Config(store, cluster, log.With("component", "controller")), controllerL)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // canaryText is what a canary holds; only its decryption matters.
@@ -13,9 +14,10 @@ const canaryText = "bindery encryption key canary v1"
 // ErrWrongKeys means the configured keys cannot open a database's canary:
 // they are not the keys its data was sealed with.
 var ErrWrongKeys = errors.New("the encryption keys cannot open this database's sealed data: " +
-	"they are not the keys it was sealed with. Use the original key; to rotate, put a new key first " +
-	"and keep every older key after it (comma-separated), since values sealed with an old key " +
-	"are only readable with it")
+	"they are not the keys it was sealed with. Use the original key (a key's fingerprint is " +
+	"`printf %s KEY | base64 -d | sha256sum | cut -c1-8`; a database restored from a backup needs the keys " +
+	"of when the backup was taken); to rotate, put a new key first and keep every older key after it " +
+	"(comma-separated), since values sealed with an old key are only readable with it")
 
 // SealCanary returns a canary for a store to keep beside its sealed values:
 // a known text sealed with the first key, bound to aad (the store's name).
@@ -29,7 +31,7 @@ func (k *Keyring) SealCanary(aad string) []byte {
 func (k *Keyring) CheckCanary(sealed []byte, aad string) error {
 	plain, err := k.Open(sealed, []byte(aad))
 	if err != nil || subtle.ConstantTimeCompare(plain, []byte(canaryText)) != 1 {
-		return k.wrongKeys(aad)
+		return k.wrongKeys(aad, sealed)
 	}
 	return nil
 }
@@ -63,7 +65,7 @@ func (k *Keyring) VerifyCanary(ctx context.Context, aad string, store CanaryStor
 		}
 		if old != nil {
 			if _, err := k.Open(old, oldAAD); err != nil {
-				return k.wrongKeys(aad)
+				return k.wrongKeys(aad, old)
 			}
 		}
 		if err := store.StoreCanary(ctx, k.SealCanary(aad)); err != nil {
@@ -76,7 +78,15 @@ func (k *Keyring) VerifyCanary(ctx context.Context, aad string, store CanaryStor
 	return k.CheckCanary(sealed, aad)
 }
 
-// wrongKeys is ErrWrongKeys for store aad, naming where the keys came from.
-func (k *Keyring) wrongKeys(aad string) error {
-	return fmt.Errorf("%s, with the encryption keys from %s: %w", aad, k.source, ErrWrongKeys)
+// wrongKeys is ErrWrongKeys for store aad, naming where the keys came
+// from, the key sealed was sealed with and the keys given, by their
+// fingerprints (Fingerprint): what an operator restoring a backup needs
+// to find the right key.
+func (k *Keyring) wrongKeys(aad string, sealed []byte) error {
+	with := "a key of an unknown format"
+	if fp, ok := SealedWith(sealed); ok {
+		with = "key " + fp
+	}
+	return fmt.Errorf("%s was sealed with %s, and the encryption keys from %s are %s: %w",
+		aad, with, k.source, strings.Join(k.Fingerprints(), ", "), ErrWrongKeys)
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,6 +77,27 @@ func ParseFrom(source, s string) (*Keyring, error) {
 		k.keys = append(k.keys, key{id: id, aead: aead})
 	}
 	return &k, nil
+}
+
+// Fingerprints name the keys, in order, without revealing them: the
+// first four bytes of each key's SHA-256, in hexadecimal, which every
+// value a key seals carries (`printf %s KEY | base64 -d | sha256sum | cut
+// -c1-8` prints a key's).
+func (k *Keyring) Fingerprints() []string {
+	out := make([]string, len(k.keys))
+	for i, key := range k.keys {
+		out[i] = hex.EncodeToString(key.id[:])
+	}
+	return out
+}
+
+// SealedWith is the fingerprint of the key that sealed a value, and
+// whether the value has Seal's format.
+func SealedWith(sealed []byte) (string, bool) {
+	if len(sealed) < headerLen || sealed[0] != version {
+		return "", false
+	}
+	return hex.EncodeToString(sealed[1:headerLen]), true
 }
 
 // Generate returns a new random key in the form Parse reads.

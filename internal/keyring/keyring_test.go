@@ -2,6 +2,9 @@ package keyring
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -89,5 +92,30 @@ func TestCanary(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "keys from --encryption-key") {
 			t.Errorf("keys %q aad %q: %v does not say where the keys came from", tc.keys, tc.aad, err)
 		}
+		// It names the key the canary needs and the keys given, by
+		// fingerprint, and none of the keys themselves.
+		if err != nil {
+			msg := err.Error()
+			if !strings.Contains(msg, "sealed with key "+fingerprint(t, old)) || !strings.Contains(msg, strings.Join(ring.Fingerprints(), ", ")) {
+				t.Errorf("keys %q: %q names neither the key needed nor the keys given", tc.keys, msg)
+			}
+			for _, key := range strings.Split(tc.keys+","+old, ",") {
+				if strings.Contains(msg, key) {
+					t.Errorf("the error shows a key: %q", msg)
+				}
+			}
+		}
 	}
+}
+
+// fingerprint is a key's fingerprint as the documented shell command
+// prints it: the first 8 hexadecimal digits of the SHA-256 of its bytes.
+func fingerprint(t *testing.T, key string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:8]
 }

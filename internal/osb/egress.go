@@ -18,9 +18,11 @@ type Egress struct {
 	// Deny ranges are refused even when Allow holds them; DefaultDeny is
 	// always added.
 	Deny []netip.Prefix
-	// AllowLoopback lets brokers be on this machine (127.0.0.0/8, ::1):
-	// `bindery up` and tests run their brokers there. Off by default, so a
-	// broker URL cannot reach Bindery's own ports or other local services.
+	// AllowLoopback lets brokers be on this machine: loopback (127.0.0.0/8,
+	// ::1) and every address of the machine's own interfaces, which reach
+	// the same local services. `bindery up` and tests run their brokers
+	// there. Off by default, so a broker URL cannot reach Bindery's own
+	// ports or other local services.
 	AllowLoopback bool
 }
 
@@ -40,17 +42,26 @@ var DefaultDeny = []netip.Prefix{
 // Check says why a connection to addr is refused, or nil.
 func (e *Egress) Check(addr netip.Addr) error {
 	addr = addr.Unmap()
-	if addr.IsLoopback() && !e.AllowLoopback {
-		return fmt.Errorf("broker egress policy: %s is a loopback address (allowed only with --broker-allow-loopback)", addr)
-	}
-	for _, lists := range [][]netip.Prefix{DefaultDeny, e.Deny} {
-		for _, p := range lists {
-			if p.Contains(addr) {
-				return fmt.Errorf("broker egress policy: %s is in the denied range %s", addr, p)
-			}
+	local := addr.IsLoopback()
+	if !local {
+		own, err := thisMachine.has(addr)
+		if err != nil {
+			return fmt.Errorf("broker egress policy: cannot tell whether %s is an address of this machine: %w", addr, err)
 		}
+		local = own
 	}
-	if len(e.Allow) == 0 || (addr.IsLoopback() && e.AllowLoopback) {
+	switch {
+	case local && e.AllowLoopback:
+		return e.checkDenied(addr)
+	case addr.IsLoopback():
+		return fmt.Errorf("broker egress policy: %s is a loopback address (allowed only with --broker-allow-loopback)", addr)
+	case local:
+		return fmt.Errorf("broker egress policy: %s is an address of this machine (allowed only with --broker-allow-loopback)", addr)
+	}
+	if err := e.checkDenied(addr); err != nil {
+		return err
+	}
+	if len(e.Allow) == 0 {
 		return nil
 	}
 	for _, p := range e.Allow {
@@ -59,6 +70,18 @@ func (e *Egress) Check(addr netip.Addr) error {
 		}
 	}
 	return fmt.Errorf("broker egress policy: %s is outside the allowed ranges (--broker-egress-allow)", addr)
+}
+
+// checkDenied refuses the denied ranges, the defaults and the flag's.
+func (e *Egress) checkDenied(addr netip.Addr) error {
+	for _, lists := range [][]netip.Prefix{DefaultDeny, e.Deny} {
+		for _, p := range lists {
+			if p.Contains(addr) {
+				return fmt.Errorf("broker egress policy: %s is in the denied range %s", addr, p)
+			}
+		}
+	}
+	return nil
 }
 
 // control is a net.Dialer Control function: it runs for each connection

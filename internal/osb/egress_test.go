@@ -2,11 +2,14 @@ package osb
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/bindery-dev/bindery/internal/netnstest"
 )
 
 func TestEgressCheck(t *testing.T) {
@@ -73,5 +76,121 @@ func TestEgressOnConnections(t *testing.T) {
 	}
 	if redirected {
 		t.Fatal("the client followed the broker's redirect")
+	}
+}
+
+// TestEgressThisMachine: with loopback denied, an address of this
+// machine's own interfaces is refused as loopback is, also one that
+// appeared after the policy first looked; another machine's (a network
+// namespace's, here) is not. Only addresses this test created (the two
+// ends of netnstest's veth pair) are ever connected to.
+func TestEgressThisMachine(t *testing.T) {
+	t.Parallel()
+	e := &Egress{}
+	if err := e.Check(netip.MustParseAddr("192.0.2.10")); err != nil {
+		t.Fatalf("an address of no machine here: %v", err)
+	}
+	// The addresses the machine had before: its LAN address, among them.
+	// Other tests may remove theirs meanwhile: only one still there after
+	// the check counts.
+	before, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, a := range before {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLoopback() || p.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		named++
+		if err := e.Check(p.Addr()); err == nil && stillHere(t, p.Addr()) {
+			t.Errorf("this machine's address %s is allowed with loopback denied", p.Addr())
+		} else if err != nil {
+			t.Logf("refused: %v", err)
+		}
+	}
+	if named == 0 {
+		t.Errorf("the machine has no non-loopback address to try: %v", before)
+	}
+	ns := netnstest.New(t)
+	if err := e.Check(ns.HostIP); err == nil || !strings.Contains(err.Error(), ns.HostIP.String()+" is an address of this machine") {
+		t.Errorf("this machine's new address %s: %v", ns.HostIP, err)
+	}
+	if err := e.Check(ns.IP); err != nil {
+		t.Errorf("the namespace's address %s: %v", ns.IP, err)
+	}
+	if err := (&Egress{AllowLoopback: true, Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}).Check(ns.HostIP); err != nil {
+		t.Errorf("this machine's address with loopback allowed: %v", err)
+	}
+
+	catalog := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"services":[]}`))
+	})
+	local, err := net.Listen("tcp", net.JoinHostPort(ns.HostIP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := httptest.NewUnstartedServer(catalog)
+	here.Listener.Close()
+	here.Listener = local
+	here.Start()
+	defer here.Close()
+	remote, err := ns.Listen("tcp", net.JoinHostPort(ns.IP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	there := httptest.NewUnstartedServer(catalog)
+	there.Listener.Close()
+	there.Listener = remote
+	there.Start()
+	defer there.Close()
+
+	for _, tc := range []struct {
+		url  string
+		want string
+	}{
+		{here.URL, "is an address of this machine"},
+		{there.URL, ""},
+	} {
+		c, err := New(Config{URL: tc.url, Username: "u", Password: "p", Egress: &Egress{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Catalog(context.Background())
+		if tc.want == "" && err != nil {
+			t.Errorf("catalog from %s: %v", tc.url, err)
+		}
+		if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("catalog from %s: %v, want the egress policy's refusal", tc.url, err)
+		}
+	}
+}
+
+// stillHere tells whether addr is an address of this machine's
+// interfaces now.
+func stillHere(t *testing.T, addr netip.Addr) bool {
+	t.Helper()
+	now, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range now {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkEgressCheck is the cost of the policy per new connection to a
+// broker when no interface changed meanwhile.
+func BenchmarkEgressCheck(b *testing.B) {
+	e := &Egress{}
+	addr := netip.MustParseAddr("192.0.2.10")
+	for b.Loop() {
+		if err := e.Check(addr); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // lockName is the file, in a server's directory, whose lock (flock) says
@@ -119,12 +121,15 @@ func readHolder(path string) holder {
 	return holder{role: f[0], pid: pid, state: f[2]}
 }
 
-// backoff waits before the next look at the lock: from 50 ms doubling to
-// 1 s, with jitter, or until ctx ends or the deadline passes.
-func backoff(ctx context.Context, attempt int, deadline time.Time) error {
-	d := 50 * time.Millisecond << min(attempt, 5)
-	d = min(d, time.Second)
-	d = d/2 + rand.N(d/2+1)
+// lockRetry spaces out looks at a busy lock: from 50 ms doubling to 800 ms,
+// each with up to a quarter as much again of jitter (so never over a
+// second), so that processes waiting together do not look in step.
+var lockRetry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 800 * time.Millisecond}
+
+// backoff waits for retry's next step before the next look at the lock, or
+// until ctx ends or the deadline passes.
+func backoff(ctx context.Context, retry *wait.Backoff, deadline time.Time) error {
+	d := retry.Step()
 	if time.Now().Add(d).After(deadline) {
 		return errLockWait
 	}

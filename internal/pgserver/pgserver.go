@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +42,9 @@ type Options struct {
 	// other network namespaces reach, as a node's Pods do.
 	Listen []netip.Addr
 	Allow  []netip.Prefix
+	// Settings are more server settings, by name (each passed as -c
+	// name=value), such as those of replication (replication.go).
+	Settings map[string]string
 }
 
 // Server is a running private PostgreSQL server.
@@ -53,6 +58,9 @@ type Server struct {
 	// lock is held while this process runs the server; nil when the
 	// server was adopted from the process that runs it (Use).
 	lock *dirLock
+	// opts are the options it was started with, for Supervise's restarts.
+	opts   Options
+	health health
 }
 
 // ErrNoBinaries says that no PostgreSQL server binaries were found.
@@ -160,7 +168,8 @@ func prepare(dir string) (*Server, error) {
 func (s *Server) acquire(ctx context.Context, role string) (*dirLock, error) {
 	deadline := time.Now().Add(lockWait)
 	var last holder
-	for attempt := 0; ; attempt++ {
+	retry := lockRetry
+	for {
 		l, h, err := tryLock(s.dir, role)
 		if err != nil || l != nil {
 			return l, err
@@ -177,7 +186,7 @@ func (s *Server) acquire(ctx context.Context, role string) (*dirLock, error) {
 				return nil, nil
 			}
 		}
-		if err := backoff(ctx, attempt, deadline); err != nil {
+		if err := backoff(ctx, &retry, deadline); err != nil {
 			if errors.Is(err, errLockWait) {
 				return nil, fmt.Errorf("the PostgreSQL of %s stayed busy for %s (held by %s)", s.dir, lockWait, last)
 			}
@@ -224,6 +233,9 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	defer s.lock.release()
+	if pid, err := s.postmasterPID(); err != nil || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return nil // not running (it exited, or was never started again)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-m", "fast", "-w", "stop")
@@ -275,6 +287,7 @@ func (s *Server) initdb(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx context.Context, opts Options) error {
+	s.opts = opts
 	// A server left running by a killed process is stopped first, so that
 	// this start owns the cluster and its port is free again.
 	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
@@ -324,6 +337,9 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	if opts.Fast {
 		settings = append(settings, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Settings)) {
+		settings = append(settings, "-c", name+"="+quoteSetting(opts.Settings[name]))
 	}
 	out, err := s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.dataDir, "-l", logFile,
 		"-o", strings.Join(settings, " "), "-w", "-t", "60", "start")
@@ -405,13 +421,19 @@ func (s *Server) keptPort() (int, error) {
 
 // run runs a PostgreSQL binary, as the postgres user when we are root.
 func (s *Server) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return s.runEnv(ctx, nil, name, args...)
+}
+
+// runEnv is run with more environment variables.
+func (s *Server) runEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), env...)
 	if s.runAs != nil {
 		uid, _ := strconv.Atoi(s.runAs.Uid)
 		gid, _ := strconv.Atoi(s.runAs.Gid)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		cmd.Env = append(os.Environ(), "HOME="+s.dir)
+		cmd.Env = append(cmd.Env, "HOME="+s.dir)
 	}
 	// pg_ctl leaves the server running in its own session, so that the
 	// server survives a Ctrl-C sent to our process group.
@@ -488,4 +510,10 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quoteSetting quotes a setting's value for the shell pg_ctl runs the
+// server with (its -o options go through one).
+func quoteSetting(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }

@@ -5,8 +5,8 @@ package pgstatus
 import (
 	"errors"
 	"net"
-	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -24,9 +24,11 @@ func Unavailable(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P01–57P03: admin shutdown,
-		// crash shutdown, cannot connect now.
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		switch pgErr.Code {
+		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow:
+			return true
+		}
+		return pgerrcode.IsConnectionException(pgErr.Code)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {

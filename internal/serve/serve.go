@@ -93,11 +93,17 @@ func Listen(addr string) (net.Listener, error) {
 // their contexts are cancelled.
 const drainGrace = time.Second
 
+// stopWait bounds the whole shutdown: what has not returned by then is
+// left behind. With the other parts of a process stopping beside it, every
+// server exits within 10 seconds of SIGTERM (docs/operations.md), well
+// inside Kubernetes' default grace period of 30 seconds.
+const stopWait = 5 * time.Second
+
 // Run serves h on l until ctx ends, then shuts down gracefully: requests in
 // flight get a second to finish on their own, then their contexts are
 // cancelled — a catalogue fetch from a broker that does not answer, or an
 // event stream, would otherwise hold the shutdown for as long as it lasts —
-// and up to 10 seconds in all to return.
+// and up to stopWait in all to return.
 func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) error {
 	reqCtx, stopRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRequests()
@@ -116,7 +122,7 @@ func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) 
 	}
 	drained := time.AfterFunc(drainGrace, stopRequests)
 	defer drained.Stop()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), stopWait)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err

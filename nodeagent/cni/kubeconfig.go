@@ -75,6 +75,9 @@ type apiClient struct {
 
 // loadKubeconfig reads the current context of the kubeconfig at path.
 // Relative file names in it are relative to the file, as kubectl has them.
+// It reads, and stops at the first problem of, in this order: the current
+// context, its cluster (server and CA), its user (token or client
+// certificate), the cluster's proxy.
 func loadKubeconfig(path string) (*apiClient, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -84,15 +87,50 @@ func loadKubeconfig(path string) (*apiClient, error) {
 	if err := yaml.Unmarshal(data, &kc); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	dir := filepath.Dir(path)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
+	files := kubeconfigDir(filepath.Dir(path))
+	cur, cl, err := kc.currentCluster()
+	if err != nil {
+		return nil, err
 	}
+	server, tlsConfig, err := clusterTLS(cur.Cluster, cl, files)
+	if err != nil {
+		return nil, err
+	}
+	c := &apiClient{server: server}
+	if cur.User != "" {
+		u, err := kc.user(cur.User)
+		if err != nil {
+			return nil, err
+		}
+		if c.token, err = userToken(cur.User, u, files); err != nil {
+			return nil, err
+		}
+		if tlsConfig.Certificates, err = userCertificate(cur.User, u, files); err != nil {
+			return nil, err
+		}
+	}
+	proxy := http.ProxyFromEnvironment
+	if cl.ProxyURL != "" {
+		u, err := url.Parse(cl.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: proxy-url: %w", cur.Cluster, err)
+		}
+		proxy = http.ProxyURL(u)
+	}
+	c.http = &http.Client{Timeout: apiTimeout, Transport: &http.Transport{Proxy: proxy, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}}
+	return c, nil
+}
+
+// kubeconfigContext is what a kubeconfig's context names.
+type kubeconfigContext struct {
+	Name, Cluster, User string
+}
+
+// currentCluster finds the current context and the cluster it names; of
+// entries with the same name the last counts.
+func (kc *kubeconfigFile) currentCluster() (kubeconfigContext, *kubeconfigCluster, error) {
 	if kc.CurrentContext == "" {
-		return nil, errors.New("current-context: not set")
+		return kubeconfigContext{}, nil, errors.New("current-context: not set")
 	}
 	ci := -1
 	for i, c := range kc.Contexts {
@@ -101,9 +139,9 @@ func loadKubeconfig(path string) (*apiClient, error) {
 		}
 	}
 	if ci < 0 {
-		return nil, fmt.Errorf("current-context: no context named %q", kc.CurrentContext)
+		return kubeconfigContext{}, nil, fmt.Errorf("current-context: no context named %q", kc.CurrentContext)
 	}
-	ctx := kc.Contexts[ci].Context
+	ctx := kubeconfigContext{Name: kc.CurrentContext, Cluster: kc.Contexts[ci].Context.Cluster, User: kc.Contexts[ci].Context.User}
 	var cl *kubeconfigCluster
 	for i := range kc.Clusters {
 		if kc.Clusters[i].Name == ctx.Cluster {
@@ -111,77 +149,100 @@ func loadKubeconfig(path string) (*apiClient, error) {
 		}
 	}
 	if cl == nil {
-		return nil, fmt.Errorf("context %q: no cluster named %q", kc.CurrentContext, ctx.Cluster)
+		return ctx, nil, fmt.Errorf("context %q: no cluster named %q", ctx.Name, ctx.Cluster)
 	}
+	return ctx, cl, nil
+}
+
+// user finds the user the current context names; of entries with the same
+// name the last counts. It refuses ways of authenticating the plugin does
+// not implement.
+func (kc *kubeconfigFile) user(name string) (kubeconfigUser, error) {
+	ui := -1
+	for i, u := range kc.Users {
+		if u.Name == name {
+			ui = i
+		}
+	}
+	if ui < 0 {
+		return kubeconfigUser{}, fmt.Errorf("context %q: no user named %q", kc.CurrentContext, name)
+	}
+	u := kc.Users[ui].User
+	if field := unsupported(u); field != "" {
+		return u, fmt.Errorf("user %q: %s is not supported by %s: give the user a token, a tokenFile or a client certificate", name, field, PluginType)
+	}
+	return u, nil
+}
+
+// kubeconfigDir is the directory of a kubeconfig, which the relative file
+// names in it are relative to.
+type kubeconfigDir string
+
+// dataOrFile returns data when it is set, else the content of the named
+// file; nothing when neither is.
+func (dir kubeconfigDir) dataOrFile(data []byte, name string) ([]byte, error) {
+	if len(data) > 0 || name == "" {
+		return data, nil
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(string(dir), name)
+	}
+	return os.ReadFile(name)
+}
+
+// clusterTLS checks the cluster's server URL and builds the TLS
+// configuration that trusts its CA.
+func clusterTLS(name string, cl *kubeconfigCluster, files kubeconfigDir) (*url.URL, *tls.Config, error) {
 	server, err := url.Parse(cl.Server)
 	if err != nil || (server.Scheme != "https" && server.Scheme != "http") || server.Host == "" {
-		return nil, fmt.Errorf("cluster %q: server %q is not an http(s) URL", ctx.Cluster, cl.Server)
+		return nil, nil, fmt.Errorf("cluster %q: server %q is not an http(s) URL", name, cl.Server)
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cl.TLSServerName, InsecureSkipVerify: cl.InsecureSkipTLSVerify} //nolint:gosec // only when the kubeconfig asks for it
-	ca := cl.CertificateAuthorityData
-	if len(ca) == 0 && cl.CertificateAuthority != "" {
-		if ca, err = os.ReadFile(rel(cl.CertificateAuthority)); err != nil {
-			return nil, fmt.Errorf("cluster %q: certificate-authority: %w", ctx.Cluster, err)
-		}
+	ca, err := files.dataOrFile(cl.CertificateAuthorityData, cl.CertificateAuthority)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %q: certificate-authority: %w", name, err)
 	}
 	if len(ca) > 0 {
 		tlsConfig.RootCAs = x509.NewCertPool()
 		if !tlsConfig.RootCAs.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("cluster %q: certificate-authority: no PEM certificate", ctx.Cluster)
+			return nil, nil, fmt.Errorf("cluster %q: certificate-authority: no PEM certificate", name)
 		}
 	}
-	c := &apiClient{server: server}
-	if ctx.User != "" {
-		ui := -1
-		for i, u := range kc.Users {
-			if u.Name == ctx.User {
-				ui = i
-			}
-		}
-		if ui < 0 {
-			return nil, fmt.Errorf("context %q: no user named %q", kc.CurrentContext, ctx.User)
-		}
-		u := kc.Users[ui].User
-		if field := unsupported(u); field != "" {
-			return nil, fmt.Errorf("user %q: %s is not supported by %s: give the user a token, a tokenFile or a client certificate", ctx.User, field, PluginType)
-		}
-		c.token = u.Token
-		if c.token == "" && u.TokenFile != "" {
-			tok, err := os.ReadFile(rel(u.TokenFile))
-			if err != nil {
-				return nil, fmt.Errorf("user %q: tokenFile: %w", ctx.User, err)
-			}
-			c.token = strings.TrimSpace(string(tok))
-		}
-		certPEM, keyPEM := u.ClientCertificateData, u.ClientKeyData
-		if len(certPEM) == 0 && u.ClientCertificate != "" {
-			if certPEM, err = os.ReadFile(rel(u.ClientCertificate)); err != nil {
-				return nil, fmt.Errorf("user %q: client-certificate: %w", ctx.User, err)
-			}
-		}
-		if len(keyPEM) == 0 && u.ClientKey != "" {
-			if keyPEM, err = os.ReadFile(rel(u.ClientKey)); err != nil {
-				return nil, fmt.Errorf("user %q: client-key: %w", ctx.User, err)
-			}
-		}
-		if len(certPEM) > 0 || len(keyPEM) > 0 {
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err != nil {
-				return nil, fmt.Errorf("user %q: client certificate: %w", ctx.User, err)
-			}
-			tlsConfig.Certificates = []tls.Certificate{pair}
-		}
+	return server, tlsConfig, nil
+}
+
+// userToken returns the user's bearer token, inline or from its tokenFile;
+// "" when it has none.
+func userToken(name string, u kubeconfigUser, files kubeconfigDir) (string, error) {
+	if u.Token != "" || u.TokenFile == "" {
+		return u.Token, nil
 	}
-	proxy := http.ProxyFromEnvironment
-	if cl.ProxyURL != "" {
-		u, err := url.Parse(cl.ProxyURL)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %q: proxy-url: %w", ctx.Cluster, err)
-		}
-		proxy = http.ProxyURL(u)
+	tok, err := files.dataOrFile(nil, u.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("user %q: tokenFile: %w", name, err)
 	}
-	c.http = &http.Client{Timeout: apiTimeout, Transport: &http.Transport{Proxy: proxy, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}}
-	return c, nil
+	return strings.TrimSpace(string(tok)), nil
+}
+
+// userCertificate returns the user's client certificate, inline or from
+// files; none when it has none.
+func userCertificate(name string, u kubeconfigUser, files kubeconfigDir) ([]tls.Certificate, error) {
+	certPEM, err := files.dataOrFile(u.ClientCertificateData, u.ClientCertificate)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: client-certificate: %w", name, err)
+	}
+	keyPEM, err := files.dataOrFile(u.ClientKeyData, u.ClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: client-key: %w", name, err)
+	}
+	if len(certPEM) == 0 && len(keyPEM) == 0 {
+		return nil, nil
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: client certificate: %w", name, err)
+	}
+	return []tls.Certificate{pair}, nil
 }
 
 // unsupported names the first way of authenticating in u that the plugin

@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/bindery-dev/bindery/nodeagent/internal/socket"
 )
 
 // Name is the driver's name: the CSIDriver object's, and what Pods' inline
@@ -171,7 +173,7 @@ func listen(ctx context.Context, path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := claimSocket(ctx, path); err != nil {
+	if _, err := socket.Claim(ctx, path, "the CSI driver"); err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("unix", path)

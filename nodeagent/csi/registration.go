@@ -2,21 +2,14 @@ package csi
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"net"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
-)
 
-// errSocketInUse: another process serves the socket (a second agent).
-var errSocketInUse = errors.New("socket is served by another process")
+	"github.com/bindery-dev/bindery/nodeagent/internal/socket"
+)
 
 // registration answers the kubelet's plugin watcher
 // (https://kubernetes.io/docs/concepts/storage/volumes/#csi, the
@@ -62,7 +55,7 @@ func boolGauge(b bool) float64 {
 // registers the driver again when the socket reappears, as it does when
 // the kubelet restarts and finds the socket in place.
 func (d *Driver) watchRegistration(ctx context.Context, srv *grpc.Server) {
-	stamp := inode(d.regSocket)
+	stamp := socket.StampOf(d.regSocket)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -71,7 +64,7 @@ func (d *Driver) watchRegistration(ctx context.Context, srv *grpc.Server) {
 			return
 		case <-tick.C:
 		}
-		if now := inode(d.regSocket); now != 0 && now == stamp {
+		if now := socket.StampOf(d.regSocket); now.Exists() && now == stamp {
 			continue
 		}
 		d.registered.Store(false)
@@ -82,45 +75,7 @@ func (d *Driver) watchRegistration(ctx context.Context, srv *grpc.Server) {
 			continue
 		}
 		d.log.Info("registration socket was gone; serving it again", "socket", d.regSocket)
-		stamp = inode(d.regSocket)
+		stamp = socket.StampOf(d.regSocket)
 		go func() { _ = srv.Serve(l) }()
 	}
-}
-
-// inode identifies the file at path; 0 when there is none.
-func inode(path string) uint64 {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return 0
-	}
-	return st.Ino
-}
-
-// claimSocket makes path free to listen on: nothing there, or a socket no
-// process answers on (left by an earlier run), which it removes.
-func claimSocket(ctx context.Context, path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", path, err)
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket; remove it to let the CSI driver start", path)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
-	if err == nil {
-		_ = c.Close()
-		return fmt.Errorf("%w: %s accepts connections", errSocketInUse, path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("probe %s: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-	return nil
 }

@@ -4,26 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/bindery-dev/bindery/nodeagent/internal/socket"
 )
 
 // ErrSocketInUse is returned when a plugin's socket already answers
 // connections: another process (a second node agent) serves the resource.
-var ErrSocketInUse = errors.New("device plugin socket is served by another process")
+var ErrSocketInUse = socket.ErrInUse
 
 // errSocketLost says the new socket was deleted before it was checked.
 var errSocketLost = errors.New("socket deleted while starting")
@@ -34,19 +36,21 @@ const (
 	checkInterval = time.Second
 	// resyncInterval is how often device paths are scanned without an event.
 	resyncInterval = 30 * time.Second
-	// minBackoff is short because the commonest failure is brief: a
-	// kubelet.sock bound but not yet listening as the kubelet starts.
-	minBackoff = time.Millisecond
-	// maxBackoff keeps registration attempts at least once a second while
-	// the kubelet is away, so it is found within a second of its return
-	// even without an event.
-	maxBackoff = time.Second
 	// registerTimeout leaves room for the kubelet's own dial back to the
 	// plugin during Register, which it bounds at 10 s.
 	registerTimeout = 15 * time.Second
 	// readyTimeout bounds the check that a new server answers.
 	readyTimeout = 5 * time.Second
 )
+
+// registerRetry spaces out attempts to serve the socket and register after
+// a failure. It starts short because the commonest failure is brief (a
+// kubelet.sock bound but not yet listening as the kubelet starts), doubles
+// up to 800 ms and adds up to a quarter of jitter, so that a kubelet that
+// is away is tried at least once a second and found within a second of its
+// return even without an event, and the plugins of several resources do
+// not knock in step.
+var registerRetry = wait.Backoff{Duration: time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 800 * time.Millisecond}
 
 // plugin serves one resource to the kubelet: a gRPC DevicePlugin server on
 // its own socket, registered on kubelet.sock, re-served and re-registered
@@ -157,123 +161,168 @@ func (p *plugin) run(ctx context.Context) error {
 		}
 		wg.Go(func() { p.watchDevices(ctx, w) })
 	}
-
-	var (
-		srv       *server
-		started   bool
-		reg       *registration // in flight
-		kubeletAt fileStamp     // the kubelet.sock registered with
-		retry     <-chan time.Time
-		backoff   = minBackoff
-		failing   bool
-	)
-	defer func() {
-		if reg != nil {
-			reg.cancel()
-		}
-		if srv != nil {
-			srv.stop()
-		}
-		p.setRegistered(false)
-	}()
-	fail := func(what string, err error) {
-		level := slog.LevelWarn
-		if failing {
-			level = slog.LevelDebug // the kubelet may be away for long; say it once
-		}
-		failing = true
-		p.log.Log(ctx, level, what, "err", err)
-		retry = time.After(backoff)
-		backoff = min(2*backoff, maxBackoff)
-	}
+	l := &loop{p: p, wg: &wg, backoff: registerRetry}
+	defer l.stop()
 	tick := time.NewTicker(checkInterval)
 	defer tick.Stop()
 	for {
-		if srv != nil && !srv.owns() {
-			p.log.Info("plugin socket is gone; serving it again", "socket", p.socket)
-			srv.stop()
-			srv = nil
+		if done, err := l.keepServing(ctx); done {
+			return err
 		}
-		if srv == nil {
-			p.setRegistered(false)
-			if reg != nil {
-				reg.cancel()
-				reg = nil
-			}
-		}
-		if srv == nil && retry == nil {
-			s, err := p.serve(ctx)
-			switch {
-			case err == nil:
-				srv, started = s, true
-			case ctx.Err() != nil:
-				return nil
-			case !started && !errors.Is(err, errSocketLost):
-				return err
-			default:
-				fail("serve device plugin", err)
-			}
-		}
-		now := stampOf(p.kubelet)
-		if now != kubeletAt {
-			p.setRegistered(false) // a new kubelet, or none
-		}
-		if reg != nil && reg.at != now {
-			reg.cancel() // talking to a kubelet that is gone
-			reg = nil
-		}
-		if srv != nil && retry == nil && reg == nil && !p.registered.Load() {
-			reg = p.startRegister(ctx, &wg, now)
-		}
-
-		var served <-chan error
-		if srv != nil {
-			served = srv.done
-		}
-		var registered <-chan error
-		if reg != nil {
-			registered = reg.done
-		}
-		select {
-		case <-ctx.Done():
+		l.keepRegistered(ctx)
+		if !l.await(ctx, tick.C) {
 			return nil
-		case <-p.socketEvent:
-		case <-p.kubeletEvent:
-			// A new kubelet: register now, whatever the backoff says.
-			retry, backoff = nil, minBackoff
-		case <-retry:
-			retry = nil
-		case <-tick.C:
-		case err := <-served:
-			p.log.Warn("device plugin server stopped", "err", err)
-			srv.stop()
-			srv = nil
-		case err := <-registered:
-			r := reg
-			reg = nil
-			if err != nil && stampOf(p.kubelet) != r.at {
-				continue // the call met the kubelet.sock a restart replaced; try the new one now
-			}
-			if err != nil {
-				fail("register with the kubelet", err)
-				continue
-			}
-			kubeletAt, backoff, failing = r.at, minBackoff, false
-			p.setRegistered(true)
-			p.log.Info("registered with the kubelet", "endpoint", p.endpoint, "took", time.Since(r.start))
 		}
+	}
+}
+
+// loop is run's state from one round to the next: the server of the
+// plugin's socket, the Register call in flight, and the retry after a
+// failure.
+type loop struct {
+	p  *plugin
+	wg *sync.WaitGroup
+
+	srv       *server
+	started   bool          // a server ran once: later failures are retried
+	reg       *registration // in flight
+	kubeletAt socket.Stamp  // the kubelet.sock registered with
+	retry     <-chan time.Time
+	backoff   wait.Backoff
+	failing   bool
+}
+
+// stop ends the server and the call in flight as run returns.
+func (l *loop) stop() {
+	if l.reg != nil {
+		l.reg.cancel()
+	}
+	if l.srv != nil {
+		l.srv.stop()
+	}
+	l.p.setRegistered(false)
+}
+
+// fail logs a failure (once at warning level while failures last) and
+// schedules the next attempt.
+func (l *loop) fail(ctx context.Context, what string, err error) {
+	level := slog.LevelWarn
+	if l.failing {
+		level = slog.LevelDebug // the kubelet may be away for long; say it once
+	}
+	l.failing = true
+	l.p.log.Log(ctx, level, what, "err", err)
+	l.retry = time.After(l.backoff.Step())
+}
+
+// keepServing serves the plugin's socket again when it is gone, unless a
+// retry is pending. done says run ends, with err as its result: ctx ended,
+// or the very first server could not start.
+func (l *loop) keepServing(ctx context.Context) (done bool, err error) {
+	p := l.p
+	if l.srv != nil && !l.srv.owns() {
+		p.log.Info("plugin socket is gone; serving it again", "socket", p.socket)
+		l.srv.stop()
+		l.srv = nil
+	}
+	if l.srv == nil {
+		p.setRegistered(false)
+		if l.reg != nil {
+			l.reg.cancel()
+			l.reg = nil
+		}
+	}
+	if l.srv != nil || l.retry != nil {
+		return false, nil
+	}
+	s, err := p.serve(ctx)
+	switch {
+	case err == nil:
+		l.srv, l.started = s, true
+	case ctx.Err() != nil:
+		return true, nil
+	case !l.started && !errors.Is(err, errSocketLost):
+		return true, err
+	default:
+		l.fail(ctx, "serve device plugin", err)
+	}
+	return false, nil
+}
+
+// keepRegistered forgets a registration with a kubelet that is gone and
+// starts a Register call when the served plugin is not registered and no
+// retry is pending.
+func (l *loop) keepRegistered(ctx context.Context) {
+	p := l.p
+	now := socket.StampOf(p.kubelet)
+	if now != l.kubeletAt {
+		p.setRegistered(false) // a new kubelet, or none
+	}
+	if l.reg != nil && l.reg.at != now {
+		l.reg.cancel() // talking to a kubelet that is gone
+		l.reg = nil
+	}
+	if l.srv != nil && l.retry == nil && l.reg == nil && !p.registered.Load() {
+		l.reg = p.startRegister(ctx, l.wg, now)
+	}
+}
+
+// await waits for the next thing that may need a new round: an event in
+// the directory, the retry, the periodic check, the server stopping or
+// the Register call ending. It returns false when ctx ended.
+func (l *loop) await(ctx context.Context, tick <-chan time.Time) bool {
+	var served, registered <-chan error
+	if l.srv != nil {
+		served = l.srv.done
+	}
+	if l.reg != nil {
+		registered = l.reg.done
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.p.socketEvent:
+	case <-l.p.kubeletEvent:
+		// A new kubelet: register now, whatever the backoff says.
+		l.retry, l.backoff = nil, registerRetry
+	case <-l.retry:
+		l.retry = nil
+	case <-tick:
+	case err := <-served:
+		l.p.log.Warn("device plugin server stopped", "err", err)
+		l.srv.stop()
+		l.srv = nil
+	case err := <-registered:
+		l.registerDone(ctx, err)
+	}
+	return true
+}
+
+// registerDone takes the end of the Register call in flight.
+func (l *loop) registerDone(ctx context.Context, err error) {
+	r := l.reg
+	l.reg = nil
+	switch {
+	case err != nil && socket.StampOf(l.p.kubelet) != r.at:
+		// The call met the kubelet.sock a restart replaced; try the new one now.
+	case err != nil:
+		l.fail(ctx, "register with the kubelet", err)
+	default:
+		l.kubeletAt, l.backoff, l.failing = r.at, registerRetry, false
+		l.p.setRegistered(true)
+		l.p.log.Info("registered with the kubelet", "endpoint", l.p.endpoint, "took", time.Since(r.start))
 	}
 }
 
 // registration is a Register call in flight.
 type registration struct {
-	at     fileStamp // kubelet.sock when the call began
+	at     socket.Stamp // kubelet.sock when the call began
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func (p *plugin) startRegister(ctx context.Context, wg *sync.WaitGroup, at fileStamp) *registration {
+func (p *plugin) startRegister(ctx context.Context, wg *sync.WaitGroup, at socket.Stamp) *registration {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &registration{at: at, start: time.Now(), cancel: cancel, done: make(chan error, 1)}
 	wg.Go(func() {
@@ -296,7 +345,7 @@ func (p *plugin) setRegistered(ok bool) {
 type server struct {
 	grpc   *grpc.Server
 	socket string
-	stamp  fileStamp
+	stamp  socket.Stamp
 	done   chan error
 }
 
@@ -316,7 +365,7 @@ func (p *plugin) serve(ctx context.Context) (*server, error) {
 	// The socket is removed by stop, and only while it is still ours: a
 	// listener would unlink the path even after someone else re-created it.
 	l.SetUnlinkOnClose(false)
-	s := &server{grpc: grpc.NewServer(), socket: p.socket, stamp: stampOf(p.socket), done: make(chan error, 1)}
+	s := &server{grpc: grpc.NewServer(), socket: p.socket, stamp: socket.StampOf(p.socket), done: make(chan error, 1)}
 	pluginapi.RegisterDevicePluginServer(s.grpc, p)
 	go func() { s.done <- s.grpc.Serve(l) }()
 	if err := checkServing(ctx, p.socket); err != nil {
@@ -332,8 +381,8 @@ func (p *plugin) serve(ctx context.Context) (*server, error) {
 
 // owns reports whether the socket file is still the one this server made.
 func (s *server) owns() bool {
-	st := stampOf(s.socket)
-	return st != (fileStamp{}) && st == s.stamp
+	st := socket.StampOf(s.socket)
+	return st.Exists() && st == s.stamp
 }
 
 // stop ends the server, its streams with it, and removes its socket.
@@ -400,52 +449,14 @@ func dial(socket string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// claimSocket makes path free for a new listener: nothing there, or a
-// stale socket nobody answers on (left by an earlier run of this plugin),
-// which it removes. A socket that answers belongs to a live process and is
-// left alone (ErrSocketInUse); so is anything that is not a socket.
+// claimSocket frees path for the plugin's listener (socket.Claim) and
+// says when it removed a stale socket.
 func claimSocket(ctx context.Context, path string, log *slog.Logger) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	removed, err := socket.Claim(ctx, path, "the device plugin")
+	if removed {
+		log.Info("removed stale device plugin socket", "socket", path)
 	}
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", path, err)
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket; remove it to let the device plugin start", path)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
-	if err == nil {
-		_ = c.Close()
-		return fmt.Errorf("%w: %s accepts connections", ErrSocketInUse, path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("probe %s: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-	log.Info("removed stale device plugin socket", "socket", path)
-	return nil
-}
-
-// fileStamp identifies one incarnation of a file: a path deleted and
-// created again gets a new change time even when its inode is reused.
-type fileStamp struct {
-	dev, ino   uint64
-	ctimeNanos int64
-}
-
-// stampOf returns the file's stamp, or the zero stamp when it is missing.
-func stampOf(path string) fileStamp {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return fileStamp{}
-	}
-	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, ctimeNanos: st.Ctim.Nano()} //nolint:unconvert // Dev is narrower on some platforms
+	return err
 }
 
 // watchDevices rescans the device paths whenever an entry in their

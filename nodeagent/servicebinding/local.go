@@ -75,13 +75,9 @@ func InstallLocal(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Op
 	o.CertDir = dir
 	webhookURL := (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(o.Port())), Path: MutatePath}).String()
 
-	scheme, err := Scheme()
+	c, err := newClient(cfg)
 	if err != nil {
 		return "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return "", fmt.Errorf("cluster client: %w", err)
 	}
 	for _, doc := range m.CRDs {
 		u, err := decode(doc)
@@ -170,13 +166,9 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 // ServiceBindings and mappings; and NamespaceLabel from the namespaces.
 // What is gone already is skipped, so it can be run again.
 func Uninstall(ctx context.Context, log *slog.Logger, cfg *rest.Config, m Manifests) error {
-	scheme, err := Scheme()
+	c, err := newClient(cfg)
 	if err != nil {
 		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("cluster client: %w", err)
 	}
 	if err := removeWebhookConfiguration(ctx, c, m); err != nil {
 		return err
@@ -212,15 +204,25 @@ func Uninstall(ctx context.Context, log *slog.Logger, cfg *rest.Config, m Manife
 // RemoveWebhookConfiguration deletes the MutatingWebhookConfiguration
 // InstallLocal applied, if it is there.
 func RemoveWebhookConfiguration(ctx context.Context, cfg *rest.Config, m Manifests) error {
-	scheme, err := Scheme()
+	c, err := newClient(cfg)
 	if err != nil {
 		return err
 	}
+	return removeWebhookConfiguration(ctx, c, m)
+}
+
+// newClient is a client of the cluster for the types Scheme holds, without
+// the manager's cache: for the installer's few reads and writes.
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return fmt.Errorf("cluster client: %w", err)
+		return nil, fmt.Errorf("cluster client: %w", err)
 	}
-	return removeWebhookConfiguration(ctx, c, m)
+	return c, nil
 }
 
 func removeWebhookConfiguration(ctx context.Context, c client.Client, m Manifests) error {

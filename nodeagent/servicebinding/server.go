@@ -184,6 +184,10 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		WebhookServer:          srv,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Reviews and reconciles in flight get this long at a shutdown
+		// (controller-runtime's default is 30 s, all of Kubernetes' grace
+		// period): the process exits within 10 s (docs/operations.md).
+		GracefulShutdownTimeout: ptrTo(5 * time.Second),
 		// Workloads and services are read as unstructured objects from the
 		// informers the controller's watches start, not from the API server
 		// on every reconcile.
@@ -218,6 +222,8 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 }
 
 func ptrTrue() *bool { t := true; return &t }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // listenerServer is controller-runtime's webhook server (its mux and
 // registrations) served on a listener opened beforehand, which its own

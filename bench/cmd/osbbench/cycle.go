@@ -80,7 +80,7 @@ func rawCycle(ctx context.Context, target *pgx.Conn, cfg *pgx.ConnConfig, plan p
 			if err != nil {
 				return fmt.Errorf("raw cycle: %w", err)
 			}
-			return execAll(ctx, target, postgresql.BindStatements(n, role, verifier, false))
+			return execAll(ctx, target, postgresql.BindStatements(n, role, verifier, plan.ConnectionLimit, false))
 		},
 		func() error {
 			if err := execIn(ctx, cfg, n.Database, postgresql.UnbindDatabaseStatements(n, role)); err != nil {

@@ -21,8 +21,7 @@ type BindOptions struct {
 	Name       string
 	Instance   string
 	SecretName string
-	Params     []string
-	ParamsJSON string
+	Params     cmdutil.ParamFlags
 	Wait       cmdutil.WaitFlags
 }
 
@@ -44,8 +43,7 @@ func NewBind(f *cmdutil.Factory, run func(context.Context, *BindOptions) error) 
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Instance, "instance", "i", "", "the instance to bind, in the same namespace")
 	fl.StringVar(&o.SecretName, "secret-name", "", "the Kubernetes Secret the credentials go into (default NAME)")
-	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE (repeatable)")
-	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters as a JSON object, or @FILE")
+	o.Params.Add(cmd, false)
 	o.Wait.Add(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("instance", cmdutil.Completer(f, "/instances", true, nil))
 	return cmd
@@ -56,7 +54,7 @@ func Bind(ctx context.Context, o *BindOptions) error {
 	if o.Instance == "" {
 		return cmdutil.Usagef("--instance is required: the instance to bind (`bindery instances` lists them)")
 	}
-	params, err := cmdutil.Params(o.Params, o.ParamsJSON)
+	params, err := o.Params.Map()
 	if err != nil {
 		return err
 	}

@@ -23,10 +23,9 @@ type ProvisionOptions struct {
 	Class, Plan string
 	// Scope is where the class and plan are: "cluster", "namespace" (the
 	// instance's), or "" to look (the cluster's, else the namespace's).
-	Scope      string
-	Params     []string
-	ParamsJSON string
-	Wait       cmdutil.WaitFlags
+	Scope  string
+	Params cmdutil.ParamFlags
+	Wait   cmdutil.WaitFlags
 	// AllowMissing records an instance of a class or plan no broker
 	// offers (yet), to wait for it, instead of refusing it.
 	AllowMissing bool
@@ -69,8 +68,7 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 	cmdutil.EnumFlag(cmd, &o.Scope, "scope", "", []string{ScopeCluster, ScopeNamespace},
 		"where the class is: cluster, or namespace (the instance's namespace's own brokers); by default the cluster's, else the namespace's")
 	fl.BoolVar(&o.AllowMissing, "allow-missing", false, "record the instance even when no broker offers the class or plan yet; it waits for them")
-	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE (repeatable; VALUE is JSON when it parses as JSON)")
-	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters as a JSON object, or @FILE")
+	o.Params.Add(cmd, false)
 	o.Wait.Add(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("class", cmdutil.Completers(
 		cmdutil.Completer(f, "/serviceclasses", false, nil),
@@ -92,7 +90,7 @@ func Provision(ctx context.Context, o *ProvisionOptions) error {
 	if o.Class == "" || o.Plan == "" {
 		return cmdutil.Usagef("-c CLASS and -p PLAN are required: `bindery marketplace` lists them")
 	}
-	params, err := cmdutil.Params(o.Params, o.ParamsJSON)
+	params, err := o.Params.Map()
 	if err != nil {
 		return err
 	}
@@ -332,12 +330,11 @@ func Status(o api.Object) string { return StateOf(o).Word() }
 
 // UpdateOptions are `update`'s inputs.
 type UpdateOptions struct {
-	F          *cmdutil.Factory
-	Name       string
-	Plan       string
-	Params     []string
-	ParamsJSON string
-	Wait       cmdutil.WaitFlags
+	F      *cmdutil.Factory
+	Name   string
+	Plan   string
+	Params cmdutil.ParamFlags
+	Wait   cmdutil.WaitFlags
 }
 
 // NewUpdate builds `update NAME [-p PLAN] [--param k=v]`.
@@ -356,8 +353,7 @@ func NewUpdate(f *cmdutil.Factory, run func(context.Context, *UpdateOptions) err
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Plan, "plan", "p", "", "the new plan (its external name)")
-	fl.StringArrayVar(&o.Params, "param", nil, "a parameter KEY=VALUE to set (repeatable; KEY=null removes it)")
-	fl.StringVar(&o.ParamsJSON, "params-json", "", "parameters to merge, as a JSON object, or @FILE")
+	o.Params.Add(cmd, true)
 	o.Wait.Add(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, nil))
 	return cmd
@@ -365,7 +361,7 @@ func NewUpdate(f *cmdutil.Factory, run func(context.Context, *UpdateOptions) err
 
 // Update sends a merge patch of the plan and parameters.
 func Update(ctx context.Context, o *UpdateOptions) error {
-	params, err := cmdutil.Params(o.Params, o.ParamsJSON)
+	params, err := o.Params.Map()
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func TestNewProvision(t *testing.T) {
 		{args: []string{"db", "-c", "postgresql", "-p", "small"},
 			want: ProvisionOptions{Name: "db", Class: "postgresql", Plan: "small", Wait: cmdutil.WaitFlags{Timeout: 10 * time.Minute}}},
 		{args: []string{"db", "--class", "pg", "--plan", "p", "--scope", "namespace", "--param", "a=1", "--param", "b=x", "--params-json", "{}", "-w", "--timeout", "1m", "--allow-missing"},
-			want: ProvisionOptions{Name: "db", Class: "pg", Plan: "p", Scope: "namespace", Params: []string{"a=1", "b=x"}, ParamsJSON: "{}",
+			want: ProvisionOptions{Name: "db", Class: "pg", Plan: "p", Scope: "namespace", Params: cmdutil.ParamFlags{Pairs: []string{"a=1", "b=x"}, JSON: "{}"},
 				Wait: cmdutil.WaitFlags{Wait: true, Timeout: time.Minute}, AllowMissing: true}},
 		{args: []string{"db", "--scope", "galaxy"}, wantErr: `invalid argument "galaxy" for "--scope" flag: want one of cluster, namespace`},
 		{args: []string{}, wantErr: "accepts 1 arg(s), received 0"},
@@ -67,7 +67,7 @@ func TestProvisionRun(t *testing.T) {
 			"status":{},"progress":{"state":"working","message":"It waits for the engine to provision it."}}`)
 	f, st := srv.Factory(false)
 	f.Namespace = "team"
-	err := Provision(context.Background(), &ProvisionOptions{F: f, Name: "db", Class: "postgresql", Plan: "small", Params: []string{"size=10"}})
+	err := Provision(context.Background(), &ProvisionOptions{F: f, Name: "db", Class: "postgresql", Plan: "small", Params: cmdutil.ParamFlags{Pairs: []string{"size=10"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Package cmdutil is what every verb of the CLI shares: the streams it
 // writes to, the client it reaches the server with, and the usage error
-// main turns into exit code 2.
+// main turns into exit code 2; flags checked as they are parsed (enums,
+// --param), completion from the server, and Kind, which lists, prints,
+// deletes and waits for instances and bindings alike.
 package cmdutil
 
 import (

@@ -4,7 +4,32 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
+
+// ParamFlags are --param and --params-json: the parameters a verb sends
+// to the broker (provision, update, bind).
+type ParamFlags struct {
+	Pairs []string
+	JSON  string
+}
+
+// Add adds the flags to cmd; merge words them for a verb whose parameters
+// are merged into those already set (update).
+func (p *ParamFlags) Add(cmd *cobra.Command, merge bool) {
+	fl := cmd.Flags()
+	if merge {
+		fl.StringArrayVar(&p.Pairs, "param", nil, "a parameter KEY=VALUE to set (repeatable; KEY=null removes it)")
+		fl.StringVar(&p.JSON, "params-json", "", "parameters to merge, as a JSON object, or @FILE")
+		return
+	}
+	fl.StringArrayVar(&p.Pairs, "param", nil, "a parameter KEY=VALUE (repeatable; VALUE is JSON when it parses as JSON)")
+	fl.StringVar(&p.JSON, "params-json", "", "parameters as a JSON object, or @FILE")
+}
+
+// Map returns the parameters given (Params); nil when none were.
+func (p ParamFlags) Map() (map[string]any, error) { return Params(p.Pairs, p.JSON) }
 
 // Params merges --params-json (JSON, or @FILE) with --param k=v pairs; a
 // pair's value is JSON when it parses as JSON (numbers, booleans, objects),

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"math"
 	"net/url"
 	"time"
+
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/output"
@@ -44,7 +46,9 @@ type Options struct {
 	Terminal bool
 	// Timeout, when positive, ends the wait with a *TimeoutError.
 	Timeout time.Duration
-	// Backoff starts at First and grows to Max (defaults 200ms, 5s).
+	// The pause between polls starts at First and doubles up to Max
+	// (defaults 200ms, 4s); each gets up to a quarter as much again of
+	// jitter, so that many waiting clients do not poll in step.
 	First, Max time.Duration
 	now        func() time.Time
 }
@@ -138,7 +142,7 @@ func Follow(ctx context.Context, o Options) (api.Object, error) {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	f := follower{o: o, start: o.now(), delay: o.First}
+	f := follower{o: o, start: o.now(), pauses: o.pauses()}
 	for {
 		obj, done, err := f.poll(ctx)
 		if done || (err != nil && ctx.Err() == nil) {
@@ -159,7 +163,7 @@ func (o *Options) defaults() {
 		o.First = 200 * time.Millisecond
 	}
 	if o.Max <= 0 {
-		o.Max = 5 * time.Second
+		o.Max = 4 * time.Second
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -169,13 +173,19 @@ func (o *Options) defaults() {
 	}
 }
 
+// pauses is the backoff between polls: the longest pause is Max and a
+// quarter, 5 s by default.
+func (o *Options) pauses() utilwait.Backoff {
+	return utilwait.Backoff{Duration: o.First, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: o.Max}
+}
+
 // follower is one wait's state between polls.
 type follower struct {
-	o     Options
-	start time.Time
-	delay time.Duration
-	last  string
-	frame int
+	o      Options
+	start  time.Time
+	pauses utilwait.Backoff
+	last   string
+	frame  int
 }
 
 // poll reads the object once: done reports an outcome (then err says
@@ -220,10 +230,7 @@ func (f *follower) poll(ctx context.Context) (api.Object, bool, error) {
 // pause waits for the next poll, turning the spinner on a terminal; false
 // when ctx ended first.
 func (f *follower) pause(ctx context.Context) bool {
-	// Jitter over the second half of the delay keeps many waiting clients
-	// from polling in step; the delay doubles up to Max.
-	next := time.After(f.delay/2 + rand.N(f.delay/2+1))
-	f.delay = min(f.delay*2, f.o.Max)
+	next := time.After(f.pauses.Step())
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

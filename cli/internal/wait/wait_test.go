@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
+	"github.com/bindery-dev/bindery/internal/backofftest"
 )
 
 // TestFollowBacksOffAndReportsFailure: a server that answers "working"
@@ -36,14 +37,14 @@ func TestFollowBacksOffAndReportsFailure(t *testing.T) {
 		var out bytes.Buffer
 		start := time.Now()
 		_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out, What: "instance team/db",
-			Terminal: terminal, First: 200 * time.Millisecond, Max: time.Second})
+			Terminal: terminal, First: 100 * time.Millisecond, Max: time.Second})
 		if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "instance team/db failed after") || !strings.Contains(err.Error(), "quota exceeded") {
 			t.Fatalf("terminal=%v: err %v", terminal, err)
 		}
 		if polls.Load() != 3 {
 			t.Errorf("terminal=%v: %d polls, want 3", terminal, polls.Load())
 		}
-		// Delays of at least 100ms and 200ms (half of 200ms and 400ms).
+		// Pauses of at least 100ms and 200ms.
 		if d := time.Since(start); d < 300*time.Millisecond {
 			t.Errorf("terminal=%v: three polls in %s: no backoff", terminal, d)
 		}
@@ -72,4 +73,13 @@ func TestFollowTimesOutInWords(t *testing.T) {
 		!strings.Contains(err.Error(), "stopped waiting for instance team/db after") || !strings.Contains(err.Error(), "could not reach the broker") {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// TestPauses: the default pauses between polls start at about 200ms, never
+// pass 5s, and are jittered.
+func TestPauses(t *testing.T) {
+	t.Parallel()
+	o := Options{}
+	o.defaults()
+	backofftest.Check(t, o.pauses(), 250*time.Millisecond, 5*time.Second)
 }

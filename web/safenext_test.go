@@ -1,0 +1,31 @@
+package web
+
+import "testing"
+
+// TestSafeNext: a post-sign-in destination stays on this site. Browsers
+// drop tabs and newlines from URLs and read a backslash as a slash, so
+// "/\t/evil.example" and "/\\evil.example" are other sites' addresses.
+func TestSafeNext(t *testing.T) {
+	t.Parallel()
+	for next, want := range map[string]string{
+		"/instances/db?namespace=team": "/instances/db?namespace=team",
+		"/":                            "/",
+		"":                             "/",
+		"instances":                    "/",
+		"//evil.example/path":          "/",
+		"/\\evil.example/path":         "/",
+		"/\t/evil.example/path":        "/",
+		"/\n/evil.example":             "/",
+		"/\r/evil.example":             "/",
+		"/path\\..\\x":                 "/",
+		"/ok\x7f":                      "/",
+		"/ok\u0085":                    "/",
+		"/\x00":                        "/",
+		"https://evil.example/":        "/",
+		"/%09/evil.example":            "/%09/evil.example", // still escaped: a path on this site
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
