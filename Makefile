@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm
+.PHONY: modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
 
 all: build
 
@@ -79,6 +79,13 @@ modules:
 	cd tools/helm && $(GO) list -mod=readonly -deps helm.sh/helm/v4/cmd/helm >/dev/null
 	cd tools/helm/v3 && $(GO) list -mod=readonly -deps helm.sh/helm/v3/cmd/helm >/dev/null
 	cd tools/compose && $(GO) list -mod=readonly -deps github.com/docker/compose/v2/cmd >/dev/null
+
+## screenshots: the web UI's pages at 1280 and 390 px, light and dark, checked with axe-core, as PNGs
+## in web/testdata/screenshots (ignored by git)
+screenshots: deps browser
+	@rm -rf web/testdata/screenshots
+	WEB_ARTIFACTS=$(CURDIR)/web/testdata/screenshots $(GO) test -count=1 -run 'TestBrowserScreens|TestBrowserReconnect' ./web/
+	@echo "make: the screenshots are in web/testdata/screenshots"
 
 ## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
 ## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and

@@ -290,6 +290,16 @@ func TestFinalizerRemovalAbandons(t *testing.T) {
 	if !catalog.Abandoned(&got.Meta) || got.DeletionTimestamp == nil {
 		t.Errorf("the binding after its finalizer was removed: %+v", got.Meta)
 	}
+	// The catalog's abandon, as from every door: the history says who.
+	events, err := b.store.Events(ctx, got.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(e catalog.Event) bool {
+		return e.Reason == catalog.ReasonAbandoned && strings.Contains(e.Message, "Abandoned by Kubernetes user ")
+	}) {
+		t.Errorf("the binding's history does not say which user abandoned it: %+v", events)
+	}
 	// A client that still sends the finalizer's former name adds nothing.
 	in.Finalizers = []string{"servicecatalog.k8s.io/bindery"}
 	in.Annotations = nil

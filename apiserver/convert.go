@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
@@ -94,12 +96,20 @@ func catalogMeta(obj runtime.Object) (catalog.Meta, error) {
 	return m, nil
 }
 
-// abandoning marks m abandoned (catalog.AbandonAnnotation) when an update
-// of an instance or a binding removes Bindery's finalizer, which the object
-// had (old) and the update has not (obj).
-func abandoning(old, obj runtime.Object, m *catalog.Meta) {
-	if !slices.Contains(objectMetaOf(old).Finalizers, Finalizer) || slices.Contains(objectMetaOf(obj).Finalizers, Finalizer) {
-		return
+// abandoning reports whether an update of an instance or a binding
+// removes Bindery's finalizer, which the object had (old) and the update
+// has not (obj): the client abandons it. An object being deleted is
+// abandoned through the catalog's one abandon operation once the update
+// is stored (deleting is true: abandoned, see abandon); a live one is
+// marked in m (catalog.AbandonAnnotation), so that its deletion will skip
+// the broker.
+func abandoning(old, obj runtime.Object, m *catalog.Meta) (deleting bool) {
+	om := objectMetaOf(old)
+	if !slices.Contains(om.Finalizers, Finalizer) || slices.Contains(objectMetaOf(obj).Finalizers, Finalizer) {
+		return false
+	}
+	if om.DeletionTimestamp != nil {
+		return true
 	}
 	annotations := maps.Clone(m.Annotations)
 	if annotations == nil {
@@ -107,6 +117,16 @@ func abandoning(old, obj runtime.Object, m *catalog.Meta) {
 	}
 	annotations[catalog.AbandonAnnotation] = "true"
 	m.Annotations = annotations
+	return false
+}
+
+// requester names the user of ctx for the history, as abandon records it.
+func requester(ctx context.Context) string {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok || u.GetName() == "" {
+		return ""
+	}
+	return fmt.Sprintf("Kubernetes user %q", u.GetName())
 }
 
 // setMeta copies what a client may change of metadata into a catalog Meta.

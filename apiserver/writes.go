@@ -260,7 +260,7 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 			if err != nil {
 				return nil, err
 			}
-			abandoning(old, o, &m)
+			abandon := abandoning(old, o, &m)
 			var in *catalog.Instance
 			if sameSpec(&o.Spec, &old.Spec) {
 				in, err = s.store.UpdateInstanceMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
@@ -274,6 +274,9 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 					in.Spec = spec
 					return nil
 				})
+			}
+			if err == nil && abandon {
+				in, err = s.store.AbandonInstance(ctx, id, requester(ctx))
 			}
 			if err != nil {
 				return nil, err
@@ -423,8 +426,11 @@ func (s *bindingStorage) Update(ctx context.Context, name string, objInfo rest.U
 			if err != nil {
 				return nil, err
 			}
-			abandoning(old, obj, &m)
+			abandon := abandoning(old, obj, &m)
 			b, err := s.store.UpdateBindingMeta(ctx, id, expect, func(cm *catalog.Meta) error { setMeta(cm, m); return nil })
+			if err == nil && abandon {
+				b, err = s.store.AbandonBinding(ctx, id, requester(ctx))
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,56 +2,107 @@ package catalog
 
 import (
 	"context"
+	"hash/fnv"
+	"sync"
+	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 )
 
 // Claims: cluster-wide locks on objects, so one engine replica at a time
 // works on an object.
 
 // Claimer takes cluster-wide locks on objects, so that one engine replica
-// at a time works on an object. A claim holds a connection for as long as
-// it lasts, so claims have their own small pool: they can never take the
-// connections the work itself needs.
+// at a time works on an object. Claims are PostgreSQL session advisory
+// locks, many to a session: a few connections of its own carry every claim
+// the process holds, each key always on the same one. So a claim held
+// while a broker takes its time costs no connection, and the number of
+// objects in flight is not bounded by the number of connections.
 type Claimer struct {
-	pool *pgxpool.Pool
+	cfg   *pgx.ConnConfig
+	conns []*claimConn
 }
 
-// NewClaimer opens a pool of at most n connections for claims.
-func (s *Store) NewClaimer(ctx context.Context, n int) (*Claimer, error) {
-	cfg := s.pool.Config().Copy()
-	cfg.MaxConns, cfg.MinConns = int32(n), 0
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
+// claimConn is one session that holds claims; mu serialises its use.
+type claimConn struct {
+	mu   sync.Mutex
+	conn *pgx.Conn // nil until first used, and after it broke
+	// epoch counts the sessions: a claim taken in an earlier one was
+	// released when that session ended.
+	epoch uint64
+}
+
+// claimTimeout bounds the release of a claim, which must not wait for a
+// caller that has gone.
+const claimTimeout = 10 * time.Second
+
+// NewClaimer makes a claimer over at most n sessions of its own, opened
+// when first needed.
+func (s *Store) NewClaimer(_ context.Context, n int) (*Claimer, error) {
+	c := &Claimer{cfg: s.pool.Config().ConnConfig.Copy(), conns: make([]*claimConn, max(n, 1))}
+	for i := range c.conns {
+		c.conns[i] = &claimConn{}
 	}
-	return &Claimer{pool: pool}, nil
+	return c, nil
 }
 
-// Close closes the claims' pool; claims still held are released.
-func (c *Claimer) Close() { c.pool.Close() }
+// Close ends the claimer's sessions; claims still held are released.
+func (c *Claimer) Close() {
+	for _, cc := range c.conns {
+		cc.mu.Lock()
+		cc.drop()
+		cc.mu.Unlock()
+	}
+}
+
+// drop closes the session; cc.mu is held.
+func (cc *claimConn) drop() {
+	if cc.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	_ = cc.conn.Close(ctx)
+	cc.conn = nil
+	cc.epoch++
+}
 
 // Claim takes the lock on key. ok is false when another process holds it;
 // release gives it back.
 func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
-	conn, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return nil, false, err
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	cc := c.conns[h.Sum32()%uint32(len(c.conns))]
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.conn == nil {
+		conn, err := pgx.ConnectConfig(ctx, c.cfg)
+		if err != nil {
+			return nil, false, mapErr(err)
+		}
+		cc.conn = conn
 	}
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
-		conn.Release()
+	if err := cc.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
+		// The session may be lost, and its claims with it.
+		cc.drop()
 		return nil, false, mapErr(err)
 	}
 	if !ok {
-		conn.Release()
 		return nil, false, nil
 	}
+	epoch := cc.epoch
 	return func() {
-		ctx := context.WithoutCancel(ctx)
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
-			// A connection whose unlock failed is closed, which releases the lock.
-			_ = conn.Conn().Close(ctx)
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.epoch != epoch || cc.conn == nil {
+			return // released with its session
 		}
-		conn.Release()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		defer cancel()
+		if _, err := cc.conn.Exec(rctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
+			// A session whose unlock failed is closed, which releases
+			// every claim it held, as a restart of the database does.
+			cc.drop()
+		}
 	}, true, nil
 }

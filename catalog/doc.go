@@ -16,6 +16,8 @@
 // (brokers.go, marketplace.go for classes and plans, instances.go,
 // bindings.go, raw.go for the objects as stored), status.go (the engine's
 // half of each object), feed.go, follow.go and prune.go (the change
-// feed), relist.go (fetching catalogues), claims.go, history.go,
-// tokens.go, and errors.go (validation).
+// feed), relist.go (fetching catalogues), icons.go (the services' icons,
+// fetched with them), offerings.go and metadata.go (what a marketplace
+// page shows), claims.go, history.go, tokens.go, and errors.go
+// (validation).
 package catalog

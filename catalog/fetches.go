@@ -132,15 +132,20 @@ func (s *Store) runRounds(id string, br *brokerRounds) {
 	}
 }
 
-// fetchRound takes a slot and relists.
+// fetchRound takes a slot and relists; then, the slot given back (icons
+// are small and bounded on their own), it refreshes the services' icons.
 func (s *Store) fetchRound(ctx context.Context, id string) (*Broker, error) {
 	select {
 	case s.fetches.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-s.fetches.slots }()
-	return s.relist(ctx, id)
+	b, err := s.relist(ctx, id)
+	<-s.fetches.slots
+	if err == nil {
+		s.refreshIcons(ctx, id)
+	}
+	return b, err
 }
 
 // Relist fetches a broker's catalogue and stores its classes and plans in

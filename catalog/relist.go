@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/bindery-dev/bindery/internal/backoff"
 	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/osb"
 	"github.com/bindery-dev/bindery/internal/pgtext"
@@ -165,19 +166,14 @@ func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 	return out, nil
 }
 
-// backoff is the wait before retrying a broker that failed n times in a
-// row: 5 s doubling, capped at the relist interval (or 10 minutes), with
-// jitter.
-func backoff(n int, limit time.Duration) time.Duration {
+// relistBackoff is the wait before retrying a broker that failed n times
+// in a row: 5 s doubling, capped at the relist interval (or 10 minutes),
+// less up to half of it at random (the one formula, internal/backoff).
+func relistBackoff(n int, limit time.Duration) time.Duration {
 	if limit <= 0 || limit > 10*time.Minute {
 		limit = 10 * time.Minute
 	}
-	d := 5 * time.Second
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Delay(5*time.Second, limit, n, rand.Float64()/2)
 }
 
 func relistInterval(spec BrokerSpec) time.Duration {
@@ -203,7 +199,7 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 			return mapErr(err)
 		}
 		now := s.now().UTC()
-		next := now.Add(backoff(failures, relistInterval(b.Spec)))
+		next := now.Add(relistBackoff(failures, relistInterval(b.Spec)))
 		// The problem (a broker's words among them) is cut so that the
 		// message keeps its next attempt within MaxMessage.
 		suffix := fmt.Sprintf(" Bindery tries again at %s (attempt %d).", next.Format(time.RFC3339), failures)

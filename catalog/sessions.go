@@ -23,6 +23,9 @@ const sessionPrefix = "bds_"
 // revoked token ends its sessions.
 type Session struct {
 	Role string
+	// TokenID and TokenName name the token, for the history of what the
+	// session does.
+	TokenID, TokenName string
 	// Namespaces limits the session to these namespaces, as its token is;
 	// empty means all (and cluster-scoped objects, such as brokers).
 	Namespaces []string
@@ -59,8 +62,9 @@ func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Durati
 	err := s.pool.QueryRow(ctx, `INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
 		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 AND (expires_at IS NULL OR expires_at > $4)
 		RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2),
-			(SELECT coalesce(namespaces, '{}') FROM catalog.api_tokens WHERE hash = $2)`,
-		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role, &sess.Namespaces)
+			(SELECT coalesce(namespaces, '{}') FROM catalog.api_tokens WHERE hash = $2),
+			(SELECT id::text FROM catalog.api_tokens WHERE hash = $2), (SELECT name FROM catalog.api_tokens WHERE hash = $2)`,
+		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role, &sess.Namespaces, &sess.TokenID, &sess.TokenName)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return "", Session{}, ErrBadToken
@@ -81,9 +85,9 @@ func (s *Store) LookupSession(ctx context.Context, id string) (Session, error) {
 	}
 	sum := sha256.Sum256([]byte(id))
 	var sess Session
-	err := s.pool.QueryRow(ctx, `SELECT t.role, coalesce(t.namespaces, '{}'), w.expires_at FROM catalog.web_sessions w
+	err := s.pool.QueryRow(ctx, `SELECT t.role, coalesce(t.namespaces, '{}'), w.expires_at, t.id::text, t.name FROM catalog.web_sessions w
 		JOIN catalog.api_tokens t ON t.hash = w.token_hash
-		WHERE w.hash = $1 AND w.expires_at > $2 AND (t.expires_at IS NULL OR t.expires_at > $2)`, sum[:], s.now()).Scan(&sess.Role, &sess.Namespaces, &sess.Expires)
+		WHERE w.hash = $1 AND w.expires_at > $2 AND (t.expires_at IS NULL OR t.expires_at > $2)`, sum[:], s.now()).Scan(&sess.Role, &sess.Namespaces, &sess.Expires, &sess.TokenID, &sess.TokenName)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return Session{}, ErrNoSession

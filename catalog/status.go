@@ -298,11 +298,24 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 type Retry struct {
 	// Failures is how many attempts in a row failed.
 	Failures int `json:"failures"`
+	// Requests is what those failures cost the broker: each request of
+	// a failed attempt (the attempt, its polls), twice when the attempt
+	// was orphan-mitigated. The backoff doubles with each (Weight).
+	Requests int `json:"requests,omitempty"`
 	// NextAttempt is when the operation may be tried again.
 	NextAttempt time.Time `json:"nextAttempt"`
 	// Generation is the spec generation the failures were for: a user's
 	// change to the spec makes a new generation, which starts afresh.
 	Generation int64 `json:"generation"`
+}
+
+// Weight is the exponent of the backoff: Requests, or Failures in a status
+// written before requests were counted.
+func (r Retry) Weight() int {
+	if r.Requests > 0 {
+		return r.Requests
+	}
+	return r.Failures
 }
 
 // RetryFor is the backoff of operation op that applies to generation gen:

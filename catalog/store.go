@@ -49,6 +49,8 @@ type Store struct {
 	plans planCache
 	// fetches coalesces and limits catalogue fetches (fetches.go).
 	fetches fetches
+	// iconFetcher fetches the services' icons (icons.go).
+	iconFetcher
 }
 
 // SecretReader reads a Kubernetes Secret's data: the credentials of

@@ -20,25 +20,45 @@ type bindingEnv struct {
 	instanceEnv
 }
 
-func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Duration, error) {
+// reconcileBinding computes the next step for a binding from its spec and
+// status and takes it: an abandoned one goes at once; otherwise its
+// instance is linked and loaded, and the step dispatched.
+func (c *Controller) reconcileBinding(ctx context.Context, id string) (result, error) {
 	b, in, inErr, err := c.store.GetBindingLinked(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return 0, nil
+		return result{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
+	c.named(ctx, "binding", b.Namespace, b.Name)
 	if b.DeletionTimestamp != nil && b.Annotations[AbandonAnnotation] == "true" {
-		// The broker is not asked, whatever the binding is waiting for.
-		if err := c.deleteSecret(ctx, b); err != nil {
-			return 0, err
-		}
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
-			Message: "Removed without unbinding: the binding was abandoned."})
+		return result{}, c.abandonBinding(ctx, b)
 	}
-	// The instance, which the binding may have been recorded before (it is
-	// linked to it now if it exists).
-	err = inErr
+	env, err := c.linkInstance(ctx, b, in, inErr)
+	if env == nil {
+		return result{}, err
+	}
+	return c.dispatchBinding(ctx, env)
+}
+
+// abandonBinding removes an abandoned binding (and its Secret) without
+// asking the broker, whatever the binding was waiting for.
+func (c *Controller) abandonBinding(ctx context.Context, b *catalog.Binding) error {
+	if err := c.deleteSecret(ctx, b); err != nil {
+		return err
+	}
+	return c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
+		Message: "Removed without unbinding: the binding was abandoned."})
+}
+
+// linkInstance finds the binding's instance (which the binding may have
+// been recorded before: it is linked to it now if it exists) and loads its
+// class, plan and broker. A nil env means the binding was dealt with: it
+// waits for its instance (saying so), or it is removed, having nothing to
+// unbind.
+func (c *Controller) linkInstance(ctx context.Context, b *catalog.Binding, in *catalog.Instance, inErr error) (*bindingEnv, error) {
+	err := inErr
 	if errors.Is(err, catalog.ErrNotFound) {
 		in, err = c.store.LinkBinding(ctx, b.ID)
 	}
@@ -47,63 +67,83 @@ func (c *Controller) reconcileBinding(ctx context.Context, id string) (time.Dura
 			// Nothing can be unbound without the instance (one that was
 			// abandoned leaves its bindings so).
 			if err := c.deleteSecret(ctx, b); err != nil {
-				return 0, err
+				return nil, err
 			}
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "The instance does not exist: nothing to unbind."})
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "The instance does not exist: nothing to unbind."})
 		}
 		// The instance's creation wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, r.Reason, r.Message)
+		return nil, c.bindingWaiting(ctx, b, r.Reason, r.Message)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
+		return nil, fmt.Errorf("instance of binding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
+	nothingBound := b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired
 	if !resolved(in) {
-		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		if nothingBound {
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
 		}
 		// The instance's resolution wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, reasonInstanceUnresolved, fmt.Sprintf(
+		return nil, c.bindingWaiting(ctx, b, reasonInstanceUnresolved, fmt.Sprintf(
 			"Binding cannot begin because ClusterServiceClass and ClusterServicePlan references for %s have not been resolved yet", instanceName(in)))
 	}
+	env := &bindingEnv{b: b, instanceEnv: instanceEnv{in: in}}
 	if err := c.load(ctx, &env.instanceEnv); err != nil {
-		if b.DeletionTimestamp != nil && b.Status.UnbindStatus != catalog.UnbindRequired {
-			return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
+		if nothingBound {
+			return nil, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound."})
 		}
 		if r, ok := catalog.AsReference(err); ok {
 			// Gone since the instance was resolved: looked for again after
 			// the backoff.
 			if werr := c.bindingWaiting(ctx, b, r.Reason, r.Message); werr != nil {
-				return 0, werr
+				return nil, werr
 			}
 		}
-		return 0, err
+		return nil, err
 	}
+	return env, nil
+}
+
+// dispatchBinding takes the binding's next step: poll, unbind, keep it
+// bound, or bind once its instance is ready — each after its backoff.
+func (c *Controller) dispatchBinding(ctx context.Context, env *bindingEnv) (result, error) {
+	b, in := env.b, env.in
 	st := &b.Status
 	switch {
 	case st.AsyncOpInProgress:
-		if wait := c.retryWait(st.Retries, retryPoll, b.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, retryPoll, b.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.pollBinding(ctx, env)
 	case b.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
-		if wait := c.retryWait(st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationUnbind, b.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.unbind(ctx, env)
 	case st.ReconciledGeneration == b.Generation && ready(st.Conditions):
-		return 0, c.keepBound(ctx, env)
+		return result{}, c.keepBound(ctx, env)
 	case terminal(st.Conditions, st.ObservedGeneration, b.Generation):
-		return 0, nil
+		return result{}, nil
 	}
 	if !ready(in.Status.Conditions) || in.DeletionTimestamp != nil || in.Status.ProvisionStatus != catalog.ProvisionStatusProvisioned {
 		// The instance's change wakes the binding up.
-		return 0, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
+		return result{}, c.bindingWaiting(ctx, b, reasonWaitInstance, fmt.Sprintf("Binding cannot begin because referenced %s is not ready", instanceName(in)))
 	}
-	if wait := c.retryWait(st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
-		return wait, nil
+	if wait := c.retryWait(ctx, st.Retries, catalog.OperationBind, b.Generation); wait > 0 {
+		return after(wait), nil
 	}
 	return c.bind(ctx, env)
+}
+
+// bindingParked is instanceParked for a binding.
+func (c *Controller) bindingParked(ctx context.Context, b *catalog.Binding, err error) (result, error) {
+	var ue *unavailableError
+	if !errors.As(err, &ue) {
+		return result{}, nil
+	}
+	if cond, _ := catalog.FindCondition(b.Status.Conditions, catalog.ConditionReady); cond.Reason == reasonWaitBroker && cond.Message == ue.msg {
+		return result{}, nil
+	}
+	return result{}, c.bindingWaiting(ctx, b, reasonWaitBroker, ue.msg)
 }
 
 // bindingWaiting says in the Ready condition what the binding waits for.
@@ -141,37 +181,40 @@ func (c *Controller) predecessor(ctx context.Context, b *catalog.Binding) (id st
 	return pred.Spec.ExternalID, false, nil
 }
 
-func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	// The binding may have been recorded before its instance (or its
 	// instance's plan): what its creation checks then is checked now.
 	if !bindable(env.class, env.plan) {
 		msg := fmt.Sprintf("References a non-bindable %s and Plan (%q) combination", className(env.class), env.plan.Spec.ExternalName)
-		return 0, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
+		return result{}, c.bindingFailed(ctx, b, reasonNonbindable, msg, reasonNonbindable)
 	}
 	if err := c.store.CheckBindable(ctx, b, in, env.class, env.plan); errors.Is(err, catalog.ErrUnprocessable) {
-		return 0, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
+		return result{}, c.bindingFailed(ctx, b, reasonNonbindable, err.Error(), reasonNonbindable)
 	} else if v, ok := catalog.AsValidation(err); ok {
 		reason := reasonWithParameters
 		if slices.ContainsFunc(v.Errors, func(e *field.Error) bool { return strings.HasPrefix(e.Field, "spec.predecessorBindingRef") }) {
 			reason = reasonNonexistentBinding
 		}
-		return 0, c.bindingFailed(ctx, b, reason, v.Error(), reason)
+		return result{}, c.bindingFailed(ctx, b, reason, v.Error(), reason)
 	} else if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	params, err := c.parameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+		return result{}, c.bindingFailed(ctx, b, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
 	}
 	predecessor, wait, err := c.predecessor(ctx, b)
 	if err != nil {
-		return 0, c.bindingFailed(ctx, b, reasonNonexistentBinding, err.Error(), permanentUnless(!errors.Is(err, catalog.ErrNotFound), reasonNonexistentBinding))
+		return result{}, c.bindingFailed(ctx, b, reasonNonexistentBinding, err.Error(), permanentUnless(!errors.Is(err, catalog.ErrNotFound), reasonNonexistentBinding))
 	}
 	if wait {
 		// The predecessor's change to Ready wakes this binding up through
 		// their instance; poll meanwhile in case it never comes.
-		return time.Second, nil
+		return after(time.Second), nil
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
 	}
 	now := c.now().UTC()
 	b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
@@ -183,10 +226,10 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		return nil
 	}, nil)
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	env.b = b
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "bind")
 	res, err := env.client.Bind(cctx, &osb.BindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID, AcceptsIncomplete: true,
 		Identity:  identity(b.Spec.UserInfo),
@@ -196,25 +239,8 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 		PredecessorBindingID: predecessor,
 		Context:              map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
 	})
-	cancel()
-	if err != nil {
-		c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
-		var he *osb.HTTPError
-		// OSB 2.17's orphan-mitigation table, as for a provision.
-		switch {
-		case needsOrphanMitigation(err):
-			return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err)
-		case malformed200(err):
-			// "200 with malformed response": a failure without orphan
-			// mitigation; the binding's deletion still unbinds.
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-		case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
-			return 0, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
-				st.UnbindStatus = catalog.UnbindNotRequired
-			})
-		default:
-			return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-		}
+	if err = done(err); err != nil {
+		return c.bindFailed(ctx, env, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
@@ -223,9 +249,31 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (time.Duration, 
 			setReady(&b.Status.Conditions, catalog.ConditionFalse, reasonBinding, msgBinding, c.now().UTC())
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonBinding, Message: msgBinding, Operation: catalog.OperationBind})
-		return c.pollDelay(b.Status.OperationStartTime, 0), err
+		return after(c.accepted(b.ID, c.pollDelay(b.Status.OperationStartTime, 0, attemptWeight(b.Status.Retries, catalog.OperationBind, b.Generation)))), err
 	}
-	return 0, c.bound(ctx, env, &res.Binding)
+	return result{}, c.bound(ctx, env, &res.Binding)
+}
+
+// bindFailed applies OSB 2.17's orphan-mitigation table to a failed bind
+// request, as provisionFailed does to a provision.
+func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error) (result, error) {
+	b := env.b
+	c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
+	var he *osb.HTTPError
+	switch {
+	case needsOrphanMitigation(err):
+		return c.startBindingOrphanMitigation(ctx, b, bindFailure(env, err, true), err, 2)
+	case malformed200(err):
+		// "200 with malformed response": a failure without orphan
+		// mitigation; the binding's deletion still unbinds.
+		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
+	case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
+		return result{}, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
+			st.UnbindStatus = catalog.UnbindNotRequired
+		})
+	default:
+		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
+	}
 }
 
 // bound writes the Secret when there is a cluster, then stores the
@@ -292,22 +340,23 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 // up: the unbind follows at once, the bind again after the backoff. A
 // binding has no OrphanMitigation condition in Service Catalog's API:
 // Ready says so, and the failure is in lastError and the history.
-func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error) (time.Duration, error) {
+// cost is what the failed attempt cost the broker (recordFailure).
+func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error, cost int) (result, error) {
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
-		c.failedMitigated(&st.Retries, catalog.OperationBind, b.Generation, cause)
+		c.recordFailure(&st.Retries, catalog.OperationBind, b.Generation, cause, cost)
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonBindingOrphan, msgBindingOrphan, now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonBindFailed, Message: msg, Operation: catalog.OperationBind},
 		catalog.EventRecord{Type: "Warning", Reason: reasonBindingOrphan, Message: msgBindingOrphan, Operation: catalog.OperationBind})
-	return 0, err
+	return result{}, err
 }
 
 // bindingRetryable records a failure of op that is retried after the
-// backoff, and returns the wait.
-func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (time.Duration, error) {
+// backoff, and looks again once it is over.
+func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
@@ -325,10 +374,10 @@ func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, o
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
-	c.log.Warn("broker call failed; retrying after backoff", "binding", b.Namespace+"/"+b.Name, "operation", op, "wait", wait, "error", cause)
-	return wait, nil
+	c.logger(ctx).Warn("broker call failed; retrying after backoff", "operation", op, "wait", wait, "error", cause)
+	return after(wait), nil
 }
 
 // bindingFailed is instanceFailed for a binding.
@@ -354,14 +403,17 @@ func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reas
 	return errors.New(msg)
 }
 
-func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	orphan := b.Status.OrphanMitigationInProgress && b.DeletionTimestamp == nil
 	if !orphan && b.Status.UnbindStatus != catalog.UnbindRequired {
 		if err := c.deleteSecret(ctx, b); err != nil {
-			return 0, err
+			return result{}, err
 		}
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
+		return result{}, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was bound at the broker."})
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
 	}
 	now := c.now().UTC()
 	if b.Status.CurrentOperation != catalog.OperationUnbind {
@@ -378,17 +430,17 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			return nil
 		}, nil)
 		if err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
 	env.b = b
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "unbind")
 	res, err := env.client.Unbind(cctx, &osb.UnbindRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID,
 		AcceptsIncomplete: true, Identity: identity(b.Spec.UserInfo),
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		// Never forgotten: retried after the backoff.
 		c.metrics.brokerCalls.WithLabelValues("unbind", "error").Inc()
@@ -406,7 +458,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 			setReady(&st.Conditions, catalog.ConditionFalse, reasonUnbinding, msgUnbinding, now)
 			return nil
 		}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonUnbinding, Message: msgUnbinding, Operation: catalog.OperationUnbind})
-		return c.pollDelay(&now, 0), err
+		return after(c.accepted(b.ID, c.pollDelay(&now, 0, attemptWeight(b.Status.Retries, catalog.OperationUnbind, b.Generation)))), err
 	}
 	return c.unbound(ctx, b, false)
 }
@@ -415,16 +467,16 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (time.Duration
 // Secret goes (a bare kube-apiserver collects no garbage), then the
 // binding; or, after orphan mitigation, the bind is tried again after its
 // backoff.
-func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool) (time.Duration, error) {
+func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool) (result, error) {
 	if err := c.deleteSecret(ctx, b); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	msg, reason := "The binding was deleted at the broker.", "Unbound"
 	if gone {
 		msg, reason = fmt.Sprintf(goneMessage, "binding"), "UnboundGone"
 	}
 	if b.DeletionTimestamp != nil {
-		return 0, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
+		return result{}, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
 	}
 	now := c.now().UTC()
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
@@ -432,11 +484,11 @@ func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool)
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
 		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
 		delete(st.Retries, catalog.OperationUnbind)
-		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, orphanMitigated(st.LastError, st.Retries, catalog.OperationBind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the bind will be retried. " + msg, Operation: catalog.OperationUnbind})
 	// The bind is tried again once its backoff allows.
-	return 0, err
+	return result{}, err
 }
 
 func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e catalog.EventRecord) error {
@@ -446,93 +498,96 @@ func (c *Controller) finalizeBinding(ctx context.Context, b *catalog.Binding, e 
 	return nil
 }
 
-func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (time.Duration, error) {
+func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, error) {
 	b, in := env.b, env.in
 	st := b.Status
 	if wait, due := c.pollDue(b.ID); !due {
-		return wait, nil
+		return after(wait), nil
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.bindingParked(ctx, b, err)
 	}
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
-		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d))
+		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), false)
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
 		ServiceID: env.class.Spec.ExternalID, PlanID: env.plan.Spec.ExternalID, Operation: st.LastOperation,
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "error").Inc()
 		return c.bindingPollFailed(ctx, b, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("binding_last_operation", "ok").Inc()
-	_, pollFailed := st.Retries[retryPoll]
-	inProg := res.State == osb.StateInProgress
-	if (pollFailed && (res.Gone || inProg)) || (inProg && res.Description != "") {
-		// Polling works again, or the broker's word on progress: say so.
-		now := c.now().UTC()
-		reason, msg := inProgress(st.CurrentOperation, res.Description)
-		if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
-			delete(b.Status.Retries, retryPoll)
-			setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
-			return nil
-		}, nil); err != nil {
-			return 0, err
+	if res.Gone || res.State == osb.StateInProgress {
+		if reason, msg, ok := c.progress(b.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
+			now := c.now().UTC()
+			if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+				delete(b.Status.Retries, retryPoll)
+				setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+				return nil
+			}, nil); err != nil {
+				return result{}, err
+			}
 		}
 	}
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, true)
 	case res.Gone, res.State == osb.StateInProgress:
-		return c.polled(b.ID, c.pollDelay(b.Status.OperationStartTime, res.RetryAfter)), nil
+		return after(c.polled(b.ID, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation)))), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
-		cctx, cancel := c.brokerCall(ctx)
-		result, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
-		cancel()
+		cctx, done := c.brokerCall(ctx, "fetch_binding")
+		got, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
+		err = done(err)
 		if err != nil {
 			// Seen, counted and retried after the backoff, as a failed poll.
 			return c.bindingPollFailed(ctx, b, fmt.Errorf("fetch the binding after its asynchronous bind: %w", err))
 		}
-		return 0, c.bound(ctx, env, result)
+		return result{}, c.bound(ctx, env, got)
 	default:
-		return c.bindingAsyncFailed(ctx, env, res.Description)
+		return c.bindingAsyncFailed(ctx, env, res.Description, true)
 	}
 }
 
 // bindingPollFailed makes a failed poll of a binding's operation visible
 // (condition, folded history, metric, log) and polls again after the
 // backoff.
-func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, cause error) (time.Duration, error) {
+func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, cause error) (result, error) {
 	op := b.Status.CurrentOperation
 	c.metrics.pollErrors.WithLabelValues("binding", op).Inc()
-	c.log.Warn("poll binding last operation", "binding", b.Namespace+"/"+b.Name, "operation", op, "error", cause)
+	c.logger(ctx).Warn("poll binding last operation", "operation", op, "error", cause)
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
-	// Service Catalog left Ready as it was and recorded an Event: the
-	// reason stays the operation's, the message says why it is stuck.
-	reason, _ := inProgress(op, "")
 	var wait time.Duration
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
-		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
-		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg+retrying(st.Retries, retryPoll), now)
+		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, b.Generation)))
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
-	return c.polled(b.ID, wait), err
+	return after(c.polled(b.ID, wait)), err
 }
 
 // bindingAsyncFailed handles an asynchronous bind or unbind that ended
 // "failed" or ran past its maximum polling duration: a bind is
 // orphan-mitigated, an unbind sent again after the backoff.
-func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string) (time.Duration, error) {
+// polled says whether a poll said so (and counts among the requests).
+func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, description string, polled bool) (result, error) {
 	b := env.b
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
+	polls := c.pollsMade(b.ID)
+	if polled {
+		polls++
+	}
 	if b.Status.CurrentOperation == catalog.OperationBind {
-		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil)
+		return c.startBindingOrphanMitigation(ctx, b, "Bind call failed: "+description, nil, 2*(1+polls))
 	}
 	now := c.now().UTC()
 	msg := "Unbind call failed: " + description
@@ -540,11 +595,11 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.LastError = false, msg
-		wait = c.failed(&st.Retries, catalog.OperationUnbind, b.Generation, nil)
+		wait = c.failedAsync(&st.Retries, catalog.OperationUnbind, b.Generation, polls, false)
 		setReady(&st.Conditions, catalog.ConditionUnknown, reasonUnbindFailed, msg+retrying(st.Retries, catalog.OperationUnbind), now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reasonUnbindFailed, Message: msg, Operation: catalog.OperationUnbind})
-	return wait, err
+	return after(wait), err
 }
 
 // keepBound makes sure a bound binding's Secret is still as it should be

@@ -16,11 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -65,6 +65,17 @@ type Config struct {
 	// maximum_polling_duration is shorter (default
 	// DefaultMaxPollingDuration: --max-polling-duration).
 	MaxPollingDuration time.Duration
+	// BrokerMaxInflight bounds the requests in flight to each broker from
+	// this process (default DefaultBrokerMaxInflight:
+	// --broker-max-inflight).
+	BrokerMaxInflight int
+	// BreakerFailures is how many requests to a broker in a row may fail
+	// or time out before its circuit breaker opens (default
+	// DefaultBreakerFailures: --broker-breaker-failures); BreakerWait the
+	// wait before its first probe (default DefaultBreakerWait:
+	// --broker-breaker-wait).
+	BreakerFailures int
+	BreakerWait     time.Duration
 }
 
 // Controller is the engine.
@@ -77,20 +88,26 @@ type Controller struct {
 	resync    time.Duration
 	timeout   time.Duration
 	relist    time.Duration
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     workqueue.TypedRateLimitingInterface[objectKey]
 	metrics   *metrics
 	backoff   backoff
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
 	wake      *wakeups
+	gates     *gates
+	runs      runs
+	// refetches are the catalogue fetches after MaintenanceInfoConflict,
+	// one per broker at a time.
+	refetches singleflight.Group
+	// slots are the workers: a reconcile holds one, except while it waits
+	// on a broker (run.go).
+	slots chan struct{}
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
-	// nextPoll is, per object, when its asynchronous operation may be
-	// polled again: status writes wake an object up early, and a poll must
-	// still wait for Retry-After. Kept in memory only: a restarted engine
-	// polls once sooner, which the spec allows.
-	nextPoll sync.Map
+	// polls are, per object id, its asynchronous operation's polls
+	// (polls.go).
+	polls sync.Map
 	// secrets is the cache of the Secrets the engine wrote (nil without
 	// a cluster), filled by the informer that repairs them.
 	secrets corelisters.SecretLister
@@ -140,9 +157,18 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.MaxPollingDuration <= 0 {
 		cfg.MaxPollingDuration = DefaultMaxPollingDuration
 	}
+	if cfg.BrokerMaxInflight <= 0 {
+		cfg.BrokerMaxInflight = DefaultBrokerMaxInflight
+	}
+	if cfg.BreakerFailures <= 0 {
+		cfg.BreakerFailures = DefaultBreakerFailures
+	}
+	if cfg.BreakerWait <= 0 {
+		cfg.BreakerWait = DefaultBreakerWait
+	}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Minute),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[objectKey](200*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[objectKey]{Limiter: newBucket()},
 	)
 	c := &Controller{
 		kube:      cfg.Kube,
@@ -152,23 +178,20 @@ func New(cfg Config) (*Controller, error) {
 		resync:    cfg.Resync,
 		timeout:   cfg.BrokerTimeout,
 		relist:    cfg.RelistCheck,
-		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "bindery"}),
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "bindery"}),
 		metrics:   newMetrics(cfg.Registry),
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
+		runs:      runs{m: map[objectKey]*run{}},
+		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
+	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil
 }
-
-// Work-queue keys name the kind and the id.
-const (
-	instancePrefix = "instance/"
-	bindingPrefix  = "binding/"
-)
 
 // Run reconciles until ctx ends: first everything unsettled, then whatever
 // the change feed announces, and everything unsettled again every resync
@@ -178,9 +201,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
 	}
-	// One connection per worker for claims (the feed listens on one of
-	// its own).
-	if c.claims, err = c.store.NewClaimer(ctx, c.workers); err != nil {
+	// Claims share a few sessions of their own (the feed listens on one
+	// of its own).
+	if c.claims, err = c.store.NewClaimer(ctx, min(c.workers, 4)); err != nil {
 		return fmt.Errorf("open the claims' pool: %w", err)
 	}
 	defer c.claims.Close()
@@ -193,15 +216,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	c.gates.ctx = ctx
 	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
+	wg.Go(func() { c.dispatch(ctx, &wg) })
 	if syncSecrets != nil {
 		if err := syncSecrets(); err != nil {
 			return err
@@ -226,10 +243,10 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 		return fmt.Errorf("list unsettled objects: %w", err)
 	}
 	for _, id := range instances {
-		c.queue.Add(instancePrefix + id)
+		c.queue.Add(instanceKey(id))
 	}
 	for _, id := range bindings {
-		c.queue.Add(bindingPrefix + id)
+		c.queue.Add(bindingKey(id))
 	}
 	return nil
 }
@@ -264,7 +281,7 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 			if ch.Kind == catalog.KindInstance {
 				ids, namespaces, names = append(ids, ch.Object.ID), append(namespaces, ch.Object.Namespace), append(names, ch.Object.Name)
 			}
-			c.enqueueChange(ch)
+			c.enqueueChange(ctx, ch)
 		}
 		if len(ids) > 0 {
 			start := time.Now()
@@ -274,7 +291,7 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 				return fmt.Errorf("list the bindings of changed instances: %w", err)
 			}
 			for _, id := range bindings {
-				c.queue.Add(bindingPrefix + id)
+				c.queue.Add(bindingKey(id))
 			}
 		}
 		if catalogue {
@@ -296,44 +313,70 @@ func (c *Controller) enqueueUnresolved(ctx context.Context) error {
 		return fmt.Errorf("list instances waiting for their plan: %w", err)
 	}
 	for _, id := range ids {
-		c.queue.Add(instancePrefix + id)
+		c.queue.Add(instanceKey(id))
 	}
 	return nil
+}
+
+// interrupt looks at an object whose reconcile waits on its broker when
+// someone else changed it: if it was abandoned, the call is cancelled.
+func (c *Controller) interrupt(ctx context.Context, key objectKey, ch catalog.Change) {
+	if ch.Type == catalog.Deleted {
+		return
+	}
+	if r := c.runs.waiting(key, ch.Revision); r != nil {
+		go c.checkAbandoned(ctx, r)
+	}
 }
 
 // enqueueChange enqueues the object a change is about, and an instance
 // that waits for a removed binding. The bindings an instance's change may
 // concern are the page's to look up (watch).
-func (c *Controller) enqueueChange(ch catalog.Change) {
+func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	id := ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
-		if ch.Type != catalog.Deleted && c.wake.announce(instancePrefix+id, ch.Revision) {
-			c.queue.Add(instancePrefix + id)
+		c.interrupt(ctx, instanceKey(id), ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(instanceKey(id), ch.Revision) {
+			c.queue.Add(instanceKey(id))
 		}
 	case catalog.KindBinding:
-		if ch.Type != catalog.Deleted && c.wake.announce(bindingPrefix+id, ch.Revision) {
-			c.queue.Add(bindingPrefix + id)
+		c.interrupt(ctx, bindingKey(id), ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(bindingKey(id), ch.Revision) {
+			c.queue.Add(bindingKey(id))
 		}
 		// An instance being deleted waits for its bindings to go: their
 		// removal is what it waits for, and nothing else of theirs
 		// concerns it.
 		if ch.InstanceID != "" && ch.Type == catalog.Deleted {
-			c.queue.Add(instancePrefix + ch.InstanceID)
+			c.queue.Add(instanceKey(ch.InstanceID))
 		}
 	}
 }
 
-// processNext reconciles one object from the queue: Done is deferred,
-// Forget on success, AddRateLimited on an error of the engine's own (the
-// database away); a broker's failures come back as a wait, held in the
-// object's status with its backoff; permanent failures are in status and
-// not retried until the spec changes.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// dispatch hands each key of the queue to a reconcile of its own once a
+// worker is free, until the queue shuts down.
+func (c *Controller) dispatch(ctx context.Context, wg *sync.WaitGroup) {
+	for {
+		c.slots <- struct{}{}
+		key, quit := c.queue.Get()
+		if quit {
+			<-c.slots
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-c.slots }()
+			c.process(ctx, key)
+		})
 	}
+}
+
+// process reconciles one object from the queue: Done is deferred, Forget
+// on success, AddRateLimited on an error of the engine's own (the database
+// away); a broker's failures come back as a wait, held in the object's
+// status with its backoff; permanent failures are in status and not
+// retried until the spec changes.
+func (c *Controller) process(ctx context.Context, key objectKey) {
 	c.wake.start(key)
 	defer func() {
 		if c.wake.finish(key) {
@@ -341,43 +384,60 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 		c.queue.Done(key)
 	}()
-	claimed := time.Now()
-	release, ok, err := c.claims.Claim(ctx, key)
-	c.since(partClaim, claimed)
+	started := time.Now()
+	release, ok, err := c.claims.Claim(ctx, key.String())
+	c.since(partClaim, started)
 	if err != nil || !ok {
 		// Another replica works on it (or the database is away): later.
+		c.gates.finish(&run{key: key}, started)
 		c.queue.AddAfter(key, time.Second)
-		return true
+		return
 	}
-	start := time.Now()
-	var after time.Duration
-	kind := strings.TrimSuffix(key[:strings.Index(key, "/")+1], "/")
-	switch {
-	case strings.HasPrefix(key, instancePrefix):
-		after, err = c.reconcileInstance(ctx, strings.TrimPrefix(key, instancePrefix))
-	case strings.HasPrefix(key, bindingPrefix):
-		after, err = c.reconcileBinding(ctx, strings.TrimPrefix(key, bindingPrefix))
-	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	r := &run{key: key, cancel: cancel, bypass: c.gates.lifted(key), log: c.log.With("key", key.String())}
+	c.runs.add(r)
+	res, err := c.reconcile(context.WithValue(rctx, runKey{}, r), key)
+	c.runs.remove(r)
+	c.gates.finish(r, started)
+	abandoned := errors.Is(context.Cause(rctx), errAbandoned)
+	cancel(nil)
 	released := time.Now()
 	release()
 	c.since(partClaim, released)
-	c.metrics.reconciles.WithLabelValues(kind, result(err)).Inc()
-	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
-	if err != nil {
+	kind := key.kind.String()
+	c.metrics.reconciles.WithLabelValues(kind, outcome(err)).Inc()
+	c.metrics.duration.WithLabelValues(kind).Observe(time.Since(started).Seconds())
+	switch {
+	case abandoned:
+		// Removed on the next reconcile, at once.
+		c.queue.Forget(key)
+		c.queue.Add(key)
+	case err != nil:
 		if ctx.Err() == nil {
-			c.log.Warn("reconcile failed; will retry", "key", key, "error", err)
+			r.log.Warn("reconcile failed; will retry", "error", err)
 		}
 		c.queue.AddRateLimited(key)
-		return true
+	default:
+		c.queue.Forget(key)
+		if res.requeueAfter > 0 {
+			c.queue.AddAfter(key, res.requeueAfter)
+		}
 	}
-	c.queue.Forget(key)
-	if after > 0 {
-		c.queue.AddAfter(key, after)
-	}
-	return true
 }
 
-func result(err error) string {
+// reconcile reconciles the object key names.
+func (c *Controller) reconcile(ctx context.Context, key objectKey) (result, error) {
+	switch key.kind {
+	case instanceKeyKind:
+		return c.reconcileInstance(ctx, key.id)
+	case bindingKeyKind:
+		return c.reconcileBinding(ctx, key.id)
+	}
+	return result{}, nil
+}
+
+// outcome is the metrics label of a reconcile that ended with err.
+func outcome(err error) string {
 	if err != nil {
 		return "error"
 	}
@@ -428,23 +488,6 @@ func (c *Controller) client(ctx context.Context, namespace, brokerName string) (
 	c.clients[b.ID] = cached
 	c.mu.Unlock()
 	return b, cl, nil
-}
-
-// pollDue reports whether the object may be polled now; if not, how long
-// until it may.
-func (c *Controller) pollDue(id string) (time.Duration, bool) {
-	if t, ok := c.nextPoll.Load(id); ok {
-		if wait := t.(time.Time).Sub(c.now()); wait > 0 {
-			return wait, false
-		}
-	}
-	return 0, true
-}
-
-// polled records when the object may be polled next and returns the delay.
-func (c *Controller) polled(id string, delay time.Duration) time.Duration {
-	c.nextPoll.Store(id, c.now().Add(delay))
-	return delay
 }
 
 func ready(conds []catalog.Condition) bool {

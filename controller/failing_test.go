@@ -296,8 +296,8 @@ func TestPollErrorsVisible(t *testing.T) {
 	gotB := e.waitBinding(b.ID, "showing poll failures", func(b *catalog.Binding) bool {
 		return retryOf(b.Status.Retries, "LastOperation").Failures >= 2
 	})
-	if c := condition(gotB.Status.Conditions, catalog.ConditionReady); !strings.Contains(c.Message, "binding status unavailable") {
-		t.Errorf("binding's Ready says %q", c.Message)
+	if c := condition(gotB.Status.Conditions, catalog.ConditionReady); c.Reason != "ErrorPollingLastOperation" || !strings.Contains(c.Message, "binding status unavailable") || !strings.Contains(c.Message, "next attempt at") {
+		t.Errorf("binding's Ready says %s %q", c.Reason, c.Message)
 	}
 	if !strings.Contains(e.logs.String(), "poll binding last operation") {
 		t.Error("binding poll errors are not logged")

@@ -33,27 +33,28 @@ type instanceEnv struct {
 }
 
 // reconcileInstance computes the next step for an instance from its spec
-// and status and takes it. It returns when to look again (0: only on a
-// change) or an error to retry with backoff.
-func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Duration, error) {
+// and status and takes it. It returns when to look again (the zero result:
+// only on a change) or an error to retry with backoff.
+func (c *Controller) reconcileInstance(ctx context.Context, id string) (result, error) {
 	in, err := c.store.GetInstance(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return 0, nil
+		return result{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
+	c.named(ctx, "instance", in.Namespace, in.Name)
 	env := &instanceEnv{in: in}
 	if in.DeletionTimestamp != nil && in.Annotations[AbandonAnnotation] == "true" {
-		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
+		return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Warning", Reason: reasonAbandoned,
 			Message: "Removed without deprovisioning: the instance was abandoned."})
 	}
 	if in.DeletionTimestamp != nil && in.Status.DeprovisionStatus != catalog.DeprovisionRequired && !resolved(in) {
-		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
+		return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
 	}
 	if err := c.resolveInstance(ctx, env); err != nil {
 		if in.DeletionTimestamp != nil && in.Status.DeprovisionStatus != catalog.DeprovisionRequired {
-			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
+			return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned."})
 		}
 		if r, ok := catalog.AsReference(err); ok {
 			// What the instance names is not offered (yet): a change to the
@@ -63,12 +64,12 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 			if werr == nil && errors.Is(err, errVanished) {
 				werr = err
 			}
-			return 0, werr
+			return result{}, werr
 		}
 		if v, ok := catalog.AsValidation(err); ok {
-			return 0, c.instanceFailed(ctx, in, reasonWithParameters, v.Error(), reasonWithParameters)
+			return result{}, c.instanceFailed(ctx, in, reasonWithParameters, v.Error(), reasonWithParameters)
 		}
-		return 0, err
+		return result{}, err
 	}
 	in = env.in
 	st := &in.Status
@@ -76,33 +77,33 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (time.Dur
 	// status writes that woke the instance up do not cut it short.
 	switch {
 	case st.AsyncOpInProgress:
-		if wait := c.retryWait(st.Retries, retryPoll, in.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, retryPoll, in.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.pollInstance(ctx, env)
 	case in.DeletionTimestamp != nil || st.OrphanMitigationInProgress:
-		if wait := c.retryWait(st.Retries, catalog.OperationDeprovision, in.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationDeprovision, in.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.deprovision(ctx, env)
 	case st.ProvisionStatus != catalog.ProvisionStatusProvisioned:
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
-			return 0, nil
+			return result{}, nil
 		}
-		if wait := c.retryWait(st.Retries, catalog.OperationProvision, in.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationProvision, in.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.provision(ctx, env)
 	case st.ReconciledGeneration < in.Generation:
 		if terminal(in.Status.Conditions, st.ObservedGeneration, in.Generation) {
-			return 0, nil
+			return result{}, nil
 		}
-		if wait := c.retryWait(st.Retries, catalog.OperationUpdate, in.Generation); wait > 0 {
-			return wait, nil
+		if wait := c.retryWait(ctx, st.Retries, catalog.OperationUpdate, in.Generation); wait > 0 {
+			return after(wait), nil
 		}
 		return c.update(ctx, env)
 	}
-	return 0, nil
+	return result{}, nil
 }
 
 // terminal reports a failure that retrying the same generation cannot fix.
@@ -163,6 +164,20 @@ func (c *Controller) load(ctx context.Context, env *instanceEnv) error {
 			Message: fmt.Sprintf("References a non-existent %s %q", kinds.broker, env.plan.Spec.BrokerName())})
 	}
 	return err
+}
+
+// instanceParked: the instance waits in its broker's line for a slot
+// (errBrokerBusy), or for the broker's breaker to close (an
+// *unavailableError, which Ready says, once).
+func (c *Controller) instanceParked(ctx context.Context, in *catalog.Instance, err error) (result, error) {
+	var ue *unavailableError
+	if !errors.As(err, &ue) {
+		return result{}, nil
+	}
+	if cond, _ := catalog.FindCondition(in.Status.Conditions, catalog.ConditionReady); cond.Reason == reasonWaitBroker && cond.Message == ue.msg {
+		return result{}, nil
+	}
+	return result{}, c.instanceWaiting(ctx, in, reasonWaitBroker, ue.msg)
 }
 
 // instanceWaiting says in the Ready condition what the instance waits for.
@@ -237,19 +252,22 @@ func (c *Controller) requestContext(ns, name string) map[string]any {
 // provision sends the provision request. The status says a deprovision is
 // required before the request leaves, so a crash during the call cannot
 // leave an orphan behind.
-func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, error) {
 	in := env.in
 	if env.plan.Status.RemovedFromBrokerCatalog {
 		// The broker may offer it again: looked at again after the backoff.
 		msg := planName(env.plan) + " has been deleted; cannot provision."
 		if err := c.instanceWaiting(ctx, in, reasonDeletedPlan, msg); err != nil {
-			return 0, err
+			return result{}, err
 		}
-		return 0, errors.New(msg)
+		return result{}, errors.New(msg)
 	}
 	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+		return result{}, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
 	}
 	now := c.now().UTC()
 	props := new(catalog.PropertiesOf(env.plan))
@@ -267,7 +285,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	req := &osb.ProvisionRequest{
 		InstanceID: in.Spec.ExternalID, AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
@@ -278,9 +296,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 	if env.plan.Spec.MaintenanceInfo != nil {
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: env.plan.Spec.MaintenanceInfo.Version}
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "provision")
 	res, err := env.client.Provision(cctx, req)
-	cancel()
+	err = done(err)
 	if err != nil {
 		env.in = in
 		return c.provisionFailed(ctx, env, err)
@@ -295,9 +313,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonProvisioning, msgProvisioning, c.now().UTC())
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonProvisioning, Message: msgProvisioning, Operation: catalog.OperationProvision})
-		return c.pollDelay(in.Status.OperationStartTime, 0), err
+		return after(c.accepted(in.ID, c.pollDelay(in.Status.OperationStartTime, 0, attemptWeight(in.Status.Retries, catalog.OperationProvision, in.Generation)))), err
 	}
-	return 0, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
+	return result{}, c.instanceSucceeded(ctx, in, catalog.OperationProvision, res.DashboardURL)
 }
 
 // provisionFailed applies the OSB orphan-mitigation table to a failed
@@ -305,33 +323,35 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (time.Dura
 // created something, so it is deprovisioned; 408 and other 4xx created
 // nothing; a malformed 200 is a failure without orphan mitigation. Every
 // retry waits for the backoff.
-func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error) (time.Duration, error) {
+func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error) (result, error) {
 	in := env.in
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
 	reason, msg := provisionFailure(env, err)
 	var he *osb.HTTPError
 	switch {
+	case maintenanceConflict(err):
+		return c.provisionConflict(ctx, env, err)
 	case needsOrphanMitigation(err):
-		return c.startOrphanMitigation(ctx, in, reason, msg, err)
+		return c.startInstanceOrphanMitigation(ctx, in, reason, msg, err)
 	case malformed200(err):
 		// The table's "200 with malformed response": a failure, and no
 		// orphan mitigation. A 200 says the instance exists; the deletion
 		// of this object still deprovisions it (DeprovisionRequired).
-		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
+		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
-		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
+		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
 		// The spec asks platforms to retry later, not at once.
-		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
+		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
 		// be refused again. Nothing was created.
-		return 0, c.instanceFailed(ctx, in, reason, msg, reasonBrokerFailure, func(st *catalog.InstanceStatus) {
+		return result{}, c.instanceFailed(ctx, in, reason, msg, brokerFailureReason(env), func(st *catalog.InstanceStatus) {
 			st.DeprovisionStatus = catalog.DeprovisionNotRequired
 		})
 	default:
 		// The request did not reach the broker (connection refused): retry.
-		return c.retryable(ctx, in, catalog.OperationProvision, reason, msg, err)
+		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	}
 }
 
@@ -362,12 +382,12 @@ func malformed200(err error) bool {
 	return errors.As(err, &me) && me.Status == http.StatusOK
 }
 
-// startOrphanMitigation records a failed provision that needs cleaning up:
+// startInstanceOrphanMitigation records a failed provision that needs cleaning up:
 // the deprovision follows at once (on the reconcile the status change
 // triggers), the provision again after the backoff. As in Service
 // Catalog, the OrphanMitigation condition carries the failure and Ready
 // says that orphan mitigation started.
-func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) (time.Duration, error) {
+func (c *Controller) startInstanceOrphanMitigation(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
@@ -382,13 +402,14 @@ func (c *Controller) startOrphanMitigation(ctx context.Context, in *catalog.Inst
 		catalog.EventRecord{Type: "Warning", Reason: reasonStartingOrphanMitigation, Message: msgStartingOrphanMitigation, Operation: catalog.OperationProvision})
 	// The deprovision follows on the next reconcile, which the status
 	// change triggers.
-	return 0, err
+	return result{}, err
 }
 
-// retryable records a failure of op that is retried after the backoff, and
-// returns the wait. Ready is False, or Unknown for a deprovision, as
-// Service Catalog had it: the instance may still exist at the broker.
-func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, op, reason, msg string, cause error) (time.Duration, error) {
+// instanceRetryable records a failure of op that is retried after the
+// backoff, and looks again once it is over. Ready is False, or Unknown for
+// a deprovision, as Service Catalog had it: the instance may still exist
+// at the broker.
+func (c *Controller) instanceRetryable(ctx context.Context, in *catalog.Instance, op, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
 	status := catalog.ConditionFalse
 	if op == catalog.OperationDeprovision {
@@ -403,10 +424,10 @@ func (c *Controller) retryable(ctx context.Context, in *catalog.Instance, op, re
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
-	c.log.Warn("broker call failed; retrying after backoff", "instance", in.Namespace+"/"+in.Name, "operation", op, "wait", wait, "error", cause)
-	return wait, nil
+	c.logger(ctx).Warn("broker call failed; retrying after backoff", "operation", op, "wait", wait, "error", cause)
+	return after(wait), nil
 }
 
 // permanentUnless is the Failed reason of a failure, "" (not permanent)
@@ -475,11 +496,14 @@ func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance
 }
 
 // update sends the changed plan, parameters or maintenance version.
-func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+func (c *Controller) update(ctx context.Context, env *instanceEnv) (result, error) {
 	in := env.in
 	params, err := c.parameters(ctx, in.Namespace, in.Spec.Parameters, in.Spec.ParametersFrom)
 	if err != nil {
-		return 0, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+		return result{}, c.instanceFailed(ctx, in, reasonWithParameters, err.Error(), permanentUnless(errors.Is(err, errKube), reasonWithParameters))
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
 	}
 	ext := in.Status.ExternalProperties
 	now := c.now().UTC()
@@ -519,22 +543,25 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "update")
 	res, err := env.client.Update(cctx, req)
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("update", "error").Inc()
 		var he *osb.HTTPError
+		if maintenanceConflict(err) {
+			return result{}, c.updateConflict(ctx, env, err)
+		}
 		// An update is never orphan-mitigated. A 4xx is the broker's answer
 		// to this spec; anything else is retried.
 		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
 			reason, msg := updateFailure(err, false)
-			return 0, c.instanceFailed(ctx, in, reason, msg, reasonUpdateFailed)
+			return result{}, c.instanceFailed(ctx, in, reason, msg, reasonUpdateFailed)
 		}
 		reason, msg := updateFailure(err, true)
-		return c.retryable(ctx, in, catalog.OperationUpdate, reason, msg, err)
+		return c.instanceRetryable(ctx, in, catalog.OperationUpdate, reason, msg, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("update", "ok").Inc()
 	if res.Async {
@@ -543,47 +570,28 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (time.Duratio
 			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonUpdating, msgUpdating, c.now().UTC())
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonUpdating, Message: msgUpdating, Operation: catalog.OperationUpdate})
-		return c.pollDelay(in.Status.OperationStartTime, 0), err
+		return after(c.accepted(in.ID, c.pollDelay(in.Status.OperationStartTime, 0, attemptWeight(in.Status.Retries, catalog.OperationUpdate, in.Generation)))), err
 	}
-	return 0, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
+	return result{}, c.instanceSucceeded(ctx, in, catalog.OperationUpdate, res.DashboardURL)
 }
 
 // deprovision deletes the instance at the broker — after its bindings are
 // gone — and removes it; or, for orphan mitigation, cleans up after a
 // failed provision. A failed deprovision is retried, never forgotten.
-func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (result, error) {
 	in := env.in
 	orphan := in.Status.OrphanMitigationInProgress && in.DeletionTimestamp == nil
 	if !orphan {
-		bindings, err := c.store.BindingsOf(ctx, in.ID)
-		if err != nil {
-			return 0, err
-		}
-		if len(bindings) > 0 {
-			if in.Annotations[CascadeAnnotation] == "true" {
-				for _, b := range bindings {
-					if b.DeletionTimestamp == nil {
-						if _, err := c.store.DeleteBinding(ctx, b.ID); err != nil {
-							return 0, err
-						}
-					}
-				}
-			}
-			now := c.now().UTC()
-			reason, msg := reasonBlockedByBindings, msgBlockedByBindings
-			if in.Annotations[CascadeAnnotation] == "true" {
-				reason, msg = reasonBindingsDeletion, msgBindingsDeletion
-			}
-			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-				setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
-				return nil
-			})
+		if blocked, err := c.blockedByBindings(ctx, in); blocked || err != nil {
 			// The bindings' deletion wakes the instance up again.
-			return 0, err
+			return result{}, err
 		}
 		if in.Status.DeprovisionStatus != catalog.DeprovisionRequired {
-			return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned at the broker."})
+			return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: "Deleted", Message: "Nothing was provisioned at the broker."})
 		}
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
 	}
 	now := c.now().UTC()
 	if in.Status.CurrentOperation != catalog.OperationDeprovision {
@@ -601,24 +609,24 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
 	planID := env.plan.Spec.ExternalID
 	if p := in.Status.InProgressProperties; orphan && p != nil {
 		planID = p.PlanID()
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "deprovision")
 	res, err := env.client.Deprovision(cctx, &osb.DeprovisionRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID,
 		AcceptsIncomplete: true, Identity: identity(in.Spec.UserInfo),
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		// Never forgotten: retried after the backoff until the broker
 		// answers.
 		c.metrics.brokerCalls.WithLabelValues("deprovision", "error").Inc()
-		return c.retryable(ctx, in, catalog.OperationDeprovision, reasonDeprovisionFailed, deprovisionFailure(env, err), err)
+		return c.instanceRetryable(ctx, in, catalog.OperationDeprovision, reasonDeprovisionFailed, deprovisionFailure(env, err), err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("deprovision", "ok").Inc()
 	if res.Gone {
@@ -632,9 +640,36 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (time.Du
 			setReady(&st.Conditions, catalog.ConditionFalse, reasonDeprovisioning, msgDeprovisioning, now)
 			return nil
 		}, catalog.EventRecord{Type: "Normal", Reason: reasonDeprovisioning, Message: msgDeprovisioning, Operation: catalog.OperationDeprovision})
-		return c.pollDelay(&now, 0), err
+		return after(c.accepted(in.ID, c.pollDelay(&now, 0, attemptWeight(in.Status.Retries, catalog.OperationDeprovision, in.Generation)))), err
 	}
 	return c.deprovisioned(ctx, in, false)
+}
+
+// blockedByBindings reports whether the deletion of in waits for its
+// bindings, deleting them first when it cascades, and says so in Ready.
+func (c *Controller) blockedByBindings(ctx context.Context, in *catalog.Instance) (bool, error) {
+	bindings, err := c.store.BindingsOf(ctx, in.ID)
+	if err != nil || len(bindings) == 0 {
+		return false, err
+	}
+	cascade := in.Annotations[CascadeAnnotation] == "true"
+	reason, msg := reasonBlockedByBindings, msgBlockedByBindings
+	if cascade {
+		reason, msg = reasonBindingsDeletion, msgBindingsDeletion
+		for _, b := range bindings {
+			if b.DeletionTimestamp == nil {
+				if _, err := c.store.DeleteBinding(ctx, b.ID); err != nil {
+					return true, err
+				}
+			}
+		}
+	}
+	now := c.now().UTC()
+	_, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
+		return nil
+	})
+	return true, err
 }
 
 // goneMessage says a 410 Gone was the broker's answer.
@@ -643,13 +678,13 @@ const goneMessage = "The broker answered 410 Gone: it no longer has the %s."
 // deprovisioned records a finished deprovision — gone: the broker answered
 // 410 Gone — the end of an orphan mitigation (the provision is tried
 // again after its backoff), or of the instance.
-func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, gone bool) (time.Duration, error) {
+func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, gone bool) (result, error) {
 	msg, reason := "The instance was deprovisioned.", "Deprovisioned"
 	if gone {
 		msg, reason = fmt.Sprintf(goneMessage, "instance"), "DeprovisionedGone"
 	}
 	if in.DeletionTimestamp != nil {
-		return 0, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationDeprovision})
+		return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationDeprovision})
 	}
 	now := c.now().UTC()
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
@@ -659,42 +694,31 @@ func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, go
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
 		delete(st.Retries, catalog.OperationDeprovision)
 		removeCondition(&st.Conditions, catalog.ConditionOrphanMitigation)
-		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, msgOrphanMitigated, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonOrphanMitigated, orphanMitigated(st.LastError, st.Retries, catalog.OperationProvision), now)
 		return nil
 	}, catalog.EventRecord{Type: "Normal", Reason: reasonOrphanMitigated, Message: "Orphan mitigation finished; the provision will be retried. " + msg, Operation: catalog.OperationDeprovision})
 	// The provision is tried again once its backoff (status.retries)
 	// allows: the reconcile this write triggers waits for it.
-	return 0, err
+	return result{}, err
 }
 
 func (c *Controller) finalizeInstance(ctx context.Context, in *catalog.Instance, e catalog.EventRecord) error {
 	if err := c.store.FinalizeInstance(ctx, in.ID, e); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return err
 	}
-	c.log.Info("instance removed", "instance", in.Namespace+"/"+in.Name, "reason", e.Reason)
+	c.logger(ctx).Info("instance removed", "reason", e.Reason)
 	return nil
 }
 
-// pollDelay is when to poll an asynchronous operation next: the broker's
-// Retry-After when it gave one, otherwise a quarter of the time the
-// operation has run so far, between 100 ms and 30 s.
-func (c *Controller) pollDelay(started *time.Time, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return retryAfter
-	}
-	d := 100 * time.Millisecond
-	if started != nil {
-		d = max(d, c.now().Sub(*started)/4)
-	}
-	return min(d, 30*time.Second)
-}
-
 // pollInstance asks the broker about the operation in progress.
-func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.Duration, error) {
+func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (result, error) {
 	in := env.in
 	st := in.Status
 	if wait, due := c.pollDue(in.ID); !due {
-		return wait, nil
+		return after(wait), nil
+	}
+	if err := c.enter(ctx, env.broker, env.client); err != nil {
+		return c.instanceParked(ctx, in, err)
 	}
 	planID := env.plan.Spec.ExternalID
 	if st.CurrentOperation == catalog.OperationUpdate && st.ExternalProperties != nil {
@@ -702,29 +726,27 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 		planID = st.ExternalProperties.PlanID()
 	}
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
-		return c.asyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)
+		return c.instanceAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), nil)
 	}
-	cctx, cancel := c.brokerCall(ctx)
+	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, ServiceID: env.class.Spec.ExternalID, PlanID: planID, Operation: st.LastOperation,
 	})
-	cancel()
+	err = done(err)
 	if err != nil {
 		c.metrics.brokerCalls.WithLabelValues("last_operation", "error").Inc()
 		return c.instancePollFailed(ctx, in, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
+	next := c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, in.Generation))
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationDeprovision:
 		return c.deprovisioned(ctx, in, true)
 	case res.Gone:
 		// 410 while creating or updating is not a valid answer: keep polling.
-		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
+		return after(c.polled(in.ID, next)), nil
 	case res.State == osb.StateInProgress:
-		_, pollFailed := st.Retries[retryPoll]
-		if res.Description != "" || pollFailed {
-			// The broker's word on progress, or that polling works again.
-			reason, msg := inProgress(st.CurrentOperation, res.Description)
+		if reason, msg, ok := c.progress(in.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
 			now := c.now().UTC()
 			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 				delete(in.Status.Retries, retryPoll)
@@ -732,68 +754,118 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (time.D
 				return nil
 			})
 			if err != nil {
-				return 0, err
+				return result{}, err
 			}
 		}
-		return c.polled(in.ID, c.pollDelay(in.Status.OperationStartTime, res.RetryAfter)), nil
+		return after(c.polled(in.ID, next)), nil
 	case res.State == osb.StateSucceeded:
 		if st.CurrentOperation == catalog.OperationDeprovision {
 			return c.deprovisioned(ctx, in, false)
 		}
-		return 0, c.instanceSucceeded(ctx, in, st.CurrentOperation, "")
+		return result{}, c.instanceSucceeded(ctx, in, st.CurrentOperation, "")
 	default:
-		return c.asyncFailed(ctx, env, res.Description, res)
+		return c.instanceAsyncFailed(ctx, env, res.Description, res)
 	}
 }
 
 // instancePollFailed makes a failed poll visible — in the Ready
 // condition's message, in the history (identical failures folded into one
 // entry), in a metric and in the log — and polls again after the backoff.
-func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instance, cause error) (time.Duration, error) {
+func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instance, cause error) (result, error) {
 	op := in.Status.CurrentOperation
 	c.metrics.pollErrors.WithLabelValues("instance", op).Inc()
-	c.log.Warn("poll last operation", "instance", in.Namespace+"/"+in.Name, "operation", op, "error", cause)
+	c.logger(ctx).Warn("poll last operation", "operation", op, "error", cause)
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
 	var wait time.Duration
 	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
 		st := &in.Status
-		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0))
+		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, in.Generation)))
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reasonPollFailed, Message: msg, Operation: op})
-	return c.polled(in.ID, wait), err
+	return after(c.polled(in.ID, wait)), err
 }
 
-// asyncFailed handles an asynchronous operation that ended "failed" (or
-// ran past its maximum polling duration): a provision is orphan-mitigated,
-// an update is recorded as failed, a deprovision is retried.
-func (c *Controller) asyncFailed(ctx context.Context, env *instanceEnv, description string, res *osb.LastOperationResponse) (time.Duration, error) {
+// instanceAsyncFailed handles an asynchronous operation that ended "failed" (or
+// ran past its maximum polling duration): a provision is orphan-mitigated
+// at once, an update is retried after the backoff unless the broker says
+// it cannot be repeated, a deprovision is sent again after the backoff.
+// The backoff counts every request the attempt cost (its polls too).
+func (c *Controller) instanceAsyncFailed(ctx context.Context, env *instanceEnv, description string, res *osb.LastOperationResponse) (result, error) {
 	in := env.in
 	if description == "" {
 		description = "The broker reported the operation as failed."
 	}
+	polls := c.pollsMade(in.ID)
+	if res != nil {
+		polls++ // the poll that said so
+	}
 	switch in.Status.CurrentOperation {
 	case catalog.OperationProvision:
-		return c.startOrphanMitigation(ctx, in, reasonProvisionFailed, "Provision call failed: "+description, nil)
+		return c.mitigateAtOnce(ctx, env, reasonProvisionFailed, "Provision call failed: "+description, polls)
 	case catalog.OperationUpdate:
-		permanent := res == nil || res.UpdateRepeatable == nil || !*res.UpdateRepeatable
-		if res != nil && res.UpdateRepeatable == nil {
-			permanent = false // OSB: update_repeatable defaults to true
+		if res != nil && res.UpdateRepeatable != nil && !*res.UpdateRepeatable {
+			return result{}, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update call failed: "+description, reasonUpdateFailed)
 		}
-		return 0, c.instanceFailed(ctx, in, reasonUpdateFailed, "Update call failed: "+description, permanentUnless(!permanent, reasonUpdateFailed))
+		// OSB: update_repeatable defaults to true.
+		return c.instanceAsyncRetry(ctx, in, catalog.OperationUpdate, catalog.ConditionFalse, reasonUpdateFailed, "Update call failed: "+description, polls)
 	default:
 		// A deprovision is never forgotten: sent again after the backoff.
-		now := c.now().UTC()
-		msg := "Deprovision call failed: " + description
-		var wait time.Duration
-		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
-			st := &in.Status
-			st.AsyncOpInProgress, st.LastError = false, msg
-			wait = c.failed(&st.Retries, catalog.OperationDeprovision, in.Generation, nil)
-			setReady(&st.Conditions, catalog.ConditionUnknown, reasonDeprovisionFailed, msg+retrying(st.Retries, catalog.OperationDeprovision), now)
-			return nil
-		}, catalog.EventRecord{Type: "Warning", Reason: reasonDeprovisionFailed, Message: msg, Operation: catalog.OperationDeprovision})
-		return wait, err
+		return c.instanceAsyncRetry(ctx, in, catalog.OperationDeprovision, catalog.ConditionUnknown, reasonDeprovisionFailed, "Deprovision call failed: "+description, polls)
 	}
+}
+
+// instanceAsyncRetry records an asynchronous operation op that failed after polls
+// and is sent again after the backoff; Ready says why (with the broker's
+// description) and when.
+func (c *Controller) instanceAsyncRetry(ctx context.Context, in *catalog.Instance, op, status, reason, msg string, polls int) (result, error) {
+	now := c.now().UTC()
+	var wait time.Duration
+	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		st := &in.Status
+		st.AsyncOpInProgress, st.LastError = false, msg
+		if op == catalog.OperationUpdate {
+			st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = "", nil, nil
+		}
+		wait = c.failedAsync(&st.Retries, op, in.Generation, polls, false)
+		setReady(&st.Conditions, status, reason, msg+retrying(st.Retries, op), now)
+		return nil
+	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg, Operation: op})
+	return after(wait), err
+}
+
+// mitigateAtOnce cleans up after an asynchronous provision that failed: the
+// deprovision goes in the same reconcile, and the failure, the start of
+// orphan mitigation and the deprovision's outcome are one write. (A crash
+// between the request and the write polls the failed provision again,
+// which says failed again — or 410 Gone once deleted — and starts over.)
+func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reason, msg string, polls int) (result, error) {
+	now := c.now().UTC()
+	start := func(in *catalog.Instance) {
+		st := &in.Status
+		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
+		st.CurrentOperation, st.OperationStartTime, st.LastOperation = catalog.OperationDeprovision, &now, ""
+		c.failedAsync(&st.Retries, catalog.OperationProvision, in.Generation, polls, true)
+		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
+			Reason: reason, Message: msg}, now)
+		setReady(&st.Conditions, catalog.ConditionFalse, reasonStartingOrphanMitigation, msgStartingOrphanMitigation, now)
+	}
+	events := []catalog.EventRecord{{Type: "Warning", Reason: reason, Message: msg, Operation: catalog.OperationProvision},
+		{Type: "Warning", Reason: reasonStartingOrphanMitigation, Message: msgStartingOrphanMitigation, Operation: catalog.OperationProvision}}
+	if env.in.DeletionTimestamp != nil {
+		// Deleted meanwhile: its deletion deprovisions it.
+		_, err := c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+		return result{}, err
+	}
+	start(env.in)
+	r := runOf(ctx)
+	r.pending = &pendingWrite{fn: start, events: events}
+	res, err := c.deprovision(ctx, env)
+	if r.pending != nil && err == nil {
+		// The deprovision wrote nothing: the failure is written alone.
+		r.pending = nil
+		_, err = c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+	}
+	return res, err
 }

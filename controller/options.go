@@ -32,6 +32,11 @@ type Options struct {
 	BrokerTimeout time.Duration
 	// RelistCheck is how often the engine relists brokers; 0: never.
 	RelistCheck time.Duration
+	// BrokerMaxInflight, BreakerFailures and BreakerWait are the
+	// bulkheads' flags (bulkhead.go).
+	BrokerMaxInflight int
+	BreakerFailures   int
+	BreakerWait       time.Duration
 	// Retry holds the backoff and polling flags (RetryBase, RetryCap,
 	// MaxPollingDuration), which Config.AddFlags registers.
 	Retry Config
@@ -49,6 +54,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.IntVar(&o.Workers, "controller-workers", 8, "objects reconciled at once")
 	fs.DurationVar(&o.Resync, "resync", 5*time.Minute, "how often every unsettled object is looked at again")
 	fs.DurationVar(&o.BrokerTimeout, "broker-request-timeout", 60*time.Second, "timeout of each OSB request the engine makes (catalogue fetches use --broker-timeout)")
+	fs.IntVar(&o.BrokerMaxInflight, "broker-max-inflight", DefaultBrokerMaxInflight,
+		"requests in flight to each broker from this engine process (provisions, binds, polls, orphan mitigation; replicas have one each): objects beyond wait in line, holding no worker")
+	fs.IntVar(&o.BreakerFailures, "broker-breaker-failures", DefaultBreakerFailures,
+		"requests to a broker in a row that may fail (5xx, 429, malformed) or time out before its circuit breaker opens and its requests are held back")
+	fs.DurationVar(&o.BreakerWait, "broker-breaker-wait", DefaultBreakerWait,
+		"wait before an open breaker's first probe (GET /v2/catalog); it doubles with each failed probe, up to 5m")
 	o.Retry.AddFlags(fs)
 	// On its own the engine runs a relister (several replicas share the
 	// work through claims), the only one that can read brokers'
@@ -66,6 +77,15 @@ func (o *Options) Validate() error {
 	}
 	if o.RelistCheck < 0 {
 		errs = append(errs, errors.New("--relist-check-interval: must not be negative"))
+	}
+	if o.BrokerMaxInflight <= 0 {
+		errs = append(errs, errors.New("--broker-max-inflight: must be positive"))
+	}
+	if o.BreakerFailures <= 0 {
+		errs = append(errs, errors.New("--broker-breaker-failures: must be positive"))
+	}
+	if o.BreakerWait <= 0 {
+		errs = append(errs, errors.New("--broker-breaker-wait: must be positive"))
 	}
 	errs = append(errs, o.Retry.ValidateFlags()...)
 	return errors.Join(errs...)
@@ -153,6 +173,7 @@ func (o *Options) Config(store *catalog.Store, cluster *Cluster, log *slog.Logge
 		Store: store, ClusterID: o.ClusterID, Logger: log,
 		Workers: o.Workers, Resync: o.Resync, BrokerTimeout: o.BrokerTimeout, RelistCheck: o.RelistCheck,
 		RetryBase: o.Retry.RetryBase, RetryCap: o.Retry.RetryCap, MaxPollingDuration: o.Retry.MaxPollingDuration,
+		BrokerMaxInflight: o.BrokerMaxInflight, BreakerFailures: o.BreakerFailures, BreakerWait: o.BreakerWait,
 	}
 	if cluster != nil {
 		cfg.Kube = cluster.Kube
@@ -185,4 +206,28 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 		return serve.Run(gctx, l, e, engine.log)
 	})
 	return g.Wait()
+}
+
+// AddFlags registers the engine's backoff and polling flags, with their
+// defaults, to fill c: --retry-base, --retry-cap, --max-polling-duration.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.RetryBase, "retry-base", DefaultRetryBase, "wait after a broker call fails for the first time; it doubles with each failure in a row (with jitter), up to --retry-cap")
+	fs.DurationVar(&c.RetryCap, "retry-cap", DefaultRetryCap, "longest wait between attempts of a failing broker call")
+	fs.DurationVar(&c.MaxPollingDuration, "max-polling-duration", DefaultMaxPollingDuration, "longest an asynchronous operation is polled before it is failed (a plan's shorter maximum_polling_duration wins)")
+}
+
+// ValidateFlags returns every problem with the values AddFlags fills, at
+// once.
+func (c *Config) ValidateFlags() []error {
+	var errs []error
+	if c.RetryBase <= 0 {
+		errs = append(errs, errors.New("--retry-base: must be positive"))
+	}
+	if c.RetryCap < c.RetryBase {
+		errs = append(errs, fmt.Errorf("--retry-cap: must be at least --retry-base (%s)", c.RetryBase))
+	}
+	if c.MaxPollingDuration <= 0 {
+		errs = append(errs, errors.New("--max-polling-duration: must be positive"))
+	}
+	return errs
 }

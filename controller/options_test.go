@@ -41,12 +41,12 @@ func TestOptionsRelistFlag(t *testing.T) {
 func TestOptionsValidateReportsAll(t *testing.T) {
 	o := controller.Options{Workers: 0, RelistCheck: -time.Second}
 	err := o.Validate()
-	for _, want := range []string{"--controller-workers", "--relist-check-interval"} {
+	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = controller.Options{Workers: 1, Retry: controller.Config{
+	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, Retry: controller.Config{
 		RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
 	}}
 	if err := o.Validate(); err != nil {

@@ -33,8 +33,10 @@ const (
 	reasonProvisionFailed   = "ProvisionCallFailed"
 	reasonErrorProvisioning = "ErrorCallingProvision"
 	// reasonBrokerFailure is the Failed condition's reason when the broker
-	// refused a provision for good.
-	reasonBrokerFailure = "ClusterServiceBrokerReturnedFailure"
+	// refused a provision for good (brokerFailureReason); and
+	// reasonNamespacedBrokerFailure when the broker is a namespace's.
+	reasonBrokerFailure           = "ClusterServiceBrokerReturnedFailure"
+	reasonNamespacedBrokerFailure = "ServiceBrokerReturnedFailure"
 
 	reasonUpdateInFlight = "UpdateInstanceRequestInFlight"
 	msgUpdateInFlight    = "Update request for ServiceInstance in-flight to Broker"
@@ -60,9 +62,15 @@ const (
 	reasonOrphanMitigated          = "OrphanMitigationSuccessful"
 	msgOrphanMitigated             = "Orphan mitigation was completed successfully"
 
-	reasonPollFailed       = "ErrorPollingLastOperation"
-	reasonWithParameters   = "ErrorWithParameters"
-	reasonAbandoned        = "Abandoned" // Bindery's: Service Catalog had no abandon
+	reasonPollFailed     = "ErrorPollingLastOperation"
+	reasonWithParameters = "ErrorWithParameters"
+	reasonAbandoned      = "Abandoned" // Bindery's: Service Catalog had no abandon
+	// reasonWaitBroker is Bindery's: the broker's circuit breaker is open
+	// (bulkhead.go), and requests to it wait.
+	reasonWaitBroker = "WaitingForBroker"
+	// reasonMaintenance is Bindery\'s: a broker answered
+	// MaintenanceInfoConflict (maintenance.go).
+	reasonMaintenance      = "MaintenanceInfoConflict"
 	reasonNonexistentClass = catalog.ReasonNonexistentServiceClass
 	reasonNonexistentPlan  = catalog.ReasonNonexistentServicePlan
 	reasonDeletedPlan      = catalog.ReasonDeletedServicePlan
@@ -164,6 +172,15 @@ func brokerOf(env *instanceEnv) string {
 	return fmt.Sprintf("%s %q", scopedKinds(env.plan.Namespace).broker, env.plan.Spec.BrokerName())
 }
 
+// brokerFailureReason is the Failed reason of a provision env's broker
+// refused for good, in the words for its kind of broker.
+func brokerFailureReason(env *instanceEnv) string {
+	if env.plan != nil && env.plan.Namespace != "" {
+		return reasonNamespacedBrokerFailure
+	}
+	return reasonBrokerFailure
+}
+
 // instanceAt is Service Catalog's "ServiceInstance "ns/name" of
 // ClusterServiceClass (…) at ClusterServiceBroker "b"".
 func instanceAt(env *instanceEnv) string {
@@ -181,7 +198,7 @@ func provisionFailure(env *instanceEnv, err error) (reason, msg string) {
 		return reasonProvisionFailed, fmt.Sprintf("Error provisioning ServiceInstance of %s at %s: %v",
 			className(env.class), brokerOf(env), err)
 	case osb.IsTimeout(err):
-		return reasonErrorProvisioning, fmt.Sprintf("Communication with the ClusterServiceBroker timed out; operation will be retried: %v", err)
+		return reasonErrorProvisioning, fmt.Sprintf("Communication with the %s timed out; operation will be retried: %v", brokerKind(env), err)
 	}
 	return reasonErrorProvisioning, fmt.Sprintf("The provision call failed and will be retried: Error communicating with broker for provisioning: %v", err)
 }
@@ -199,6 +216,15 @@ func updateFailure(err error, retried bool) (reason, msg string) {
 		return reasonErrorUpdating, fmt.Sprintf("Communication with the ServiceBroker timed out; update will be retried: %v", err)
 	}
 	return reasonErrorUpdating, fmt.Sprintf("The update call failed and will be retried: Error communicating with broker for updating: %v", err)
+}
+
+// brokerKind is the kind of env's broker: ClusterServiceBroker, or
+// ServiceBroker for a namespace's.
+func brokerKind(env *instanceEnv) string {
+	if env.plan != nil {
+		return scopedKinds(env.plan.Namespace).broker
+	}
+	return catalog.KindBroker
 }
 
 // deprovisionFailure words a failed deprovision request.
@@ -228,6 +254,21 @@ func bindFailure(env *bindingEnv, err error, retried bool) string {
 // unbindFailure words a failed unbind request.
 func unbindFailure(env *bindingEnv, err error) string {
 	return fmt.Sprintf("Error unbinding from %s: %v", instanceAt(&env.instanceEnv), err)
+}
+
+// orphanMitigated is Ready's message once an orphan mitigation is over
+// and op (a provision or a bind) waits for its next attempt: Service
+// Catalog's words, then what the broker said of the failure (lastError)
+// and when the next attempt is, which the user needs to know.
+func orphanMitigated(lastError string, retries map[string]catalog.Retry, op string) string {
+	msg := msgOrphanMitigated
+	if lastError != "" {
+		msg += ": " + lastError
+	}
+	if r, ok := retries[op]; ok && r.Failures > 0 {
+		msg += retrying(retries, op)
+	}
+	return msg
 }
 
 // inProgress is the Ready reason and message while an asynchronous

@@ -20,6 +20,11 @@ func TestFailureWording(t *testing.T) {
 	class := &catalog.ServiceClass{Meta: catalog.Meta{Name: "c-1"}, Spec: catalog.ServiceClassSpec{ExternalName: "postgresql"}}
 	plan := &catalog.ServicePlan{Meta: catalog.Meta{Name: "p-1"}, Spec: catalog.ServicePlanSpec{ExternalName: "small", ClusterServiceBrokerName: "acme"}}
 	env := &instanceEnv{in: in, class: class, plan: plan}
+	// The same plan of a namespace's broker: its wording is the
+	// namespaced kinds'.
+	nsClass := &catalog.ServiceClass{Meta: catalog.Meta{Name: "c-1", Namespace: "team"}, Spec: catalog.ServiceClassSpec{ExternalName: "postgresql"}}
+	nsPlan := &catalog.ServicePlan{Meta: catalog.Meta{Name: "p-1", Namespace: "team"}, Spec: catalog.ServicePlanSpec{ExternalName: "small", ServiceBrokerName: "acme"}}
+	nsEnv := &instanceEnv{in: in, class: nsClass, plan: nsPlan}
 	refused := &osb.HTTPError{Status: 400, Description: "no room"}
 	timeout := &url.Error{Op: "Put", URL: "http://acme", Err: context.DeadlineExceeded}
 	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
@@ -36,6 +41,19 @@ func TestFailureWording(t *testing.T) {
 		{"provision unreachable", "ErrorCallingProvision",
 			`The provision call failed and will be retried: Error communicating with broker for provisioning: ` + down.Error(),
 			func() (string, string) { return provisionFailure(env, down) }},
+		{"namespaced provision refused", "ProvisionCallFailed",
+			`Error provisioning ServiceInstance of ServiceClass (K8S: "c-1" ExternalName: "postgresql") at ServiceBroker "acme": broker answered 400: no room`,
+			func() (string, string) { return provisionFailure(nsEnv, refused) }},
+		{"namespaced provision timed out", "ErrorCallingProvision",
+			`Communication with the ServiceBroker timed out; operation will be retried: ` + timeout.Error(),
+			func() (string, string) { return provisionFailure(nsEnv, timeout) }},
+		{"namespaced broker's failure", "ServiceBrokerReturnedFailure", "",
+			func() (string, string) { return brokerFailureReason(nsEnv), "" }},
+		{"cluster broker's failure", "ClusterServiceBrokerReturnedFailure", "",
+			func() (string, string) { return brokerFailureReason(env), "" }},
+		{"namespaced unbind unreachable", "",
+			`Error unbinding from ServiceInstance "team/db" of ServiceClass (K8S: "c-1" ExternalName: "postgresql") at ServiceBroker "acme": ` + down.Error(),
+			func() (string, string) { return "", unbindFailure(&bindingEnv{instanceEnv: *nsEnv}, down) }},
 		{"update refused", "UpdateInstanceCallFailed",
 			`ServiceBroker returned a failure for update call; update will not be retried: broker answered 400: no room`,
 			func() (string, string) { return updateFailure(refused, false) }},
@@ -57,6 +75,12 @@ func TestFailureWording(t *testing.T) {
 		{"unbind unreachable", "",
 			`Error unbinding from ServiceInstance "team/db" of ClusterServiceClass (K8S: "c-1" ExternalName: "postgresql") at ClusterServiceBroker "acme": ` + down.Error(),
 			func() (string, string) { return "", unbindFailure(&bindingEnv{instanceEnv: *env}, down) }},
+		{"orphan mitigated, the provision retried", "",
+			`Orphan mitigation was completed successfully: Provision call failed: the backend gave up (attempt 2 failed; next attempt at 2026-01-02T03:04:05Z)`,
+			func() (string, string) {
+				return "", orphanMitigated("Provision call failed: the backend gave up",
+					map[string]catalog.Retry{catalog.OperationProvision: {Failures: 2, NextAttempt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}, catalog.OperationProvision)
+			}},
 		{"provisioning", "Provisioning", "The instance is being provisioned asynchronously",
 			func() (string, string) { return inProgress(catalog.OperationProvision, "") }},
 		{"updating, with the broker's word", "UpdatingInstance", "The instance is being updated asynchronously (50% done)",

@@ -3,12 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
+	rowbackoff "github.com/bindery-dev/bindery/internal/backoff"
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
@@ -47,22 +47,15 @@ type backoff struct {
 // delay is the wait after the n-th failure in a row (n ≥ 1):
 // base·2^(n−1), at most cap, less up to jitterShare of it at random.
 func (b backoff) delay(n int) time.Duration {
-	d := b.cap
-	if shift := n - 1; shift >= 0 && shift < 62 {
-		if x := b.base << shift; x>>shift == b.base && x < b.cap {
-			d = x
-		}
-	}
+	jitter := 0.0
 	if b.random != nil {
-		d -= time.Duration(float64(d) * jitterShare * b.random())
+		jitter = jitterShare * b.random()
 	}
-	return d
+	return rowbackoff.Delay(b.base, b.cap, n, jitter)
 }
 
-// mitigatedDelay is the wait after the n-th failure in a row of a
-// provision or bind that was orphan-mitigated: each such failure cost the
-// broker two calls (the attempt and the cleanup), so it counts twice.
-func (b backoff) mitigatedDelay(n int) time.Duration { return b.delay(2 * n) }
+// steady is delay without its jitter.
+func (b backoff) steady(n int) time.Duration { return rowbackoff.Delay(b.base, b.cap, n, 0) }
 
 func newBackoff(base, limit time.Duration) backoff {
 	return backoff{base: base, cap: limit, random: rand.Float64}
@@ -70,31 +63,51 @@ func newBackoff(base, limit time.Duration) backoff {
 
 // retryWait is how long operation op must still wait under the backoff
 // held in retries for generation gen (0: it may go now).
-func (c *Controller) retryWait(retries map[string]catalog.Retry, op string, gen int64) time.Duration {
+// A broker's breaker that closed lifts the wait (run.bypass).
+func (c *Controller) retryWait(ctx context.Context, retries map[string]catalog.Retry, op string, gen int64) time.Duration {
 	r, ok := catalog.RetryFor(retries, op, gen)
-	if !ok {
+	if !ok || (runOf(ctx) != nil && runOf(ctx).bypass) {
 		return 0
 	}
 	return max(r.NextAttempt.Sub(c.now()), 0)
 }
 
-// failed counts one more failure of op and returns the wait before the
-// next attempt: the backoff's, or the broker's Retry-After when longer.
+// failed counts one more failure of op, which cost the broker one
+// request, and returns the wait before the next attempt: the backoff's, or
+// the broker's Retry-After when longer.
 func (c *Controller) failed(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
-	return c.recordFailure(retries, op, gen, cause, c.backoff.delay)
+	return c.recordFailure(retries, op, gen, cause, 1)
 }
 
 // failedMitigated is failed for a provision or bind whose failure is
-// orphan-mitigated: its wait is the backoff's mitigatedDelay.
+// orphan-mitigated: it cost two requests (the attempt and its clean-up).
 func (c *Controller) failedMitigated(retries *map[string]catalog.Retry, op string, gen int64, cause error) time.Duration {
-	return c.recordFailure(retries, op, gen, cause, c.backoff.mitigatedDelay)
+	return c.recordFailure(retries, op, gen, cause, 2)
 }
 
-func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string, gen int64, cause error, delay func(int) time.Duration) time.Duration {
+// failedAsync is failed for an asynchronous operation that ended failed
+// after polls: it cost the request that started it and each poll, twice
+// when it is orphan-mitigated. So a broker whose operations fail after a
+// few seconds of polling waits as long for the next attempt as the
+// requests it was sent call for, instead of getting a new attempt every
+// few seconds.
+func (c *Controller) failedAsync(retries *map[string]catalog.Retry, op string, gen int64, polls int, mitigated bool) time.Duration {
+	cost := 1 + polls
+	if mitigated {
+		cost *= 2
+	}
+	return c.recordFailure(retries, op, gen, nil, cost)
+}
+
+// recordFailure counts one more failure of op, which cost the broker cost
+// requests, and returns the wait before the next attempt: the backoff
+// doubles with each request failed attempts cost in a row.
+func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string, gen int64, cause error, cost int) time.Duration {
 	r, _ := catalog.RetryFor(*retries, op, gen)
+	r.Requests = r.Weight() + cost
 	r.Failures++
 	r.Generation = gen
-	wait := max(delay(r.Failures), retryAfter(cause))
+	wait := max(c.backoff.delay(r.Requests), retryAfter(cause))
 	r.NextAttempt = c.now().UTC().Add(wait)
 	if *retries == nil {
 		*retries = map[string]catalog.Retry{}
@@ -134,8 +147,18 @@ func retrying(retries map[string]catalog.Retry, op string) string {
 
 // writeInstance is the engine's status write of an instance: fn's change,
 // with the backoffs that no longer apply dropped.
+// A status change the reconcile has still to write (run.pending) goes
+// with it.
 func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
+	var pending *pendingWrite
+	if r := runOf(ctx); r != nil && r.pending != nil {
+		pending, r.pending = r.pending, nil
+		events = append(pending.events, events...)
+	}
 	in, err := c.store.UpdateInstanceStatus(ctx, id, func(in *catalog.Instance) error {
+		if pending != nil {
+			pending.fn(in)
+		}
 		if err := fn(in); err != nil {
 			return err
 		}
@@ -143,7 +166,11 @@ func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*cata
 		return nil
 	}, events...)
 	if err == nil {
-		c.wake.wrote(instancePrefix+id, in.ResourceVersion, instanceSettled(in))
+		c.wake.wrote(instanceKey(id), in.ResourceVersion, instanceSettled(in))
+		wrote(ctx, in.ResourceVersion)
+		if !in.Status.AsyncOpInProgress {
+			c.forgetPolls(id)
+		}
 	}
 	return in, err
 }
@@ -158,7 +185,11 @@ func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catal
 		return nil
 	}, creds, events...)
 	if err == nil {
-		c.wake.wrote(bindingPrefix+id, b.ResourceVersion, bindingSettled(b))
+		c.wake.wrote(bindingKey(id), b.ResourceVersion, bindingSettled(b))
+		wrote(ctx, b.ResourceVersion)
+		if !b.Status.AsyncOpInProgress {
+			c.forgetPolls(id)
+		}
 	}
 	return b, err
 }
@@ -178,28 +209,4 @@ func (c *Controller) maxPolling(plan *catalog.ServicePlan) time.Duration {
 func (c *Controller) pollExpired(plan *catalog.ServicePlan, started *time.Time) (time.Duration, bool) {
 	d := c.maxPolling(plan)
 	return d, started != nil && c.now().Sub(*started) > d
-}
-
-// AddFlags registers the engine's backoff and polling flags, with their
-// defaults, to fill c: --retry-base, --retry-cap, --max-polling-duration.
-func (c *Config) AddFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.RetryBase, "retry-base", DefaultRetryBase, "wait after a broker call fails for the first time; it doubles with each failure in a row (with jitter), up to --retry-cap")
-	fs.DurationVar(&c.RetryCap, "retry-cap", DefaultRetryCap, "longest wait between attempts of a failing broker call")
-	fs.DurationVar(&c.MaxPollingDuration, "max-polling-duration", DefaultMaxPollingDuration, "longest an asynchronous operation is polled before it is failed (a plan's shorter maximum_polling_duration wins)")
-}
-
-// ValidateFlags returns every problem with the values AddFlags fills, at
-// once.
-func (c *Config) ValidateFlags() []error {
-	var errs []error
-	if c.RetryBase <= 0 {
-		errs = append(errs, errors.New("--retry-base: must be positive"))
-	}
-	if c.RetryCap < c.RetryBase {
-		errs = append(errs, fmt.Errorf("--retry-cap: must be at least --retry-base (%s)", c.RetryBase))
-	}
-	if c.MaxPollingDuration <= 0 {
-		errs = append(errs, errors.New("--max-polling-duration: must be positive"))
-	}
-	return errs
 }

@@ -60,7 +60,7 @@ func TestFirstMinuteMitigated(t *testing.T) {
 	b := backoff{base: DefaultRetryBase, cap: DefaultRetryCap, random: func() float64 { return 0.999999 }}
 	attempts, at := 1, time.Duration(0)
 	for {
-		at += b.mitigatedDelay(attempts)
+		at += b.delay(2 * attempts) // each attempt cost two requests
 		if at > time.Minute {
 			break
 		}

@@ -198,7 +198,7 @@ func (c *Controller) ensureSecret(ctx context.Context, env *bindingEnv, creds ma
 	if _, err := secrets.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("repair Secret %s/%s: %w", b.Namespace, have.Name, err)
 	}
-	c.log.Info("Secret repaired", "binding", b.Namespace+"/"+b.Name)
+	c.logger(ctx).Info("Secret repaired")
 	return nil
 }
 
@@ -294,7 +294,7 @@ func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
 			obj = d.Obj
 		}
 		if s, ok := obj.(*corev1.Secret); ok && s.Labels[LabelBindingID] != "" {
-			c.queue.Add(bindingPrefix + s.Labels[LabelBindingID])
+			c.queue.Add(bindingKey(s.Labels[LabelBindingID]))
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -47,12 +47,18 @@ type engineOptions struct {
 	// maxPolling the platform's maximum polling duration.
 	retryBase, retryCap time.Duration
 	maxPolling          time.Duration
+	// maxInflight, breakerFailures and breakerWait are the bulkheads'
+	// (0: the engine's defaults). Tests that are not about the breaker
+	// keep it shut: their brokers fail on purpose.
+	maxInflight     int
+	breakerFailures int
+	breakerWait     time.Duration
 }
 
 // setup gives a test a catalog on its own database and a running engine.
 func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 	t.Helper()
-	o := engineOptions{timeout: 2 * time.Second, workers: 4, retryBase: 50 * time.Millisecond, retryCap: 2 * time.Second}
+	o := engineOptions{timeout: 2 * time.Second, workers: 4, retryBase: 50 * time.Millisecond, retryCap: 2 * time.Second, breakerFailures: 1 << 20}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -80,7 +86,8 @@ func (e *env) start() {
 	e.registry = reg
 	engine, err := controller.New(controller.Config{Store: e.store, Kube: e.opts.kube, Logger: log,
 		BrokerTimeout: e.opts.timeout, Workers: e.opts.workers, Registry: reg,
-		RetryBase: e.opts.retryBase, RetryCap: e.opts.retryCap, MaxPollingDuration: e.opts.maxPolling})
+		RetryBase: e.opts.retryBase, RetryCap: e.opts.retryCap, MaxPollingDuration: e.opts.maxPolling,
+		BrokerMaxInflight: e.opts.maxInflight, BreakerFailures: e.opts.breakerFailures, BreakerWait: e.opts.breakerWait})
 	if err != nil {
 		e.t.Fatal(err)
 	}

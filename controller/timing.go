@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,14 +55,30 @@ func (c *Controller) since(p part, start time.Time) {
 	c.metrics.spent[p].Add(time.Since(start).Seconds())
 }
 
-// brokerCall bounds an OSB request by the broker timeout; its cancel
-// function also counts the request's time.
-func (c *Controller) brokerCall(ctx context.Context) (context.Context, context.CancelFunc) {
+// brokerCall bounds an OSB request by the broker timeout; its done
+// function takes the request's outcome, counts its time and its outcome
+// for the broker's breaker, and returns the error to go on with. While
+// the request is in flight the reconcile gives its worker back (run.go).
+func (c *Controller) brokerCall(ctx context.Context, verb string) (context.Context, func(error) error) {
 	start := time.Now()
+	r := runOf(ctx)
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	return cctx, func() {
+	if r != nil {
+		r.inCall.Store(true)
+		<-c.slots
+	}
+	return cctx, func(err error) error {
 		cancel()
 		c.since(partBroker, start)
+		if r != nil {
+			r.inCall.Store(false)
+			c.gates.outcome(r, verb, err)
+			c.slots <- struct{}{}
+		}
+		if err != nil && errors.Is(context.Cause(ctx), errAbandoned) {
+			return errAbandoned
+		}
+		return err
 	}
 }
 

@@ -25,18 +25,18 @@ type wakeups struct {
 	mu sync.Mutex
 	// working: the keys being reconciled, each with the highest revision
 	// the feed announced for it meanwhile (0: none).
-	working map[string]int64
+	working map[objectKey]int64
 	// settled: the revision at which this engine's last write left each
 	// object settled, until the feed has announced it.
-	settled map[string]int64
+	settled map[objectKey]int64
 }
 
 func newWakeups() *wakeups {
-	return &wakeups{working: map[string]int64{}, settled: map[string]int64{}}
+	return &wakeups{working: map[objectKey]int64{}, settled: map[objectKey]int64{}}
 }
 
 // start says key is being reconciled.
-func (w *wakeups) start(key string) {
+func (w *wakeups) start(key objectKey) {
 	w.mu.Lock()
 	w.working[key] = 0
 	w.mu.Unlock()
@@ -44,7 +44,7 @@ func (w *wakeups) start(key string) {
 
 // finish says the reconcile of key is over, and whether what the feed
 // announced meanwhile needs another.
-func (w *wakeups) finish(key string) bool {
+func (w *wakeups) finish(key objectKey) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rev := w.working[key]
@@ -54,7 +54,7 @@ func (w *wakeups) finish(key string) bool {
 
 // wrote records the engine's write of key at revision rev, which left it
 // settled or not.
-func (w *wakeups) wrote(key string, rev int64, settled bool) {
+func (w *wakeups) wrote(key objectKey, rev int64, settled bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if settled {
@@ -67,7 +67,7 @@ func (w *wakeups) wrote(key string, rev int64, settled bool) {
 // announce tells of the feed's change of key at revision rev, and whether
 // to reconcile key now: not if it is news to nobody, nor while key is
 // being reconciled (finish decides then).
-func (w *wakeups) announce(key string, rev int64) bool {
+func (w *wakeups) announce(key objectKey, rev int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if seen, ok := w.working[key]; ok {
@@ -80,7 +80,7 @@ func (w *wakeups) announce(key string, rev int64) bool {
 // news reports whether changes of key up to rev may need a reconcile; the
 // engine's own settled write is forgotten once the feed has announced it,
 // or anything after it. Called with mu held, key not being reconciled.
-func (w *wakeups) news(key string, rev int64) bool {
+func (w *wakeups) news(key objectKey, rev int64) bool {
 	settled, ok := w.settled[key]
 	if !ok {
 		return true

@@ -3,7 +3,7 @@ package controller
 import "testing"
 
 func TestWakeups(t *testing.T) {
-	const key = "binding/x"
+	key := bindingKey("x")
 	type step struct {
 		do   string // start, finish, wrote, wrote-unsettled, announce
 		rev  int64

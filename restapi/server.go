@@ -90,12 +90,14 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/instances/:id", s.getInstance, viewer)
 	g.PATCH("/instances/:id", s.updateInstance, developer)
 	g.DELETE("/instances/:id", s.deleteInstance, developer)
+	g.POST("/instances/:id/abandon", s.abandonInstance, developer)
 	g.GET("/instances/:id/events", s.instanceEvents, viewer)
 
 	g.POST("/bindings", s.createBinding, developer)
 	g.GET("/bindings", s.listBindings, viewer)
 	g.GET("/bindings/:id", s.getBinding, viewer)
 	g.DELETE("/bindings/:id", s.deleteBinding, developer)
+	g.POST("/bindings/:id/abandon", s.abandonBinding, developer)
 	g.GET("/bindings/:id/credentials", s.credentials, developer)
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
 

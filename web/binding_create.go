@@ -13,73 +13,69 @@ import (
 )
 
 // bindingCreate binds an instance the session may see: a binding named in
-// the form, in the instance's namespace.
+// the form, in the instance's namespace, with the parameters of the form
+// generated from the plan's binding schema. Problems show on the
+// instance's page, next to their fields.
 func (s *Server) bindingCreate(c echo.Context) error {
-	ctx := c.Request().Context()
 	in, err := s.instance(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	posted, _ := c.FormParams()
-	b := &catalog.Binding{}
-	b.Name, b.Namespace = strings.TrimSpace(posted.Get("name")), in.Namespace
-	b.Spec.InstanceRef = catalog.ObjectRef{Name: in.Name}
-	var schema json.RawMessage
-	if _, planRef, refNS := in.Refs(); planRef != nil {
-		plan, err := s.store.GetPlanIn(ctx, refNS, planRef.Name)
-		switch {
-		case err == nil:
-			schema = plan.Spec.ServiceBindingCreateParameterSchema
-		case !errors.Is(err, catalog.ErrNotFound):
-			return err
-		}
-	}
-	errs := map[string]string{}
-	problems := inputProblems(c)
-	for k, v := range problems {
-		errs[k] = v
-	}
-	var created *catalog.Binding
-	if len(errs) == 0 {
-		params, perrs, err := form.Parse(schema, bindPrefix, posted)
-		if err != nil {
-			return err
-		}
-		for _, e := range perrs {
-			errs[e.Field] = e.Message
-		}
-		if len(errs) == 0 {
-			if len(params) > 0 {
-				b.Spec.Parameters, _ = json.Marshal(params)
-			}
-			created, err = s.store.CreateBinding(ctx, b)
-			if v, ok := catalog.AsValidation(err); ok {
-				for _, fe := range v.Errors {
-					errs[strings.Replace(fe.Field, paramsPrefix, bindPrefix, 1)] = catalog.FieldMessage(fe)
-				}
-			} else if err != nil {
-				return err
-			}
-		}
-	}
-	if len(errs) == 0 {
-		return redirect(c, "/bindings/"+created.ID, "Binding "+created.Name+" created: the engine asks the broker for credentials now.")
-	}
-	view, err := s.instanceView(c, in.ID, nil, nil)
+	schema, err := s.bindingSchema(c, in)
 	if err != nil {
 		return err
 	}
-	if problems["name"] == "" {
-		view.BindingName = b.Name
-	}
-	view.BindingError = errs["name"]
-	delete(errs, "name")
-	if view.BindFields, err = form.Refill(schema, bindPrefix, posted, errs); err != nil {
+	p := s.posted(c)
+	b := &catalog.Binding{}
+	b.Name, b.Namespace = p.Value("name"), in.Namespace
+	b.Spec.InstanceRef = catalog.ObjectRef{Name: in.Name}
+	if b.Spec.Parameters, err = p.Parameters(schema, bindPrefix); err != nil {
 		return err
 	}
-	blankProblems(view.BindFields, problems)
-	if other := otherErrors(errs, form.Names(view.BindFields)); len(other) > 0 {
-		view.BindingError = strings.TrimPrefix(view.BindingError+"; "+strings.Join(other, "; "), "; ")
+	if p.OK() {
+		created, err := s.store.CreateBinding(c.Request().Context(), b)
+		if !p.Absorb(err, func(f string) string { return strings.Replace(f, paramsPrefix, bindPrefix, 1) }) {
+			if err != nil {
+				return err
+			}
+			return redirectFlash(c, "/bindings/"+created.ID, flash{Kind: "until-ready",
+				Text: "Binding " + created.Name + " created: the engine asks the broker for credentials now."})
+		}
 	}
+	view, err := s.instanceView(c, in.ID)
+	if err != nil {
+		return err
+	}
+	view.BindingName = b.Name
+	if view.BindFields, err = p.Fields(schema, bindPrefix); err != nil {
+		return err
+	}
+	// The name's problem goes next to it; any other not next to a
+	// parameter's input, after it.
+	view.BindingError = strings.Join(append(nonEmpty(p.Problems["name"]), p.Other(append(form.Names(view.BindFields), "name")...)...), "; ")
 	return s.page(c, http.StatusBadRequest, "instance", in.Name, "instances", view)
+}
+
+// bindingSchema is the binding parameters' schema of an instance's plan,
+// if it has one.
+func (s *Server) bindingSchema(c echo.Context, in *catalog.Instance) (json.RawMessage, error) {
+	_, planRef, refNS := in.Refs()
+	if planRef == nil {
+		return nil, nil
+	}
+	plan, err := s.store.GetPlanIn(c.Request().Context(), refNS, planRef.Name)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return plan.Spec.ServiceBindingCreateParameterSchema, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

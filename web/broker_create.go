@@ -7,113 +7,94 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/web/form"
 )
 
+// brokerInputs are the registration form's inputs.
+var brokerInputs = []string{"name", "namespace", "url", "auth", "username", "password", "token"}
+
 // brokerCreate registers a broker with its URL and credentials, then
-// fetches its catalogue; a broker that cannot be reached is registered
-// all the same, and its status says why. A broker registered in a
-// namespace (a ServiceBroker) offers its services to that namespace only.
+// fetches its catalogue and says how that went: a broker that cannot be
+// reached is registered all the same (its status says why, and the
+// relister tries again), but the page says so rather than "registered".
+// A broker registered in a namespace (a ServiceBroker) offers its
+// services to that namespace only.
 func (s *Server) brokerCreate(c echo.Context) error {
-	ctx := c.Request().Context()
-	f := brokerForm{
-		Name: strings.TrimSpace(c.FormValue("name")), Namespace: strings.TrimSpace(c.FormValue("namespace")),
-		URL: strings.TrimSpace(c.FormValue("url")), Username: strings.TrimSpace(c.FormValue("username")), Auth: c.FormValue("auth"),
+	p := s.posted(c)
+	f := brokerForm{Name: p.Value("name"), Namespace: p.Value("namespace"), URL: p.Value("url"), Username: p.Value("username"), Auth: p.Value("auth")}
+	if f.Auth != "basic" && f.Auth != "bearer" {
+		f.Auth = "none"
 	}
-	problems := inputProblems(c)
-	if f.Namespace == "" && problems["namespace"] == "" {
+	if _, bad := p.Problems["namespace"]; f.Namespace == "" && !bad {
 		// The cluster's broker: refused outright to a limited session,
 		// whose form does not offer it.
 		if msg := brokerRefusal(c, ""); msg != "" {
 			return s.renderError(c, http.StatusForbidden, msg)
 		}
 	}
-	if problems != nil {
-		f.Errors = map[string]string{}
-		for k, p := range problems {
-			switch k {
-			case "name", "namespace", "url", "username", "password", "token":
-				f.Errors[k] = p
-			default:
-				f.Other = append(f.Other, printable(k)+": "+p)
-			}
+	if p.OK() {
+		if msg := brokerRefusal(c, f.Namespace); msg != "" {
+			p.Add("namespace", msg)
 		}
-		// Text that cannot be stored is not shown back.
-		if problems["name"] != "" {
-			f.Name = ""
+	}
+	var created *catalog.Broker
+	if p.OK() {
+		b := &catalog.Broker{}
+		b.Name, b.Namespace, b.Spec.URL = f.Name, f.Namespace, f.URL
+		var err error
+		created, err = s.store.CreateBroker(c.Request().Context(), b, brokerAuth(f.Auth, f.Username, p))
+		if !p.Absorb(err, brokerField) && err != nil {
+			return err
 		}
-		if problems["namespace"] != "" {
-			f.Namespace = ""
-		}
-		if problems["url"] != "" {
-			f.URL = ""
-		}
-		if problems["username"] != "" {
-			f.Username = ""
-		}
-		if f.Auth != "basic" && f.Auth != "bearer" {
-			f.Auth = "none"
-		}
+	}
+	if !p.OK() {
+		f.Errors, f.Other = p.Problems, p.Other(brokerInputs...)
 		return s.renderBrokers(c, http.StatusBadRequest, f)
 	}
-	if msg := brokerRefusal(c, f.Namespace); msg != "" {
-		f.Errors = map[string]string{"namespace": msg}
-		return s.renderBrokers(c, http.StatusBadRequest, f)
-	}
-	b := &catalog.Broker{}
-	b.Name, b.Namespace, b.Spec.URL = f.Name, f.Namespace, f.URL
-	var auth *catalog.BrokerAuth
-	switch f.Auth {
+	return redirectFlash(c, "/brokers", s.firstFetch(c, created))
+}
+
+// brokerAuth is the credentials the form chose.
+func brokerAuth(kind, username string, p *form.Posted) *catalog.BrokerAuth {
+	switch kind {
 	case "basic":
-		auth = &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: f.Username, Password: c.FormValue("password")}}
+		return &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: username, Password: p.Secret("password")}}
 	case "bearer":
-		auth = &catalog.BrokerAuth{Bearer: &catalog.BearerAuth{Token: c.FormValue("token")}}
-	default:
-		f.Auth = "none"
+		return &catalog.BrokerAuth{Bearer: &catalog.BearerAuth{Token: p.Secret("token")}}
 	}
-	created, err := s.store.CreateBroker(ctx, b, auth)
-	if v, ok := catalog.AsValidation(err); ok {
-		f.Errors = map[string]string{}
-		for _, fe := range v.Errors {
-			name := brokerField(fe.Field)
-			if name == "" {
-				f.Other = append(f.Other, catalog.FieldMessage(fe))
-				continue
-			}
-			f.Errors[name] = catalog.FieldMessage(fe)
-		}
-		return s.renderBrokers(c, http.StatusBadRequest, f)
-	}
-	if err != nil {
-		return err
-	}
-	return redirect(c, "/brokers", s.registered(c, created))
+	return nil
 }
 
-// registered fetches a new broker's catalogue and says how it went: a
-// broker whose fetch failed is registered all the same, and retried with
-// backoff, which the notice says in its status's words.
-func (s *Server) registered(c echo.Context, created *catalog.Broker) string {
+// firstFetch fetches a new broker's catalogue and says how it went.
+func (s *Server) firstFetch(c echo.Context, b *catalog.Broker) flash {
 	ctx := c.Request().Context()
-	if fetched, err := s.store.Relist(ctx, created.ID); err != nil {
-		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", created.Name, "error", err)
-		if fetched != nil {
-			ready, _ := catalog.FindCondition(fetched.Status.Conditions, catalog.ConditionReady)
-			return "Broker " + created.Name + " is registered, but its catalogue was not fetched. " + ready.Message
+	where := ""
+	if b.Namespace != "" {
+		where = " in namespace " + b.Namespace
+	}
+	synced, err := s.store.Relist(ctx, b.ID)
+	if err != nil {
+		s.log.InfoContext(ctx, "first catalogue fetch failed", "broker", b.Name, "namespace", b.Namespace, "error", err)
+		// The broker's status says why, in words, and when the relister
+		// tries again.
+		why := "Its status below says why."
+		if synced != nil {
+			if ready, ok := catalog.FindCondition(synced.Status.Conditions, catalog.ConditionReady); ok && ready.Message != "" {
+				why = ready.Message
+			}
 		}
+		return flash{Kind: "warn", Text: "Broker " + b.Name + " is registered" + where + ", but its catalogue was not fetched. " + why}
 	}
-	if created.Namespace != "" {
-		return "Broker " + created.Name + " registered in namespace " + created.Namespace + ": its services are offered there only."
+	offers := plural(synced.Status.ServiceClassCount, "service") + " and " + plural(synced.Status.ServicePlanCount, "plan")
+	if b.Namespace != "" {
+		return flash{Text: "Broker " + b.Name + " registered" + where + ": it offers " + offers + ", there only."}
 	}
-	return "Broker " + created.Name + " registered."
+	return flash{Text: "Broker " + b.Name + " registered: it offers " + offers + "."}
 }
 
-// brokerField maps a field of the catalog's errors to the form's.
+// brokerField maps a field of the catalog's errors to the form's input.
 func brokerField(f string) string {
 	switch {
-	case f == "name":
-		return "name"
-	case f == "namespace":
-		return "namespace"
 	case f == "spec.url":
 		return "url"
 	case strings.HasPrefix(f, "auth.basic.username"), strings.HasPrefix(f, "spec.authInfo.basic.username"):
@@ -123,5 +104,5 @@ func brokerField(f string) string {
 	case strings.HasPrefix(f, "auth.bearer"):
 		return "token"
 	}
-	return ""
+	return f // name and namespace are the form's names too
 }

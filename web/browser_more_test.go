@@ -69,7 +69,7 @@ func TestBrowserSchemaForms(t *testing.T) {
 	br.allow("status of 400")
 	q := chromedp.ByQuery
 	br.run(chromedp.Navigate(b.url+"/login"), chromedp.WaitVisible("#token", q),
-		chromedp.SendKeys("#token", b.tokens["developer"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("table.market", q))
+		chromedp.SendKeys("#token", b.tokens["developer"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("ul.cards", q))
 
 	// The plan's page lists the alternatives.
 	br.run(chromedp.Navigate(b.url+"/plans/"+plan.ID), chromedp.WaitVisible("table.schema", q))
@@ -184,7 +184,7 @@ func TestBrowserNamespaces(t *testing.T) {
 	br.allow("status of 400", "status of 403", "status of 404")
 	q := chromedp.ByQuery
 	br.run(chromedp.Navigate(b.url+"/login"), chromedp.WaitVisible("#token", q),
-		chromedp.SendKeys("#token", token, q), chromedp.Submit("#token", q), chromedp.WaitVisible("table.market", q))
+		chromedp.SendKeys("#token", token, q), chromedp.Submit("#token", q), chromedp.WaitVisible("ul.cards", q))
 	if got := br.text(".role"); got != "admin · team-a" {
 		t.Fatalf("the header says %q", got)
 	}
@@ -226,8 +226,8 @@ func TestBrowserNamespaces(t *testing.T) {
 		t.Fatal("the namespace's broker is not offered to change")
 	}
 	br.axe("brokers-limited")
-	br.run(chromedp.Navigate(b.url+"/?tag=team"), chromedp.WaitVisible("table.market", q))
-	if got := br.text("table.market"); !strings.Contains(got, "mysql") || !strings.Contains(got, "namespace team-a only") {
+	br.run(chromedp.Navigate(b.url+"/?tag=team"), chromedp.WaitVisible("ul.cards", q))
+	if got := br.text("ul.cards"); !strings.Contains(got, "mysql") || !strings.Contains(got, "namespace team-a only") {
 		t.Fatalf("the marketplace shows %q", got)
 	}
 	br.axe("marketplace-namespaced")

@@ -58,15 +58,19 @@ func TestBrowserFlow(t *testing.T) {
 		t.Fatalf("the skip link goes to %q", got)
 	}
 
-	// A broker that cannot be reached is registered, and says why.
+	// A broker that cannot be reached is registered, and the page says
+	// its catalogue could not be fetched, in words.
 	br.run(chromedp.Click(`a[href="/brokers"]`, q), chromedp.WaitVisible("#b-name", q))
 	br.axe("brokers-empty")
 	br.run(chromedp.SendKeys("#b-name", "dead", q), chromedp.SendKeys("#b-url", "http://127.0.0.1:1", q),
-		chromedp.Click(`input[name="auth"][value="none"]`, q), chromedp.Submit("#b-name", q), chromedp.WaitVisible("p.flash", q))
+		chromedp.Click(`input[name="auth"][value="none"]`, q), chromedp.Submit("#b-name", q), chromedp.WaitVisible("p.flash.warn", q))
+	if got := br.text("p.flash"); !strings.Contains(got, "catalogue was not fetched") || strings.Contains(got, "dial tcp") {
+		t.Fatalf("the unreachable broker's registration says %q", got)
+	}
 	// The live table may first draw the broker as it was registered,
 	// before its first catalogue fetch failed: wait for the failure.
 	br.waitText("tbody .lasterror", "127.0.0.1:1", 10*time.Second)
-	if got := br.text("tbody .badge"); got != "Not ready" {
+	if got := br.text("tbody .badge"); got != "Unreachable" {
 		t.Fatalf("the unreachable broker's status says %q", got)
 	}
 	br.axe("brokers-failed")
@@ -87,6 +91,9 @@ func TestBrowserFlow(t *testing.T) {
 		chromedp.SendKeys("#b-user", brokerUser, q), chromedp.SendKeys("#b-pass", brokerPass, q))
 	br.leave(chromedp.Submit("#b-name", q))
 	br.run(chromedp.WaitVisible("p.flash", q))
+	if got := br.text("p.flash"); got != "Broker bindery registered: it offers 1 service and 3 plans." {
+		t.Fatalf("the registration says %q", got)
+	}
 	br.waitText("tbody", "Ready", 10*time.Second)
 	if strings.Contains(br.html(), brokerPass) {
 		t.Fatal("the broker's password is in the page")
@@ -97,25 +104,26 @@ func TestBrowserFlow(t *testing.T) {
 	br.waitText("tbody", "3 plans", time.Second)
 	br.axe("brokers")
 
-	// The marketplace: the broker's service and plans, search and filters.
-	br.run(chromedp.Click(`nav a[href="/"]`, q), chromedp.WaitVisible("table.market", q))
-	br.waitText("table.market", "postgresql", time.Second)
+	// The marketplace: the broker's service, search and filters (a plan's
+	// words find its service).
+	br.run(chromedp.Click(`nav a[href="/"]`, q), chromedp.WaitVisible("ul.cards", q))
+	br.waitText("ul.cards", "PostgreSQL", time.Second)
 	br.axe("marketplace")
-	for _, f := range []struct{ query, want, not string }{
-		{"?price=paid", "large-async", "small"},
-		{"?price=free", "small", "large-async"},
-		{"?q=asynchronously", "large-async", "standard"},
-		{"?tag=relational&broker=bindery", "standard", ""},
-	} {
-		br.run(chromedp.Navigate(b.url+"/"+f.query), chromedp.WaitVisible("table.market", q))
-		if got := br.text("table.market"); !strings.Contains(got, f.want) || (f.not != "" && strings.Contains(got, f.not)) {
-			t.Fatalf("marketplace %s: %q", f.query, got)
+	for _, query := range []string{"?price=paid", "?price=free", "?q=asynchronously", "?q=bindery", "?tag=relational&broker=bindery"} {
+		br.run(chromedp.Navigate(b.url+"/"+query), chromedp.WaitVisible("ul.cards", q))
+		if got := br.text("ul.cards"); !strings.Contains(got, "PostgreSQL") || !strings.Contains(got, "3 plans, free and paid") {
+			t.Fatalf("marketplace %s: %q", query, got)
 		}
 	}
 	br.run(chromedp.Navigate(b.url+"/?q=nothing-like-this"), chromedp.WaitVisible("div.empty", q))
 	br.axe("marketplace-nothing-matches")
-	br.run(chromedp.Navigate(b.url+"/?tag=postgresql"), chromedp.WaitVisible("table.market", q))
-	br.run(chromedp.Click(`//table[contains(@class,"market")]//a[text()="small"]`, chromedp.BySearch), chromedp.WaitVisible("table.schema", q))
+	// The service's page compares its plans; a plan's page has its
+	// parameters.
+	br.run(chromedp.Navigate(b.url+"/?tag=postgresql"), chromedp.WaitVisible("ul.cards", q))
+	br.run(chromedp.Click(`ul.cards a`, q), chromedp.WaitVisible("table.compare", q))
+	br.waitText("table.compare", "large-async", time.Second)
+	br.axe("service")
+	br.run(chromedp.Click(`//table[contains(@class,"compare")]//a[text()="small"]`, chromedp.BySearch), chromedp.WaitVisible("table.schema", q))
 	br.waitText("table.schema", "statement_timeout_ms", time.Second)
 	br.axe("plan")
 
@@ -147,12 +155,21 @@ func TestBrowserFlow(t *testing.T) {
 	br.clear(field)
 	br.run(chromedp.SendKeys(field, "5000", q), chromedp.Submit("#f-name", q),
 		chromedp.WaitVisible("#instance-ready", q))
+	if br.count("p.flash.until-ready") != 1 || !strings.Contains(br.text("p.flash"), "orders-db created") {
+		t.Fatal("no notice of the creation")
+	}
 
 	// The page turns Ready by itself: the marker set now survives, so
-	// there was no reload. So does the list in the other tab.
+	// there was no reload. So does the list in the other tab. The
+	// creation's notice goes once it is Ready.
 	br.run(chromedp.Evaluate(`window.stillHere = true`, nil))
 	br.waitText("#instance-ready", "Ready", 20*time.Second)
 	br.stillHere()
+	// (htmx gives a swapped element its new class once it settles.)
+	br.run(chromedp.WaitVisible("#instance-ready.good", q))
+	if br.visible("p.flash") {
+		t.Fatal("the creation's notice stays once the instance is Ready")
+	}
 	br.axe("instance-ready")
 	instances.waitText("#instance-list", "orders-db", 5*time.Second)
 	instances.waitText("#instance-list", "Ready", 5*time.Second)
@@ -234,7 +251,7 @@ func TestBrowserFlow(t *testing.T) {
 
 	// The viewer sees but is offered nothing, and is refused by the server.
 	br.run(chromedp.Click(`form.signout button`, q), chromedp.WaitVisible("#token", q))
-	br.run(chromedp.SendKeys("#token", b.tokens["viewer"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("table.market", q))
+	br.run(chromedp.SendKeys("#token", b.tokens["viewer"], q), chromedp.Submit("#token", q), chromedp.WaitVisible("ul.cards", q))
 	br.run(chromedp.Navigate(bindingURL), chromedp.WaitVisible("#credentials", q))
 	if got := br.text("#credentials"); !strings.Contains(got, "needs the developer role") {
 		t.Fatalf("a viewer's credentials section says %q", got)

@@ -58,6 +58,8 @@ func (s *Server) history(k historyKind) func(echo.Context) error {
 			events[i], events[j] = events[j], events[i]
 		}
 		v.Events = events
-		return s.page(c, http.StatusOK, "history", v.Kind+" "+v.Name+": history", "", v)
+		// The header marks the list the object belongs to.
+		nav := map[historyKind]string{kindBroker: "brokers", kindInstance: "instances", kindBinding: "bindings"}[k]
+		return s.page(c, http.StatusOK, "history", v.Kind+" "+v.Name+": history", nav, v)
 	}
 }

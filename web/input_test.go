@@ -112,6 +112,7 @@ func TestUnstorableInput(t *testing.T) {
 		"/instances?namespace=%00", "/instances?continue=%FF", "/bindings?namespace=%FF", "/live/instances?namespace=%00",
 		"/login?next=%00", "/plans/%00", "/plans/%FF", "/instances/%00", "/instances/a%FFb/events",
 		"/bindings/%00/delete", "/brokers/%FF/events", "/live/bindings/%00", "/instances/new?plan=%00",
+		"/namespaces/default/instances/a%00b", "/namespaces/%FF/instances/db",
 		"/?q=%zz",
 	} {
 		status, page := b.admin.getSoon(p)

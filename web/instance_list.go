@@ -10,7 +10,9 @@ import (
 
 type instanceListView struct {
 	Instances []*catalog.Instance
-	Pager     pager
+	// Names are the instances' services and plans, by instance id.
+	Names map[string]offeringName
+	Pager pager
 }
 
 // instanceListData reads the page of instances the request asks for,
@@ -24,7 +26,11 @@ func (s *Server) instanceListData(c echo.Context) (instanceListView, error) {
 	if err != nil {
 		return instanceListView{}, err
 	}
-	return instanceListView{Instances: l.Items, Pager: newPager(c, q, "/instances", "/live/instances", l.Continue)}, nil
+	names, err := s.offeringNames(c, l.Items)
+	if err != nil {
+		return instanceListView{}, err
+	}
+	return instanceListView{Instances: l.Items, Names: names, Pager: newPager(c, q, "/instances", "/live/instances", l.Continue)}, nil
 }
 
 func (s *Server) instanceList(c echo.Context) error {

@@ -1,10 +1,8 @@
 package web
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,10 +15,13 @@ import (
 const paramsPrefix = "spec.parameters"
 
 type instanceForm struct {
-	Plan      *catalog.ServicePlan
-	Class     *catalog.ServiceClass
-	Name      string
-	Namespace string
+	Plan  *catalog.ServicePlan
+	Class *catalog.ServiceClass
+	// Service, Icon and Row say what is being created, beside the form.
+	Service, Icon string
+	Row           planRow
+	Name          string
+	Namespace     string
 	// Namespaces, for a session limited to them, are the namespaces it
 	// may create in, offered as a list.
 	Namespaces []string
@@ -45,7 +46,8 @@ func (s *Server) instanceNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := instanceForm{Plan: plan, Class: class, Namespace: catalog.DefaultNamespace, Fields: fields}
+	f := newInstanceForm(plan, class)
+	f.Namespace, f.Fields = catalog.DefaultNamespace, fields
 	switch sess, _ := sessionOf(c); {
 	case plan.Namespace != "":
 		// A namespace's own plan makes instances in its namespace only.
@@ -53,7 +55,12 @@ func (s *Server) instanceNew(c echo.Context) error {
 	case !sess.AllNamespaces():
 		f.Namespaces, f.Namespace = sess.Namespaces, sess.Namespaces[0]
 	}
-	return s.page(c, http.StatusOK, "instance_new", "New "+class.Spec.ExternalName+" instance", "instances", f)
+	return s.page(c, http.StatusOK, "instance_new", "New "+classTitle(class)+" instance", "instances", f)
+}
+
+func newInstanceForm(plan *catalog.ServicePlan, class *catalog.ServiceClass) instanceForm {
+	return instanceForm{Plan: plan, Class: class, Service: classTitle(class), Row: newPlanRow(class, plan),
+		Icon: "/services/" + class.ID + "/icon" + scopedQuery(class.Namespace)}
 }
 
 // planAndClass reads plan id of scope ns ("" for the cluster's) and its
@@ -61,7 +68,7 @@ func (s *Server) instanceNew(c echo.Context) error {
 // found.
 func (s *Server) planAndClass(c echo.Context, id, ns string) (*catalog.ServicePlan, *catalog.ServiceClass, error) {
 	if id == "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "plan: required; choose a plan in the marketplace")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "Choose a plan first: the marketplace lists them on each service's page.")
 	}
 	plan, err := s.plan(c, ns, id)
 	if err != nil {
@@ -84,13 +91,13 @@ func (s *Server) postedPlan(c echo.Context, id, ns string) (*catalog.ServicePlan
 	}
 	// Not the cluster's: the namespace must be one that can be looked in.
 	if p := inputProblems(c)["namespace"]; p != "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "The namespace "+p+".")
 	}
 	if ns == "" {
 		return nil, nil, err
 	}
 	if p := namespaceSyntax(ns); p != "" {
-		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+		return nil, nil, echo.NewHTTPError(http.StatusBadRequest, p)
 	}
 	return s.planAndClass(c, id, ns)
 }
@@ -99,73 +106,46 @@ func (s *Server) postedPlan(c echo.Context, id, ns string) (*catalog.ServicePlan
 // catalog to record it; every problem, the form's and the catalog's, is
 // shown next to its field.
 func (s *Server) instanceCreate(c echo.Context) error {
-	posted, _ := c.FormParams()
-	problems := inputProblems(c)
-	if problems["plan"] != "" {
-		return echo.NewHTTPError(http.StatusBadRequest, "plan: "+problems["plan"])
+	p := s.posted(c)
+	if msg := p.Problems["plan"]; msg != "" {
+		return echo.NewHTTPError(http.StatusBadRequest, "The plan "+msg+".")
 	}
-	ns := strings.TrimSpace(posted.Get("namespace"))
-	plan, class, err := s.postedPlan(c, posted.Get("plan"), ns)
+	plan, class, err := s.postedPlan(c, p.Value("plan"), p.Value("namespace"))
 	if err != nil {
 		return err
 	}
-	f := instanceForm{Plan: plan, Class: class, Name: strings.TrimSpace(posted.Get("name")), Namespace: ns, Errors: map[string]string{}}
+	f := newInstanceForm(plan, class)
+	f.Name, f.Namespace = p.Value("name"), p.Value("namespace")
 	if sess, _ := sessionOf(c); !sess.AllNamespaces() && plan.Namespace == "" {
 		f.Namespaces = sess.Namespaces
 	}
-	for k, v := range problems {
-		f.Errors[k] = v
+	if msg := namespaceProblem(c, f.Namespace); msg != "" {
+		p.Add("namespace", msg)
 	}
-	if msg := namespaceProblem(c, f.Namespace); msg != "" && f.Errors["namespace"] == "" {
-		f.Errors["namespace"] = msg
-	}
-	if len(f.Errors) == 0 {
-		params, perrs, err := form.Parse(plan.Spec.InstanceCreateParameterSchema, paramsPrefix, posted)
-		if err != nil {
-			return err
-		}
-		for _, e := range perrs {
-			f.Errors[e.Field] = e.Message
-		}
-		if len(perrs) == 0 {
-			in := &catalog.Instance{}
-			in.Name, in.Namespace = f.Name, f.Namespace
-			if err := s.namePlan(c, &in.Spec, class, plan); err != nil {
-				return err
-			}
-			if len(params) > 0 {
-				in.Spec.Parameters, _ = json.Marshal(params)
-			}
-			created, err := s.store.CreateInstance(c.Request().Context(), in)
-			switch v, ok := catalog.AsValidation(err); {
-			case ok:
-				for _, fe := range v.Errors {
-					f.Errors[fe.Field] = catalog.FieldMessage(fe)
-				}
-			case err != nil:
-				return err
-			default:
-				return redirect(c, "/instances/"+created.ID, "Instance "+created.Name+" created: the engine provisions it now.")
-			}
-		}
-	}
-	fields, err := form.Refill(plan.Spec.InstanceCreateParameterSchema, paramsPrefix, posted, f.Errors)
+	params, err := p.Parameters(plan.Spec.InstanceCreateParameterSchema, paramsPrefix)
 	if err != nil {
 		return err
 	}
-	f.Fields = fields
-	f.Other = otherErrors(f.Errors, append(form.Names(fields), "name", "namespace"))
-	if problems != nil {
-		// Text that cannot be stored is not shown back.
-		if problems["name"] != "" {
-			f.Name = ""
+	if p.OK() {
+		in := &catalog.Instance{}
+		in.Name, in.Namespace, in.Spec.Parameters = f.Name, f.Namespace, params
+		if err := s.namePlan(c, &in.Spec, class, plan); err != nil {
+			return err
 		}
-		if problems["namespace"] != "" {
-			f.Namespace = ""
+		created, err := s.store.CreateInstance(c.Request().Context(), in)
+		if !p.Absorb(err, nil) {
+			if err != nil {
+				return err
+			}
+			return redirectFlash(c, "/instances/"+created.ID, flash{Kind: "until-ready",
+				Text: "Instance " + created.Name + " created: the engine provisions it now."})
 		}
-		blankProblems(f.Fields, problems)
 	}
-	return s.page(c, http.StatusBadRequest, "instance_new", "New "+class.Spec.ExternalName+" instance", "instances", f)
+	if f.Fields, err = p.Fields(plan.Spec.InstanceCreateParameterSchema, paramsPrefix); err != nil {
+		return err
+	}
+	f.Errors, f.Other = p.Problems, p.Other(append(form.Names(f.Fields), "name", "namespace")...)
+	return s.page(c, http.StatusBadRequest, "instance_new", "New "+classTitle(class)+" instance", "instances", f)
 }
 
 // namePlan names class and plan in a new instance's spec. A namespace's

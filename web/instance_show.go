@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,7 +34,7 @@ type instanceView struct {
 const bindPrefix = "binding.parameters"
 
 func (s *Server) instanceShow(c echo.Context) error {
-	v, err := s.instanceView(c, c.Param("id"), nil, nil)
+	v, err := s.instanceView(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -42,15 +42,15 @@ func (s *Server) instanceShow(c echo.Context) error {
 }
 
 // instanceView reads an instance the session may see with its plan, class
-// and bindings, and builds its update form from posted (the instance's
-// parameters when nil) and errs.
-func (s *Server) instanceView(c echo.Context, id string, posted url.Values, errs map[string]string) (*instanceView, error) {
+// and bindings, and builds its update form from its parameters and its
+// bind form.
+func (s *Server) instanceView(c echo.Context, id string) (*instanceView, error) {
 	ctx := c.Request().Context()
 	in, err := s.instance(c, id)
 	if err != nil {
 		return nil, err
 	}
-	v := &instanceView{Instance: in, Errors: errs}
+	v := &instanceView{Instance: in}
 	classRef, planRef, refNS := in.Refs()
 	if planRef != nil {
 		if v.Plan, err = s.store.GetPlanIn(ctx, refNS, planRef.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
@@ -71,22 +71,23 @@ func (s *Server) instanceView(c echo.Context, id string, posted url.Values, errs
 			updatable = *v.Plan.Spec.PlanUpdatable
 		}
 		if updatable {
-			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name}, catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS})
+			// The first of a class's plans, and the instance's own: a
+			// class of thousands makes no page of thousands.
+			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name},
+				catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS, Limit: servicePlanLimit})
 			if err != nil {
 				return nil, err
 			}
 			v.Plans = l.Items
-		}
-		if posted != nil {
-			v.Fields, err = form.Refill(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted, errs)
-		} else {
-			values := map[string]any{}
-			if len(in.Spec.Parameters) > 0 {
-				_ = json.Unmarshal(in.Spec.Parameters, &values)
+			if !slices.ContainsFunc(v.Plans, func(p *catalog.ServicePlan) bool { return p.ID == v.Plan.ID }) {
+				v.Plans = append(v.Plans, v.Plan)
 			}
-			v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, errs)
 		}
-		if err != nil {
+		values := map[string]any{}
+		if len(in.Spec.Parameters) > 0 {
+			_ = json.Unmarshal(in.Spec.Parameters, &values)
+		}
+		if v.Fields, err = form.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, values, nil); err != nil {
 			return nil, err
 		}
 		if v.BindFields, err = form.Fields(v.Plan.Spec.ServiceBindingCreateParameterSchema, bindPrefix, nil, nil); err != nil {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,36 +15,25 @@ import (
 // generated from the plan's update schema.
 func (s *Server) instanceUpdate(c echo.Context) error {
 	ctx := c.Request().Context()
-	cur, err := s.instanceView(c, c.Param("id"), nil, nil)
+	cur, err := s.instanceView(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
 	if cur.Plan == nil {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "The instance's plan is gone: it cannot be updated.")
 	}
-	posted, _ := c.FormParams()
-	errs := map[string]string{}
-	problems := inputProblems(c)
-	for k, v := range problems {
-		errs[k] = v
-	}
-	var params map[string]any
-	if len(errs) == 0 {
-		var perrs []form.Error
-		if params, perrs, err = form.Parse(cur.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix, posted); err != nil {
-			return err
-		}
-		for _, e := range perrs {
-			errs[e.Field] = e.Message
-		}
+	p := s.posted(c)
+	params, err := p.Parameters(cur.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix)
+	if err != nil {
+		return err
 	}
 	var newPlan *catalog.ServicePlan
-	if id := posted.Get("plan"); len(errs) == 0 && id != "" && id != cur.Plan.ID {
+	if id := p.Value("plan"); p.OK() && id != "" && id != cur.Plan.ID {
 		if newPlan, err = s.store.GetPlanIn(ctx, cur.Plan.Namespace, id); err != nil {
-			errs["plan"] = "no such plan"
+			p.Add("plan", "no such plan")
 		}
 	}
-	if len(errs) == 0 {
+	if p.OK() {
 		// The parameters were parsed with the plan read above: the update
 		// holds if the spec is still the one read (its generation), whatever
 		// the engine wrote to the status meanwhile.
@@ -53,49 +41,50 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 			if in.Generation != cur.Instance.Generation {
 				return &catalog.ConflictError{Message: fmt.Sprintf("Instance %s/%s was changed meanwhile: look at it again.", in.Namespace, in.Name), Stale: true}
 			}
-			in.Spec.Parameters = nil
-			if len(params) > 0 {
-				in.Spec.Parameters, _ = json.Marshal(params)
-			}
+			in.Spec.Parameters = params
 			if newPlan != nil {
-				// The plan is named the way the instance names it.
-				switch {
-				case in.Spec.ClusterServicePlanExternalName != "":
-					in.Spec.ClusterServicePlanExternalName = newPlan.Spec.ExternalName
-				case in.Spec.ClusterServicePlanExternalID != "":
-					in.Spec.ClusterServicePlanExternalID = newPlan.Spec.ExternalID
-				case in.Spec.ClusterServicePlanName != "":
-					in.Spec.ClusterServicePlanName = newPlan.Name
-				case in.Spec.ServicePlanExternalName != "":
-					in.Spec.ServicePlanExternalName = newPlan.Spec.ExternalName
-				case in.Spec.ServicePlanExternalID != "":
-					in.Spec.ServicePlanExternalID = newPlan.Spec.ExternalID
-				default:
-					in.Spec.ServicePlanName = newPlan.Name
-				}
+				setPlan(&in.Spec, newPlan)
 			}
 			return nil
 		})
-		v, ok := catalog.AsValidation(err)
-		switch {
-		case ok:
-			for _, fe := range v.Errors {
-				if fe.Field == "spec" || strings.HasPrefix(fe.Field, "spec.clusterServicePlan") || strings.HasPrefix(fe.Field, "spec.servicePlan") {
-					fe.Field = "plan"
-				}
-				errs[fe.Field] = catalog.FieldMessage(fe)
+		if !p.Absorb(err, updateField) {
+			if err != nil {
+				return err
 			}
-		case err != nil:
-			return err
-		default:
 			return redirect(c, "/instances/"+cur.Instance.ID, "Update recorded: the engine sends it to the broker now.")
 		}
 	}
-	v, err := s.instanceView(c, c.Param("id"), posted, errs)
-	if err != nil {
+	v := cur
+	if v.Fields, err = p.Fields(v.Plan.Spec.InstanceUpdateParameterSchema, paramsPrefix); err != nil {
 		return err
 	}
-	blankProblems(v.Fields, problems)
-	v.Other = otherErrors(errs, append(form.Names(v.Fields), "plan"))
+	v.Errors, v.Other = p.Problems, p.Other(append(form.Names(v.Fields), "plan")...)
 	return s.page(c, http.StatusBadRequest, "instance", v.Instance.Name, "instances", v)
+}
+
+// setPlan names plan in spec the way spec names its plan.
+func setPlan(spec *catalog.InstanceSpec, plan *catalog.ServicePlan) {
+	switch {
+	case spec.ClusterServicePlanExternalName != "":
+		spec.ClusterServicePlanExternalName = plan.Spec.ExternalName
+	case spec.ClusterServicePlanExternalID != "":
+		spec.ClusterServicePlanExternalID = plan.Spec.ExternalID
+	case spec.ClusterServicePlanName != "":
+		spec.ClusterServicePlanName = plan.Name
+	case spec.ServicePlanExternalName != "":
+		spec.ServicePlanExternalName = plan.Spec.ExternalName
+	case spec.ServicePlanExternalID != "":
+		spec.ServicePlanExternalID = plan.Spec.ExternalID
+	default:
+		spec.ServicePlanName = plan.Name
+	}
+}
+
+// updateField maps a field of the catalog's errors to the update form's
+// input: whatever names the plan is the plan's choice.
+func updateField(f string) string {
+	if f == "spec" || strings.HasPrefix(f, "spec.clusterServicePlan") || strings.HasPrefix(f, "spec.servicePlan") {
+		return "plan"
+	}
+	return f
 }

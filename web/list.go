@@ -32,13 +32,13 @@ func readListQuery(c echo.Context) (listQuery, error) {
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxPageSize {
-			return q, echo.NewHTTPError(http.StatusBadRequest, "limit: must be a whole number from 1 to "+strconv.Itoa(maxPageSize)+".")
+			return q, echo.NewHTTPError(http.StatusBadRequest, "The page size (limit) must be a whole number from 1 to "+strconv.Itoa(maxPageSize)+".")
 		}
 		q.Limit = n
 	}
 	if q.Namespace != "" && !allowsNamespace(c, q.Namespace) {
 		sess, _ := sessionOf(c)
-		return q, echo.NewHTTPError(http.StatusForbidden, "namespace: your token is limited to the namespace(s) "+strings.Join(sess.Namespaces, ", ")+".")
+		return q, echo.NewHTTPError(http.StatusForbidden, "Your token is limited to the namespace(s) "+strings.Join(sess.Namespaces, ", ")+": choose one of them.")
 	}
 	return q, nil
 }

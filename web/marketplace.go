@@ -2,27 +2,51 @@ package web
 
 import (
 	"bytes"
-	"fmt"
 	"html/template"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
 
+// marketPageSize is how many services a marketplace page shows: a
+// catalogue of any size costs one page to read and to send.
+const marketPageSize = 100
+
 type marketFilter struct {
 	Q, Tag, Broker, Price string
+	// Page counts from 1.
+	Page int
 }
 
-type marketClass struct {
+// query is the filter's query string, at page (none: the first).
+func (f marketFilter) query(page int) string {
+	v := make([]string, 0, 5)
+	for _, kv := range [][2]string{{"q", f.Q}, {"tag", f.Tag}, {"broker", f.Broker}, {"price", f.Price}} {
+		if kv[1] != "" {
+			v = append(v, kv[0]+"="+urlQueryEscape(kv[1]))
+		}
+	}
+	if page > 1 {
+		v = append(v, "page="+strconv.Itoa(page))
+	}
+	if len(v) == 0 {
+		return "/"
+	}
+	return "/?" + strings.Join(v, "&")
+}
+
+// marketCard is a service as the marketplace shows it.
+type marketCard struct {
 	Class *catalog.ServiceClass
-	Plans []*catalog.ServicePlan
+	Meta  catalog.ServiceMetadata
+	// Name is the broker's display name for the service, or its name.
+	Name             string
+	Plans, FreePlans int
+	Href, Icon       string
 }
 
 // marketBroker is a choice of the broker filter: the cluster's brokers by
@@ -35,74 +59,32 @@ type marketView struct {
 	Filter  marketFilter
 	Tags    []string
 	Brokers []marketBroker
-	Classes []marketClass
-	Plans   int
+	Cards   []marketCard
+	// Total services match the filter; the page shows From to To.
+	Total, From, To int
+	Prev, Next      string
 	// Empty says the catalogue has nothing at all (no broker offers
 	// anything), rather than nothing that matches.
 	Empty bool
-	// Table is the rendered table of classes and plans, the same for
-	// every role; in the page it is tableMark until the page is sent.
-	Table template.HTML
-	// table is Table compressed once, for every page that shows it.
-	table *deflated
+	// Grid is the rendered grid of cards, the same for every role; in the
+	// page it is gridMark until the page is sent.
+	Grid template.HTML
+	// grid is Grid compressed once, for every page that shows it.
+	grid *deflated
 }
 
-// tableMark stands for the table while the rest of the page is rendered:
-// a NUL is in no rendered page otherwise (no stored text has one, and
+// gridMark stands for the grid while the rest of the page is rendered: a
+// NUL is in no rendered page otherwise (no stored text has one, and
 // html/template replaces the character).
-const tableMark = "\x00market-table\x00"
+const gridMark = "\x00market-grid\x00"
 
-// marketKey is what a marketplace view depends on: the filter, and the
-// namespaces whose own classes it shows (those of the session; "" for a
-// session of all namespaces).
-type marketKey struct {
-	marketFilter
-	scope string
-}
+// noGrid is the grid of a page that has none.
+var noGrid = newDeflated(nil)
 
-// marketCache keeps the marketplace's views, rendered and compressed, at
-// the change feed's position of the newest change of the catalogue
-// (Feed.LastOf the cluster's and the namespaces' brokers, classes and
-// plans): reading and rendering a thousand plans costs far more than
-// asking for the position, and the catalogue rarely changes. Loads that
-// miss together read the catalog once.
-type marketCache struct {
-	mu    sync.Mutex
-	rev   int64
-	views map[marketKey]*marketView
-	fill  singleflight.Group
-}
-
-func (m *marketCache) get(rev int64, k marketKey) *marketView {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.rev != rev {
-		return nil
-	}
-	return m.views[k]
-}
-
-func (m *marketCache) put(rev int64, k marketKey, v *marketView) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.views == nil || m.rev != rev || len(m.views) > 64 {
-		m.rev, m.views = rev, map[marketKey]*marketView{}
-	}
-	m.views[k] = v
-}
-
-// catalogueKinds are the kinds whose changes change the marketplace.
-var catalogueKinds = []string{
-	catalog.KindBroker, catalog.KindServiceClass, catalog.KindServicePlan,
-	catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan,
-}
-
-// noTable is the table of a page that has none.
-var noTable = newDeflated(nil)
-
-// marketplace lists the service classes and their plans, filtered by
-// text, tag, broker and price: the cluster's, and the own classes of the
-// session's namespaces (of every namespace, for a session of all).
+// marketplace shows the services offered as cards, a page at a time,
+// filtered by text, tag, broker and price: the cluster's, and the own
+// services of the session's namespaces (of every namespace, for a session
+// of all). Views are cached by the catalogue's revision (marketCache).
 func (s *Server) marketplace(c echo.Context) error {
 	// The catalogue is brokers, classes and plans: instances and bindings
 	// changing (which they do all the time) leave the page as it is.
@@ -110,134 +92,102 @@ func (s *Server) marketplace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := marketFilter{Q: strings.TrimSpace(c.QueryParam("q")), Tag: c.QueryParam("tag"), Broker: c.QueryParam("broker"), Price: c.QueryParam("price")}
+	f := marketFilter{Q: strings.TrimSpace(c.QueryParam("q")), Tag: c.QueryParam("tag"), Broker: c.QueryParam("broker"), Price: c.QueryParam("price"), Page: 1}
 	if f.Price != "free" && f.Price != "paid" {
 		f.Price = ""
 	}
+	if p, err := strconv.Atoi(c.QueryParam("page")); err == nil && p > 1 && p <= 1_000_000 {
+		f.Page = p
+	}
 	sess, _ := sessionOf(c)
-	k := marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}
-	v := s.market.get(rev, k)
-	if v == nil {
-		got, err, _ := s.market.fill.Do(fmt.Sprint(rev, k), func() (any, error) {
-			if v := s.market.get(rev, k); v != nil {
-				return v, nil
-			}
-			v, err := s.marketView(c, f)
-			if err != nil {
-				return nil, err
-			}
-			s.market.put(rev, k, v)
-			return v, nil
-		})
-		if err != nil {
-			return err
-		}
-		v = got.(*marketView)
+	v, err := s.market.view(rev, marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}, func() (*marketView, error) {
+		return s.marketView(c, f)
+	})
+	if err != nil {
+		return err
 	}
 	return s.sendMarketplace(c, v)
 }
 
-// marketView reads the catalogue the session sees and renders its table
-// for a filter: the cluster's classes first, then the namespaces' own, by
-// namespace.
+// marketView reads a page of the catalogue the session sees and renders
+// its grid.
 func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error) {
 	ctx := c.Request().Context()
-	// The broker filter names a cluster broker by its name, a namespace's
-	// own by namespace/name (a name has no '/'): only that scope is read.
-	clusterBroker, ownNS, ownBroker := f.Broker, "", ""
-	if ns, name, found := strings.Cut(f.Broker, "/"); found {
-		clusterBroker, ownNS, ownBroker = "", ns, name
-	}
-	pf := catalog.PlanFilter{}
+	sess, _ := sessionOf(c)
+	of := catalog.OfferingFilter{Query: f.Q, Tag: f.Tag, Broker: f.Broker, Namespaces: sess.Namespaces}
 	if f.Price != "" {
 		free := f.Price == "free"
-		pf.Free = &free
+		of.Free = &free
 	}
-	var classes []*catalog.ServiceClass
-	var plans []*catalog.ServicePlan
-	if ownBroker == "" {
-		cl, err := s.store.ListClasses(ctx, catalog.ClassFilter{Broker: clusterBroker}, catalog.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		pf.Broker = clusterBroker
-		pl, err := s.store.ListPlans(ctx, pf, catalog.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		classes, plans = cl.Items, pl.Items
+	offerings, total, err := s.store.Offerings(ctx, of, (f.Page-1)*marketPageSize, marketPageSize)
+	if err != nil {
+		return nil, err
 	}
-	if clusterBroker == "" {
-		opts := scoped(c, catalog.ListOptions{Namespaced: true, Namespace: ownNS})
-		cl, err := s.store.ListClasses(ctx, catalog.ClassFilter{Broker: ownBroker}, opts)
-		if err != nil {
-			return nil, err
-		}
-		pf.Broker = ownBroker
-		pl, err := s.store.ListPlans(ctx, pf, opts)
-		if err != nil {
-			return nil, err
-		}
-		// Each namespace's together, in its brokers' catalogue order.
-		slices.SortStableFunc(cl.Items, func(a, b *catalog.ServiceClass) int { return strings.Compare(a.Namespace, b.Namespace) })
-		classes, plans = append(classes, cl.Items...), append(plans, pl.Items...)
+	v := &marketView{Filter: f, Total: total, Empty: total == 0 && f == marketFilter{Page: 1}}
+	if v.Tags, err = s.store.OfferedTags(ctx, sess.Namespaces, 200); err != nil {
+		return nil, err
 	}
+	if v.Brokers, err = s.brokerChoices(c); err != nil {
+		return nil, err
+	}
+	for _, o := range offerings {
+		v.Cards = append(v.Cards, newMarketCard(o))
+	}
+	if len(v.Cards) > 0 {
+		v.From = (f.Page-1)*marketPageSize + 1
+		v.To = v.From + len(v.Cards) - 1
+	}
+	if f.Page > 1 {
+		v.Prev = f.query(f.Page - 1)
+	}
+	if v.To < total {
+		v.Next = f.query(f.Page + 1)
+	}
+	grid, err := s.renderString(c, "marketplace", "market-grid", v)
+	if err != nil {
+		return nil, err
+	}
+	v.Grid, v.grid = gridMark, newDeflated([]byte(grid))
+	return v, nil
+}
+
+func newMarketCard(o catalog.Offering) marketCard {
+	meta := o.Class.Spec.Metadata()
+	card := marketCard{Class: o.Class, Meta: meta, Name: displayName(meta.DisplayName, o.Class.Spec.ExternalName),
+		Plans: o.Plans, FreePlans: o.FreePlans, Href: "/services/" + o.Class.ID + scopedQuery(o.Class.Namespace)}
+	card.Icon = "/services/" + o.Class.ID + "/icon" + scopedQuery(o.Class.Namespace)
+	return card
+}
+
+// displayName is a broker's display name for a thing, unless it is empty
+// or of nothing but spaces, then its name.
+func displayName(display, name string) string {
+	if strings.TrimSpace(display) == "" {
+		return name
+	}
+	return display
+}
+
+// brokerChoices are the broker filter's choices: the brokers the session
+// sees.
+func (s *Server) brokerChoices(c echo.Context) ([]marketBroker, error) {
 	brokers, err := s.brokers(c)
 	if err != nil {
 		return nil, err
 	}
-	v := &marketView{Filter: f, Empty: len(classes) == 0 && f.Broker == ""}
+	out := make([]marketBroker, 0, len(brokers))
 	for _, b := range brokers {
 		if b.Namespace == "" {
-			v.Brokers = append(v.Brokers, marketBroker{Value: b.Name, Label: b.Name})
+			out = append(out, marketBroker{Value: b.Name, Label: b.Name})
 		} else {
-			v.Brokers = append(v.Brokers, marketBroker{Value: b.Namespace + "/" + b.Name, Label: b.Name + " (namespace " + b.Namespace + ")"})
+			out = append(out, marketBroker{Value: b.Namespace + "/" + b.Name, Label: b.Name + " (namespace " + b.Namespace + ")"})
 		}
 	}
-	// A class's plans, by the class's namespace and name: one broker
-	// registered in two scopes has classes of the same name in each.
-	byClass := map[[2]string][]*catalog.ServicePlan{}
-	for _, p := range plans {
-		k := [2]string{p.Namespace, p.Spec.ClassName()}
-		byClass[k] = append(byClass[k], p)
-	}
-	q := strings.ToLower(f.Q)
-	for _, cl := range classes {
-		for _, t := range cl.Spec.Tags {
-			if !slices.Contains(v.Tags, t) {
-				v.Tags = append(v.Tags, t)
-			}
-		}
-		if f.Tag != "" && !slices.Contains(cl.Spec.Tags, f.Tag) {
-			continue
-		}
-		ps := byClass[[2]string{cl.Namespace, cl.Name}]
-		if q != "" && !matches(q, cl.Spec.ExternalName, cl.Spec.Description) {
-			var kept []*catalog.ServicePlan
-			for _, p := range ps {
-				if matches(q, p.Spec.ExternalName, p.Spec.Description) {
-					kept = append(kept, p)
-				}
-			}
-			ps = kept
-		}
-		if len(ps) == 0 {
-			continue
-		}
-		v.Classes = append(v.Classes, marketClass{Class: cl, Plans: ps})
-		v.Plans += len(ps)
-	}
-	slices.Sort(v.Tags)
-	table, err := s.renderString(c, "marketplace", "market-table", v)
-	if err != nil {
-		return nil, err
-	}
-	v.Table, v.table = tableMark, newDeflated([]byte(table))
-	return v, nil
+	return out, nil
 }
 
-// sendMarketplace renders the page around the cached table and sends it;
-// compressed, only the page around the table is compressed now.
+// sendMarketplace renders the page around the cached grid and sends it;
+// compressed, only the page around the grid is compressed now.
 func (s *Server) sendMarketplace(c echo.Context, v *marketView) error {
 	d := s.data(c, "Marketplace", "marketplace", v)
 	d.Status, d.Flash = http.StatusOK, takeFlash(c)
@@ -245,31 +195,30 @@ func (s *Server) sendMarketplace(c echo.Context, v *marketView) error {
 	if err := s.pages.render(&buf, "marketplace", d); err != nil {
 		return err
 	}
-	before, after, found := bytes.Cut(buf.Bytes(), []byte(tableMark))
-	table := v.table
+	before, after, found := bytes.Cut(buf.Bytes(), []byte(gridMark))
+	grid := v.grid
 	if !found {
-		// An empty catalogue, or nothing matches: the page has no table.
-		before, after, table = buf.Bytes(), nil, noTable
+		// An empty catalogue, or nothing matches: the page has no grid.
+		before, after, grid = buf.Bytes(), nil, noGrid
 	}
 	h := c.Response().Header()
 	h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	var body []byte
 	if strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip") {
-		body = gzipPage(before, table, after)
+		body = gzipPage(before, grid, after)
 		h.Set(echo.HeaderContentEncoding, "gzip")
 	} else {
-		body = make([]byte, 0, len(before)+len(table.plain)+len(after))
-		body = append(append(append(body, before...), table.plain...), after...)
+		body = make([]byte, 0, len(before)+len(grid.plain)+len(after))
+		body = append(append(append(body, before...), grid.plain...), after...)
 	}
 	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, body)
 }
 
-func matches(q string, fields ...string) bool {
-	for _, f := range fields {
-		if strings.Contains(strings.ToLower(f), q) {
-			return true
-		}
-	}
-	return false
+// marketKey is what a marketplace view depends on: the filter and page,
+// and the namespaces whose own services it shows (those of the session;
+// "" for a session of all namespaces).
+type marketKey struct {
+	marketFilter
+	scope string
 }

@@ -130,8 +130,8 @@ func TestNamespacedBrokers(t *testing.T) {
 	// them.
 	qA, qB := "?namespace=team-a", "?namespace=team-b"
 	page := expect(t, "team-a's brokers page", n.teamAdmin.get("/brokers"), http.StatusOK,
-		"<th scope=\"row\">bindery</th>\n<td><span class=\"muted\">all (cluster)</span></td>",
-		"<th scope=\"row\">team-broker</th>\n<td>team-a</td>\n<td class=\"url\">"+fakeA.URL()+"</td>",
+		"<th scope=\"row\">bindery</th>\n<td data-label=\"Namespace\"><span class=\"muted\">all (cluster)</span></td>",
+		"<th scope=\"row\">team-broker</th>\n<td data-label=\"Namespace\">team-a</td>\n<td data-label=\"URL\" class=\"url\">"+fakeA.URL()+"</td>",
 		`action="/brokers/`+brokerA.ID+`/relist`+qA+`"`, `href="/brokers/`+brokerA.ID+`/delete`+qA+`"`,
 		`href="/brokers/`+brokerA.ID+`/events`+qA+`"`, `href="/brokers/`+bindery.ID+`/events"`)
 	if strings.Contains(page, fakeB.URL()) || strings.Contains(page, brokerB.ID) || strings.Contains(page, "/brokers/"+bindery.ID+"/relist") {
@@ -162,7 +162,7 @@ func TestNamespacedBrokers(t *testing.T) {
 	expect(t, "team-a's admin relists the cluster's", n.teamAdmin.post("/brokers/"+bindery.ID+"/relist", url.Values{}), http.StatusForbidden, "all namespaces")
 	expect(t, "history", n.teamViewer.get("/brokers/"+brokerA.ID+"/events"+qA), http.StatusOK, "team-a/team-broker")
 
-	// The marketplace: the cluster's classes and the session's
+	// The marketplace: the cluster's services and the session's
 	// namespaces' own, marked with their namespace.
 	plans, err := n.store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{Namespaced: true, Namespace: "team-a"})
 	if err != nil || len(plans.Items) != 2 {
@@ -172,49 +172,65 @@ func TestNamespacedBrokers(t *testing.T) {
 	if small.Spec.ExternalName != "alpha-small" {
 		t.Fatalf("team-a's first plan: %s", small.Spec.ExternalName)
 	}
+	classA, errA := n.store.GetClassIn(ctx, "team-a", "mysql-id")
+	classB, errB := n.store.GetClassIn(ctx, "team-b", "mysql-id")
+	if errA != nil || errB != nil {
+		t.Fatalf("the teams' classes: %v %v", errA, errB)
+	}
+	cardA := `href="/services/` + classA.ID + `?namespace=team-a">mysql</a>`
+	cardB := `href="/services/` + classB.ID + `?namespace=team-b">mysql</a>`
+	const postgres = `">PostgreSQL</a>`
 	market := func(c *client, path string) string {
 		t.Helper()
 		return expect(t, "GET "+path, c.get(path), http.StatusOK)
 	}
 	for range 2 { // the second time from the cache, per set of namespaces
 		page = market(n.teamViewer, "/")
-		for _, want := range []string{"postgresql", "mysql", `<span class="scope">namespace team-a only</span>`, `href="/plans/` + small.ID + `?namespace=team-a"`,
+		for _, want := range []string{postgres, cardA, `<span class="scope">namespace team-a only</span>`, "2 plans, free",
 			`<option value="team-a/team-broker">team-broker (namespace team-a)</option>`} {
 			if !strings.Contains(page, want) {
 				t.Errorf("team-a's marketplace does not show %q", want)
 			}
 		}
-		if strings.Contains(page, "beta-tiny") || strings.Contains(page, "namespace team-b") {
+		if strings.Contains(page, classB.ID) || strings.Contains(page, "namespace team-b") {
 			t.Error("team-a's marketplace shows team-b's")
 		}
 		page = market(n.otherViewer, "/")
-		if !strings.Contains(page, "beta-tiny") || strings.Contains(page, "alpha-") || !strings.Contains(page, "postgresql") {
+		if !strings.Contains(page, cardB) || strings.Contains(page, classA.ID) || !strings.Contains(page, postgres) {
 			t.Error("team-b's marketplace: not its own and the cluster's only")
 		}
 		page = market(n.all, "/")
-		if !strings.Contains(page, "beta-tiny") || !strings.Contains(page, "alpha-big") || !strings.Contains(page, "postgresql") {
+		if !strings.Contains(page, cardA) || !strings.Contains(page, cardB) || !strings.Contains(page, postgres) {
 			t.Error("the marketplace of all namespaces lacks some")
 		}
 	}
-	if page = market(n.teamViewer, "/?broker=team-a/team-broker"); strings.Count(page, `href="/plans/`) != 2 || strings.Contains(page, "postgresql") {
+	if page = market(n.teamViewer, "/?broker=team-a/team-broker"); strings.Count(page, `href="/services/`) != 1 || strings.Contains(page, postgres) {
 		t.Error("team-a's marketplace, filtered by its broker")
 	}
-	if page = market(n.teamViewer, "/?broker=team-broker"); strings.Contains(page, `href="/plans/`) {
+	if page = market(n.teamViewer, "/?broker=team-broker"); strings.Contains(page, `href="/services/`) {
 		t.Error("a cluster broker's name matched a namespace's broker")
 	}
-	if page = market(n.teamViewer, "/?broker=team-b/team-broker"); strings.Contains(page, "beta-tiny") || !strings.Contains(page, "Nothing matches") {
+	if page = market(n.teamViewer, "/?broker=team-b/team-broker"); strings.Contains(page, classB.ID) || !strings.Contains(page, "Nothing matches") {
 		t.Error("team-a's marketplace, filtered by team-b's broker")
 	}
-	if page = market(n.all, "/?tag=team&price=free"); strings.Count(page, `href="/plans/`) != 3 {
-		t.Errorf("the team tag: %d plans, want 3", strings.Count(page, `href="/plans/`))
+	if page = market(n.all, "/?tag=team&price=free"); strings.Count(page, `href="/services/`) != 2 {
+		t.Errorf("the team tag: %d services, want 2", strings.Count(page, `href="/services/`))
 	}
+	// The service's page compares its plans, in its namespace only.
+	servicePath := "/services/" + classA.ID + qA
+	expect(t, "team-a's service", n.teamDev.get(servicePath), http.StatusOK, "namespace team-a only", "alpha-big",
+		`href="/instances/new?plan=`+small.ID+`&amp;namespace=team-a"`, `href="/plans/`+small.ID+`?namespace=team-a"`)
+	expect(t, "team-a's service without its namespace", n.teamViewer.get("/services/"+classA.ID), http.StatusNotFound)
+	expect(t, "team-a's service from team-b", n.otherViewer.get(servicePath), http.StatusNotFound)
+	expect(t, "team-a's service's icon from team-b", n.otherViewer.get("/services/"+classA.ID+"/icon"+qA), http.StatusNotFound)
+	expect(t, "team-a's service's icon", n.teamViewer.get("/services/"+classA.ID+"/icon"+qA), http.StatusOK, "<svg", ">M</text>")
 
 	// A relist of the team's broker (by its admin) shows at the next load.
 	fakeA.SetCatalog(teamCatalog("alpha-small", "alpha-big", "alpha-huge"))
 	if res := n.teamAdmin.post("/brokers/"+brokerA.ID+"/relist"+qA, url.Values{}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("team-a's admin relists: %d %s", res.StatusCode, body(t, res))
 	}
-	if page = market(n.teamViewer, "/"); !strings.Contains(page, "alpha-huge") {
+	if page = market(n.teamViewer, "/"); !strings.Contains(page, "3 plans, free") {
 		t.Error("the relist does not show in the marketplace")
 	}
 	if res := n.all.post("/brokers/team-broker/relist"+qA, url.Values{}); res.StatusCode != http.StatusSeeOther {
@@ -274,7 +290,8 @@ func TestNamespacedBrokers(t *testing.T) {
 	}
 	expect(t, "the instance's page", n.teamViewer.get("/instances/"+in.ID), http.StatusOK,
 		`href="/plans/`+small.ID+`?namespace=team-a">alpha-small</a>`, "Ready")
-	expect(t, "the instances list", n.teamViewer.get("/instances"), http.StatusOK, small.Spec.ClassName()+" / alpha-small")
+	expect(t, "the instances list", n.teamViewer.get("/instances"), http.StatusOK,
+		`<a href="/services/`+classA.ID+`?namespace=team-a">mysql</a> <span class="muted">/</span> alpha-small`)
 
 	// Deregistering: the namespace's admin, not while its plans have
 	// instances; a broker without takes its classes and plans along.
@@ -285,7 +302,7 @@ func TestNamespacedBrokers(t *testing.T) {
 	if _, err := n.store.GetBrokerIn(ctx, "team-b", "team-broker"); err == nil {
 		t.Error("team-b's broker is still there")
 	}
-	if page = market(n.otherViewer, "/"); strings.Contains(page, "beta-tiny") || strings.Contains(page, "mysql") {
+	if page = market(n.otherViewer, "/"); strings.Contains(page, classB.ID) || strings.Contains(page, "mysql") {
 		t.Error("team-b's marketplace still offers its deregistered broker's plans")
 	}
 	if _, err := n.store.GetBrokerIn(ctx, "team-a", "team-broker"); err != nil {

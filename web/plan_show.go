@@ -15,9 +15,13 @@ type schemaView struct {
 }
 
 type planView struct {
-	Plan    *catalog.ServicePlan
-	Class   *catalog.ServiceClass
-	Schemas []schemaView
+	Plan  *catalog.ServicePlan
+	Class *catalog.ServiceClass
+	// ServiceName is the class's display name; Row the plan's, price and
+	// bindability as the service page compares them.
+	ServiceName string
+	Row         planRow
+	Schemas     []schemaView
 }
 
 // planShow shows a plan and the parameters each of its schemas takes: one
@@ -31,7 +35,8 @@ func (s *Server) planShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := planView{Plan: plan, Class: class}
+	v := planView{Plan: plan, Class: class, ServiceName: displayName(class.Spec.Metadata().DisplayName, class.Spec.ExternalName),
+		Row: newPlanRow(class, plan)}
 	for _, sc := range []struct {
 		title string
 		raw   []byte
@@ -49,5 +54,5 @@ func (s *Server) planShow(c echo.Context) error {
 		}
 		v.Schemas = append(v.Schemas, schemaView{Title: sc.title, Fields: fields})
 	}
-	return s.page(c, http.StatusOK, "plan", class.Spec.ExternalName+" / "+plan.Spec.ExternalName, "marketplace", v)
+	return s.page(c, http.StatusOK, "plan", v.ServiceName+" / "+v.Row.Name, "marketplace", v)
 }

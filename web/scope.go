@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 )
 
 // sessionKey is where authenticate leaves the request's session.
@@ -80,7 +81,7 @@ func namespaceProblem(c echo.Context, ns string) string {
 		return ""
 	}
 	sess, _ := sessionOf(c)
-	return fmt.Sprintf("your token is limited to the namespace(s) %s", strings.Join(sess.Namespaces, ", "))
+	return fmt.Sprintf("Your token is limited to the namespace(s) %s.", strings.Join(sess.Namespaces, ", "))
 }
 
 // catalogNamespace reads the ?namespace= of a broker's, class's or plan's
@@ -92,15 +93,18 @@ func catalogNamespace(c echo.Context) (string, error) {
 		return "", nil
 	}
 	if p := namespaceSyntax(ns); p != "" {
-		return "", echo.NewHTTPError(http.StatusBadRequest, "namespace: "+p+".")
+		return "", echo.NewHTTPError(http.StatusBadRequest, p)
 	}
 	return ns, nil
 }
 
-// namespaceSyntax says why ns cannot name a namespace (a DNS-1123 label),
-// or "".
+// namespaceSyntax says, in a sentence, why ns cannot name a namespace (a
+// DNS-1123 label), or "".
 func namespaceSyntax(ns string) string {
-	return strings.Join(validation.IsDNS1123Label(ns), "; ")
+	if len(validation.IsDNS1123Label(ns)) == 0 {
+		return ""
+	}
+	return message.BadName("namespace", ns, true)
 }
 
 // lookupScoped reads the broker, class or plan id of scope ns (the
@@ -155,4 +159,18 @@ func scopedQuery(ns string) string {
 		return ""
 	}
 	return "?namespace=" + url.QueryEscape(ns)
+}
+
+// instanceNamed sends the browser to the page of the instance a namespace
+// and name say, for pages that know a binding's instance by name only.
+func (s *Server) instanceNamed(c echo.Context) error {
+	ns := c.Param("namespace")
+	if !allowsNamespace(c, ns) {
+		return errOutside
+	}
+	in, err := s.store.GetInstanceByName(c.Request().Context(), ns, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/instances/"+in.ID)
 }

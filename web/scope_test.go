@@ -99,8 +99,17 @@ func TestNamespaceScope(t *testing.T) {
 		}
 	}
 
+	// A binding's instance is linked by its name, which leads to its page.
+	if page := body(t, dev.get("/bindings")); !strings.Contains(page, `href="/namespaces/team-a/instances/orders-db"`) {
+		t.Error("the bindings page does not link a binding's instance")
+	}
+	if res := dev.get("/namespaces/team-a/instances/orders-db"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/instances/"+mine.ID {
+		t.Errorf("an instance by name: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+
 	// Another namespace's objects are not found, whatever the action.
 	for _, p := range []string{
+		"/namespaces/team-b/instances/payroll-db", "/namespaces/team-a/instances/payroll-db",
 		"/instances/" + theirs.ID, "/instances/" + theirs.ID + "/events", "/instances/" + theirs.ID + "/delete",
 		"/live/instances/" + theirs.ID, "/bindings/" + theirBinding.ID, "/bindings/" + theirBinding.ID + "/events",
 		"/bindings/" + theirBinding.ID + "/delete", "/live/bindings/" + theirBinding.ID,

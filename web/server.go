@@ -88,6 +88,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/logout", s.h(s.logout))
 
 	g.GET("/", s.h(s.marketplace), viewer)
+	g.GET("/services/:id", s.h(s.serviceShow), viewer)
+	g.GET("/services/:id/icon", s.h(s.serviceIcon), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
 	// A broker is the cluster's or a namespace's own (?namespace= in its
@@ -107,7 +109,10 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/instances/:id", s.form(s.instanceUpdate), developer)
 	g.GET("/instances/:id/delete", s.h(s.instanceDeleteConfirm), developer)
 	g.POST("/instances/:id/delete", s.form(s.instanceDelete), developer)
+	g.GET("/instances/:id/abandon", s.h(s.instanceAbandonConfirm), developer)
+	g.POST("/instances/:id/abandon", s.form(s.instanceAbandon), developer)
 	g.GET("/instances/:id/events", s.h(s.history(kindInstance)), viewer)
+	g.GET("/namespaces/:namespace/instances/:name", s.h(s.instanceNamed), viewer)
 	g.POST("/instances/:id/bindings", s.form(s.bindingCreate), developer)
 
 	g.GET("/bindings", s.h(s.bindingList), viewer)
@@ -115,6 +120,8 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/bindings/:id/reveal", s.h(s.bindingReveal), developer)
 	g.GET("/bindings/:id/delete", s.h(s.bindingDeleteConfirm), developer)
 	g.POST("/bindings/:id/delete", s.form(s.bindingDelete), developer)
+	g.GET("/bindings/:id/abandon", s.h(s.bindingAbandonConfirm), developer)
+	g.POST("/bindings/:id/abandon", s.form(s.bindingAbandon), developer)
 	g.GET("/bindings/:id/events", s.h(s.history(kindBinding)), viewer)
 
 	g.GET("/live/instances", s.h(s.liveInstances), viewer)
@@ -241,6 +248,8 @@ func pageKind(route string) string {
 		return first
 	case "plans":
 		return "serviceplans"
+	case "services":
+		return "serviceclasses"
 	}
 	return ""
 }

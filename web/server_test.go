@@ -146,6 +146,11 @@ func TestLiveEndsWithSession(t *testing.T) {
 			ev.WriteString(line)
 		}
 	}()
+	// The browser is told to reconnect a second after losing the stream;
+	// then it gets the current state.
+	if first := <-events; first != "retry: 1000\n" {
+		t.Fatalf("the stream starts with %q", first)
+	}
 	if first := <-events; !strings.HasPrefix(first, "event: rows") {
 		t.Fatalf("first event %q", first)
 	}

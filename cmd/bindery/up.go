@@ -316,19 +316,27 @@ func (u *up) run(ctx context.Context) error {
 	case <-gctx.Done():
 		return g.Wait()
 	}
-	g.Go(func() error {
-		// The built-in broker is the catalog's first broker; a failure to
-		// reach it shows in its status and is retried by the relister.
-		auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: o.broker.Username, Password: o.broker.Password}}
-		err := catalog.EnsureBroker(gctx, store, builtinBroker, "http://"+brokerL.Addr().String(), auth)
-		if err != nil && gctx.Err() == nil {
-			log.Warn("register the built-in broker", "error", err)
-		}
-		return nil
-	})
+	// The built-in broker is the catalog's first broker, and its services
+	// are listed before up says it is ready: a command typed right after
+	// the banner finds them. A failure to reach it shows in its status and
+	// is retried by the relister.
+	auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: o.broker.Username, Password: o.broker.Password}}
+	regCtx, cancel := context.WithTimeout(gctx, builtinRegisterTimeout)
+	err := catalog.EnsureBroker(regCtx, store, builtinBroker, "http://"+brokerL.Addr().String(), auth)
+	cancel()
+	if gctx.Err() != nil {
+		return g.Wait()
+	}
+	if err != nil {
+		log.Warn("register the built-in broker", "error", err)
+	}
 	u.printUp(catalogL.Addr(), brokerL.Addr(), apiURL, kubeconfig)
 	return g.Wait()
 }
+
+// builtinRegisterTimeout bounds how long up waits for its own broker's
+// catalogue before it prints its banner anyway.
+const builtinRegisterTimeout = 15 * time.Second
 
 // cliName is how to run this program again from the current directory:
 // bin/bindery after `make run`, bindery when it is on the PATH.

@@ -93,6 +93,8 @@ var reasons = map[string]Reason{
 	"ReferencesDeletedServicePlan":            {"Plan removed", "Its plan was removed from the broker's catalogue: choose another plan.", Blocked},
 	"ReferencesNonexistentBroker":             {"Waiting", "The broker of its class is not registered.", Waiting},
 	"DeprovisionedGone":                       {"Deleted", "The broker no longer knew it; it is deleted.", Ready},
+	"WaitingForBroker":                        {"Broker down", "Its broker is not answering; Bindery asks again once a probe of the broker succeeds.", Waiting},
+	"MaintenanceInfoConflict":                 {"Upgrade available", "The broker has a newer maintenance version of the plan; Bindery fetched its catalogue again.", Retrying},
 	// Bindings.
 	"BindingRequestInFlight":              {"Binding", "Bindery is asking the broker for credentials.", Working},
 	"Binding":                             {"Binding", "The broker is making the credentials.", Working},
@@ -120,6 +122,8 @@ var reasons = map[string]Reason{
 	"FetchedCatalog":       {"Ready", "Its catalogue was fetched.", Ready},
 	"ErrorFetchingCatalog": {"Unreachable", "Its catalogue could not be fetched.", Retrying},
 	"ErrorSyncingCatalog":  {"Bad catalogue", "Its catalogue could not be stored.", Retrying},
+	"CircuitOpen":          {"Not answering", "It keeps failing or not answering; Bindery holds its requests back and probes it.", Retrying},
+	"CircuitClosed":        {"Answering", "It answers again; the requests held back go on.", Ready},
 	// History only.
 	"Created": {"Created", "Its desired state was recorded.", Working},
 }

@@ -52,6 +52,10 @@ const (
 //   - RetryAfter, with a 4xx or 5xx Status: the answer carries a
 //     Retry-After header (whole seconds, rounded up), as HTTP allows on
 //     503 and 429 and brokers send with 422 ConcurrencyError.
+//   - After, with AsyncFailed: the operation fails once that long has
+//     passed since it started, however often it is polled meanwhile (as
+//     a broker whose backend gives up after a few seconds), instead of
+//     after the polls WithPolls sets.
 //
 // A broker that is down (connection refused) is Broker.Down.
 type Failure struct {
@@ -65,6 +69,7 @@ type Failure struct {
 	AsyncFailed      bool
 	NeverFinishes    bool
 	RetryAfter       time.Duration
+	After            time.Duration
 	// Describe, when set, gives the description of each answer in place
 	// of Description, called once per answer: a broker whose error text
 	// changes every time (and may be as long as it likes).
@@ -92,6 +97,8 @@ func (b *Broker) Fail(v Verb, f Failure) {
 		b.t.Errorf("osbtest: Fail(%s): status %d", v, f.Status)
 	case (f.AsyncFailed || f.NeverFinishes) && (f.Status != 0 || !mutating[v]):
 		b.t.Errorf("osbtest: Fail(%s): AsyncFailed and NeverFinishes need a provision, update, deprovision, bind or unbind, and no Status", v)
+	case f.After != 0 && (!f.AsyncFailed || f.After < 0):
+		b.t.Errorf("osbtest: Fail(%s): After needs AsyncFailed and a positive duration", v)
 	case f.AsyncFailed && f.NeverFinishes:
 		b.t.Errorf("osbtest: Fail(%s): an operation cannot both fail and never finish", v)
 	case f.RetryAfter != 0 && (f.Status < 400 || f.RetryAfter < 0):

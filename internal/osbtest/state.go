@@ -225,6 +225,7 @@ type operation struct {
 	fail  *Failure // non-nil: the operation ends failed
 	// forever: the operation stays in progress until halted.
 	forever bool
+	started time.Time
 
 	// What an update changes when it succeeds.
 	planID string
@@ -240,6 +241,7 @@ func (b *Broker) newOperation(kind opKind, async bool, f *Failure) *operation {
 		return op
 	}
 	op.state = inProgress
+	op.started = time.Now()
 	b.opSeq++
 	if b.opts.opPrefix != "" {
 		op.id = fmt.Sprintf("%s%d", b.opts.opPrefix, b.opSeq)
@@ -258,7 +260,14 @@ func (b *Broker) advance(op *operation) bool {
 		return false
 	}
 	op.polls++
-	if op.forever || op.polls <= b.opts.polls {
+	switch {
+	case op.forever:
+		return false
+	case op.fail != nil && op.fail.After > 0:
+		if time.Since(op.started) < op.fail.After {
+			return false
+		}
+	case op.polls <= b.opts.polls:
 		return false
 	}
 	op.state = succeeded

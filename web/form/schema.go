@@ -540,24 +540,7 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 	switch {
 	case n.alts != nil:
 		f.Type, f.AnyOf = "choice", n.anyOf
-		chosen := src.chosen(n, name, v)
-		for i := range n.alts {
-			a := n.alternative(i)
-			alt := Alternative{Index: i, ID: f.ID + "-alt-" + strconv.Itoa(i), Label: n.label(i), Chosen: i == chosen}
-			an := name + choiceMark + strconv.Itoa(i)
-			av, ag := v, given
-			if i != chosen {
-				av, ag = nil, false
-			}
-			if a.isObject() {
-				alt.Fields = src.props(a, an, path, av, ag, active && i == chosen, depth+1)
-			} else {
-				sub := src.field(a, an, path, alt.Label, required, av, ag, active && i == chosen, depth+1)
-				sub.Label = alt.Label
-				alt.Fields = []Field{sub}
-			}
-			f.Alternatives = append(f.Alternatives, alt)
-		}
+		f.Alternatives = src.alternatives(n, f.ID, name, path, required, v, given, active, depth)
 		return f
 	case n.konst != nil:
 		f.Type, f.Value = "const", text(*n.konst)
@@ -578,16 +561,48 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 			}
 		}
 	}
+	src.fill(&f, v)
+	return f
+}
+
+// alternatives are the choices of a oneOf or anyOf node: the chosen one
+// filled with v, the others empty.
+func (src *source) alternatives(n *node, id, name, path string, required bool, v any, given, active bool, depth int) []Alternative {
+	chosen := src.chosen(n, name, v)
+	out := make([]Alternative, 0, len(n.alts))
+	for i := range n.alts {
+		a := n.alternative(i)
+		alt := Alternative{Index: i, ID: id + "-alt-" + strconv.Itoa(i), Label: n.label(i), Chosen: i == chosen}
+		an := name + choiceMark + strconv.Itoa(i)
+		av, ag := v, given
+		if i != chosen {
+			av, ag = nil, false
+		}
+		if a.isObject() {
+			alt.Fields = src.props(a, an, path, av, ag, active && i == chosen, depth+1)
+		} else {
+			sub := src.field(a, an, path, alt.Label, required, av, ag, active && i == chosen, depth+1)
+			sub.Label = alt.Label
+			alt.Fields = []Field{sub}
+		}
+		out = append(out, alt)
+	}
+	return out
+}
+
+// fill sets an input's value: as posted, when the form is shown again,
+// or else from v (a secret's never).
+func (src *source) fill(f *Field, v any) {
 	if src.posted != nil {
 		switch f.Type {
 		case "boolean":
-			f.Checked = src.posted.Get(name) != ""
+			f.Checked = src.posted.Get(f.Name) != ""
 		default:
 			if !f.Secret {
-				f.Value = src.posted.Get(name)
+				f.Value = src.posted.Get(f.Name)
 			}
 		}
-		return f
+		return
 	}
 	switch f.Type {
 	case "boolean":
@@ -605,7 +620,6 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 			f.Value = text(v)
 		}
 	}
-	return f
 }
 
 // chosen is the index of the alternative a choice shows selected: the one

@@ -175,5 +175,6 @@ func Credentials(ctx context.Context, o *CredentialsOptions) error {
 
 // NewUnbind builds `unbind BINDING`.
 func NewUnbind(f *cmdutil.Factory) *cobra.Command {
-	return Kind.NewDelete(f, "unbind BINDING", "Delete a binding; the broker revokes its credentials", "unbound")
+	return Kind.NewDelete(f, "unbind BINDING", "Delete a binding; the broker revokes its credentials", "unbound",
+		"its credentials stay valid at the broker until someone revokes them there")
 }

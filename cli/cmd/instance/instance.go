@@ -398,5 +398,6 @@ func Update(ctx context.Context, o *UpdateOptions) error {
 
 // NewDeprovision builds `deprovision NAME`.
 func NewDeprovision(f *cmdutil.Factory) *cobra.Command {
-	return Kind.NewDelete(f, "deprovision NAME", "Delete a service instance (its bindings first)", "deprovisioned")
+	return Kind.NewDelete(f, "deprovision NAME", "Delete a service instance (its bindings first)", "deprovisioned",
+		"whatever the broker created for it stays there until someone removes it there")
 }

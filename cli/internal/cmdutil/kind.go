@@ -121,9 +121,12 @@ func (k Kind) NewList(f *Factory, short string, aliases ...string) *cobra.Comman
 
 // NewDelete builds the kind's delete verb (unbind, deprovision): it
 // deletes the object named, saying it is being done (doing: "unbound"),
-// and with --wait waits until it is gone.
-func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
+// and with --wait waits until it is gone. With --abandon it abandons the
+// object instead (POST .../abandon): removed at once without asking its
+// broker, also while a deletion is stuck; left says what stays behind.
+func (k Kind) NewDelete(f *Factory, use, short, doing, left string) *cobra.Command {
 	var w WaitFlags
+	var abandon bool
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
 		ValidArgsFunction: First(Completer(f, "/"+k.Plural, true, nil)),
@@ -132,8 +135,12 @@ func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			method, path := http.MethodDelete, api.Path(k.Plural, args[0])
+			if abandon {
+				method, path, doing = http.MethodPost, path+"/abandon", "abandoned: "+left
+			}
 			var obj api.Object
-			if err := c.Do(cmd.Context(), http.MethodDelete, api.Path(k.Plural, args[0]), f.NSQuery(), nil, &obj); err != nil {
+			if err := c.Do(cmd.Context(), method, path, f.NSQuery(), nil, &obj); err != nil {
 				return api.HintNotFound(err, ByName(k.Plural))
 			}
 			if !w.Wait {
@@ -143,6 +150,7 @@ func (k Kind) NewDelete(f *Factory, use, short, doing string) *cobra.Command {
 		},
 	}
 	w.Add(cmd)
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "remove it without asking its broker, also while its deletion is stuck (for a broker that is gone for good): what the broker made stays there")
 	return cmd
 }
 

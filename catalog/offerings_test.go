@@ -1,0 +1,67 @@
+package catalog_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// TestOfferings: the marketplace's pages of services, the cluster's first
+// and then a namespace's own, filtered by words (in a service's or its
+// plans' texts), tag, broker, price and the session's namespaces, with
+// their plans counted.
+func TestOfferings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	cluster := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(5, 3)))
+	registerIn(t, s, "", "big", cluster.URL())
+	team := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(2, 1)))
+	registerIn(t, s, "team-a", "own", team.URL())
+	free, paid := true, false
+
+	page, total, err := s.Offerings(ctx, catalog.OfferingFilter{}, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 7 || len(page) != 3 || page[0].Class.Spec.ExternalName != "fake-service-1" || page[0].Class.Namespace != "" ||
+		page[0].Plans != 3 || page[0].FreePlans != 1 {
+		t.Fatalf("first page: %d in all, %+v", total, page)
+	}
+	last, _, err := s.Offerings(ctx, catalog.OfferingFilter{}, 6, 3)
+	if err != nil || len(last) != 1 || last[0].Class.Namespace != "team-a" || last[0].Plans != 1 {
+		t.Fatalf("last page: %+v (%v)", last, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		f     catalog.OfferingFilter
+		total int
+	}{
+		{"another namespace's session", catalog.OfferingFilter{Namespaces: []string{"team-b"}}, 5},
+		{"the namespace's session", catalog.OfferingFilter{Namespaces: []string{"team-a"}}, 7},
+		{"the cluster's broker", catalog.OfferingFilter{Broker: "big"}, 5},
+		{"the namespace's broker", catalog.OfferingFilter{Broker: "team-a/own"}, 2},
+		{"no such broker", catalog.OfferingFilter{Broker: "team-b/own"}, 0},
+		{"a tag of both", catalog.OfferingFilter{Tag: "group-1"}, 2},
+		{"a display name", catalog.OfferingFilter{Query: "fake service 4"}, 1},
+		{"a plan's description", catalog.OfferingFilter{Query: "plan 3 of fake-service-2"}, 1},
+		{"wildcards are letters", catalog.OfferingFilter{Query: "100%"}, 0},
+		{"a paid plan", catalog.OfferingFilter{Free: &paid}, 5},
+		{"a free plan", catalog.OfferingFilter{Free: &free}, 7},
+	} {
+		got, n, err := s.Offerings(ctx, tc.f, 0, 100)
+		if err != nil || n != tc.total || len(got) != tc.total {
+			t.Errorf("%s: %d (%d on the page), want %d (%v)", tc.name, n, len(got), tc.total, err)
+		}
+	}
+	tags, err := s.OfferedTags(ctx, nil, 100)
+	if want := []string{"fake", "group-1", "group-2", "group-3", "group-4", "group-5"}; err != nil || !slices.Equal(tags, want) {
+		t.Fatalf("tags %v (%v)", tags, err)
+	}
+	if tags, _ := s.OfferedTags(ctx, nil, 2); len(tags) != 2 {
+		t.Fatalf("tags beyond the limit: %v", tags)
+	}
+}

@@ -1,0 +1,48 @@
+package controller
+
+import "time"
+
+// objectKey names an object of the work queue: an instance or a binding,
+// by id. Its String, "instance/ID" or "binding/ID", is also what the
+// object's claim is taken on, so replicas of every version agree.
+type objectKey struct {
+	kind keyKind
+	id   string
+}
+
+// keyKind is the kind of object a key names.
+type keyKind uint8
+
+const (
+	instanceKeyKind keyKind = iota + 1
+	bindingKeyKind
+)
+
+func instanceKey(id string) objectKey { return objectKey{kind: instanceKeyKind, id: id} }
+func bindingKey(id string) objectKey  { return objectKey{kind: bindingKeyKind, id: id} }
+
+func (k objectKey) String() string { return k.kind.String() + "/" + k.id }
+
+// String is the kind as metrics and logs name it.
+func (k keyKind) String() string {
+	switch k {
+	case instanceKeyKind:
+		return "instance"
+	case bindingKeyKind:
+		return "binding"
+	}
+	return "none"
+}
+
+// result is what a reconcile asks of the work queue, as
+// controller-runtime's reconcile.Result does: nothing (the zero result:
+// the object sleeps until a change wakes it), or to be looked at again
+// after a while.
+type result struct {
+	// requeueAfter, when positive, is when to look at the object again.
+	requeueAfter time.Duration
+}
+
+// after is the result that looks at the object again after d (none when
+// d is not positive).
+func after(d time.Duration) result { return result{requeueAfter: d} }
