@@ -43,6 +43,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -424,6 +425,9 @@ type Server struct {
 	// loops run as long as the server does: the watch hub and the change
 	// feed's pruner.
 	loops []func(context.Context)
+	// authz decides which cluster plans restricted to namespaces a user
+	// sees (planAccess).
+	authz authorizer.Authorizer
 }
 
 // New builds the server and installs servicecatalog.k8s.io/v1beta1.
@@ -433,7 +437,7 @@ func (c *Config) New() (*Server, error) {
 		return nil, fmt.Errorf("build the API server: %w", err)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop}
+	s := &Server{generic: gs, hub: newHub(c.store, c.log), log: c.log, opts: c.opts, bg: bg, stopBg: stop, authz: c.generic.Authorization.Authorizer}
 	retain := catalog.Retention{MinAge: c.opts.ChangeRetention, MinCount: c.opts.ChangesRetained, Every: c.opts.PruneInterval}
 	s.loops = []func(context.Context){
 		s.hub.run,
@@ -474,6 +478,7 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
 	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
 		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
+	plans.access = &planAccess{authz: s.authz}
 	// A team's own brokers, classes and plans: the same catalog rows, in
 	// a namespace.
 	nsBrokers := base(catalog.KindNamespacedBroker, "servicebrokers", "servicebroker", true,

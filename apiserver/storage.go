@@ -36,6 +36,9 @@ type storage struct {
 	store         *catalog.Store
 	hub           *hub
 	bookmarkEvery time.Duration
+	// access, for cluster plans, hides those restricted to namespaces
+	// from the users who may not provision in them.
+	access *planAccess
 }
 
 var (
@@ -109,6 +112,9 @@ func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 		return nil, apierrors.NewInternalError(err)
 	}
 	st.hub.waitFor(ctx, raw.ResourceVersion)
+	if hide := st.access.hidden(ctx); hide != nil && hide(obj) {
+		return nil, apierrors.NewNotFound(st.resource, name)
+	}
 	return obj, nil
 }
 
@@ -126,6 +132,9 @@ type predicate struct {
 	namespace string
 	label     labels.Selector
 	field     fields.Selector
+	// hide, when not nil, leaves out what the user may not see (a cluster
+	// plan restricted to namespaces: planAccess).
+	hide func(runtime.Object) bool
 }
 
 func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
@@ -145,6 +154,9 @@ func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
 }
 
 func (p predicate) matches(obj runtime.Object) bool {
+	if p.hide != nil && p.hide(obj) {
+		return false
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return false
@@ -178,6 +190,15 @@ func (p predicate) selects() bool { return !p.label.Empty() || !p.field.Empty() 
 // its new state); when the state before the change is unknown (ev.prev
 // nil), the object is taken to have matched as it does now.
 func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
+	if p.hide != nil && p.hide(ev.obj) {
+		// Hidden from the watcher now: a change may have hidden what it
+		// saw (DELETED, which a client that never saw it ignores); what it
+		// never saw it does not learn of.
+		if ev.typ == watch.Modified {
+			return watch.Deleted, true
+		}
+		return "", false
+	}
 	cur := p.matches(ev.obj)
 	if ev.typ != watch.Modified || ev.prev == nil || !p.selects() {
 		return ev.typ, cur
@@ -206,6 +227,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		opts = &metainternalversion.ListOptions{}
 	}
 	pred := newPredicate(st.namespace(ctx), opts)
+	pred.hide = st.access.hidden(ctx)
 	objs := []runtime.Object{}
 	var rev int64
 	var cont string
@@ -230,7 +252,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		// The label selector is answered by the catalog (in SQL); field
 		// selectors are applied here.
 		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label}
-		filtered := !pred.field.Empty()
+		filtered := !pred.field.Empty() || pred.hide != nil
 		for read := 1; ; read++ {
 			l, err := st.store.ListRaw(ctx, st.kind, lo)
 			if err != nil {
@@ -288,6 +310,7 @@ func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObj
 // "" or "0" it first sends the current objects as ADDED.
 func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
+	req.pred.hide = st.access.hidden(ctx)
 	rv := ""
 	if opts != nil {
 		rv = opts.ResourceVersion

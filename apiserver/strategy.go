@@ -256,6 +256,9 @@ func apiError(err error, gr schema.GroupResource, gk schema.GroupKind, name stri
 	if v, ok := catalog.AsValidation(err); ok {
 		return apierrors.NewInvalid(gk, name, fieldErrors(v))
 	}
+	if q, ok := catalog.AsQuota(err); ok {
+		return quotaForbidden(gr, name, q)
+	}
 	var fc *catalog.FieldConflictError
 	if errors.As(err, &fc) {
 		return &apierrors.StatusError{ErrStatus: metav1.Status{

@@ -158,6 +158,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 			return err
 		}
 		r.check(w)
+		admitBinding(w, b.Namespace)
 		if b.ID == "" {
 			b.ID = uuid.NewString()
 		}

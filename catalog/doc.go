@@ -18,6 +18,8 @@
 // half of each object), feed.go, follow.go and prune.go (the change
 // feed), relist.go (fetching catalogues), icons.go (the services' icons,
 // fetched with them), offerings.go and metadata.go (what a marketplace
-// page shows), claims.go, history.go, tokens.go, and errors.go
-// (validation).
+// page shows), claims.go, history.go, tokens.go, errors.go (validation),
+// and quota.go, quota_usage.go, resourcequotas.go and visibility.go (what
+// a namespace may take and see; catalog/resourcequota copies the
+// cluster's ResourceQuotas in).
 package catalog

@@ -125,6 +125,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 			return err
 		}
 		r.check(w)
+		admitInstance(w, in.Namespace, plan, true, nil)
 		var planID *string
 		if plan != nil {
 			planID = &plan.ID
@@ -334,6 +335,11 @@ func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, u
 		}
 		// References resolved on the way are not the user's change.
 		userChanged := !sameJSON(withoutRefs(in.Spec), withoutRefs(before))
+		if plan != nil && (!was.Resolved() || planChanged) {
+			// A plan given to an instance, or another one: its quota, with
+			// the update.
+			admitInstance(w, ns, plan, false, &id)
+		}
 		if userChanged {
 			in.Generation++
 		}

@@ -60,6 +60,9 @@ type PlanFilter struct {
 	// Free, when set, keeps only free (true) or paid (false) plans.
 	Free           *bool
 	IncludeRemoved bool
+	// VisibleIn, when not nil, keeps the plans visible to at least one of
+	// these namespaces (VisibleInAnnotation).
+	VisibleIn []string
 }
 
 // ListPlans lists service plans in their brokers' catalogue order: the
@@ -92,6 +95,9 @@ func planFilter(sel PlanFilter, opts ListOptions) *filter {
 	}
 	if sel.Free != nil {
 		f.add("free = ?", *sel.Free)
+	}
+	if sel.VisibleIn != nil {
+		f.add("catalog.plan_visible(metadata, ?)", sel.VisibleIn)
 	}
 	if !sel.IncludeRemoved {
 		f.add("NOT removed")

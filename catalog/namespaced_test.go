@@ -12,7 +12,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
-func registerIn(t *testing.T, s *catalog.Store, namespace, name, url string) *catalog.Broker {
+func registerIn(t testing.TB, s *catalog.Store, namespace, name, url string) *catalog.Broker {
 	t.Helper()
 	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: url}}
 	b.Name, b.Namespace = name, namespace

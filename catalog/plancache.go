@@ -199,7 +199,8 @@ func (r *catalogueReader) resolveNew(ctx context.Context, spec *InstanceSpec, na
 		*errs = append(*errs, nerrs...)
 		return nil, nil
 	}
-	key := "n\x00" + n.classField + "\x00" + n.classVal + "\x00" + n.planVal + "\x00" + n.namespace
+	// The instance's namespace too: a plan may be hidden from it.
+	key := "n\x00" + n.classField + "\x00" + n.classVal + "\x00" + n.planVal + "\x00" + n.namespace + "\x00" + n.visibleTo
 	if e, v, ok := r.s.plans.get(key); ok {
 		r.note(v)
 		if n.planVal == "" {

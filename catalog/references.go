@@ -68,6 +68,10 @@ type planNaming struct {
 	// namespace is where the class and plan are: "" for the cluster's,
 	// the instance's for the namespaced ones.
 	namespace string
+	// visibleTo is the instance's namespace: a cluster plan hidden from it
+	// (its annotation VisibleInAnnotation) is, to it, a plan that does not
+	// exist.
+	visibleTo string
 }
 
 // classKind and planKind are the kinds the naming refers to, as messages
@@ -85,17 +89,17 @@ func (n planNaming) planKind() string {
 func naming(spec *InstanceSpec, namespace string, path *field.Path) (planNaming, field.ErrorList) {
 	ways := []planNaming{
 		{"clusterServiceClassExternalName", "clusterServicePlanExternalName", spec.ClusterServiceClassExternalName, spec.ClusterServicePlanExternalName,
-			"external_name = $1", "external_name = $2", false, ""},
+			"external_name = $1", "external_name = $2", false, "", namespace},
 		{"clusterServiceClassExternalID", "clusterServicePlanExternalID", spec.ClusterServiceClassExternalID, spec.ClusterServicePlanExternalID,
-			"external_id = $1", "external_id = $2", false, ""},
+			"external_id = $1", "external_id = $2", false, "", namespace},
 		{"clusterServiceClassName", "clusterServicePlanName", spec.ClusterServiceClassName, spec.ClusterServicePlanName,
-			"name = $1", "name = $2", true, ""},
+			"name = $1", "name = $2", true, "", namespace},
 		{"serviceClassExternalName", "servicePlanExternalName", spec.ServiceClassExternalName, spec.ServicePlanExternalName,
-			"external_name = $1", "external_name = $2", false, namespace},
+			"external_name = $1", "external_name = $2", false, namespace, namespace},
 		{"serviceClassExternalID", "servicePlanExternalID", spec.ServiceClassExternalID, spec.ServicePlanExternalID,
-			"external_id = $1", "external_id = $2", false, namespace},
+			"external_id = $1", "external_id = $2", false, namespace, namespace},
 		{"serviceClassName", "servicePlanName", spec.ServiceClassName, spec.ServicePlanName,
-			"name = $1", "name = $2", true, namespace},
+			"name = $1", "name = $2", true, namespace, namespace},
 	}
 	var chosen []planNaming
 	for _, w := range ways {
@@ -236,7 +240,8 @@ func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming
 	}
 	class := classes[0]
 	if n.planVal == "" {
-		rows, err := q.Query(ctx, `SELECT `+columns(KindServicePlan)+` FROM catalog.service_plans WHERE class_id = $1 AND NOT removed ORDER BY position`, class.ID)
+		rows, err := q.Query(ctx, `SELECT `+columns(KindServicePlan)+` FROM catalog.service_plans
+			WHERE class_id = $1 AND NOT removed AND catalog.plan_visible(metadata, ARRAY[$2]) ORDER BY position`, class.ID, n.visibleTo)
 		if err != nil {
 			return nil, nil, mapErr(err)
 		}
@@ -256,7 +261,7 @@ func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming
 		n.setPlanName(spec, plan)
 		return class, plan, nil
 	}
-	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid`, class.ID, n.planVal)
+	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid AND catalog.plan_visible(metadata, ARRAY[$3])`, class.ID, n.planVal, n.visibleTo)
 	if errors.Is(err, ErrNotFound) {
 		msg := "References a non-existent " + n.planKind() + " " + describe(spec, 'v')
 		if !n.byName {
@@ -350,6 +355,9 @@ func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, erro
 		setRefs(&in.Spec, class, plan)
 		checkParameters(plan, "instance create", plan.Spec.InstanceCreateParameterSchema, in.Spec.Parameters, field.NewPath("spec", "parameters"), &errs)
 		paramsErr = invalid(errs)
+		// The plan's quota (its instances, paid plans), with the update: an
+		// instance refused waits, unresolved, for room.
+		admitInstance(w, in.Namespace, plan, false, &in.ID)
 		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET spec = $2, plan_id = $3, class_id = $4 WHERE id = $1`,
 			id, mustJSON(in.Spec), plan.ID, class.ID); err != nil {
 			return mapErr(err)

@@ -37,6 +37,7 @@ import (
 	"github.com/bindery-dev/bindery/cli/cmd/instance"
 	"github.com/bindery-dev/bindery/cli/cmd/login"
 	"github.com/bindery-dev/bindery/cli/cmd/marketplace"
+	"github.com/bindery-dev/bindery/cli/cmd/quota"
 	"github.com/bindery-dev/bindery/cli/cmd/token"
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
@@ -186,7 +187,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 		login.NewCmd(f, nil), broker.NewCmd(f), marketplace.NewCmd(f, nil),
 		instance.NewProvision(f, nil), instance.NewList(f), instance.NewUpdate(f, nil), instance.NewDeprovision(f),
 		binding.NewBind(f, nil), binding.NewList(f), binding.NewCredentials(f, nil), binding.NewUnbind(f),
-		describe.NewCmd(f, nil),
+		describe.NewCmd(f, nil), quota.NewCmd(f),
 	}
 	for _, c := range client {
 		c.GroupID = "client"

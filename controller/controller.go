@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/catalog/resourcequota"
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
@@ -228,6 +229,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer stopRelist()
 	if c.relist > 0 {
 		wg.Go(func() { c.store.RunRelister(relistCtx, c.relist) })
+	}
+	if c.kube != nil {
+		// The cluster's ResourceQuotas on instances and bindings, copied
+		// for the catalog's quota checks.
+		wg.Go(func() {
+			if err := resourcequota.Run(relistCtx, c.kube, c.store.Store, c.log); err != nil && relistCtx.Err() == nil {
+				c.log.Error("copy the cluster's ResourceQuotas", "error", err)
+			}
+		})
 	}
 	c.log.Info("engine started", "workers", c.workers, "cluster", c.kube != nil)
 	c.watch(ctx, rev)

@@ -66,6 +66,11 @@ func (c *Controller) reconcileInstance(ctx context.Context, id string) (result, 
 			}
 			return result{}, werr
 		}
+		if q, ok := catalog.AsQuota(err); ok {
+			// Its plan, resolved now, is over a quota of the namespace: it
+			// waits, unresolved, for room, looked at again now and then.
+			return after(quotaRecheck), c.instanceWaiting(ctx, in, catalog.ReasonQuotaExceeded, q.Error())
+		}
 		if v, ok := catalog.AsValidation(err); ok {
 			return result{}, c.instanceFailed(ctx, in, reasonWithParameters, v.Error(), reasonWithParameters)
 		}
@@ -114,6 +119,10 @@ func terminal(conds []catalog.Condition, observed, generation int64) bool {
 
 // resolved reports whether the instance's class and plan are resolved.
 func resolved(in *catalog.Instance) bool { return in.Resolved() }
+
+// quotaRecheck is how often an instance whose plan a quota refuses looks
+// for room.
+const quotaRecheck = 30 * time.Second
 
 // errVanished marks a reference that was resolved and whose object is gone
 // since (a broker deregistered): no change of the feed announces its

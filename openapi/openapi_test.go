@@ -145,6 +145,8 @@ func TestSchemasMirrorTypes(t *testing.T) {
 		{"InstanceList", catalog.List[*catalog.Instance]{}},
 		{"BindingList", catalog.List[*catalog.Binding]{}},
 		{"Error", restapi.APIError{}},
+		{"Quota", catalog.Quota{}},
+		{"QuotaStatus", catalog.QuotaStatus{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -62,9 +62,15 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A plan hidden from the namespaces asked for (or the token's) is
+	// left out, as if no broker offered it.
+	visible, err := visibleIn(c)
+	if err != nil {
+		return err
+	}
 	l, err := s.store.ListPlansRaw(ctx(c), catalog.PlanFilter{
 		Broker: c.QueryParam("broker"), Class: c.QueryParam("class"), Name: c.QueryParam("name"),
-		Free: free, IncludeRemoved: removed != nil && *removed,
+		Free: free, IncludeRemoved: removed != nil && *removed, VisibleIn: visible,
 	}, opts)
 	if err != nil {
 		return err

@@ -65,7 +65,9 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) *Config {
 func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	store, log := cfg.Store, cfg.Logger
 	api := New(store, log)
-	e := serve.NewEcho(log, serve.NewRegistry(), append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
+	reg := serve.NewRegistry()
+	reg.MustRegister(NewQuotaCollector(store, log))
+	e := serve.NewEcho(log, reg, append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	for _, mount := range cfg.Mount {

@@ -162,6 +162,10 @@ func (s *Server) class(c echo.Context) (*catalog.ServiceClass, error) {
 }
 
 func (s *Server) plan(c echo.Context) (*catalog.ServicePlan, error) {
-	return lookupScoped(c, func(ns, id string) (*catalog.ServicePlan, error) { return s.store.GetPlanIn(ctx(c), ns, id) },
+	p, err := lookupScoped(c, func(ns, id string) (*catalog.ServicePlan, error) { return s.store.GetPlanIn(ctx(c), ns, id) },
 		func(p *catalog.ServicePlan) string { return p.Namespace })
+	if err == nil && hiddenFrom(c, p) {
+		return nil, fmt.Errorf("%w: hidden from the token's namespaces", catalog.ErrNotFound)
+	}
+	return p, err
 }

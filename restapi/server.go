@@ -69,6 +69,7 @@ func (s *Server) Register(e *echo.Echo) {
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
 	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(clusterWide(next)) }
+	clusterViewer := func(next echo.HandlerFunc) echo.HandlerFunc { return viewer(clusterWide(next)) }
 	// A broker's scope (the cluster, or a namespace) decides which admin
 	// tokens may change it: the handlers check it once they know it.
 	g.POST("/brokers", s.createBroker, admin)
@@ -84,6 +85,9 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/serviceplans", s.listPlans, viewer)
 	g.GET("/serviceplans/:id", s.getPlan, viewer)
 	g.GET("/serviceplans/:id/schemas", s.planSchemas, viewer)
+	g.GET("/serviceplans/:id/visibility", s.getPlanVisibility, clusterViewer)
+	g.PUT("/serviceplans/:id/visibility", s.setPlanVisibility, clusterAdmin)
+	g.DELETE("/serviceplans/:id/visibility", s.deletePlanVisibility, clusterAdmin)
 
 	g.POST("/instances", s.createInstance, developer)
 	g.GET("/instances", s.listInstances, viewer)
@@ -102,6 +106,14 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
 
 	g.GET("/namespaces", s.listNamespaces, viewer)
+
+	// Quotas are set by admins for all namespaces; a namespace's tokens
+	// read what limits it.
+	g.GET("/quotas", s.listQuotas, clusterViewer)
+	g.GET("/quotas/:namespace", s.getQuota, clusterViewer)
+	g.PUT("/quotas/:namespace", s.setQuota, clusterAdmin)
+	g.DELETE("/quotas/:namespace", s.deleteQuota, clusterAdmin)
+	g.GET("/quotas/:namespace/usage", s.quotaUsage, viewer)
 
 	g.POST("/tokens", s.createToken, clusterAdmin)
 	g.GET("/tokens", s.listTokens, clusterAdmin)
@@ -192,10 +204,14 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 	var ae *APIError
 	var he *echo.HTTPError
 	var fc *catalog.FieldConflictError
+	q, quota := catalog.AsQuota(err)
 	switch v, ok := catalog.AsValidation(err); {
 	case errors.As(err, &ae):
 	case ok:
 		ae = invalidRequest(v)
+	case quota:
+		// The sentence every door shows.
+		ae = &APIError{Status: http.StatusForbidden, Code: "quota_exceeded", Message: q.Error()}
 	case errors.As(err, &fc):
 		msg, _ := catalog.ProblemMessage(fc)
 		ae = &APIError{Status: http.StatusConflict, Code: "conflict", Message: msg, Field: fc.Field}

@@ -13,6 +13,8 @@ type instanceListView struct {
 	// Names are the instances' services and plans, by instance id.
 	Names map[string]offeringName
 	Pager pager
+	// Quota is the quota panel of the namespace listed, if one is.
+	Quota *quotaPanel
 }
 
 // instanceListData reads the page of instances the request asks for,
@@ -37,6 +39,11 @@ func (s *Server) instanceList(c echo.Context) error {
 	v, err := s.instanceListData(c)
 	if err != nil {
 		return err
+	}
+	if ns := panelNamespace(c, v.Pager.Namespace); ns != "" && allowsNamespace(c, ns) {
+		if v.Quota, err = s.quotaPanelOf(c, ns); err != nil {
+			return err
+		}
 	}
 	return s.page(c, http.StatusOK, "instances", "Instances", "instances", v)
 }

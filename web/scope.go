@@ -131,7 +131,27 @@ func (s *Server) broker(c echo.Context) (*catalog.Broker, error) {
 
 // plan reads plan id of scope ns the session may see.
 func (s *Server) plan(c echo.Context, ns, id string) (*catalog.ServicePlan, error) {
-	return lookupScoped(c, ns, id, s.store.GetPlanIn)
+	p, err := lookupScoped(c, ns, id, s.store.GetPlanIn)
+	if err == nil && !visibleToSession(c, p) {
+		return nil, errOutside
+	}
+	return p, err
+}
+
+// visibleToSession tells whether a plan is visible to one of the session's
+// namespaces (a session of all namespaces sees every plan): to the others,
+// a cluster plan restricted to namespaces does not exist.
+func visibleToSession(c echo.Context, p *catalog.ServicePlan) bool {
+	sess, _ := sessionOf(c)
+	if sess.AllNamespaces() {
+		return true
+	}
+	for _, ns := range sess.Namespaces {
+		if catalog.VisibleIn(&p.Meta, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // brokerRefusal says why the session may not register, relist or

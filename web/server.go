@@ -124,6 +124,11 @@ func (s *Server) Register(e *echo.Echo) {
 	g.POST("/bindings/:id/abandon", s.form(s.bindingAbandon), developer)
 	g.GET("/bindings/:id/events", s.h(s.history(kindBinding)), viewer)
 
+	// Quotas: admins for all namespaces (clusterAdmin).
+	g.GET("/quotas", s.h(s.quotaList), admin)
+	g.POST("/quotas", s.form(s.quotaSet), admin)
+	g.POST("/quotas/delete", s.h(s.quotaDelete), admin)
+
 	g.GET("/live/instances", s.h(s.liveInstances), viewer)
 	g.GET("/live/instances/:id", s.h(s.liveInstance), viewer)
 	g.GET("/live/bindings", s.h(s.liveBindings), viewer)
@@ -215,6 +220,10 @@ func (s *Server) form(fn func(echo.Context) error) echo.HandlerFunc {
 // fail renders an error of the domain layer as a page with its status.
 func (s *Server) fail(c echo.Context, err error) error {
 	var he *echo.HTTPError
+	if q, ok := catalog.AsQuota(err); ok {
+		// The sentence every door shows.
+		return s.renderError(c, http.StatusForbidden, q.Error())
+	}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		return s.renderError(c, http.StatusNotFound, message.Gone(pageKind(c.Path())))

@@ -44,7 +44,12 @@ func (s *Server) serviceShow(c echo.Context) error {
 		return err
 	}
 	ns := class.Namespace
-	plans, err := s.store.ListPlans(c.Request().Context(), catalog.PlanFilter{Class: class.Name},
+	pf := catalog.PlanFilter{Class: class.Name}
+	if sess, _ := sessionOf(c); !sess.AllNamespaces() && ns == "" {
+		// What the session's namespaces see (plan visibility).
+		pf.VisibleIn = sess.Namespaces
+	}
+	plans, err := s.store.ListPlans(c.Request().Context(), pf,
 		catalog.ListOptions{Namespaced: ns != "", Namespace: ns, Limit: servicePlanLimit})
 	if err != nil {
 		return err

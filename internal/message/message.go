@@ -92,6 +92,7 @@ var reasons = map[string]Reason{
 	"ReferencesNonexistentServicePlan":        {"Waiting", "Its service class has no plan of the name it gives.", Waiting},
 	"ReferencesDeletedServicePlan":            {"Plan removed", "Its plan was removed from the broker's catalogue: choose another plan.", Blocked},
 	"ReferencesNonexistentBroker":             {"Waiting", "The broker of its class is not registered.", Waiting},
+	"QuotaExceeded":                           {"Waiting for room", "A quota of its namespace has no room for its plan; it is provisioned once there is.", Waiting},
 	"DeprovisionedGone":                       {"Deleted", "The broker no longer knew it; it is deleted.", Ready},
 	"WaitingForBroker":                        {"Broker down", "Its broker is not answering; Bindery asks again once a probe of the broker succeeds.", Waiting},
 	"MaintenanceInfoConflict":                 {"Upgrade available", "The broker has a newer maintenance version of the plan; Bindery fetched its catalogue again.", Retrying},
@@ -352,4 +353,37 @@ func NoSuchClass(class string) string {
 // makes no sense (a provisioned instance's plan change).
 func NoSuchPlan(plan, class string) string {
 	return fmt.Sprintf("Service class %q has no plan named %q: choose one of the plans the marketplace lists for it.", class, plan)
+}
+
+// QuotaExceeded says that a quota of a namespace has no room for one more:
+// "namespace team-a may have 10 instances and has 10". what is the
+// singular of what is counted ("instance", "binding"), and of, when not
+// empty, narrows it ("plan large": "2 instances of plan large").
+func QuotaExceeded(namespace string, limit int64, what, of string, used int64) string {
+	if limit != 1 {
+		what += "s"
+	}
+	if of != "" {
+		what += " of " + of
+	}
+	return fmt.Sprintf("namespace %s may have %d %s and has %d", namespace, limit, what, used)
+}
+
+// PaidPlanRefused says that a namespace may not use a plan that is not
+// free.
+func PaidPlanRefused(namespace, plan string) string {
+	return fmt.Sprintf("namespace %s may not use paid plans, and plan %s is not free", namespace, plan)
+}
+
+// QuotaFrom says, after QuotaExceeded or PaidPlanRefused, where the limit
+// comes from when it is not the namespace's own quota: the default quota
+// (resourceQuota empty) or a Kubernetes ResourceQuota of the namespace.
+func QuotaFrom(byDefault bool, resourceQuota string) string {
+	switch {
+	case resourceQuota != "":
+		return " (ResourceQuota " + resourceQuota + ")"
+	case byDefault:
+		return " (the default quota)"
+	}
+	return ""
 }

@@ -114,3 +114,20 @@ func TestField(t *testing.T) {
 		t.Errorf("Required: %q", got)
 	}
 }
+
+// TestQuotaSentences: the sentences of a quota's refusal, which every
+// door shows.
+func TestQuotaSentences(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ got, want string }{
+		{QuotaExceeded("team-a", 10, "instance", "", 10), "namespace team-a may have 10 instances and has 10"},
+		{QuotaExceeded("team-a", 1, "binding", "", 3) + QuotaFrom(true, ""), "namespace team-a may have 1 binding and has 3 (the default quota)"},
+		{QuotaExceeded("team-a", 0, "instance", "plan large", 0) + QuotaFrom(true, "objects"), "namespace team-a may have 0 instances of plan large and has 0 (ResourceQuota objects)"},
+		{PaidPlanRefused("team-a", "large") + QuotaFrom(false, ""), "namespace team-a may not use paid plans, and plan large is not free"},
+		{ReasonOf("QuotaExceeded").Word, "Waiting for room"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+}

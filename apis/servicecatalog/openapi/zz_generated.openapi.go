@@ -1526,6 +1526,13 @@ func schema_bindery_apis_servicecatalog_v1beta1_OperationRetry(ref common.Refere
 							Format:      "int32",
 						},
 					},
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requests is what those failures cost the broker: each request of a failed attempt (the attempt and its polls), counted twice when the attempt was orphan-mitigated. The backoff doubles with each.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"nextAttempt": {
 						SchemaProps: spec.SchemaProps{
 							Description: "NextAttempt is when the operation may be tried again.",

@@ -922,6 +922,11 @@ type ServiceInstanceStatus struct {
 type OperationRetry struct {
 	// Failures is how many attempts in a row failed.
 	Failures int32 `json:"failures"`
+	// Requests is what those failures cost the broker: each request of a
+	// failed attempt (the attempt and its polls), counted twice when the
+	// attempt was orphan-mitigated. The backoff doubles with each.
+	// +optional
+	Requests int32 `json:"requests,omitempty"`
 	// NextAttempt is when the operation may be tried again.
 	NextAttempt metav1.Time `json:"nextAttempt"`
 	// Generation is the spec generation the failures were for; a change to

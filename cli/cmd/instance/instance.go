@@ -80,7 +80,7 @@ func NewProvision(f *cmdutil.Factory, run func(context.Context, *ProvisionOption
 		return url.Values{}
 	}
 	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completers(
-		cmdutil.Completer(f, "/serviceplans", false, planQuery),
+		cmdutil.Completer(f, "/serviceplans", false, func(cmd *cobra.Command) url.Values { return f.VisibleIn(planQuery(cmd)) }),
 		cmdutil.Completer(f, "/serviceplans", true, planQuery)))
 	return cmd
 }
@@ -148,6 +148,11 @@ func offered(ctx context.Context, c *api.Client, o *ProvisionOptions, scope stri
 			o.Class, where(scope, o.F.NS()), message.DidYouMean(o.Class, externalNames(classes)), nsOption(scope, o.F.NS()))}
 	}
 	q.Set("class", class.Name)
+	if scope != ScopeNamespace {
+		// A cluster plan hidden from the namespace is, there, a plan no
+		// broker offers (plan visibility).
+		q.Set("visibleIn", o.F.NS())
+	}
 	plans, err := api.ListOf[named](ctx, c, "/serviceplans", q)
 	if err != nil {
 		return err
@@ -355,7 +360,7 @@ func NewUpdate(f *cmdutil.Factory, run func(context.Context, *UpdateOptions) err
 	fl.StringVarP(&o.Plan, "plan", "p", "", "the new plan (its external name)")
 	o.Params.Add(cmd, true)
 	o.Wait.Add(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, nil))
+	_ = cmd.RegisterFlagCompletionFunc("plan", cmdutil.Completer(f, "/serviceplans", false, func(*cobra.Command) url.Values { return f.VisibleIn(nil) }))
 	return cmd
 }
 

@@ -62,7 +62,8 @@ func TestProvisionRun(t *testing.T) {
 	srv := clitest.New(t).
 		On("GET", "/serviceclasses?limit=1000&name=postgresql", 200, offer).
 		On("GET", "/serviceclasses?limit=1000", 200, offer).
-		On("GET", "/serviceplans?class=c1&limit=1000", 200, plans).
+		On("GET", "/serviceplans?class=c1&limit=1000&visibleIn=team", 200, plans).
+		On("GET", "/serviceplans?class=c1&limit=1000&visibleIn=default", 200, plans).
 		On("POST", "/instances", 201, `{"id":"i1","name":"db","namespace":"team","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"},
 			"status":{},"progress":{"state":"working","message":"It waits for the engine to provision it."}}`)
 	f, st := srv.Factory(false)

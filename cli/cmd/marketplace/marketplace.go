@@ -53,7 +53,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Class != "" {
 		return classPlans(ctx, o, c)
 	}
-	classes, plans, err := offer(ctx, c, o.F.ScopeQuery())
+	classes, plans, err := offer(ctx, c, o.F)
 	if err != nil {
 		return err
 	}
@@ -83,19 +83,23 @@ func Run(ctx context.Context, o *Options) error {
 	return output.Table(o.F.IO.Out, o.F.IO.OutTerm, header, rows)
 }
 
-// offer lists the cluster's classes and plans and, when scope names a
-// namespace, that namespace's after them.
-func offer(ctx context.Context, c *api.Client, scope url.Values) (classes, plans []api.Object, err error) {
+// offer lists the cluster's classes and plans (those the namespace of -n
+// sees) and, with -n, that namespace's own after them.
+func offer(ctx context.Context, c *api.Client, f *cmdutil.Factory) (classes, plans []api.Object, err error) {
 	scopes := []url.Values{nil}
-	if scope != nil {
+	if scope := f.ScopeQuery(); scope != nil {
 		scopes = append(scopes, scope)
 	}
-	for _, q := range scopes {
+	for i, q := range scopes {
 		cl, err := c.List(ctx, "/serviceclasses", q)
 		if err != nil {
 			return nil, nil, err
 		}
-		pl, err := c.List(ctx, "/serviceplans", q)
+		pq := q
+		if i == 0 {
+			pq = f.VisibleIn(nil)
+		}
+		pl, err := c.List(ctx, "/serviceplans", pq)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,8 +118,11 @@ func classPlans(ctx context.Context, o *Options, c *api.Client) error {
 	var plans []api.Object
 	var notFound error
 	found := false
-	for _, scope := range scopes {
+	for i, scope := range scopes {
 		q := url.Values{"class": {o.Class}}
+		if i == 0 {
+			q = o.F.VisibleIn(q)
+		}
 		for k, v := range scope {
 			q[k] = v
 		}
@@ -135,6 +142,7 @@ func classPlans(ctx context.Context, o *Options, c *api.Client) error {
 			notFound = err
 		}
 		delete(q, "class")
+		delete(q, "visibleIn") // of plans only
 		q.Set("name", o.Class)
 		if classes, err := c.List(ctx, "/serviceclasses", q); err == nil && len(classes) > 0 {
 			found = true
@@ -176,7 +184,7 @@ func brokerOf(cl api.Object) string {
 // noSuchClass says that no broker offers the class, with the nearest
 // name on offer.
 func noSuchClass(ctx context.Context, o *Options, c *api.Client) error {
-	classes, _, err := offer(ctx, c, o.F.ScopeQuery())
+	classes, _, err := offer(ctx, c, o.F)
 	if err != nil {
 		return err
 	}

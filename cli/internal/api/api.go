@@ -89,6 +89,9 @@ func (e *Error) Error() string {
 	case http.StatusUnauthorized:
 		b.WriteString(" Log in again with a valid token (`bindery login URL`), or set BINDERY_TOKEN.")
 	case http.StatusForbidden:
+		if e.Code == "quota_exceeded" {
+			break // the sentence is the whole story: a quota, not the token
+		}
 		b.WriteString(" Ask an admin for a token with that role or namespace (`bindery token create`).")
 	}
 	return b.String()

@@ -98,6 +98,20 @@ func (f *Factory) ScopeCompletion(*cobra.Command) url.Values {
 	return q
 }
 
+// VisibleIn adds to q (a new query when nil), when -n names a namespace,
+// ?visibleIn= of it: the cluster's plans that namespace sees (plan
+// visibility). Without -n the server leaves out what the token's
+// namespaces do not see.
+func (f *Factory) VisibleIn(q url.Values) url.Values {
+	if q == nil {
+		q = url.Values{}
+	}
+	if f.Namespace != "" {
+		q.Set("visibleIn", f.Namespace)
+	}
+	return q
+}
+
 // UsageError is a command line that cannot work as given: exit code 2.
 type UsageError struct{ Err error }
 

@@ -1,0 +1,132 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// Quotas: the catalog refuses a creation a quota has no room for
+// (catalog.QuotaError); the API answers as kube-apiserver's ResourceQuota
+// admission does, 403 Forbidden "exceeded quota: NAME, requested: …,
+// used: …, limited: …", so that clients and controllers that look for it
+// (a GitOps tool retrying its sync) see what they know. NAME is the
+// ResourceQuota's, or "bindery" for the namespace's own quota and
+// "bindery-default" for the default quota (`bindery quota get -n NS`).
+
+// Names of Bindery's quotas in the Kubernetes API's refusals.
+const (
+	namespaceQuotaName = "bindery"
+	defaultQuotaName   = "bindery-default"
+)
+
+// quotaForbidden is the refusal of a creation of name in gr that q
+// refused.
+func quotaForbidden(gr schema.GroupResource, name string, q *catalog.QuotaError) error {
+	if q.Resource == catalog.QuotaPaid {
+		return apierrors.NewForbidden(gr, name, errors.New(q.Error()))
+	}
+	quota := q.ResourceQuota()
+	switch {
+	case quota != "":
+	case q.Source == catalog.SourceDefault:
+		quota = defaultQuotaName
+	default:
+		quota = namespaceQuotaName
+	}
+	// A namespace's instances of a plan are counted as a storage class's
+	// claims are ("gold.storageclass.storage.k8s.io/persistentvolumeclaims").
+	resource := "count/" + gr.String()
+	switch q.Resource {
+	case catalog.QuotaPlan:
+		kind := "clusterserviceplan"
+		if q.PlanNamespace != "" {
+			kind = "serviceplan"
+		}
+		resource = fmt.Sprintf("%s.%s.%s/serviceinstances", q.PlanName, kind, v1beta1.GroupName)
+	case catalog.QuotaInstances:
+		resource = "count/serviceinstances." + v1beta1.GroupName
+	case catalog.QuotaBindings:
+		resource = "count/servicebindings." + v1beta1.GroupName
+	}
+	return apierrors.NewForbidden(gr, name, fmt.Errorf("exceeded quota: %s, requested: %s=1, used: %s=%d, limited: %s=%d",
+		quota, resource, resource, q.Used, resource, q.Limit))
+}
+
+// Plan visibility: a cluster plan the catalog restricts to namespaces
+// (catalog.VisibleInAnnotation) is listed, watched and read by name only by
+// the users who may create ServiceInstances in one of them, or in every
+// namespace (cluster-wide), as SubjectAccessReview (RBAC) says. A user's
+// namespaces are not otherwise known to an API server; "may provision
+// there" is what makes a namespace theirs for the marketplace. Everyone
+// else is answered as if the plan did not exist. Standalone, every client
+// is an administrator and sees every plan.
+
+// planAccess decides which cluster plans the users of requests see.
+type planAccess struct {
+	authz authorizer.Authorizer
+}
+
+// hidden returns, for the request of ctx, whether a cluster plan is hidden
+// from its user; nil when nothing is hidden from them. Decisions are kept
+// for the request's life (the authorizer keeps them longer).
+func (pa *planAccess) hidden(ctx context.Context) func(runtime.Object) bool {
+	if pa == nil || pa.authz == nil {
+		return nil
+	}
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return func(obj runtime.Object) bool { _, r := restrictedTo(obj); return r }
+	}
+	// A watch asks for as long as it lasts: what RBAC said is asked
+	// again after accessTTL.
+	may, since := map[string]bool{}, time.Now()
+	allowed := func(ns string) bool {
+		if time.Since(since) > accessTTL {
+			may, since = map[string]bool{}, time.Now()
+		}
+		if v, ok := may[ns]; ok {
+			return v
+		}
+		d, _, err := pa.authz.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: "create", Namespace: ns,
+			APIGroup: v1beta1.GroupName, APIVersion: v1beta1.SchemeGroupVersion.Version, Resource: "serviceinstances", ResourceRequest: true})
+		may[ns] = err == nil && d == authorizer.DecisionAllow
+		return may[ns]
+	}
+	return func(obj runtime.Object) bool {
+		namespaces, restricted := restrictedTo(obj)
+		if !restricted || allowed("") {
+			return false
+		}
+		for _, ns := range namespaces {
+			if allowed(ns) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// accessTTL is how long a request (a watch) keeps what RBAC said of a
+// namespace: as long as the delegating authorizer's cache.
+const accessTTL = 10 * time.Second
+
+// restrictedTo is the namespaces a cluster plan is restricted to, if it
+// is.
+func restrictedTo(obj runtime.Object) ([]string, bool) {
+	p, ok := obj.(*v1beta1.ClusterServicePlan)
+	if !ok {
+		return nil, false
+	}
+	return catalog.VisibleNamespaces(&catalog.Meta{Annotations: p.Annotations})
+}

@@ -1,0 +1,125 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// TestPlanAccess: a cluster plan restricted to namespaces is hidden from
+// a user unless RBAC lets them create instances in one of them, or in
+// every namespace; a watch turns a change of a plan hidden from its user
+// into DELETED and drops its other events.
+func TestPlanAccess(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		asked = append(asked, a.GetUser().GetName()+"@"+a.GetNamespace())
+		if a.GetVerb() != "create" || a.GetResource() != "serviceinstances" || a.GetAPIGroup() != v1beta1.GroupName {
+			return authorizer.DecisionDeny, "", nil
+		}
+		switch u := a.GetUser().GetName(); {
+		case u == "admin", u == "carol" && a.GetNamespace() == "team-a":
+			return authorizer.DecisionAllow, "", nil
+		case u == "broken":
+			return authorizer.DecisionNoOpinion, "", errors.New("no answer")
+		}
+		return authorizer.DecisionDeny, "", nil
+	})
+	plan := func(visibleIn *string) *v1beta1.ClusterServicePlan {
+		p := &v1beta1.ClusterServicePlan{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+		if visibleIn != nil {
+			p.Annotations = map[string]string{catalog.VisibleInAnnotation: *visibleIn}
+		}
+		return p
+	}
+	a, b, none := "team-a,team-c", "team-b", ""
+	pa := &planAccess{authz: authz}
+	for _, tc := range []struct {
+		user                     string
+		public, inA, inB, inNone bool // hidden?
+	}{
+		{"admin", false, false, false, false},
+		{"carol", false, false, true, true},
+		{"victor", false, true, true, true},
+		{"broken", false, true, true, true},
+	} {
+		ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: tc.user})
+		hide := pa.hidden(ctx)
+		got := [4]bool{hide(plan(nil)), hide(plan(&a)), hide(plan(&b)), hide(plan(&none))}
+		if want := [4]bool{tc.public, tc.inA, tc.inB, tc.inNone}; got != want {
+			t.Errorf("%s: hidden %v, want %v", tc.user, got, want)
+		}
+	}
+	// Carol's decisions are kept for the request: asked once each.
+	asked = nil
+	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "carol"})
+	hide := pa.hidden(ctx)
+	for range 3 {
+		hide(plan(&b))
+	}
+	if len(asked) != 2 || asked[0] != "carol@" || asked[1] != "carol@team-b" {
+		t.Errorf("asked %v", asked)
+	}
+
+	pred := newPredicate("", nil)
+	pred.hide = pa.hidden(ctx)
+	for _, tc := range []struct {
+		typ     watch.EventType
+		visible *string
+		want    watch.EventType
+		sent    bool
+	}{
+		{watch.Added, &b, "", false},
+		{watch.Modified, &b, watch.Deleted, true},
+		{watch.Deleted, &b, "", false},
+		{watch.Added, &a, watch.Added, true},
+		{watch.Modified, &a, watch.Modified, true},
+		{watch.Modified, nil, watch.Modified, true},
+	} {
+		typ, sent := pred.transition(hubEvent{typ: tc.typ, obj: plan(tc.visible)})
+		if typ != tc.want || sent != tc.sent {
+			t.Errorf("%s of a plan visible in %v: %q %v, want %q %v", tc.typ, tc.visible, typ, sent, tc.want, tc.sent)
+		}
+	}
+	// Standalone (no authorizer): nothing hidden.
+	if (&planAccess{}).hidden(ctx) != nil {
+		t.Error("a server without an authorizer hides plans")
+	}
+}
+
+// TestQuotaForbidden: the catalog's quota refusals as kube-apiserver's
+// ResourceQuota admission words them.
+func TestQuotaForbidden(t *testing.T) {
+	t.Parallel()
+	gr := v1beta1.Resource("serviceinstances")
+	for _, tc := range []struct {
+		q    catalog.QuotaError
+		want string
+	}{
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaInstances, Limit: 10, Used: 10, Source: catalog.SourceNamespace},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: bindery, requested: count/serviceinstances.servicecatalog.k8s.io=1, used: count/serviceinstances.servicecatalog.k8s.io=10, limited: count/serviceinstances.servicecatalog.k8s.io=10`},
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaInstances, Limit: 3, Used: 4, Source: catalog.SourceDefault},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: bindery-default, requested: count/serviceinstances.servicecatalog.k8s.io=1, used: count/serviceinstances.servicecatalog.k8s.io=4, limited: count/serviceinstances.servicecatalog.k8s.io=3`},
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaBindings, Limit: 1, Used: 1, Source: "ResourceQuota/objects"},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: objects, requested: count/servicebindings.servicecatalog.k8s.io=1, used: count/servicebindings.servicecatalog.k8s.io=1, limited: count/servicebindings.servicecatalog.k8s.io=1`},
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaPlan, Limit: 2, Used: 2, Source: catalog.SourceNamespace, Plan: "large", PlanName: "large-id"},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: bindery, requested: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=1, used: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=2, limited: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=2`},
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaPaid, Source: catalog.SourceNamespace, Plan: "large", PlanName: "large-id"},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: namespace team-a may not use paid plans, and plan large is not free`},
+	} {
+		err := apiError(&tc.q, gr, v1beta1.Kind("ServiceInstance"), "db", true)
+		if err.Error() != tc.want {
+			t.Errorf("got  %s\nwant %s", err, tc.want)
+		}
+	}
+}

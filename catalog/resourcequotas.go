@@ -1,0 +1,81 @@
+package catalog
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ResourceQuota is what a Kubernetes ResourceQuota of a namespace sets on
+// Service Catalog's objects: its hard limits on
+// count/serviceinstances.servicecatalog.k8s.io (Instances) and
+// count/servicebindings.servicecatalog.k8s.io (Bindings). The engine
+// keeps the catalog's copy up to date while a cluster is configured
+// (catalog/resourcequota); creations through every door then honour them.
+type ResourceQuota struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Instances *int64 `json:"instances,omitempty"`
+	Bindings  *int64 `json:"bindings,omitempty"`
+}
+
+// limits tells whether the ResourceQuota limits any of the catalog's
+// objects.
+func (rq *ResourceQuota) limits() bool { return rq.Instances != nil || rq.Bindings != nil }
+
+// PutResourceQuota records a ResourceQuota's limits, or forgets it when it
+// sets none.
+func (s *Store) PutResourceQuota(ctx context.Context, rq ResourceQuota) error {
+	if !rq.limits() {
+		return s.DeleteResourceQuota(ctx, rq.Namespace, rq.Name)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (namespace, name) DO UPDATE SET instances = $3, bindings = $4
+		WHERE (resource_quotas.instances, resource_quotas.bindings) IS DISTINCT FROM ($3, $4)`,
+		rq.Namespace, rq.Name, rq.Instances, rq.Bindings)
+	return mapErr(err)
+}
+
+// DeleteResourceQuota forgets a ResourceQuota; one not recorded is no
+// error.
+func (s *Store) DeleteResourceQuota(ctx context.Context, namespace, name string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM catalog.resource_quotas WHERE namespace = $1 AND name = $2`, namespace, name)
+	return mapErr(err)
+}
+
+// ReplaceResourceQuotas makes the recorded ResourceQuotas those of all
+// (those that set no limit on the catalog's objects left out), in one
+// transaction.
+func (s *Store) ReplaceResourceQuotas(ctx context.Context, all []ResourceQuota) error {
+	var nss, names []string
+	var instances, bindings []*int64
+	for _, rq := range all {
+		if rq.limits() {
+			nss, names = append(nss, rq.Namespace), append(names, rq.Name)
+			instances, bindings = append(instances, rq.Instances), append(bindings, rq.Bindings)
+		}
+	}
+	_, err := s.write(ctx, func(w *txn) error {
+		w.queue(nil, `DELETE FROM catalog.resource_quotas r WHERE NOT EXISTS
+			(SELECT 1 FROM unnest($1::text[], $2::text[]) AS n(ns, name) WHERE n.ns = r.namespace AND n.name = r.name)`, nss, names)
+		_, err := w.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (namespace, name) DO UPDATE SET instances = excluded.instances, bindings = excluded.bindings
+			WHERE (resource_quotas.instances, resource_quotas.bindings) IS DISTINCT FROM (excluded.instances, excluded.bindings)`,
+			nss, names, instances, bindings)
+		return mapErr(err)
+	})
+	return err
+}
+
+// resourceQuotas reads the recorded ResourceQuotas of namespace ("" for
+// all), by namespace and name.
+func (s *Store) resourceQuotas(ctx context.Context, namespace string) ([]ResourceQuota, error) {
+	rows, err := s.pool.Query(ctx, `SELECT namespace, name, instances, bindings FROM catalog.resource_quotas
+		WHERE $1 = '' OR namespace = $1 ORDER BY namespace, name`, namespace)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ResourceQuota])
+	return out, mapErr(err)
+}

@@ -1,0 +1,88 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Plan visibility, as Cloud Foundry's service plan visibility: an admin
+// makes a cluster plan visible to chosen namespaces only. The plan then
+// carries the annotation VisibleInAnnotation, which names them; a plan
+// without it is every namespace's. To a namespace it is hidden from, the
+// plan does not exist: lists leave it out, and an instance there that
+// names it is an instance of a plan no broker offers, recorded to wait
+// for it (Service Catalog's ReferencesNonexistentServicePlan), never
+// provisioned unless the plan is made visible to its namespace. Instances
+// of it made before it was hidden stay.
+//
+// The annotation travels with the plan's document, so every reader (the
+// Kubernetes API's watches included) decides from the plan alone; a
+// relist keeps it, as it keeps every annotation.
+
+// VisibleInAnnotation names, comma-separated, the namespaces a cluster
+// plan is visible to; "" is none (only tokens for all namespaces and
+// cluster-wide users see it).
+const VisibleInAnnotation = "bindery.dev/visible-in"
+
+// VisibleIn tells whether plan is visible to namespace ns: a namespace's
+// own plans are its own, and a cluster plan is every namespace's unless
+// its annotation names some.
+func VisibleIn(plan *Meta, ns string) bool {
+	namespaces, restricted := VisibleNamespaces(plan)
+	return !restricted || slices.Contains(namespaces, ns)
+}
+
+// VisibleNamespaces reads a cluster plan's annotation: the namespaces it
+// is visible to, and whether it is restricted to them at all.
+func VisibleNamespaces(plan *Meta) ([]string, bool) {
+	v, ok := plan.Annotations[VisibleInAnnotation]
+	if !ok || plan.Namespace != "" {
+		return nil, false
+	}
+	if v == "" {
+		return []string{}, true
+	}
+	return strings.Split(v, ","), true
+}
+
+// SetPlanVisibility makes the cluster plan of id (or object name) visible
+// to namespaces only, or, with nil, to every namespace again. An empty
+// list hides it from every namespace. The change is a change of the plan
+// (its annotation), which watchers see.
+func (s *Store) SetPlanVisibility(ctx context.Context, idOrName string, namespaces []string) (*ServicePlan, error) {
+	var errs field.ErrorList
+	for i, ns := range namespaces {
+		errs = append(errs, validateNamespace(field.NewPath("namespaces").Index(i), ns)...)
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	plan, err := s.GetPlan(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	var value *string
+	if namespaces != nil {
+		sorted := slices.Compact(slices.Sorted(slices.Values(namespaces)))
+		v := strings.Join(sorted, ",")
+		value = &v
+	}
+	return updateMeta[ServicePlan](ctx, s, plan.ID, 0, func(m *Meta) error {
+		if m.Namespace != "" {
+			return fmt.Errorf("%w: plan %s is namespace %s's own: only cluster plans are restricted to namespaces", ErrUnprocessable, m.Name, m.Namespace)
+		}
+		if value == nil {
+			delete(m.Annotations, VisibleInAnnotation)
+			return nil
+		}
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[VisibleInAnnotation] = *value
+		return nil
+	})
+}

@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS catalog.instances_namespace_plan_idx;

@@ -1,0 +1,64 @@
+package restapi
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// quotaCollector exports every namespace's instances and bindings and the
+// limits in force on them (catalog.Store.QuotaUsage), read from the
+// database at each scrape: the counts are the catalog's, whichever
+// replica answers.
+type quotaCollector struct {
+	store *catalog.Store
+	log   *slog.Logger
+}
+
+// NewQuotaCollector returns the collector of the namespaces' usage.
+func NewQuotaCollector(store *catalog.Store, log *slog.Logger) prometheus.Collector {
+	return quotaCollector{store: store, log: log}
+}
+
+var (
+	instancesDesc = prometheus.NewDesc("bindery_namespace_instances", "Instances of the namespace, those being deleted included.", []string{"namespace"}, nil)
+	bindingsDesc  = prometheus.NewDesc("bindery_namespace_bindings", "Bindings of the namespace, those being deleted included.", []string{"namespace"}, nil)
+	instancesLim  = prometheus.NewDesc("bindery_namespace_instances_limit",
+		"The strictest limit on the namespace's instances; source is namespace, default or ResourceQuota/NAME.", []string{"namespace", "source"}, nil)
+	bindingsLim = prometheus.NewDesc("bindery_namespace_bindings_limit",
+		"The strictest limit on the namespace's bindings; source is namespace, default or ResourceQuota/NAME.", []string{"namespace", "source"}, nil)
+)
+
+// scrapeTimeout bounds the read of the usage a scrape makes.
+const scrapeTimeout = 5 * time.Second
+
+func (quotaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{instancesDesc, bindingsDesc, instancesLim, bindingsLim} {
+		ch <- d
+	}
+}
+
+func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	usage, err := q.store.QuotaUsage(ctx)
+	if err != nil {
+		q.log.Warn("read the namespaces' usage for metrics", "error", err)
+		ch <- prometheus.NewInvalidMetric(instancesDesc, err)
+		return
+	}
+	for _, u := range usage {
+		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(u.Instances.Used), u.Namespace)
+		ch <- prometheus.MustNewConstMetric(bindingsDesc, prometheus.GaugeValue, float64(u.Bindings.Used), u.Namespace)
+		if l := u.Instances.Limit; l != nil {
+			ch <- prometheus.MustNewConstMetric(instancesLim, prometheus.GaugeValue, float64(*l), u.Namespace, u.Instances.Source)
+		}
+		if l := u.Bindings.Limit; l != nil {
+			ch <- prometheus.MustNewConstMetric(bindingsLim, prometheus.GaugeValue, float64(*l), u.Namespace, u.Bindings.Source)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package restapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/restapi"
+)
+
+// TestQuotaMetrics: the namespaces' instances and bindings, and the
+// strictest limit on each with where it comes from, at every scrape.
+func TestQuotaMetrics(t *testing.T) {
+	t.Parallel()
+	bb := setup(t)
+	bb.registerBindery("bindery")
+	ctx := context.Background()
+	if _, err := bb.store.SetQuota(ctx, &catalog.Quota{Namespace: "team-a", Instances: new(10), PaidPlans: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.store.SetQuota(ctx, &catalog.Quota{Namespace: "", Bindings: new(4), PaidPlans: true}); err != nil {
+		t.Fatal(err)
+	}
+	three := int64(3)
+	if err := bb.store.PutResourceQuota(ctx, catalog.ResourceQuota{Namespace: "team-b", Name: "objects", Instances: &three}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []map[string]any{instanceIn("team-a", "db", "small"), instanceIn("team-a", "db2", "small"), instanceIn("team-c", "db", "small")} {
+		bb.must(http.StatusCreated, bb.do(bb.admin, "POST", "/instances", in))
+	}
+	bb.must(http.StatusCreated, bb.do(bb.admin, "POST", "/bindings", map[string]any{"name": "app", "namespace": "team-a", "spec": map[string]any{"instanceRef": map[string]any{"name": "db"}}}))
+	want := `
+# HELP bindery_namespace_bindings Bindings of the namespace, those being deleted included.
+# TYPE bindery_namespace_bindings gauge
+bindery_namespace_bindings{namespace="team-a"} 1
+bindery_namespace_bindings{namespace="team-b"} 0
+bindery_namespace_bindings{namespace="team-c"} 0
+# HELP bindery_namespace_bindings_limit The strictest limit on the namespace's bindings; source is namespace, default or ResourceQuota/NAME.
+# TYPE bindery_namespace_bindings_limit gauge
+bindery_namespace_bindings_limit{namespace="team-b",source="default"} 4
+bindery_namespace_bindings_limit{namespace="team-c",source="default"} 4
+# HELP bindery_namespace_instances Instances of the namespace, those being deleted included.
+# TYPE bindery_namespace_instances gauge
+bindery_namespace_instances{namespace="team-a"} 2
+bindery_namespace_instances{namespace="team-b"} 0
+bindery_namespace_instances{namespace="team-c"} 1
+# HELP bindery_namespace_instances_limit The strictest limit on the namespace's instances; source is namespace, default or ResourceQuota/NAME.
+# TYPE bindery_namespace_instances_limit gauge
+bindery_namespace_instances_limit{namespace="team-a",source="namespace"} 10
+bindery_namespace_instances_limit{namespace="team-b",source="ResourceQuota/objects"} 3
+`
+	if err := testutil.CollectAndCompare(restapi.NewQuotaCollector(bb.store, nil), strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
