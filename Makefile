@@ -8,7 +8,7 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
+.PHONY: modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
 
 all: build
 
@@ -62,10 +62,23 @@ run: deps
 	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
 	@$(BIN)/bindery up
 
-## test: vet, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
-test: deps node-deps kube cni helm browser
+## test: vet, the other Go modules, then every test against real PostgreSQL and a real kube-apiserver (both started by the tests)
+test: deps node-deps kube cni helm browser modules
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
+
+## modules: the repository's other Go modules build from their own go.mod and
+## go.sum (-mod=readonly, as a clean clone does): bench/ is built and vetted;
+## the modules under tools/ only have every package of their programs loaded
+## (go list -deps), for building tools/kube or Helm takes 5+ minutes
+modules:
+	cd bench && $(GO) build -mod=readonly ./... && $(GO) vet -mod=readonly ./...
+	tools/kube/build.sh --check
+	tools/cni/build.sh --check
+	cd tools/codegen && $(GO) list -mod=readonly -deps tool >/dev/null
+	cd tools/helm && $(GO) list -mod=readonly -deps helm.sh/helm/v4/cmd/helm >/dev/null
+	cd tools/helm/v3 && $(GO) list -mod=readonly -deps helm.sh/helm/v3/cmd/helm >/dev/null
+	cd tools/compose && $(GO) list -mod=readonly -deps github.com/docker/compose/v2/cmd >/dev/null
 
 ## screenshots: the web UI's pages at 1280 and 390 px, light and dark, checked with axe-core, as PNGs
 ## in web/testdata/screenshots (ignored by git)

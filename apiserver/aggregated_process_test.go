@@ -23,21 +23,23 @@ import (
 // run as its own process, as deploy/bindery runs it: what a benchmark
 // measures the memory of.
 type serverProcess struct {
-	t      testing.TB
-	bin    string
-	args   []string
-	env    []string
-	addr   netip.AddrPort
-	caData []byte
-	cmd    *exec.Cmd
-	stderr *syncbuf.Buffer
-	done   chan error
+	t       testing.TB
+	bin     string
+	args    []string
+	env     []string
+	addr    netip.AddrPort
+	dataDir string
+	caData  []byte
+	cmd     *exec.Cmd
+	stderr  *syncbuf.Buffer
+	done    chan error
 }
 
 // startServerProcess builds bindery and starts `bindery serve apiserver` on
 // ip, on the database at dbURL, delegating to the cluster of kubeconfig,
-// with a serving certificate for host. It returns once the server says it
-// serves, and stops it when t ends.
+// with a serving certificate for host (standalone when kubeconfig is "":
+// its own kubeconfig is then in dataDir). It returns once the server says
+// it serves, and stops it when t ends.
 func startServerProcess(t testing.TB, ip netip.Addr, dbURL, kubeconfig, host string) *serverProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bindery")
@@ -55,10 +57,12 @@ func startServerProcess(t testing.TB, ip netip.Addr, dbURL, kubeconfig, host str
 	l.Close()
 	dataDir := t.TempDir()
 	p := &serverProcess{
-		t: t, bin: bin, addr: addr,
-		args: []string{"serve", "apiserver", "--listen", addr.String(), "--data-dir", dataDir,
-			"--kubeconfig", kubeconfig, "--tls-hosts", host, "--log-level", "warn", "--no-migrate"},
-		env: []string{"DATABASE_URL=" + dbURL, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
+		t: t, bin: bin, addr: addr, dataDir: dataDir,
+		args: []string{"serve", "apiserver", "--listen", addr.String(), "--data-dir", dataDir, "--log-level", "warn", "--no-migrate"},
+		env:  []string{"DATABASE_URL=" + dbURL, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
+	}
+	if kubeconfig != "" {
+		p.args = append(p.args, "--kubeconfig", kubeconfig, "--tls-hosts", host)
 	}
 	p.start()
 	t.Cleanup(p.stop)

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +186,8 @@ type Config struct {
 	generic *genericapiserver.RecommendedConfig
 	store   *catalog.Store
 	log     *slog.Logger
+	// lists answers list requests; its storages are set by New.
+	lists *listServer
 	// Server is the URL clients reach the server at, as the kubeconfig says.
 	Server string
 	// CAData is the PEM bundle that verifies the serving certificate the
@@ -262,7 +265,12 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		l.Close()
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
-	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server}
+	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server, lists: &listServer{}}
+	// Lists are answered inside the filter chain, before k8s.io/apiserver's
+	// handlers (list.go).
+	cfg.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(c.lists.wrap(h), gc)
+	}
 	if o.TLSCertFile == "" {
 		c.CAData = p.caPEM
 	}
@@ -437,7 +445,14 @@ func (c *Config) New() (*Server, error) {
 	}
 	info := genericapiserver.NewDefaultAPIGroupInfo(v1beta1.GroupName, scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = withoutProtobuf{codecs}
-	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = s.storages(c.store, c.opts.BookmarkInterval)
+	storages := s.storages(c.store, c.opts.BookmarkInterval)
+	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storages
+	c.lists.storages = map[string]*storage{}
+	for resource, rs := range storages {
+		if st := storageOf(rs); st != nil && !strings.Contains(resource, "/") {
+			c.lists.storages[resource] = st
+		}
+	}
 	if err := gs.InstallAPIGroup(&info); err != nil {
 		stop()
 		return nil, fmt.Errorf("install %s: %w", v1beta1.SchemeGroupVersion, err)

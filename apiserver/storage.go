@@ -111,10 +111,20 @@ func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	st.hub.waitFor(ctx, raw.ResourceVersion)
 	if hide := st.access.hidden(ctx); hide != nil && hide(obj) {
 		return nil, apierrors.NewNotFound(st.resource, name)
 	}
 	return obj, nil
+}
+
+// settled waits until obj's resourceVersion is final (hub.waitFor) and
+// returns it.
+func (st *storage) settled(ctx context.Context, obj runtime.Object) runtime.Object {
+	if rv, err := resourceVersion(obj); err == nil {
+		st.hub.waitFor(ctx, rv)
+	}
+	return obj
 }
 
 // predicate is a list's or watch's selection.

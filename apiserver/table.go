@@ -21,22 +21,13 @@ type tableConvertor struct {
 }
 
 func (t tableConvertor) convert(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{}
-	if o, ok := opts.(*metav1.TableOptions); !ok || !o.NoHeaders {
-		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{
-			{Name: "Name", Type: "string", Format: "name", Description: "The object's name."},
-		}, t.columns...)
-		table.ColumnDefinitions = append(table.ColumnDefinitions,
-			metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since the object was created."})
-	}
+	table := &metav1.Table{ColumnDefinitions: t.columnDefinitions(opts)}
 	add := func(o runtime.Object) error {
-		m, err := meta.Accessor(o)
+		row, err := t.row(o)
 		if err != nil {
 			return err
 		}
-		cells := append([]any{m.GetName()}, t.cells(o)...)
-		cells = append(cells, age(m.GetCreationTimestamp()))
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: o}})
+		table.Rows = append(table.Rows, row)
 		return nil
 	}
 	if meta.IsListType(obj) {
@@ -55,6 +46,29 @@ func (t tableConvertor) convert(_ context.Context, obj runtime.Object, opts runt
 		table.ResourceVersion = m.GetResourceVersion()
 	}
 	return table, nil
+}
+
+// columnDefinitions are the table's columns, none when opts (a
+// metav1.TableOptions) ask for no headers.
+func (t tableConvertor) columnDefinitions(opts runtime.Object) []metav1.TableColumnDefinition {
+	if o, ok := opts.(*metav1.TableOptions); ok && o.NoHeaders {
+		return nil
+	}
+	cols := append([]metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "The object's name."},
+	}, t.columns...)
+	return append(cols, metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since the object was created."})
+}
+
+// row is an object's row: its name, the resource's cells, its age.
+func (t tableConvertor) row(o runtime.Object) (metav1.TableRow, error) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return metav1.TableRow{}, err
+	}
+	cells := append([]any{m.GetName()}, t.cells(o)...)
+	cells = append(cells, age(m.GetCreationTimestamp()))
+	return metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: o}}, nil
 }
 
 func age(t metav1.Time) string {

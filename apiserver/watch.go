@@ -39,7 +39,9 @@ type hub struct {
 	stopped bool
 	// last is the newest revision fanned out: every change up to it is in
 	// the channels of the subscriptions that existed when it was sent.
+	// moved is closed (and replaced) whenever it moves on.
 	last  atomic.Int64
+	moved chan struct{}
 	ready chan struct{}
 	// done is closed when run returns.
 	done chan struct{}
@@ -151,7 +153,7 @@ func (s *subscription) take() ([]hubEvent, bool) {
 }
 
 func newHub(store *catalog.Store, log *slog.Logger) *hub {
-	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}),
+	return &hub{store: store, log: log, poll: 5 * time.Second, subs: map[*subscription]struct{}{}, ready: make(chan struct{}), done: make(chan struct{}), moved: make(chan struct{}),
 		known: map[objectID]*attrs{}, gone: map[objectID]goneAttrs{}}
 }
 
@@ -324,8 +326,41 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 		}
 		h.deliver(c.Kind, ev)
 	}
+	h.mu.Lock()
 	h.last.Store(page[len(page)-1].Revision)
+	close(h.moved)
+	h.moved = make(chan struct{})
+	h.mu.Unlock()
 	return nil
+}
+
+// settleWait bounds how long a response waits for the hub (waitFor).
+const settleWait = 10 * time.Second
+
+// waitFor waits until the hub has fanned out revision rev, so that every
+// revision up to it is final: a client that watches from an object's
+// resourceVersion then misses no change that commits after it read the
+// object (a revision below it may commit after it, while in flight;
+// catalog/revision.go). It gives up after settleWait, or when ctx ends.
+func (h *hub) waitFor(ctx context.Context, rev int64) {
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	for {
+		h.mu.Lock()
+		moved := h.moved
+		h.mu.Unlock()
+		if h.last.Load() >= rev {
+			return
+		}
+		select {
+		case <-moved:
+		case <-t.C:
+			h.log.WarnContext(ctx, "the watch hub did not reach an object's revision: answering anyway", "revision", rev, "hub", h.last.Load())
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // forgetPruned drops what the hub keeps of objects whose deletion the feed
@@ -425,22 +460,11 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 	}
 	last := req.from
 	if req.initial {
-		l, err := st.store.ListRaw(ctx, st.kind, catalog.ListOptions{Namespace: req.pred.namespace, Labels: req.pred.label})
-		if err != nil {
-			fail(apierrors.NewInternalError(err))
+		rev, ok := st.sendInitial(ctx, req, send, fail)
+		if !ok {
 			return
 		}
-		for _, r := range l.Items {
-			obj, err := fromRaw(st.kind, r)
-			if err != nil {
-				fail(apierrors.NewInternalError(err))
-				return
-			}
-			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
-				return
-			}
-		}
-		last = l.ResourceVersion
+		last = rev
 		if req.initialMark {
 			mark := st.bookmark(last)
 			mark.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -458,11 +482,12 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
 			return
 		}
-		changes, err := st.store.Feed().Since(ctx, req.from, []string{st.kind}, 0)
+		page, err := st.store.Feed().Read(ctx, req.from, []string{st.kind}, 0)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
 			return
 		}
+		changes := page.Changes
 		prevs, err := st.statesAt(ctx, req, changes)
 		if err != nil {
 			fail(apierrors.NewInternalError(err))
@@ -482,6 +507,9 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 				return
 			}
 		}
+		// Read up to the final revision: the hub's changes up to it were
+		// read here.
+		last = max(last, page.UpTo)
 	}
 	// covered is the revision the list or backlog read up to: the hub's
 	// changes up to it were sent already. The changes of one transaction
@@ -543,6 +571,44 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			return
 		}
 	}
+}
+
+// errStopped ends a scan whose watch has ended.
+var errStopped = errors.New("the watch ended")
+
+// sendInitial sends the objects the watch selects as ADDED, read from one
+// snapshot a chunk at a time as the client takes them, and returns the
+// snapshot's revision; false when the watch ended (fail has said why, if
+// it failed). The snapshot is held no longer than the store allows: a
+// client that reads the initial events more slowly gets a Timeout error,
+// and lists again.
+func (st *storage) sendInitial(ctx context.Context, req watchRequest, send func(watch.Event) bool, fail func(error)) (int64, bool) {
+	var rev int64
+	lo := catalog.ListOptions{Namespace: req.pred.namespace, Labels: req.pred.label}
+	err := st.store.ScanRaw(ctx, st.kind, lo, func(r int64, _ string, items []*catalog.RawObject) error {
+		rev = r
+		for _, raw := range items {
+			obj, err := fromRaw(st.kind, raw)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
+				return errStopped
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errStopped):
+		return 0, false
+	case isExpired(err):
+		fail(apierrors.NewTimeoutError(fmt.Sprintf("%v: the initial events were read too slowly", err), 1))
+		return 0, false
+	case err != nil:
+		fail(st.listError(err))
+		return 0, false
+	}
+	return rev, true
 }
 
 // statesAt reads what the objects a backlog modifies were at the revision

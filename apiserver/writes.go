@@ -93,7 +93,7 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 			}
 			return nil, false, st.apiError(err, name, false)
 		}
-		return out, false, nil
+		return st.settled(ctx, out), false, nil
 	}
 }
 
@@ -138,7 +138,7 @@ func (st *storage) create(ctx context.Context, obj runtime.Object, createValidat
 	if err != nil {
 		return nil, st.apiError(err, om.GetName(), true)
 	}
-	return out, nil
+	return st.settled(ctx, out), nil
 }
 
 // remove runs rest.BeforeDelete (preconditions) and admission, then del.
@@ -167,7 +167,7 @@ func (st *storage) remove(ctx context.Context, name string, deleteValidation res
 	if err != nil {
 		return nil, false, st.apiError(err, name, false)
 	}
-	return out, deleted, nil
+	return st.settled(ctx, out), deleted, nil
 }
 
 func objectMetaOf(obj runtime.Object) *metav1.ObjectMeta {

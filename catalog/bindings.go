@@ -178,7 +178,10 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 			instanceID = &in.ID
 		}
 		linked = in != nil
-		// With the commit (txn.queue): a name taken shows there.
+		// With the commit (txn.queue): a name taken shows there. The row
+		// goes in with the transaction's revision.
+		rev := w.probedRevision("catalog.bindings", b.Namespace, b.Name)
+		w.insertedWithRevision(b.ID)
 		w.queue(func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
@@ -189,7 +192,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 			}
 			return mapErr(err)
 		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, `+rev+`, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		addCreatedEvent(w, KindBinding, b.ID, "Desired state recorded.")
 		w.changed(Added, b)
 		return nil

@@ -74,19 +74,57 @@ const instanceJoin = ` LEFT JOIN catalog.instances i ON c.kind = 'ServiceBinding
 	AND i.name = c.object->'spec'->'instanceRef'->>'name'`
 
 // Since reads the change feed after a revision, oldest first, for the
-// given kinds (all when none), at most limit entries (all when 0).
-// Entries of one revision are never split across calls when limit cuts:
-// the last revision read is completed.
+// given kinds (all when none), at most limit entries (all when 0), up to
+// the catalog's final revision (Store.Revision): what is read is never
+// followed by a change of a revision before it. Entries of one revision
+// are never split across calls when limit cuts: the last revision read is
+// completed.
 func (f *Feed) Since(ctx context.Context, after int64, kinds []string, limit int) ([]Change, error) {
-	return f.since(ctx, after, kinds, limit, true)
+	p, err := f.Read(ctx, after, kinds, limit)
+	return p.Changes, err
 }
 
-// since is Since; without documents, each change's Object has only the
-// object's id, namespace and name (decoding a page's documents costs
-// more than reading it).
-func (f *Feed) since(ctx context.Context, after int64, kinds []string, limit int, documents bool) ([]Change, error) {
+// Page is a read of the change feed.
+type Page struct {
+	// Changes are the changes read, oldest first.
+	Changes []Change
+	// UpTo is the revision the read is complete up to: a reader that
+	// resumes after it misses nothing.
+	UpTo int64
+}
+
+// Read is Since, with the revision the read is complete up to: the final
+// revision, or the last one read when limit cut the read short.
+func (f *Feed) Read(ctx context.Context, after int64, kinds []string, limit int) (Page, error) {
+	upTo, err := f.s.settledRevision(ctx)
+	if err != nil {
+		return Page{}, fmt.Errorf("read changes after %d: %w", after, err)
+	}
+	return f.readUpTo(ctx, after, upTo, kinds, limit, true)
+}
+
+// readUpTo reads the changes after after, up to upTo, as Read does.
+func (f *Feed) readUpTo(ctx context.Context, after, upTo int64, kinds []string, limit int, documents bool) (Page, error) {
+	if upTo <= after {
+		return Page{UpTo: after}, nil
+	}
+	changes, err := f.since(ctx, after, upTo, kinds, limit, documents)
+	if err != nil {
+		return Page{}, err
+	}
+	if limit > 0 && len(changes) >= limit {
+		upTo = changes[len(changes)-1].Revision
+	}
+	return Page{Changes: changes, UpTo: upTo}, nil
+}
+
+// since reads the changes in (after, upTo]; without documents, each
+// change's Object has only the object's id, namespace and name (decoding a
+// page's documents costs more than reading it).
+func (f *Feed) since(ctx context.Context, after, upTo int64, kinds []string, limit int, documents bool) ([]Change, error) {
 	w := &filter{}
 	w.add("c.revision > ?", after)
+	w.add("c.revision <= ?", upTo)
 	if len(kinds) > 0 {
 		w.add("c.kind = ANY(?)", kinds)
 	}
@@ -184,39 +222,40 @@ func (f *Feed) At(ctx context.Context, kind string, ids []string, at int64) (map
 // older ones are gone (pruned).
 func (f *Feed) KeptAfter(ctx context.Context) (int64, error) {
 	var oldest *int64
-	var rev int64
-	err := f.s.pool.QueryRow(ctx, `SELECT (SELECT min(revision) FROM catalog.changes), value FROM catalog.revision`).Scan(&oldest, &rev)
-	if err != nil {
+	if err := f.s.pool.QueryRow(ctx, `SELECT min(revision) FROM catalog.changes`).Scan(&oldest); err != nil {
 		return 0, fmt.Errorf("read the change feed's start: %w", mapErr(err))
 	}
-	if oldest == nil {
-		// Nothing kept (or nothing ever written): only the newest revision
-		// is a place to resume from.
-		return rev, nil
+	if oldest != nil {
+		return *oldest - 1, nil
 	}
-	return *oldest - 1, nil
+	// Nothing kept (or nothing ever written): only the newest final
+	// revision is a place to resume from.
+	rev, err := f.s.settledRevision(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the change feed's start: %w", err)
+	}
+	return rev, nil
 }
 
 // LastOf is the position of the newest change of the given kinds: it
 // moves on whenever an object of those kinds changes, and not otherwise,
 // so a reader can keep what it made of them keyed by it. Once changes are
 // pruned it may move on without such a change, but it never comes back to
-// a position it had before one (pruning keeps a suffix of the feed).
+// a position it had before one (pruning keeps a suffix of the feed). It
+// counts only final revisions, so that a change committed after a higher
+// revision still moves it.
 func (f *Feed) LastOf(ctx context.Context, kinds ...string) (int64, error) {
+	final, err := f.s.settledRevision(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the change feed's position: %w", err)
+	}
 	var rev int64
-	err := f.s.pool.QueryRow(ctx, `SELECT coalesce(
-		(SELECT max(m) FROM (SELECT (SELECT max(revision) FROM catalog.changes c WHERE c.kind = k) AS m FROM unnest($1::text[]) AS k) x),
+	err = f.s.pool.QueryRow(ctx, `SELECT coalesce(
+		(SELECT max(m) FROM (SELECT (SELECT max(revision) FROM catalog.changes c WHERE c.kind = k AND c.revision <= $2) AS m FROM unnest($1::text[]) AS k) x),
 		(SELECT min(revision) - 1 FROM catalog.changes),
-		(SELECT value FROM catalog.revision))`, kinds).Scan(&rev)
+		$2)`, kinds, final).Scan(&rev)
 	if err != nil {
 		return 0, fmt.Errorf("read the change feed's position: %w", mapErr(err))
 	}
 	return rev, nil
-}
-
-// Revision is the newest revision of the catalog.
-func (s *Store) Revision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT value FROM catalog.revision`).Scan(&rev)
-	return rev, mapErr(err)
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/bindery-dev/bindery/internal/keyring"
@@ -26,7 +27,7 @@ func BenchmarkFeedPage1000(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			benchFeed(b, func(ctx context.Context, s *Store, after int64) (int, error) {
-				page, err := s.feed.since(ctx, after, bc.kinds, 1000, bc.documents)
+				page, err := s.feed.since(ctx, after, math.MaxInt64, bc.kinds, 1000, bc.documents)
 				return len(page), err
 			})
 		})

@@ -61,9 +61,10 @@ func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn f
 		opts.Idle = 5 * time.Second
 	}
 	pos := after
+	var m watermark
 	retry := followRetry
 	for {
-		err := f.follow(ctx, &pos, opts, fn, func() { retry = followRetry })
+		err := f.follow(ctx, &pos, &m, opts, fn, func() { retry = followRetry })
 		if ctx.Err() != nil {
 			return
 		}
@@ -77,7 +78,7 @@ func (f *Feed) Follow(ctx context.Context, after int64, opts FollowOptions, fn f
 
 // follow is one connection's worth of Follow. ok is called once the feed
 // has been read up to date on it.
-func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error, ok func()) error {
+func (f *Feed) follow(ctx context.Context, pos *int64, m *watermark, opts FollowOptions, fn func(context.Context, []Change) error, ok func()) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, f.s.pool.Config().ConnConfig.Copy())
 	cancel()
@@ -88,7 +89,7 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if err := f.checkBehind(ctx, pos); err != nil {
+	if err := f.checkBehind(ctx, pos, m); err != nil {
 		return err
 	}
 	// OnIdle's period runs from its last call, not from the last
@@ -99,7 +100,7 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 		// Several notifications are read as one batch of changes; changes
 		// committed while no one listened are read on the first round.
 		if read {
-			if err := f.catchUp(ctx, pos, opts, fn); err != nil {
+			if err := f.catchUp(ctx, pos, m, opts, fn); err != nil {
 				return err
 			}
 			ok()
@@ -114,8 +115,8 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 		case err == nil:
 			// A notification carries its revision. Those of the changes
 			// the last read already had (they queue up while it runs) need
-			// no read: revisions are granted in commit order, so a read
-			// that saw a revision saw every one before it.
+			// no read: a read reaches a revision only once every change up
+			// to it has committed.
 			if rev, perr := strconv.ParseInt(n.Payload, 10, 64); perr == nil && rev <= *pos {
 				read = false
 			}
@@ -136,10 +137,11 @@ func (f *Feed) follow(ctx context.Context, pos *int64, opts FollowOptions, fn fu
 // is behind it: the database lost committed writes that this follower had
 // read, as after a failover to a standby that had not received them
 // (asynchronous replication). The revisions after the loss are granted
-// again, to other changes; a follower that waited for the old numbers
-// would pass over every change until the feed caught up with them. Said
+// again, to other changes, and what the watermark m waited for is gone; a
+// follower that waited for the old numbers would pass over every change
+// until the feed caught up with them. Said
 // at error level, since what was lost was acknowledged to someone.
-func (f *Feed) checkBehind(ctx context.Context, pos *int64) error {
+func (f *Feed) checkBehind(ctx context.Context, pos *int64, m *watermark) error {
 	rev, err := f.s.Revision(ctx)
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
@@ -147,27 +149,31 @@ func (f *Feed) checkBehind(ctx context.Context, pos *int64) error {
 	if rev < *pos {
 		f.s.log.ErrorContext(ctx, "the change feed went back: the database lost committed writes (a failover to a standby that did not have them?); reading on from where it is",
 			"read", *pos, "newest", rev)
-		*pos = rev
+		*pos, *m = rev, watermark{}
 	}
 	return nil
 }
 
-// catchUp hands fn the feed after *pos, a page at a time, moving *pos past
-// each page fn took.
-func (f *Feed) catchUp(ctx context.Context, pos *int64, opts FollowOptions, fn func(context.Context, []Change) error) error {
+// catchUp hands fn the feed after *pos up to the watermark m keeps, a page
+// at a time, moving *pos past each page fn took.
+func (f *Feed) catchUp(ctx context.Context, pos *int64, m *watermark, opts FollowOptions, fn func(context.Context, []Change) error) error {
+	h, err := readHorizon(ctx, f.s.pool)
+	if err != nil {
+		return err
+	}
+	upTo := m.advance(h)
 	for {
-		page, err := f.since(ctx, *pos, opts.Kinds, opts.Page, !opts.NamesOnly)
+		page, err := f.readUpTo(ctx, *pos, upTo, opts.Kinds, opts.Page, !opts.NamesOnly)
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 {
-			return nil
+		if len(page.Changes) > 0 {
+			if err := fn(ctx, page.Changes); err != nil {
+				return err
+			}
 		}
-		if err := fn(ctx, page); err != nil {
-			return err
-		}
-		*pos = page[len(page)-1].Revision
-		if len(page) < opts.Page {
+		*pos = max(*pos, page.UpTo)
+		if len(page.Changes) < opts.Page {
 			return nil
 		}
 	}

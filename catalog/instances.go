@@ -147,7 +147,9 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 			return err
 		}
 		// The rest goes with the commit (txn.queue): a name taken shows
-		// there.
+		// there. The row goes in with the transaction's revision.
+		rev := w.probedRevision("catalog.instances", in.Namespace, in.Name)
+		w.insertedWithRevision(in.ID)
 		w.queue(func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
@@ -158,7 +160,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 			}
 			return mapErr(err)
 		}, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, 0, $8)`,
+			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, `+rev+`, $8)`,
 			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
 		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
 			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)

@@ -116,14 +116,14 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 	if !mine {
 		return 0, 0, nil
 	}
-	// Revisions are granted at commit and created_at is the transaction's
-	// start: every change before the oldest young revision is old. The
-	// bound in bytes walks the feed from the newest change (the primary
-	// key's order) and stops at the first that does not fit: its
-	// revision goes whole.
+	// Revisions are taken in a write's last round trip and created_at is
+	// the transaction's start: every change before the oldest young
+	// revision is old. The bound in bytes walks the feed from the newest
+	// change (the primary key's order) and stops at the first that does
+	// not fit: its revision goes whole.
 	err = tx.QueryRow(ctx, `SELECT greatest(least(
 			coalesce((SELECT min(revision) FROM catalog.changes WHERE created_at >= now() - make_interval(secs => $1)),
-				(SELECT value + 1 FROM catalog.revision)),
+				(SELECT last_value + 1 FROM catalog.revisions)),
 			coalesce((SELECT revision FROM catalog.changes ORDER BY revision DESC, object_id DESC OFFSET $2 - 1 LIMIT 1), 0)),
 			coalesce((SELECT revision + 1 FROM (
 				SELECT revision, sum(pg_column_size(object)) OVER (ORDER BY revision DESC, object_id DESC) AS size
@@ -149,7 +149,7 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 // pruneBefore removes the changes older than revision $1, keeping the
 // newest revision whatever $1 says, so a reader can always resume from the
 // newest state.
-const pruneBefore = `DELETE FROM catalog.changes WHERE revision < least($1, (SELECT value FROM catalog.revision))`
+const pruneBefore = `DELETE FROM catalog.changes WHERE revision < least($1, (SELECT max(revision) FROM catalog.changes))`
 
 // PruneBefore removes the change feed's entries older than revision
 // before, keeping the newest revision whatever before says. It returns

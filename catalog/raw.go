@@ -34,47 +34,63 @@ func (s *Store) GetRaw(ctx context.Context, kind, namespace, name string) (*RawO
 	return l.Items[0], nil
 }
 
+// rawOrder is how a list of a kind is ordered and paged: by the columns of
+// order, resuming after a cursor (after), the cursor of an item (next).
+type rawOrder struct {
+	order string
+	after func(*filter, cursor)
+	next  func(o *RawObject, pos int, broker string) cursor
+	// upTo ends a read at a cursor's position, included.
+	upTo func(*filter, cursor)
+}
+
+// rawOrders are the orders of the kinds, as their own List methods order
+// them: by namespace and name, classes and plans as their broker's
+// catalogue lists them.
+var rawOrders = func() map[string]rawOrder {
+	byName := rawOrder{
+		order: "namespace, name",
+		after: func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
+		next:  func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} },
+		upTo:  func(f *filter, c cursor) { f.add("(namespace, name) <= (?, ?)", c.Namespace, c.Name) },
+	}
+	byPosition := rawOrder{
+		order: "broker_id, position",
+		after: func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
+		next:  func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} },
+		upTo:  func(f *filter, c cursor) { f.add("(broker_id, position) <= (?::uuid, ?)", c.Name, c.Pos) },
+	}
+	out := map[string]rawOrder{}
+	for _, k := range []string{KindInstance, KindBinding, KindBroker, KindNamespacedBroker} {
+		out[k] = byName
+	}
+	for _, k := range []string{KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan} {
+		out[k] = byPosition
+	}
+	return out
+}()
+
 // ListRaw lists objects of kind in the order of their own List method
 // (classes and plans removed from their broker's catalogue included), in a
 // read-only snapshot whose revision it returns as ResourceVersion: a watch
 // from that revision sees every change the list does not.
 func (s *Store) ListRaw(ctx context.Context, kind string, opts ListOptions) (List[*RawObject], error) {
 	var out List[*RawObject]
-	f := &filter{}
-	f.scope(kind, opts)
-	var order string
-	var after func(*filter, cursor)
-	var next func(*RawObject, int, string) cursor
-	switch kind {
-	case KindInstance, KindBinding:
-		order = "namespace, name"
-		after = func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) }
-		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} }
-	case KindBroker, KindNamespacedBroker:
-		order = "namespace, name"
-		after = func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) }
-		next = func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} }
-	case KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan:
-		order = "broker_id, position"
-		after = func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) }
-		next = func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }
-	default:
+	o, ok := rawOrders[kind]
+	if !ok {
 		return out, fmt.Errorf("list %s: unknown kind", kind)
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return out, fmt.Errorf("begin: %w", mapErr(err))
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	var rev int64
-	if err := tx.QueryRow(ctx, `SELECT value FROM catalog.revision`).Scan(&rev); err != nil {
-		return out, fmt.Errorf("read revision: %w", mapErr(err))
-	}
-	out, err = listRaw(ctx, tx, kind, f, order, after, next, opts)
+	f := &filter{}
+	f.scope(kind, opts)
+	err := s.snapshot(ctx, func(ctx context.Context, tx pgx.Tx, rev int64) error {
+		var err error
+		out, err = listRaw(ctx, tx, kind, f, o.order, o.after, o.next, opts)
+		out.ResourceVersion = rev
+		return err
+	})
 	if err != nil {
 		return out, fmt.Errorf("list %s: %w", kind, err)
 	}
-	out.ResourceVersion = rev
 	return out, nil
 }
 

@@ -40,9 +40,13 @@ type Store struct {
 	brokerTimeout time.Duration
 	egress        *osb.Egress
 	feed          *Feed
-	// catalogue keeps the classes and plans new objects resolved to
-	// (catalogue.go).
-	catalogue catalogueCache
+	// snapshotLimit bounds how long a read holds a snapshot open.
+	snapshotLimit time.Duration
+	// notifier announces committed revisions (notify.go).
+	notifier notifier
+	// plans keeps the classes and plans new objects resolved to, and the
+	// classes, plans and brokers the engine read (plancache.go).
+	plans planCache
 	// fetches coalesces and limits catalogue fetches (fetches.go).
 	fetches fetches
 	// iconFetcher fetches the services' icons (icons.go).
@@ -79,12 +83,13 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout}
+	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit}
 	s.fetches.slots = make(chan struct{}, DefaultCatalogueFetches)
 	for _, o := range opts {
 		o(s)
 	}
 	s.feed = &Feed{s: s}
+	s.notifier.s = s
 	return s
 }
 
@@ -262,6 +267,9 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 	if err := w.commit(ctx, sql, args, &rev); err != nil {
 		return 0, err
 	}
+	if sql != "" {
+		s.notifier.announce(rev)
+	}
 	for _, c := range w.changes {
 		if c.typ != Deleted {
 			c.obj.meta().ResourceVersion = rev
@@ -289,21 +297,24 @@ func (w *txn) objectEvents() []ObjectEvent {
 	return out
 }
 
-// record appends w's changes to the feed. The revision row is locked here,
-// at the end of the transaction, so it is held only until the commit that
-// follows, and revisions are granted in commit order.
+// record appends w's changes to the feed at the transaction's revision,
+// which it takes from the catalog.revisions sequence unless a creation of
+// the transaction took it already (txn.revision), and stamps it on the
+// changed rows that do not carry it yet, with their new statuses.
 //
-// While it holds the revision, a transaction must not wait for any other
-// lock, or it waits for a transaction that waits for the revision. So rows
-// are read FOR NO KEY UPDATE, never FOR UPDATE: a binding's foreign-key
-// check (FOR KEY SHARE on its instance, which PostgreSQL also takes when
-// stamping a binding row this transaction already changed) then never
-// waits for an instance another writer holds.
+// It is the transaction's last statement, sent with its commit
+// (txn.commit): the revision is taken once every row the transaction
+// changes is locked, so of two writes of one row (or one name) the later
+// to commit has the higher revision. Writes do not wait for one another
+// here: each holds catalog.revision in ROW EXCLUSIVE mode from before it
+// takes its revision until it commits, which tells the feed's readers
+// which revisions may still be in flight (revision.go).
 //
-// Every writer waits for the revision in turn, so the time it is held is
-// what bounds the catalog's writes per second: record is one statement,
-// sent with the commit (txn.commit), so the revision is held for one round
-// trip. The objects' documents are encoded before the revision is known;
+// While it holds that lock, a transaction must not wait for a lock a
+// write outside its last round trip holds: rows are read FOR NO KEY
+// UPDATE, never FOR UPDATE, so a binding's foreign-key check (FOR KEY
+// SHARE on its instance) never waits for an instance another writer
+// holds. The objects' documents are encoded before the revision is known;
 // the statement stamps it into them, and write on the objects.
 func record(w *txn) (string, []any, error) {
 	ids := map[string][]string{}
@@ -315,7 +326,7 @@ func record(w *txn) (string, []any, error) {
 	for _, c := range w.changes {
 		m := c.obj.meta()
 		setSpecLabels(c.obj)
-		if c.typ != Deleted {
+		if c.typ != Deleted && (!w.inserted[m.ID] || w.statuses[m.ID] != "") {
 			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
 		}
 		doc, err := json.Marshal(c.obj)
@@ -335,7 +346,7 @@ func record(w *txn) (string, []any, error) {
 		kinds, objectIDs, namespaces = append(kinds, c.obj.kind()), append(objectIDs, m.ID), append(namespaces, m.Namespace)
 		names, types, docs = append(names, m.Name), append(types, typ), append(docs, string(doc))
 	}
-	args := []any{kinds, objectIDs, namespaces, names, types, docs, NotifyChannel}
+	args := []any{kinds, objectIDs, namespaces, names, types, docs}
 	var stamps strings.Builder
 	for _, table := range slices.Sorted(maps.Keys(ids)) {
 		args = append(args, ids[table])
@@ -359,12 +370,12 @@ func record(w *txn) (string, []any, error) {
 			UNION ALL SELECT * FROM pg_temp.staged_changes) AS c(kind, object_id, namespace, name, type, object)`
 	}
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
-	return `WITH rev AS (UPDATE catalog.revision SET value = value + 1 RETURNING value)` + stamps.String() + `,
+	return `WITH rev AS (SELECT ` + w.revision() + ` AS value)` + stamps.String() + `,
 		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
 			SELECT rev.value, c.kind, c.object_id, c.namespace, c.name, c.type,
 				CASE WHEN c.type = '` + Deleted + `' THEN c.object::jsonb ELSE c.object::jsonb || jsonb_build_object('resourceVersion', rev.value) END
 			FROM rev, ` + changes + `)
-		SELECT value FROM rev, pg_notify($7, value::text)`, args, nil
+		SELECT value FROM rev`, args, nil
 }
 
 // stage records changes of objects the transaction wrote, as changed does,

@@ -26,6 +26,12 @@ type txn struct {
 	begun bool
 
 	changes []change
+	// locked: the transaction has queued its ROW EXCLUSIVE lock of
+	// catalog.revision (revision.go); revised: it has taken its revision
+	// (a creation's INSERT did); inserted are the rows its creations
+	// inserted, with the revision already.
+	locked, revised bool
+	inserted        map[string]bool
 	// staged are the ids of the objects whose changes are staged
 	// (stage), by table.
 	staged map[string][]string
@@ -51,7 +57,47 @@ type queued struct {
 const (
 	sqlBegin  = "begin"
 	sqlCommit = "commit"
+	// sqlLockRevision says the transaction is in its last round trip, about
+	// to take its revision (revision.go).
+	sqlLockRevision = "LOCK TABLE catalog.revision IN ROW EXCLUSIVE MODE"
 )
+
+// revision is the SQL expression of the transaction's revision: the first
+// use takes it from the sequence, after queueing the lock that says so;
+// later ones repeat it. Only the last round trip may use it: a write holds
+// the lock until it commits, and readers wait for it.
+func (w *txn) revision() string {
+	if w.revised {
+		return "currval('catalog.revisions')"
+	}
+	if !w.locked {
+		w.queue(nil, sqlLockRevision)
+		w.locked = true
+	}
+	w.revised = true
+	return "catalog.take_revision()"
+}
+
+// probedRevision is revision for a creation of namespace/name in table:
+// it first waits for any write that holds a row of that name (a deletion
+// about to commit), so that the creation takes its revision after the
+// deletion took its own, and watchers see the two in the order they
+// happened.
+func (w *txn) probedRevision(table, namespace, name string) string {
+	if !w.revised {
+		w.queue(nil, `SELECT 1 FROM `+table+` WHERE namespace = $1 AND name = $2 FOR KEY SHARE`, namespace, name)
+	}
+	return w.revision()
+}
+
+// insertedWithRevision notes that the row of id was inserted with the
+// transaction's revision (w.revision()), so record need not stamp it.
+func (w *txn) insertedWithRevision(id string) {
+	if w.inserted == nil {
+		w.inserted = map[string]bool{}
+	}
+	w.inserted[id] = true
+}
 
 // begin starts a write on one of the pool's connections; nothing is sent
 // until the write's first statement.
@@ -158,8 +204,9 @@ func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 }
 
 // commit sends the pending statements, then sql (when not empty, its row
-// scanned into dest) and COMMIT, in one round trip.
-func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) error {
+// scanned into dest, after the lock a write takes before its revision)
+// and COMMIT, in one round trip.
+func (w *txn) commit(ctx context.Context, sql string, args []any, dest any) error {
 	if !w.begun && sql == "" && len(w.pending) == 1 {
 		// Nothing but BEGIN: nothing to send.
 		w.pending = nil
@@ -167,28 +214,38 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) e
 	}
 	var more []queued
 	if sql != "" {
+		if !w.locked {
+			more = append(more, queued{sql: sqlLockRevision})
+			w.locked = true
+		}
 		more = append(more, queued{sql: sql, args: args})
 	}
-	br, err := w.send(ctx, append(more, queued{sql: sqlCommit})...)
+	more = append(more, queued{sql: sqlCommit})
+	br, err := w.send(ctx, more...)
 	if err != nil {
 		return err
 	}
-	if sql != "" {
-		if err := br.QueryRow().Scan(dest...); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("record changes: %w", mapErr(err))
+	defer br.Close()
+	for _, q := range more {
+		switch q.sql {
+		case sqlLockRevision:
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("lock the revision: %w", mapErr(err))
+			}
+		case sqlCommit:
+			tag, err := br.Exec()
+			if err != nil {
+				return fmt.Errorf("commit: %w", mapErr(err))
+			}
+			if tag.String() != "COMMIT" {
+				// PostgreSQL answers a COMMIT of a failed transaction so.
+				return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+			}
+		default:
+			if err := br.QueryRow().Scan(dest); err != nil {
+				return fmt.Errorf("record changes: %w", mapErr(err))
+			}
 		}
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("commit: %w", mapErr(err))
-	}
-	if tag.String() != "COMMIT" {
-		// PostgreSQL answers a COMMIT of a failed transaction so.
-		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
 	}
 	return nil
 }

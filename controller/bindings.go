@@ -292,12 +292,18 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	var problem *secretProblem
 	errors.As(secretErr, &problem)
 	now := c.now().UTC()
-	events := []catalog.EventRecord{{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind}}
+	// One entry in the history for a bind that ended well (its Secret is
+	// made from the credentials it stored): each entry is a row and a
+	// Kubernetes Event.
+	var events []catalog.EventRecord
 	switch {
 	case secretErr == nil:
 		events = append(events, catalog.EventRecord{Type: "Normal", Reason: reasonBound, Message: msgBound, Operation: catalog.OperationBind})
 	case problem != nil:
-		events = append(events, problem.event())
+		events = append(events, catalog.EventRecord{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind},
+			problem.event())
+	default:
+		events = append(events, catalog.EventRecord{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
 	}
 	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
 		st := &b.Status

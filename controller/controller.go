@@ -95,7 +95,6 @@ type Controller struct {
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
 	wake      *wakeups
-	catalogue *catalogue
 	gates     *gates
 	runs      runs
 	// refetches are the catalogue fetches after MaintenanceInfoConflict,
@@ -186,7 +185,6 @@ func New(cfg Config) (*Controller, error) {
 		maxPoll:   cfg.MaxPollingDuration,
 		clients:   map[string]cachedClient{},
 		wake:      newWakeups(),
-		catalogue: newCatalogue(),
 		runs:      runs{m: map[objectKey]*run{}},
 		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
@@ -282,11 +280,11 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 		for _, ch := range page {
 			switch ch.Kind {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
-				c.catalogue.invalidate()
+				c.store.ForgetCached()
 				continue
 			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
 				// Before the changes after it are handed to the workers.
-				c.catalogue.invalidate()
+				c.store.ForgetCached()
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}

@@ -63,7 +63,7 @@ func (c *Controller) refetchCatalogue(env *instanceEnv, key objectKey, sent stri
 		ctx := c.gates.ctx
 		_, err, _ := c.refetches.Do(broker, func() (any, error) {
 			_, err := c.store.Store.Relist(ctx, broker)
-			c.catalogue.invalidate()
+			c.store.Store.ForgetCached()
 			return nil, err
 		})
 		if err != nil {

@@ -91,6 +91,24 @@ type timedStore struct {
 
 func (s timedStore) done(start time.Time) { s.c.since(partCatalog, start) }
 
+// The class, plan and broker of a reconcile, through the store's cache of
+// them, which the engine has forget them when the feed says one changed.
+
+func (c *Controller) getClass(ctx context.Context, namespace, name string) (*catalog.ServiceClass, error) {
+	defer c.store.done(time.Now())
+	return c.store.CachedClassIn(ctx, namespace, name)
+}
+
+func (c *Controller) getPlan(ctx context.Context, namespace, name string) (*catalog.ServicePlan, error) {
+	defer c.store.done(time.Now())
+	return c.store.CachedPlanIn(ctx, namespace, name)
+}
+
+func (c *Controller) getBroker(ctx context.Context, namespace, name string) (*catalog.Broker, error) {
+	defer c.store.done(time.Now())
+	return c.store.CachedBrokerIn(ctx, namespace, name)
+}
+
 func (s timedStore) GetInstance(ctx context.Context, id string) (*catalog.Instance, error) {
 	defer s.done(time.Now())
 	return s.Store.GetInstance(ctx, id)
@@ -109,21 +127,6 @@ func (s timedStore) GetBindingLinked(ctx context.Context, id string) (*catalog.B
 func (s timedStore) GetBindingByName(ctx context.Context, namespace, name string) (*catalog.Binding, error) {
 	defer s.done(time.Now())
 	return s.Store.GetBindingByName(ctx, namespace, name)
-}
-
-func (s timedStore) GetPlanIn(ctx context.Context, namespace, name string) (*catalog.ServicePlan, error) {
-	defer s.done(time.Now())
-	return s.Store.GetPlanIn(ctx, namespace, name)
-}
-
-func (s timedStore) GetClassIn(ctx context.Context, namespace, name string) (*catalog.ServiceClass, error) {
-	defer s.done(time.Now())
-	return s.Store.GetClassIn(ctx, namespace, name)
-}
-
-func (s timedStore) GetBrokerIn(ctx context.Context, namespace, name string) (*catalog.Broker, error) {
-	defer s.done(time.Now())
-	return s.Store.GetBrokerIn(ctx, namespace, name)
 }
 
 func (s timedStore) BrokerClient(ctx context.Context, b *catalog.Broker) (*osb.Client, error) {

@@ -39,7 +39,10 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	srv, err := pgserver.Start(ctx, dir, pgserver.Options{Fast: true, MaxConnections: 400})
+	// BINDERY_PGTEST_DURABLE=1 keeps fsync and synchronous_commit on, for
+	// benchmarks that measure writes as a production server makes them.
+	durable := os.Getenv("BINDERY_PGTEST_DURABLE") == "1"
+	srv, err := pgserver.Start(ctx, dir, pgserver.Options{Fast: !durable, MaxConnections: 400})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)

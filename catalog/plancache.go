@@ -9,17 +9,27 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// New instances and bindings are checked against their class and plan,
-// which change only when a broker is registered, relisted, changed or
-// deleted. Reading both for every creation was two of an instance's four
-// round trips and two of a binding's five, so the store keeps what it
-// read, with the catalogue's version (migrations/catalog 0012) it read it
-// at: the version first, then the rows. A creation that used what was
-// kept checks in its own transaction, with its other statements, that the
-// version has not moved since (catalog.expect_catalogue_version); when it
-// has, the transaction fails, what was kept is forgotten, and the creation
-// is made again reading the catalogue as it is. Nothing is trusted that
-// the database has not confirmed, so every replica can keep its own.
+// The store keeps the service classes and plans it read (and their
+// brokers), in one cache that new objects' creations and the engine's
+// reconciles both read through: they change only when a broker is
+// registered, relisted, changed or deleted.
+//
+// Creations check what they used: reading both for every creation was two
+// of an instance's four round trips and two of a binding's five, so the
+// cache notes the catalogue's version (migrations/catalog 0012) it read
+// them at (the version first, then the rows), and a creation that used
+// what was kept checks in its own transaction, with its other statements,
+// that the version has not moved since (catalog.expect_catalogue_version);
+// when it has, the transaction fails, what was kept is forgotten, and the
+// creation is made again reading the catalogue as it is. Nothing a
+// creation writes is trusted that the database has not confirmed, so
+// every replica can keep its own.
+//
+// The engine reads a reconcile's class, plan and broker through it
+// (CachedClassIn, CachedPlanIn, CachedBrokerIn) and has it forget them
+// when the change feed says one changed (ForgetCached): its writes check
+// their objects' own state, and a broker call made with a class or plan
+// changed a moment before is what any change racing a call makes.
 
 // errCatalogueChanged says a creation used classes and plans read before
 // the catalogue last changed.
@@ -29,12 +39,19 @@ var errCatalogueChanged = errors.New("the catalogue changed since its classes an
 // raises.
 const catalogueChangedCode = "BDC01"
 
-// catalogueCache keeps classes and plans that new objects resolved to, all
-// read at one version of the catalogue. Entries are shared: never changed.
-type catalogueCache struct {
+// planCache keeps the classes and plans that new objects resolved to, all
+// read at one version of the catalogue, and the classes, plans and brokers
+// the engine read by name. Entries are shared: never changed.
+type planCache struct {
 	mu      sync.Mutex
 	version int64
 	entries map[string]resolvedPair
+	// epoch counts what was forgotten, so that a read by name begun before
+	// is not kept after.
+	epoch   uint64
+	classes map[string]*ServiceClass
+	plans   map[string]*ServicePlan
+	brokers map[string]*Broker
 }
 
 type resolvedPair struct {
@@ -43,7 +60,7 @@ type resolvedPair struct {
 }
 
 // get returns the entry for key and the version it was read at.
-func (c *catalogueCache) get(key string) (resolvedPair, int64, bool) {
+func (c *planCache) get(key string) (resolvedPair, int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -53,13 +70,13 @@ func (c *catalogueCache) get(key string) (resolvedPair, int64, bool) {
 // put keeps an entry read at version: entries of an older version are
 // forgotten, and an entry older than what is kept (or than a version
 // known to be stale) is not kept.
-func (c *catalogueCache) put(key string, version int64, e resolvedPair) {
+func (c *planCache) put(key string, version int64, e resolvedPair) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case version < c.version:
 		return
-	case c.entries == nil || version > c.version || len(c.entries) >= maxCatalogueEntries:
+	case c.entries == nil || version > c.version || len(c.entries) >= maxCachedPlans:
 		// Full (keys name namespaces too, so entries grow with them):
 		// start again, as after a change of the catalogue.
 		c.entries, c.version = map[string]resolvedPair{}, version
@@ -67,17 +84,74 @@ func (c *catalogueCache) put(key string, version int64, e resolvedPair) {
 	c.entries[key] = e
 }
 
-// maxCatalogueEntries bounds the cache of resolved classes and plans.
-const maxCatalogueEntries = 10000
+// maxCachedPlans bounds each map of the cache.
+const maxCachedPlans = 10000
 
 // forget drops every entry read at stale or before: the catalogue has
 // changed since; what a slower reader read at stale is not kept either.
-func (c *catalogueCache) forget(stale int64) {
+// What was read by name goes too.
+func (c *planCache) forget(stale int64) {
 	c.mu.Lock()
 	if c.version <= stale {
 		c.entries, c.version = nil, stale+1
 	}
+	c.forgetNamedLocked()
 	c.mu.Unlock()
+}
+
+func (c *planCache) forgetNamedLocked() {
+	c.epoch++
+	c.classes, c.plans, c.brokers = nil, nil, nil
+}
+
+// cachedByName returns (*m)[name], or reads it and keeps it (what is not
+// found is read again each time).
+func cachedByName[T any](c *planCache, m *map[string]T, name string, read func() (T, error)) (T, error) {
+	c.mu.Lock()
+	v, ok := (*m)[name]
+	epoch := c.epoch
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.epoch == epoch {
+		if *m == nil || len(*m) >= maxCachedPlans {
+			*m = map[string]T{}
+		}
+		(*m)[name] = v
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// CachedClassIn is GetClassIn through the store's cache of classes and
+// plans: what was read is kept until ForgetCached (or a creation finds the
+// catalogue changed).
+func (s *Store) CachedClassIn(ctx context.Context, namespace, name string) (*ServiceClass, error) {
+	return cachedByName(&s.plans, &s.plans.classes, namespace+"/"+name, func() (*ServiceClass, error) { return s.GetClassIn(ctx, namespace, name) })
+}
+
+// CachedPlanIn is GetPlanIn through the store's cache (CachedClassIn).
+func (s *Store) CachedPlanIn(ctx context.Context, namespace, name string) (*ServicePlan, error) {
+	return cachedByName(&s.plans, &s.plans.plans, namespace+"/"+name, func() (*ServicePlan, error) { return s.GetPlanIn(ctx, namespace, name) })
+}
+
+// CachedBrokerIn is GetBrokerIn through the store's cache (CachedClassIn).
+func (s *Store) CachedBrokerIn(ctx context.Context, namespace, name string) (*Broker, error) {
+	return cachedByName(&s.plans, &s.plans.brokers, namespace+"/"+name, func() (*Broker, error) { return s.GetBrokerIn(ctx, namespace, name) })
+}
+
+// ForgetCached drops what the store keeps of classes, plans and brokers
+// read by name: the change feed says one of them changed.
+func (s *Store) ForgetCached() {
+	s.plans.mu.Lock()
+	s.plans.forgetNamedLocked()
+	s.plans.mu.Unlock()
 }
 
 // catalogueReader resolves the classes and plans of new objects: through
@@ -127,7 +201,7 @@ func (r *catalogueReader) resolveNew(ctx context.Context, spec *InstanceSpec, na
 	}
 	// The instance's namespace too: a plan may be hidden from it.
 	key := "n\x00" + n.classField + "\x00" + n.classVal + "\x00" + n.planVal + "\x00" + n.namespace + "\x00" + n.visibleTo
-	if e, v, ok := r.s.catalogue.get(key); ok {
+	if e, v, ok := r.s.plans.get(key); ok {
 		r.note(v)
 		if n.planVal == "" {
 			n.setPlanName(spec, e.plan)
@@ -149,7 +223,7 @@ func (r *catalogueReader) resolveNew(ctx context.Context, spec *InstanceSpec, na
 	if err != nil {
 		return nil, err
 	}
-	r.s.catalogue.put(key, v, resolvedPair{class, plan})
+	r.s.plans.put(key, v, resolvedPair{class, plan})
 	r.note(v)
 	setRefs(spec, class, plan)
 	return plan, nil
@@ -162,7 +236,7 @@ func (r *catalogueReader) resolvedPlan(ctx context.Context, in *Instance) (*Serv
 	}
 	classRef, planRef, ns := in.Refs()
 	key := "r\x00" + ns + "\x00" + refName(classRef) + "\x00" + refName(planRef)
-	if e, v, ok := r.s.catalogue.get(key); ok {
+	if e, v, ok := r.s.plans.get(key); ok {
 		r.note(v)
 		return e.class, e.plan, nil
 	}
@@ -174,7 +248,7 @@ func (r *catalogueReader) resolvedPlan(ctx context.Context, in *Instance) (*Serv
 	if err != nil {
 		return nil, nil, err
 	}
-	r.s.catalogue.put(key, v, resolvedPair{class, plan})
+	r.s.plans.put(key, v, resolvedPair{class, plan})
 	r.note(v)
 	return class, plan, nil
 }
@@ -221,7 +295,7 @@ func (s *Store) createWithCatalogue(ctx context.Context, create func(r *catalogu
 				return err
 			}
 		}
-		s.catalogue.forget(r.version)
+		s.plans.forget(r.version)
 	}
 	return create(&catalogueReader{})
 }

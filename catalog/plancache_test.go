@@ -20,11 +20,15 @@ import (
 )
 
 // roundTrips counts what a connection sends to PostgreSQL and waits for:
-// a query, or a batch (pipelined statements).
+// a query, or a batch (pipelined statements). The notification that
+// follows a commit is not counted: the store sends it after the write has
+// returned.
 type roundTrips struct{ n atomic.Int64 }
 
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.n.Add(1)
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "pg_notify") {
+		r.n.Add(1)
+	}
 	return ctx
 }
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

@@ -1,0 +1,232 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/bindery-dev/bindery/apiserver"
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/client/clientset/versioned"
+)
+
+// BenchmarkWatch1000Remote is BenchmarkWatch1000Steady with the server and
+// the clients each in a process of their own: `bindery serve apiserver`
+// (standalone), and 1,000 client-go watches (half with a label selector
+// that matches every other object) in another process that decodes every
+// event as a client does. The writes, through catalog.Store from this
+// process, are 50 ms apart (20 a second). Reported: the time from just
+// before each write to each watcher's event (p50, p99, max), the events
+// delivered, and the CPU of the server and of the clients' process per
+// delivered event: the server's is its cost, which the clients' decoding
+// on the same two cores does not count in.
+func BenchmarkWatch1000Remote(b *testing.B) {
+	store := apiserver.NewTestStore(b)
+	apiserver.RegisterFakeBroker(b, store)
+	srv := startServerProcess(b, netip.MustParseAddr("127.0.0.1"), apiserver.PoolOf(store).Config().ConnString(), "", "")
+	kubeconfig := filepath.Join(srv.dataDir, "kubeconfig")
+	clients := startWatchClients(b, kubeconfig, 1000)
+	ctx := context.Background()
+	sent := map[string]time.Time{}
+	want := 0
+	srvCPU0, cliCPU0 := processCPU(b, srv.pid()), processCPU(b, clients.cmd.Process.Pid)
+	b.ResetTimer()
+	for i := range b.N {
+		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+		in.Name, in.Namespace = fmt.Sprintf("w-%d", i), "team"
+		want += 500
+		if i%2 == 1 {
+			in.Labels = map[string]string{"parity": "odd"}
+			want += 500
+		}
+		sent[in.Name] = time.Now()
+		if _, err := store.CreateInstance(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	arrived := clients.wait(b, want)
+	b.StopTimer()
+	srvCPU, cliCPU := processCPU(b, srv.pid())-srvCPU0, processCPU(b, clients.cmd.Process.Pid)-cliCPU0
+	var lat []time.Duration
+	for _, a := range arrived {
+		lat = append(lat, a.at.Sub(sent[a.name]))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(len(lat)), "events")
+	b.ReportMetric(float64(srvCPU.Microseconds())/float64(len(lat)), "server-cpu-us/event")
+	b.ReportMetric(float64(cliCPU.Microseconds())/float64(len(lat)), "clients-cpu-us/event")
+}
+
+// watchClients is the process of TestHelperWatchClients.
+type watchClients struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	mu     sync.Mutex
+	events []arrival
+	done   chan struct{}
+}
+
+type arrival struct {
+	name string
+	at   time.Time
+}
+
+// startWatchClients starts n watchers in a process of their own (this test
+// binary, running TestHelperWatchClients) and returns once all watch.
+func startWatchClients(b *testing.B, kubeconfig string, n int) *watchClients {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWatchClients$", "-test.timeout=30m")
+	cmd.Env = append(os.Environ(), "BINDERY_WATCH_CLIENTS="+strconv.Itoa(n), "BINDERY_WATCH_KUBECONFIG="+kubeconfig)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &watchClients{cmd: cmd, done: make(chan struct{})}
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		c.stdin.Close()
+		_ = cmd.Wait()
+	})
+	ready := make(chan struct{})
+	go func() {
+		defer close(c.done)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			line := s.Text()
+			if line == "watching" {
+				close(ready)
+				continue
+			}
+			name, at, ok := strings.Cut(line, " ")
+			ns, err := strconv.ParseInt(at, 10, 64)
+			if !ok || err != nil {
+				continue // the test framework's own lines
+			}
+			c.mu.Lock()
+			c.events = append(c.events, arrival{name, time.Unix(0, ns)})
+			c.mu.Unlock()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-c.done:
+		b.Fatal("the watch clients ended before watching")
+	case <-time.After(5 * time.Minute):
+		b.Fatal("the watch clients did not watch within 5 minutes")
+	}
+	return c
+}
+
+// wait waits until want events have arrived and returns them.
+func (c *watchClients) wait(b *testing.B, want int) []arrival {
+	b.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c.mu.Lock()
+		n := len(c.events)
+		c.mu.Unlock()
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d events arrived", n, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.events)
+}
+
+// TestHelperWatchClients is the process of BenchmarkWatch1000Remote's
+// clients, and skips otherwise: BINDERY_WATCH_CLIENTS watches of
+// serviceinstances through BINDERY_WATCH_KUBECONFIG with client-go (every
+// other one with a label selector), from the list's resourceVersion; it
+// prints "watching" once all are open, then "NAME UNIXNANO" for each ADDED
+// event as it arrives, until its stdin closes.
+func TestHelperWatchClients(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("BINDERY_WATCH_CLIENTS"))
+	if err != nil {
+		t.Skip("run by BenchmarkWatch1000Remote")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("BINDERY_WATCH_KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	sc, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := sc.ServicecatalogV1beta1().ServiceInstances("")
+	list, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 4096)
+	var wg sync.WaitGroup
+	for i := range n {
+		opts := metav1.ListOptions{ResourceVersion: list.ResourceVersion}
+		if i%2 == 1 {
+			opts.LabelSelector = "parity=odd"
+		}
+		w, err := c.Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					m, _ := ev.Object.(metav1.Object)
+					out <- m.GetName() + " " + strconv.FormatInt(time.Now().UnixNano(), 10)
+				}
+			}
+		})
+	}
+	fmt.Println("watching")
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	w := bufio.NewWriter(os.Stdout)
+	for line := range out {
+		fmt.Fprintln(w, line)
+		if len(out) == 0 {
+			w.Flush()
+		}
+	}
+	w.Flush()
+}

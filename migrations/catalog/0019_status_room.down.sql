@@ -1,0 +1,2 @@
+ALTER TABLE catalog.bindings RESET (fillfactor);
+ALTER TABLE catalog.instances RESET (fillfactor);
