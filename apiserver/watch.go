@@ -431,22 +431,12 @@ func (st *storage) startWatch(ctx context.Context, req watchRequest) *watcher {
 	return w
 }
 
+// runWatch runs one watch in three phases: the initial events or the
+// feed's backlog after the requested revision, then the hub's changes.
 func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, req watchRequest) {
 	defer close(w.result)
 	defer st.hub.unsubscribe(sub)
-	send := func(ev watch.Event) bool {
-		select {
-		case w.result <- ev:
-			return true
-		case <-w.stop:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-	}
-	fail := func(err error) {
-		send(watch.Event{Type: watch.Error, Object: statusOf(err)})
-	}
+	r := &watchRun{st: st, ctx: ctx, w: w, sub: sub, req: req}
 	// The hub fans out only what comes after the revision it started at:
 	// the backlog must be read after that.
 	select {
@@ -458,98 +448,139 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 	case <-ctx.Done():
 		return
 	}
-	last := req.from
+	var last int64
+	var ok bool
 	if req.initial {
-		rev, ok := st.sendInitial(ctx, req, send, fail)
-		if !ok {
-			return
-		}
-		last = rev
-		if req.initialMark {
-			mark := st.bookmark(last)
-			mark.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-			if !send(watch.Event{Type: watch.Bookmark, Object: mark}) {
-				return
-			}
-		}
+		last, ok = r.initialEvents()
 	} else {
-		kept, err := st.store.Feed().KeptAfter(ctx)
-		if err != nil {
-			fail(apierrors.NewInternalError(err))
-			return
-		}
-		if req.from < kept {
-			fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
-			return
-		}
-		page, err := st.store.Feed().Read(ctx, req.from, []string{st.kind}, 0)
-		if err != nil {
-			fail(apierrors.NewInternalError(err))
-			return
-		}
-		changes := page.Changes
-		prevs, err := st.statesAt(ctx, req, changes)
-		if err != nil {
-			fail(apierrors.NewInternalError(err))
-			return
-		}
-		for _, c := range changes {
-			ev, err := st.hub.toEvent(c)
-			if err != nil {
-				fail(apierrors.NewInternalError(err))
-				return
-			}
-			last = ev.rev
-			id := c.Object.ID
-			ev.prev = prevs[id]
-			prevs[id] = attrsOf(ev.obj, nil)
-			if typ, ok := req.pred.transition(ev); ok && !send(watch.Event{Type: typ, Object: ev.obj}) {
-				return
-			}
-		}
-		// Read up to the final revision: the hub's changes up to it were
-		// read here.
-		last = max(last, page.UpTo)
+		last, ok = r.backlog()
 	}
-	// covered is the revision the list or backlog read up to: the hub's
-	// changes up to it were sent already. The changes of one transaction
-	// share a revision (a relist adds a broker's classes at once), so a
-	// change of the revision last sent is not one sent before.
-	covered := last
-	// handle passes on a change from the hub; false ends the watch.
-	handle := func(ev hubEvent) bool {
-		if ev.rev <= covered {
-			return true // in the list or backlog already
-		}
-		last = max(last, ev.rev)
-		typ, ok := req.pred.transition(ev)
-		if !ok {
-			return true
-		}
-		return send(watch.Event{Type: typ, Object: ev.shared})
+	if ok {
+		r.follow(last)
 	}
-	var tick <-chan time.Time
-	if req.bookmarks {
-		t := time.NewTicker(st.bookmarkEvery)
-		defer t.Stop()
-		tick = t.C
+}
+
+// watchRun is one running watch's state, shared by its phases.
+type watchRun struct {
+	st  *storage
+	ctx context.Context
+	w   *watcher
+	sub *subscription
+	req watchRequest
+}
+
+// send passes ev to the client; false when the watch has ended.
+func (r *watchRun) send(ev watch.Event) bool {
+	select {
+	case r.w.result <- ev:
+		return true
+	case <-r.w.stop:
+		return false
+	case <-r.ctx.Done():
+		return false
 	}
+}
+
+// fail ends the watch with err as its last event.
+func (r *watchRun) fail(err error) {
+	r.send(watch.Event{Type: watch.Error, Object: statusOf(err)})
+}
+
+// initialEvents sends the current objects as ADDED, then, for
+// sendInitialEvents, the bookmark that ends them; it returns the revision
+// they were read at.
+func (r *watchRun) initialEvents() (int64, bool) {
+	last, ok := r.st.sendInitial(r.ctx, r.req, r.send, r.fail)
+	if !ok {
+		return 0, false
+	}
+	if r.req.initialMark {
+		mark := r.st.bookmark(last)
+		mark.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		if !r.send(watch.Event{Type: watch.Bookmark, Object: mark}) {
+			return 0, false
+		}
+	}
+	return last, true
+}
+
+// backlog sends the feed's changes after the requested revision (410 Gone
+// when the feed no longer keeps them) and returns the revision it read up
+// to.
+func (r *watchRun) backlog() (int64, bool) {
+	st, ctx, req := r.st, r.ctx, r.req
+	kept, err := st.store.Feed().KeptAfter(ctx)
+	if err != nil {
+		r.fail(apierrors.NewInternalError(err))
+		return 0, false
+	}
+	if req.from < kept {
+		r.fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
+		return 0, false
+	}
+	page, err := st.store.Feed().Read(ctx, req.from, []string{st.kind}, 0)
+	if err != nil {
+		r.fail(apierrors.NewInternalError(err))
+		return 0, false
+	}
+	prevs, err := st.statesAt(ctx, req, page.Changes)
+	if err != nil {
+		r.fail(apierrors.NewInternalError(err))
+		return 0, false
+	}
+	last := req.from
+	for _, c := range page.Changes {
+		ev, err := st.hub.toEvent(c)
+		if err != nil {
+			r.fail(apierrors.NewInternalError(err))
+			return 0, false
+		}
+		last = ev.rev
+		id := c.Object.ID
+		ev.prev = prevs[id]
+		prevs[id] = attrsOf(ev.obj, nil)
+		if typ, ok := req.pred.transition(ev); ok && !r.send(watch.Event{Type: typ, Object: ev.obj}) {
+			return 0, false
+		}
+	}
+	// Read up to the final revision: the hub's changes up to it were read
+	// here.
+	return max(last, page.UpTo), true
+}
+
+// follow passes on the hub's changes after covered, the revision the list
+// or backlog read up to (the hub's changes up to it were sent already),
+// with bookmarks when asked, until the watch ends. The changes of one
+// transaction share a revision (a relist adds a broker's classes at once),
+// so a change of the revision last sent is not one sent before.
+func (r *watchRun) follow(covered int64) {
+	last := covered
 	// drain handles what waits in the subscription; false ends the watch.
 	drain := func() bool {
-		evs, ok := sub.take()
+		evs, ok := r.sub.take()
 		if !ok {
 			return false
 		}
 		for _, ev := range evs {
-			if !handle(ev) {
+			if ev.rev <= covered {
+				continue // in the list or backlog already
+			}
+			last = max(last, ev.rev)
+			if typ, ok := r.req.pred.transition(ev); ok && !r.send(watch.Event{Type: typ, Object: ev.shared}) {
 				return false
 			}
 		}
 		return true
 	}
+	var tick <-chan time.Time
+	if r.req.bookmarks {
+		t := time.NewTicker(r.st.bookmarkEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
-		case <-sub.ready:
+		case <-r.sub.ready:
 			if !drain() {
 				return
 			}
@@ -557,17 +588,17 @@ func (st *storage) runWatch(ctx context.Context, w *watcher, sub *subscription, 
 			// Every change up to the hub's last revision is in the
 			// subscription once last has been read: drain it, then the
 			// bookmark is true.
-			upTo := st.hub.last.Load()
+			upTo := r.st.hub.last.Load()
 			if !drain() {
 				return
 			}
 			last = max(last, upTo)
-			if !send(watch.Event{Type: watch.Bookmark, Object: st.bookmark(last)}) {
+			if !r.send(watch.Event{Type: watch.Bookmark, Object: r.st.bookmark(last)}) {
 				return
 			}
-		case <-w.stop:
+		case <-r.w.stop:
 			return
-		case <-ctx.Done():
+		case <-r.ctx.Done():
 			return
 		}
 	}
