@@ -239,8 +239,16 @@ func openEventStreams(t *testing.T, base, token string, n int) []*eventStream {
 			t.Fatalf("GET /live/instances: %s %s", res.Status, res.Header.Get("Content-Type"))
 		}
 		r := bufio.NewReader(res.Body)
-		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "event: ") {
-			t.Fatalf("event stream began with %q, %v", line, err)
+		// The stream begins with its reconnection delay, then its first
+		// event.
+		for i := 0; ; i++ {
+			line, err := r.ReadString('\n')
+			if err == nil && strings.HasPrefix(line, "event: ") {
+				break
+			}
+			if err != nil || i == 3 {
+				t.Fatalf("no event at the start of the stream: %q, %v", line, err)
+			}
 		}
 		s := &eventStream{res: res, done: make(chan error, 1)}
 		go func() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 
 	// This release expands the schema while the previous one serves.
 	mig := start(t, env, "migrate", "up")
-	if err := mig.wait(t); err != nil || !strings.Contains(mig.stdout.String(), "catalog\t13") {
+	if err := mig.wait(t); err != nil || !strings.Contains(mig.stdout.String(), fmt.Sprintf("catalog\t%d", latestMigration(t, "catalog"))) {
 		t.Fatalf("migrate up: %v\n%s%s", err, mig.stdout.String(), mig.stderr.String())
 	}
 	newCatalog := start(t, env, "serve", "catalog", "--listen", "127.0.0.1:0", "--broker-allow-loopback")
@@ -203,4 +204,23 @@ func buildRelease(t *testing.T, commit string) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// latestMigration is the newest migration this release has for schema, read
+// from migrations/ as the binary embeds it.
+func latestMigration(t *testing.T, schema string) int {
+	t.Helper()
+	ups, err := filepath.Glob(filepath.Join("..", "..", "migrations", schema, "*.up.sql"))
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("migrations of %s: %v", schema, err)
+	}
+	latest := 0
+	for _, f := range ups {
+		n, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
+		if err != nil {
+			t.Fatalf("migration %s: %v", f, err)
+		}
+		latest = max(latest, n)
+	}
+	return latest
 }
