@@ -211,20 +211,7 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		}
 	}
 	addr := l.Addr().(*net.TCPAddr)
-	hosts, ips := []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	if h, err := os.Hostname(); err == nil {
-		hosts = append(hosts, h)
-	}
-	if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
-		ips = append(ips, addr.IP)
-	}
-	for _, h := range o.Hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			ips = append(ips, ip)
-		} else {
-			hosts = append(hosts, h)
-		}
-	}
+	hosts, ips := o.certNames(addr)
 	// Delegated with a certificate given, the server needs no PKI of its
 	// own (and its data directory may be read-only).
 	var p *dataPKI
@@ -284,15 +271,42 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		l.Close()
 		return nil, err
 	}
+	setOpenAPI(cfg)
+	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	cfg.HealthzChecks = append(cfg.HealthzChecks, dbCheck{store})
+	cfg.ReadyzChecks = append(cfg.ReadyzChecks, dbCheck{store})
+	return c, nil
+}
+
+// setOpenAPI has the server publish the API's OpenAPI v2 and v3
+// documents, as Bindery's.
+func setOpenAPI(cfg *genericapiserver.Config) {
 	namer := openapinamer.NewDefinitionNamer(scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIConfig.Info.Title = "Bindery"
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIV3Config.Info.Title = "Bindery"
-	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(addr.Port))
-	cfg.HealthzChecks = append(cfg.HealthzChecks, dbCheck{store})
-	cfg.ReadyzChecks = append(cfg.ReadyzChecks, dbCheck{store})
-	return c, nil
+}
+
+// certNames are the host names and addresses the serving certificate is
+// for: localhost and loopback, this machine's name, the address listened
+// on when it is a specific one, and --hosts.
+func (o *Options) certNames(addr *net.TCPAddr) ([]string, []net.IP) {
+	hosts, ips := []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+		ips = append(ips, addr.IP)
+	}
+	for _, h := range o.Hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts, ips
 }
 
 // standalone trusts client certificates from the server's own CA, and
