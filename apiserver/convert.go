@@ -136,56 +136,22 @@ func setMeta(dst *catalog.Meta, src catalog.Meta) {
 
 // fromRaw converts a catalog object of kind to its v1beta1 object.
 func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
-	var obj runtime.Object
-	var om *metav1.ObjectMeta
-	var spec, status any
-	finalizer := false
-	switch kind {
-	case catalog.KindInstance:
-		o := &v1beta1.ServiceInstance{}
-		obj, om, spec, status, finalizer = o, &o.ObjectMeta, &o.Spec, &o.Status, true
-	case catalog.KindBinding:
-		o := &v1beta1.ServiceBinding{}
-		obj, om, spec, status, finalizer = o, &o.ObjectMeta, &o.Spec, &o.Status, true
-	case catalog.KindServiceClass:
-		o := &v1beta1.ClusterServiceClass{}
-		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-	case catalog.KindServicePlan:
-		o := &v1beta1.ClusterServicePlan{}
-		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-	case catalog.KindNamespacedServiceClass:
-		o := &v1beta1.ServiceClass{}
-		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-	case catalog.KindNamespacedServicePlan:
-		o := &v1beta1.ServicePlan{}
-		obj, om, spec, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-	case catalog.KindBroker, catalog.KindNamespacedBroker:
-		var vs any
-		if kind == catalog.KindBroker {
-			o := &v1beta1.ClusterServiceBroker{}
-			obj, om, vs, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-		} else {
-			o := &v1beta1.ServiceBroker{}
-			obj, om, vs, status = o, &o.ObjectMeta, &o.Spec, &o.Status
-		}
-		if len(r.Spec) > 0 {
-			var cs catalog.BrokerSpec
-			if err := json.Unmarshal(r.Spec, &cs); err != nil {
-				return nil, fmt.Errorf("decode spec of broker %s: %w", r.Name, err)
-			}
-			if err := brokerSpecTo(&cs, vs); err != nil {
-				return nil, err
-			}
-		}
-	default:
+	k, ok := kinds[kind]
+	if !ok {
 		return nil, fmt.Errorf("convert %s: unknown kind", kind)
 	}
-	finalizer = finalizer && showsFinalizer(kind, r)
+	obj := k.newObj()
+	om, spec, status := k.parts(obj)
+	finalizer := k.finalizer && showsFinalizer(kind, r)
 	var err error
 	if *om, err = objectMeta(&r.Meta, finalizer); err != nil {
 		return nil, err
 	}
-	if spec != nil && len(r.Spec) > 0 {
+	if k.decodeSpec != nil {
+		if err := k.decodeSpec(r, spec); err != nil {
+			return nil, err
+		}
+	} else if len(r.Spec) > 0 {
 		if err := json.Unmarshal(r.Spec, spec); err != nil {
 			return nil, fmt.Errorf("decode spec of %s %s: %w", kind, r.Name, err)
 		}
@@ -196,6 +162,19 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 		}
 	}
 	return obj, nil
+}
+
+// decodeBrokerSpec decodes the catalog's spec of a broker into vs, the
+// spec of either kind of broker.
+func decodeBrokerSpec(r *catalog.RawObject, vs any) error {
+	if len(r.Spec) == 0 {
+		return nil
+	}
+	var cs catalog.BrokerSpec
+	if err := json.Unmarshal(r.Spec, &cs); err != nil {
+		return fmt.Errorf("decode spec of broker %s: %w", r.Name, err)
+	}
+	return brokerSpecTo(&cs, vs)
 }
 
 // showsFinalizer tells whether an instance or binding shows Bindery's

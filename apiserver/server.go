@@ -35,7 +35,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -476,31 +475,23 @@ func (c *Config) New() (*Server, error) {
 
 // storages builds the REST storage of every resource.
 func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map[string]rest.Storage {
-	base := func(kind, plural, singular string, namespaced bool, newFn, newListFn func() runtime.Object, table tableConvertor, short ...string) *storage {
+	base := func(k *kindInfo, plural, singular string, namespaced bool, short ...string) *storage {
 		return &storage{
-			kind: kind, resource: v1beta1.Resource(plural), singular: singular, shortNames: short, namespaced: namespaced,
-			newFn: newFn, newListFn: newListFn, table: table, store: store, hub: s.hub, bookmarkEvery: bookmarkEvery,
+			kind: k.kind, resource: v1beta1.Resource(plural), singular: singular, shortNames: short, namespaced: namespaced,
+			newFn: k.newObj, newListFn: k.newList, table: k.table, store: store, hub: s.hub, bookmarkEvery: bookmarkEvery,
 		}
 	}
-	instances := base(catalog.KindInstance, "serviceinstances", "serviceinstance", true,
-		func() runtime.Object { return &v1beta1.ServiceInstance{} }, func() runtime.Object { return &v1beta1.ServiceInstanceList{} }, instanceTable)
-	bindings := base(catalog.KindBinding, "servicebindings", "servicebinding", true,
-		func() runtime.Object { return &v1beta1.ServiceBinding{} }, func() runtime.Object { return &v1beta1.ServiceBindingList{} }, bindingTable)
-	brokers := base(catalog.KindBroker, "clusterservicebrokers", "clusterservicebroker", false,
-		func() runtime.Object { return &v1beta1.ClusterServiceBroker{} }, func() runtime.Object { return &v1beta1.ClusterServiceBrokerList{} }, brokerTable)
-	classes := base(catalog.KindServiceClass, "clusterserviceclasses", "clusterserviceclass", false,
-		func() runtime.Object { return &v1beta1.ClusterServiceClass{} }, func() runtime.Object { return &v1beta1.ClusterServiceClassList{} }, classTable)
-	plans := base(catalog.KindServicePlan, "clusterserviceplans", "clusterserviceplan", false,
-		func() runtime.Object { return &v1beta1.ClusterServicePlan{} }, func() runtime.Object { return &v1beta1.ClusterServicePlanList{} }, planTable)
+	instances := base(instanceKind, "serviceinstances", "serviceinstance", true)
+	bindings := base(bindingKind, "servicebindings", "servicebinding", true)
+	brokers := base(clusterBrokerKind, "clusterservicebrokers", "clusterservicebroker", false)
+	classes := base(clusterClassKind, "clusterserviceclasses", "clusterserviceclass", false)
+	plans := base(clusterPlanKind, "clusterserviceplans", "clusterserviceplan", false)
 	plans.access = &planAccess{authz: s.authz}
 	// A team's own brokers, classes and plans: the same catalog rows, in
 	// a namespace.
-	nsBrokers := base(catalog.KindNamespacedBroker, "servicebrokers", "servicebroker", true,
-		func() runtime.Object { return &v1beta1.ServiceBroker{} }, func() runtime.Object { return &v1beta1.ServiceBrokerList{} }, brokerTable)
-	nsClasses := base(catalog.KindNamespacedServiceClass, "serviceclasses", "serviceclass", true,
-		func() runtime.Object { return &v1beta1.ServiceClass{} }, func() runtime.Object { return &v1beta1.ServiceClassList{} }, classTable)
-	nsPlans := base(catalog.KindNamespacedServicePlan, "serviceplans", "serviceplan", true,
-		func() runtime.Object { return &v1beta1.ServicePlan{} }, func() runtime.Object { return &v1beta1.ServicePlanList{} }, planTable)
+	nsBrokers := base(brokerKind, "servicebrokers", "servicebroker", true)
+	nsClasses := base(classKind, "serviceclasses", "serviceclass", true)
+	nsPlans := base(planKind, "serviceplans", "serviceplan", true)
 	brokerStrategy := newStrategy(scheme, false, false)
 	nsBrokerStrategy := newStrategy(scheme, true, false)
 	// Standalone, no process can read brokers' credentials from Secrets.

@@ -47,58 +47,42 @@ func (s *strategy) NamespaceScoped() bool { return s.namespaced }
 // PrepareForCreate clears status (the engine owns it) and records the
 // requesting user as the originating identity.
 func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
-	switch o := obj.(type) {
-	case *v1beta1.ServiceInstance:
-		o.Status = v1beta1.ServiceInstanceStatus{}
-		o.Spec.UserInfo = userInfo(ctx)
-	case *v1beta1.ServiceBinding:
-		o.Status = v1beta1.ServiceBindingStatus{}
-		o.Spec.UserInfo = userInfo(ctx)
-	case *v1beta1.ClusterServiceBroker:
-		o.Status = v1beta1.ClusterServiceBrokerStatus{}
-	case *v1beta1.ServiceBroker:
-		o.Status = v1beta1.ServiceBrokerStatus{}
+	if k := kindOf(obj); k != nil && k.prepareCreate != nil {
+		k.prepareCreate(ctx, obj)
 	}
 }
 
 // Validate checks what the catalog does not: the catalog validates the
 // rest when it records the object.
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	switch obj.(type) {
-	case *v1beta1.ClusterServiceBroker, *v1beta1.ServiceBroker:
-		return validateBrokerAuth(brokerAuth(obj), nil, false, s.secretRefs)
+	if k := kindOf(obj); k != nil && k.brokerAuth != nil {
+		return validateBrokerAuth(k.brokerAuth(obj), nil, false, s.secretRefs)
 	}
 	return nil
 }
 
-// brokerAuth is the authInfo of a broker of either kind, in the
+// namespacedBrokerAuth is a ServiceBroker's authInfo in the
 // ClusterServiceBroker's terms (a ServiceBroker's secretRef names no
 // namespace: the Secret is in the broker's).
-func brokerAuth(obj runtime.Object) *v1beta1.ClusterServiceBrokerAuthInfo {
-	switch o := obj.(type) {
-	case *v1beta1.ClusterServiceBroker:
-		return o.Spec.AuthInfo
-	case *v1beta1.ServiceBroker:
-		in := o.Spec.AuthInfo
-		if in == nil {
+func namespacedBrokerAuth(obj runtime.Object) *v1beta1.ClusterServiceBrokerAuthInfo {
+	in := obj.(*v1beta1.ServiceBroker).Spec.AuthInfo
+	if in == nil {
+		return nil
+	}
+	local := func(r *v1beta1.LocalObjectReference) *v1beta1.ObjectReference {
+		if r == nil {
 			return nil
 		}
-		local := func(r *v1beta1.LocalObjectReference) *v1beta1.ObjectReference {
-			if r == nil {
-				return nil
-			}
-			return &v1beta1.ObjectReference{Name: r.Name}
-		}
-		a := &v1beta1.ClusterServiceBrokerAuthInfo{}
-		if in.Basic != nil {
-			a.Basic = &v1beta1.ClusterBasicAuthConfig{Username: in.Basic.Username, SecretRef: local(in.Basic.SecretRef)}
-		}
-		if in.Bearer != nil {
-			a.Bearer = &v1beta1.ClusterBearerTokenAuthConfig{SecretRef: local(in.Bearer.SecretRef)}
-		}
-		return a
+		return &v1beta1.ObjectReference{Name: r.Name}
 	}
-	return nil
+	a := &v1beta1.ClusterServiceBrokerAuthInfo{}
+	if in.Basic != nil {
+		a.Basic = &v1beta1.ClusterBasicAuthConfig{Username: in.Basic.Username, SecretRef: local(in.Basic.SecretRef)}
+	}
+	if in.Bearer != nil {
+		a.Bearer = &v1beta1.ClusterBearerTokenAuthConfig{SecretRef: local(in.Bearer.SecretRef)}
+	}
+	return a
 }
 
 // validateBrokerAuth checks that credentials given through this API are in
@@ -152,43 +136,36 @@ func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object
 		prepareStatusUpdate(obj, old)
 		return
 	}
-	switch o := obj.(type) {
-	case *v1beta1.ServiceInstance:
-		prev := old.(*v1beta1.ServiceInstance)
-		o.Status = prev.Status
-		o.Spec.UserInfo = prev.Spec.UserInfo
-		if o.Spec.ExternalID == "" {
-			o.Spec.ExternalID = prev.Spec.ExternalID // a replace that leaves it out keeps it
-		}
-		if !sameSpec(&o.Spec, &prev.Spec) {
-			o.Spec.UserInfo = userInfo(ctx)
-		}
-	case *v1beta1.ServiceBinding:
-		prev := old.(*v1beta1.ServiceBinding)
-		o.Status = prev.Status
-		o.Spec.UserInfo = prev.Spec.UserInfo
-	case *v1beta1.ClusterServiceBroker:
-		o.Status = old.(*v1beta1.ClusterServiceBroker).Status
-	case *v1beta1.ServiceBroker:
-		o.Status = old.(*v1beta1.ServiceBroker).Status
+	if k := kindOf(obj); k != nil && k.prepareUpdate != nil {
+		k.prepareUpdate(ctx, obj, old)
 	}
 }
 
+// prepareInstanceUpdate keeps an instance's status and originating
+// identity, unless the spec changes: then the identity is the requester's.
+func prepareInstanceUpdate(ctx context.Context, obj, old runtime.Object) {
+	o, prev := obj.(*v1beta1.ServiceInstance), old.(*v1beta1.ServiceInstance)
+	o.Status = prev.Status
+	o.Spec.UserInfo = prev.Spec.UserInfo
+	if o.Spec.ExternalID == "" {
+		o.Spec.ExternalID = prev.Spec.ExternalID // a replace that leaves it out keeps it
+	}
+	if !sameSpec(&o.Spec, &prev.Spec) {
+		o.Spec.UserInfo = userInfo(ctx)
+	}
+}
+
+// prepareStatusUpdate keeps the spec and the metadata a client may change
+// of a kind with a writable status subresource.
 func prepareStatusUpdate(obj, old runtime.Object) {
-	keep := func(om, prev *metav1.ObjectMeta) {
-		om.Labels, om.Annotations, om.Finalizers = prev.Labels, prev.Annotations, prev.Finalizers
-		om.OwnerReferences = prev.OwnerReferences
+	k := kindOf(obj)
+	if k == nil || k.keepSpec == nil {
+		return
 	}
-	switch o := obj.(type) {
-	case *v1beta1.ServiceInstance:
-		prev := old.(*v1beta1.ServiceInstance)
-		o.Spec = prev.Spec
-		keep(&o.ObjectMeta, &prev.ObjectMeta)
-	case *v1beta1.ServiceBinding:
-		prev := old.(*v1beta1.ServiceBinding)
-		o.Spec = prev.Spec
-		keep(&o.ObjectMeta, &prev.ObjectMeta)
-	}
+	k.keepSpec(obj, old)
+	om, prev := objectMetaOf(obj), objectMetaOf(old)
+	om.Labels, om.Annotations, om.Finalizers = prev.Labels, prev.Annotations, prev.Finalizers
+	om.OwnerReferences = prev.OwnerReferences
 }
 
 // ValidateUpdate checks the rules of an update the catalog does not: a
@@ -199,18 +176,32 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	if s.status {
 		return nil
 	}
-	switch o := obj.(type) {
-	case *v1beta1.ServiceInstance:
-		if prev := old.(*v1beta1.ServiceInstance); prev.DeletionTimestamp != nil && !sameSpec(&o.Spec, &prev.Spec) {
-			return field.ErrorList{field.Forbidden(field.NewPath("spec"),
-				"cannot change while the instance is being deleted: only labels, annotations and the removal of finalizers can")}
-		}
-	case *v1beta1.ServiceBinding:
-		if !sameSpec(&o.Spec, &old.(*v1beta1.ServiceBinding).Spec) {
-			return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
-		}
-	case *v1beta1.ClusterServiceBroker, *v1beta1.ServiceBroker:
-		return validateBrokerAuth(brokerAuth(o), brokerAuth(old), true, s.secretRefs)
+	k := kindOf(obj)
+	switch {
+	case k == nil:
+	case k.validateUpdate != nil:
+		return k.validateUpdate(obj, old)
+	case k.brokerAuth != nil:
+		return validateBrokerAuth(k.brokerAuth(obj), k.brokerAuth(old), true, s.secretRefs)
+	}
+	return nil
+}
+
+// validateInstanceUpdate forbids a spec change of an instance being
+// deleted.
+func validateInstanceUpdate(obj, old runtime.Object) field.ErrorList {
+	o, prev := obj.(*v1beta1.ServiceInstance), old.(*v1beta1.ServiceInstance)
+	if prev.DeletionTimestamp != nil && !sameSpec(&o.Spec, &prev.Spec) {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+			"cannot change while the instance is being deleted: only labels, annotations and the removal of finalizers can")}
+	}
+	return nil
+}
+
+// validateBindingUpdate forbids any spec change of a binding.
+func validateBindingUpdate(obj, old runtime.Object) field.ErrorList {
+	if !sameSpec(&obj.(*v1beta1.ServiceBinding).Spec, &old.(*v1beta1.ServiceBinding).Spec) {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "is immutable: create a new binding instead")}
 	}
 	return nil
 }

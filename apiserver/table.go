@@ -154,67 +154,84 @@ var bindingTable = tableConvertor{
 // Catalog's CRDs gave kubectl, for both scopes; the broker and class
 // columns name the objects of the row's scope.
 
-var classTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{
+var (
+	classColumns = []metav1.TableColumnDefinition{
 		col("External-Name", "The class's name at the broker."),
 		col("Broker", "The broker that offers it."),
 		{Name: "Description", Type: "string", Description: "What the service is.", Priority: 1},
-	},
-	cells: func(obj runtime.Object) []any {
-		switch o := obj.(type) {
-		case *v1beta1.ClusterServiceClass:
-			return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
-		case *v1beta1.ServiceClass:
-			return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.Description}
-		}
-		return []any{"", "", ""}
-	},
-}
-
-var planTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{
+	}
+	planColumns = []metav1.TableColumnDefinition{
 		col("External-Name", "The plan's name at the broker."),
 		col("Broker", "The broker that offers it."),
 		col("Class", "The class of the plan."),
 		{Name: "Free", Type: "boolean", Description: "Whether the plan costs nothing.", Priority: 1},
-	},
+	}
+	brokerColumns = []metav1.TableColumnDefinition{
+		col("URL", "The broker's OSB API."),
+		col("Status", "Ready when the catalog was fetched, else why not."),
+	}
+)
+
+var clusterClassTable = tableConvertor{
+	columns: classColumns,
 	cells: func(obj runtime.Object) []any {
-		switch o := obj.(type) {
-		case *v1beta1.ClusterServicePlan:
-			return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
-		case *v1beta1.ServicePlan:
-			return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.ServiceClassRef.Name, o.Spec.Free}
-		}
-		return []any{"", "", "", false}
+		o := obj.(*v1beta1.ClusterServiceClass)
+		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
+	},
+}
+
+var classTable = tableConvertor{
+	columns: classColumns,
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ServiceClass)
+		return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.Description}
+	},
+}
+
+var clusterPlanTable = tableConvertor{
+	columns: planColumns,
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ClusterServicePlan)
+		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
+	},
+}
+
+var planTable = tableConvertor{
+	columns: planColumns,
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ServicePlan)
+		return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.ServiceClassRef.Name, o.Spec.Free}
+	},
+}
+
+var clusterBrokerTable = tableConvertor{
+	columns: brokerColumns,
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*v1beta1.ClusterServiceBroker)
+		return brokerCells(o.Spec.URL, o.Status.Conditions, o.DeletionTimestamp != nil)
 	},
 }
 
 var brokerTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{
-		col("URL", "The broker's OSB API."),
-		col("Status", "Ready when the catalog was fetched, else why not."),
-	},
+	columns: brokerColumns,
 	cells: func(obj runtime.Object) []any {
-		var url string
-		var conds []v1beta1.ServiceBrokerCondition
-		m := objectMetaOf(obj)
-		switch o := obj.(type) {
-		case *v1beta1.ClusterServiceBroker:
-			url, conds = o.Spec.URL, o.Status.Conditions
-		case *v1beta1.ServiceBroker:
-			url, conds = o.Spec.URL, o.Status.Conditions
-		}
-		var ready, failed *v1beta1.ConditionStatus
-		reason := ""
-		for i := range conds {
-			c := &conds[i]
-			switch c.Type {
-			case v1beta1.ServiceBrokerConditionReady:
-				ready, reason = &c.Status, c.Reason
-			case v1beta1.ServiceBrokerConditionFailed:
-				failed = &c.Status
-			}
-		}
-		return []any{url, objectStatus(m.DeletionTimestamp != nil, ready, failed, reason)}
+		o := obj.(*v1beta1.ServiceBroker)
+		return brokerCells(o.Spec.URL, o.Status.Conditions, o.DeletionTimestamp != nil)
 	},
+}
+
+// brokerCells are a broker's cells, of either kind.
+func brokerCells(url string, conds []v1beta1.ServiceBrokerCondition, deleting bool) []any {
+	var ready, failed *v1beta1.ConditionStatus
+	reason := ""
+	for i := range conds {
+		c := &conds[i]
+		switch c.Type {
+		case v1beta1.ServiceBrokerConditionReady:
+			ready, reason = &c.Status, c.Reason
+		case v1beta1.ServiceBrokerConditionFailed:
+			failed = &c.Status
+		}
+	}
+	return []any{url, objectStatus(deleting, ready, failed, reason)}
 }

@@ -170,24 +170,11 @@ func (st *storage) remove(ctx context.Context, name string, deleteValidation res
 	return st.settled(ctx, out), deleted, nil
 }
 
+// objectMetaOf is obj's metadata, empty for an object of no kind.
 func objectMetaOf(obj runtime.Object) *metav1.ObjectMeta {
-	switch o := obj.(type) {
-	case *v1beta1.ServiceInstance:
-		return &o.ObjectMeta
-	case *v1beta1.ServiceBinding:
-		return &o.ObjectMeta
-	case *v1beta1.ClusterServiceBroker:
-		return &o.ObjectMeta
-	case *v1beta1.ClusterServiceClass:
-		return &o.ObjectMeta
-	case *v1beta1.ClusterServicePlan:
-		return &o.ObjectMeta
-	case *v1beta1.ServiceBroker:
-		return &o.ObjectMeta
-	case *v1beta1.ServiceClass:
-		return &o.ObjectMeta
-	case *v1beta1.ServicePlan:
-		return &o.ObjectMeta
+	if k := kindOf(obj); k != nil {
+		om, _, _ := k.parts(obj)
+		return om
 	}
 	return &metav1.ObjectMeta{}
 }
@@ -474,27 +461,8 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	updateValidation rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return s.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
 		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
-			switch o := obj.(type) {
-			case *v1beta1.ServiceInstance:
-				var status catalog.InstanceStatus
-				if err := convertJSON(&o.Status, &status); err != nil {
-					return nil, err
-				}
-				in, err := s.store.UpdateInstanceStatusAt(ctx, id, expect, func(in *catalog.Instance) error { in.Status = status; return nil })
-				if err != nil {
-					return nil, err
-				}
-				return typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
-			case *v1beta1.ServiceBinding:
-				var status catalog.BindingStatus
-				if err := convertJSON(&o.Status, &status); err != nil {
-					return nil, err
-				}
-				b, err := s.store.UpdateBindingStatusAt(ctx, id, expect, func(b *catalog.Binding) error { b.Status = status; return nil })
-				if err != nil {
-					return nil, err
-				}
-				return typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
+			if k := kindOf(obj); k != nil && k.updateStatus != nil {
+				return k.updateStatus(ctx, s.store, obj, id, expect)
 			}
 			return nil, apierrors.NewBadRequest("no status subresource")
 		}, nil)
@@ -539,14 +507,37 @@ var (
 	_ rest.GracefulDeleter = (*brokerStorage)(nil)
 )
 
+// updateInstanceStatus replaces an instance's status in the catalog.
+func updateInstanceStatus(ctx context.Context, store *catalog.Store, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+	var status catalog.InstanceStatus
+	if err := convertJSON(&obj.(*v1beta1.ServiceInstance).Status, &status); err != nil {
+		return nil, err
+	}
+	in, err := store.UpdateInstanceStatusAt(ctx, id, expect, func(in *catalog.Instance) error { in.Status = status; return nil })
+	if err != nil {
+		return nil, err
+	}
+	return typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
+}
+
+// updateBindingStatus replaces a binding's status in the catalog.
+func updateBindingStatus(ctx context.Context, store *catalog.Store, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+	var status catalog.BindingStatus
+	if err := convertJSON(&obj.(*v1beta1.ServiceBinding).Status, &status); err != nil {
+		return nil, err
+	}
+	b, err := store.UpdateBindingStatusAt(ctx, id, expect, func(b *catalog.Binding) error { b.Status = status; return nil })
+	if err != nil {
+		return nil, err
+	}
+	return typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
+}
+
 // brokerSpecOf is the spec of a broker of either kind, as the catalog has
 // it.
 func brokerSpecOf(obj runtime.Object) (catalog.BrokerSpec, error) {
-	switch o := obj.(type) {
-	case *v1beta1.ClusterServiceBroker:
-		return brokerSpecFrom(&o.Spec, "")
-	case *v1beta1.ServiceBroker:
-		return brokerSpecFrom(&o.Spec, o.Namespace)
+	if k := kindOf(obj); k != nil && k.brokerSpec != nil {
+		return k.brokerSpec(obj)
 	}
 	return catalog.BrokerSpec{}, fmt.Errorf("%T is not a broker", obj)
 }
