@@ -250,26 +250,12 @@ func brokerID(t *testing.T, e *env, name string) string {
 	return b.ID
 }
 
-// gauge reads one series of a gauge vector from the engine's registry.
+// gauge reads one series of a gauge vector from the engine's registry,
+// -1 when there is none.
 func gauge(t *testing.T, e *env, name string, labels ...string) float64 {
 	t.Helper()
-	families, err := e.registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for i, l := range m.GetLabel() {
-				if i >= len(labels) || l.GetValue() != labels[i] {
-					continue series
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
+	if m := metricSeries(t, e, name, labels); m != nil {
+		return m.GetGauge().GetValue()
 	}
 	return -1
 }

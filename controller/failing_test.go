@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -316,8 +318,19 @@ func TestPollErrorsVisible(t *testing.T) {
 }
 
 // counter reads one series of a counter vector from the engine's registry,
-// its label values given in the order of the label names.
+// its label values given in the order of the label names; 0 when there is
+// none.
 func counter(t *testing.T, e *env, name string, labels ...string) float64 {
+	t.Helper()
+	if m := metricSeries(t, e, name, labels); m != nil {
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
+
+// metricSeries is the series of metric name whose label values begin with
+// labels, in the order of the label names; nil when there is none.
+func metricSeries(t *testing.T, e *env, name string, labels []string) *dto.Metric {
 	t.Helper()
 	families, err := e.registry.Gather()
 	if err != nil {
@@ -334,10 +347,10 @@ func counter(t *testing.T, e *env, name string, labels ...string) float64 {
 					continue series
 				}
 			}
-			return m.GetCounter().GetValue()
+			return m
 		}
 	}
-	return 0
+	return nil
 }
 
 // TestMaxPollingDuration: operations that never finish are failed at the
