@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -9,100 +10,234 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claims: cluster-wide locks on objects, so one engine replica at a time
-// works on an object.
+// Claims: cluster-wide ownership of objects, so one engine replica at a
+// time works on an object.
+//
+// Objects' keys hash into ClaimShards shards, and a process works on an
+// object only while it owns the object's shard: a PostgreSQL session
+// advisory lock, held on a session of the claimer's own for as long as
+// the process lives. A shard is taken the first time the process needs
+// it and nobody holds it; one another replica holds is refused, and tried
+// again by Probe, which takes it over once its owner is gone (its session
+// ended with it). So working on an object costs no round trip, a claim
+// held while a broker takes its time costs no connection, and the number
+// of objects in flight is not bounded by the number of connections.
+//
+// Engines of releases before shards claimed each object on its own
+// (pg_try_advisory_lock(hashtextextended(key, 7)) around each reconcile).
+// While one of them may run — Probe sees session advisory locks in that
+// key space — a claimer takes that per-object lock too, so that replicas
+// of both releases keep out of each other's way during a rolling update.
 
-// Claimer takes cluster-wide locks on objects, so that one engine replica
-// at a time works on an object. Claims are PostgreSQL session advisory
-// locks, many to a session: a few connections of its own carry every claim
-// the process holds, each key always on the same one. So a claim held
-// while a broker takes its time costs no connection, and the number of
-// objects in flight is not bounded by the number of connections.
-type Claimer struct {
-	cfg   *pgx.ConnConfig
-	conns []*claimConn
-}
+// errClaimsLost: the claimer's session ended while an object was being
+// claimed (it is claimed again later).
+var errClaimsLost = errors.New("the claims' session was lost")
 
-// claimConn is one session that holds claims; mu serialises its use.
-type claimConn struct {
-	mu   sync.Mutex
-	conn *pgx.Conn // nil until first used, and after it broke
-	// epoch counts the sessions: a claim taken in an earlier one was
-	// released when that session ended.
-	epoch uint64
-}
+// ClaimShards is how many shards objects' keys hash into.
+const ClaimShards = 64
 
-// claimTimeout bounds the release of a claim, which must not wait for a
-// caller that has gone.
+// claimLockSpace is the first key of the session advisory lock that holds
+// a shard, the second being the shard.
+const claimLockSpace = 1650749050
+
+// claimTimeout bounds the claimer's round trips, which must not wait for
+// a caller that has gone.
 const claimTimeout = 10 * time.Second
 
-// NewClaimer makes a claimer over at most n sessions of its own, opened
-// when first needed.
-func (s *Store) NewClaimer(_ context.Context, n int) (*Claimer, error) {
-	c := &Claimer{cfg: s.pool.Config().ConnConfig.Copy(), conns: make([]*claimConn, max(n, 1))}
-	for i := range c.conns {
-		c.conns[i] = &claimConn{}
-	}
-	return c, nil
+type shardState uint8
+
+const (
+	shardFree    shardState = iota // not tried since the session began
+	shardOwned                     // held by this process's session
+	shardRefused                   // another session held it when tried
+)
+
+// Claimer holds the shards of one process.
+type Claimer struct {
+	cfg *pgx.ConnConfig
+	// session serialises the use of conn.
+	session sync.Mutex
+	conn    *pgx.Conn // nil until first used, and after it broke
+
+	mu     sync.Mutex
+	shards [ClaimShards]shardState
+	// legacy: a process of an earlier release may claim objects one by
+	// one; per-object claims are taken too.
+	legacy bool
 }
 
-// Close ends the claimer's sessions; claims still held are released.
-func (c *Claimer) Close() {
-	for _, cc := range c.conns {
-		cc.mu.Lock()
-		cc.drop()
-		cc.mu.Unlock()
-	}
+// NewClaimer makes a claimer over a session of its own, opened when first
+// needed.
+func (s *Store) NewClaimer(context.Context) (*Claimer, error) {
+	return &Claimer{cfg: s.pool.Config().ConnConfig.Copy()}, nil
 }
 
-// drop closes the session; cc.mu is held.
-func (cc *claimConn) drop() {
-	if cc.conn == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
-	defer cancel()
-	_ = cc.conn.Close(ctx)
-	cc.conn = nil
-	cc.epoch++
-}
-
-// Claim takes the lock on key. ok is false when another process holds it;
-// release gives it back.
-func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
+// ClaimShard is the shard key hashes into.
+func ClaimShard(key string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	cc := c.conns[h.Sum32()%uint32(len(c.conns))]
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.conn == nil {
-		conn, err := pgx.ConnectConfig(ctx, c.cfg)
-		if err != nil {
-			return nil, false, mapErr(err)
-		}
-		cc.conn = conn
+	return int(h.Sum32() % ClaimShards)
+}
+
+// Close ends the claimer's session: its shards are released.
+func (c *Claimer) Close() {
+	c.session.Lock()
+	defer c.session.Unlock()
+	c.drop()
+}
+
+// drop closes the session, whose shards are released with it; c.session
+// is held.
+func (c *Claimer) drop() {
+	if c.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+		_ = c.conn.Close(ctx)
+		cancel()
+		c.conn = nil
 	}
-	if err := cc.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
-		// The session may be lost, and its claims with it.
-		cc.drop()
+	c.mu.Lock()
+	for i, st := range c.shards {
+		if st == shardOwned {
+			c.shards[i] = shardFree
+		}
+	}
+	c.mu.Unlock()
+}
+
+// connect opens the session if it is not open; c.session is held.
+func (c *Claimer) connect(ctx context.Context) error {
+	if c.conn != nil {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, c.cfg)
+	if err != nil {
+		return mapErr(err)
+	}
+	c.conn = conn
+	return nil
+}
+
+// Claim reports whether this process may work on key now: it owns the
+// key's shard (taken now if nobody held it). ok is false when another
+// process owns the shard: that one works on key. release, when ok, ends
+// the work (it gives back the per-object claim a claimer takes beside an
+// earlier release's engines; otherwise it does nothing).
+func (c *Claimer) Claim(ctx context.Context, key string) (release func(), ok bool, err error) {
+	shard := ClaimShard(key)
+	c.mu.Lock()
+	st, legacy := c.shards[shard], c.legacy
+	c.mu.Unlock()
+	switch st {
+	case shardRefused:
+		return nil, false, nil
+	case shardFree:
+		if ok, err := c.take(ctx, shard); err != nil || !ok {
+			return nil, false, err
+		}
+	}
+	if !legacy {
+		return func() {}, true, nil
+	}
+	return c.claimObject(ctx, key)
+}
+
+// take tries to take shard for this process.
+func (c *Claimer) take(ctx context.Context, shard int) (bool, error) {
+	c.session.Lock()
+	defer c.session.Unlock()
+	c.mu.Lock()
+	st := c.shards[shard]
+	c.mu.Unlock()
+	if st != shardFree {
+		return st == shardOwned, nil
+	}
+	if err := c.connect(ctx); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := c.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, claimLockSpace, shard).Scan(&ok); err != nil {
+		c.drop() // the session may be lost, and its shards with it
+		return false, mapErr(err)
+	}
+	c.mu.Lock()
+	c.shards[shard] = shardRefused
+	if ok {
+		c.shards[shard] = shardOwned
+	}
+	c.mu.Unlock()
+	return ok, nil
+}
+
+// claimObject takes the per-object claim of an earlier release on key,
+// on the claimer's session.
+func (c *Claimer) claimObject(ctx context.Context, key string) (func(), bool, error) {
+	c.session.Lock()
+	defer c.session.Unlock()
+	if c.conn == nil {
+		return nil, false, errClaimsLost
+	}
+	var ok bool
+	if err := c.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
+		c.drop()
 		return nil, false, mapErr(err)
 	}
 	if !ok {
 		return nil, false, nil
 	}
-	epoch := cc.epoch
+	conn := c.conn
 	return func() {
-		cc.mu.Lock()
-		defer cc.mu.Unlock()
-		if cc.epoch != epoch || cc.conn == nil {
+		c.session.Lock()
+		defer c.session.Unlock()
+		if c.conn != conn {
 			return // released with its session
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		defer cancel()
-		if _, err := cc.conn.Exec(rctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
-			// A session whose unlock failed is closed, which releases
-			// every claim it held, as a restart of the database does.
-			cc.drop()
+		if _, err := c.conn.Exec(rctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
+			c.drop()
 		}
 	}, true, nil
+}
+
+// Probe checks the claimer's session (a lost one has lost its shards:
+// they are taken again as they are needed), tries again the shards
+// another process held, and looks for engines of an earlier release. It
+// returns the shards it took: their former owner is gone, and what it
+// had to do is this process's now.
+func (c *Claimer) Probe(ctx context.Context) (taken []int, err error) {
+	c.session.Lock()
+	defer c.session.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	var refused []int32
+	c.mu.Lock()
+	for i, st := range c.shards {
+		if st == shardRefused {
+			refused = append(refused, int32(i))
+		}
+	}
+	c.mu.Unlock()
+	// Advisory locks in the per-object claims' key space held by sessions
+	// that hold no shard: an earlier release's engine (or, for a moment,
+	// a feed pruning round, which is harmless).
+	var got []int32
+	var legacy bool
+	if err := c.conn.QueryRow(ctx, `SELECT
+			coalesce((SELECT array_agg(s) FROM unnest($2::int[]) s WHERE pg_try_advisory_lock($1, s)), '{}'),
+			EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid <> pg_backend_pid()
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2))`,
+		claimLockSpace, refused).Scan(&got, &legacy); err != nil {
+		c.drop()
+		return nil, mapErr(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.legacy = legacy
+	for _, s := range got {
+		c.shards[s] = shardOwned
+		taken = append(taken, int(s))
+	}
+	return taken, nil
 }

@@ -4,48 +4,151 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
 )
 
-// TestClaimer: a claim excludes every other process's claim of the key
-// until released; one process holds many claims on a few sessions, and
-// closing its claimer releases them all.
+// claimAll claims keys with c and returns those it got.
+func claimAll(t *testing.T, c *catalog.Claimer, keys []string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, k := range keys {
+		release, ok, err := c.Claim(context.Background(), k)
+		if err != nil {
+			t.Fatalf("claim %s: %v", k, err)
+		}
+		if ok {
+			got[k] = true
+			release()
+		}
+	}
+	return got
+}
+
+func claimKeys(n int) []string {
+	var keys []string
+	for i := range n {
+		keys = append(keys, fmt.Sprintf("instance/%d", i))
+	}
+	return keys
+}
+
+// TestClaimer: a process works on the keys of the shards it owns, which
+// no other process gets while it holds them; another takes them over
+// with Probe once the owner is gone — closed, or its session ended
+// under it — and is told which shards it took.
 func TestClaimer(t *testing.T) {
 	t.Parallel()
-	store := newStore(t)
+	store, pool := newStoreAndPool(t)
 	ctx := context.Background()
-	a, err := store.NewClaimer(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := store.NewClaimer(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, _ := store.NewClaimer(ctx)
+	b, _ := store.NewClaimer(ctx)
 	defer b.Close()
-	var releases []func()
-	for i := range 50 {
-		release, ok, err := a.Claim(ctx, fmt.Sprintf("instance/%d", i))
-		if err != nil || !ok {
-			t.Fatalf("claim %d: ok %v, %v", i, ok, err)
-		}
-		releases = append(releases, release)
+	keys := claimKeys(200)
+	if got := claimAll(t, a, keys); len(got) != len(keys) {
+		t.Fatalf("a free claimer got %d of %d keys", len(got), len(keys))
 	}
-	if _, ok, err := b.Claim(ctx, "instance/7"); err != nil || ok {
-		t.Errorf("another process claimed a held key: ok %v, %v", ok, err)
+	// Held, not given back: a claim is a shard's, for as long as its owner runs.
+	if got := claimAll(t, a, keys); len(got) != len(keys) {
+		t.Fatalf("the owner got %d of %d keys again", len(got), len(keys))
 	}
-	releases[7]()
-	release, ok, err := b.Claim(ctx, "instance/7")
-	if err != nil || !ok {
-		t.Errorf("a released key could not be claimed: ok %v, %v", ok, err)
-	} else {
-		release()
+	if got := claimAll(t, b, keys); len(got) != 0 {
+		t.Fatalf("another process got %d keys of shards a owns", len(got))
+	}
+	if taken, err := b.Probe(ctx); err != nil || len(taken) != 0 {
+		t.Fatalf("probe while a runs: took %v, %v", taken, err)
+	}
+
+	// a's session ends under it (its process died, or the connection
+	// broke): b takes over every shard b was refused.
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = 1650749050 AND pid <> pg_backend_pid()
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := b.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]bool{}
+	for _, k := range keys {
+		want[catalog.ClaimShard(k)] = true
+	}
+	if len(taken) != len(want) {
+		t.Fatalf("b took shards %v, want the %d of the keys", taken, len(want))
+	}
+	if got := claimAll(t, b, keys); len(got) != len(keys) {
+		t.Fatalf("b got %d of %d keys after taking over", len(got), len(keys))
+	}
+	// a finds its session lost when it next probes, and no shard is its.
+	if _, err := a.Probe(ctx); err == nil {
+		t.Error("a's probe did not notice its lost session")
+	}
+	if got := claimAll(t, a, keys); len(got) != 0 {
+		t.Fatalf("a got %d keys b owns now", len(got))
+	}
+
+	// b closes: a takes over.
+	b.Close()
+	taken, err = a.Probe(ctx)
+	if err != nil || len(taken) != len(want) {
+		t.Fatalf("a took %v after b closed, %v", taken, err)
 	}
 	a.Close()
-	release, ok, err = b.Claim(ctx, "instance/8")
-	if err != nil || !ok {
-		t.Errorf("a closed claimer's key could not be claimed: ok %v, %v", ok, err)
-	} else {
-		release()
+}
+
+// TestClaimerBesideEarlierRelease: while an engine of an earlier release
+// claims objects one by one, a claimer also takes those per-object claims
+// (after its probe has seen such an engine), so the two never work on one
+// object together; once it is gone, shards alone do.
+func TestClaimerBesideEarlierRelease(t *testing.T) {
+	t.Parallel()
+	store, pool := newStoreAndPool(t)
+	ctx := context.Background()
+	old, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	releases[9]() // released with its session already: no error, no effect
+	defer old.Release()
+	// The earlier release's claim, as it took it.
+	var ok bool
+	if err := old.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, "instance/7").Scan(&ok); err != nil || !ok {
+		t.Fatalf("earlier release's claim: %v %v", ok, err)
+	}
+	c, _ := store.NewClaimer(ctx)
+	defer c.Close()
+	if _, err := c.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := claimAll(t, c, claimKeys(20))
+	if got["instance/7"] || len(got) != 19 {
+		t.Fatalf("beside an earlier release: got %v, want every key but instance/7", got)
+	}
+	// The claimer's own per-object claims were given back.
+	var held int
+	if err := old.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND pid <> pg_backend_pid()
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held); err != nil || held != 0 {
+		t.Fatalf("%d per-object claims left held (%v)", held, err)
+	}
+	if _, err := old.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, "instance/7"); err != nil {
+		t.Fatal(err)
+	}
+	// Still in per-object mode until the next probe: the key is free now.
+	if got := claimAll(t, c, []string{"instance/7"}); !got["instance/7"] {
+		t.Fatal("a released per-object claim could not be taken")
+	}
+	if _, err := c.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Shards alone: a per-object lock in the old key space no longer
+	// refuses a key.
+	if err := old.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, "instance/8").Scan(&ok); err != nil || !ok {
+		t.Fatalf("earlier release's claim: %v %v", ok, err)
+	}
+	if got := claimAll(t, c, []string{"instance/8"}); !got["instance/8"] {
+		t.Fatal("without an earlier release seen by the last probe, a key was refused")
+	}
+	if _, err := old.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
 }

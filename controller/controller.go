@@ -6,9 +6,9 @@
 // It is level-triggered: every reconcile starts from the object's spec and
 // status as stored, never from the event that woke it. All its state lives
 // in rows (the operation in progress and its token are in status), so a
-// restarted engine carries on where the last one stopped; each object is
-// claimed in PostgreSQL while it is worked on, so several replicas never
-// call a broker about the same object at once.
+// restarted engine carries on where the last one stopped; each object
+// belongs to a shard one replica claims in PostgreSQL (claims.go), so
+// several replicas never call a broker about the same object at once.
 package controller
 
 import (
@@ -94,9 +94,11 @@ type Controller struct {
 	backoff   backoff
 	maxPoll   time.Duration
 	claims    *catalog.Claimer
-	wake      *wakeups
-	gates     *gates
-	runs      runs
+	// refused are keys whose shard another replica owned (claims.go).
+	refused refusedKeys
+	wake    *wakeups
+	gates   *gates
+	runs    runs
 	// refetches are the catalogue fetches after MaintenanceInfoConflict,
 	// one per broker at a time.
 	refetches singleflight.Group
@@ -202,12 +204,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the catalog revision: %w", err)
 	}
-	// Claims share a few sessions of their own (the feed listens on one
-	// of its own).
-	if c.claims, err = c.store.NewClaimer(ctx, min(c.workers, 4)); err != nil {
-		return fmt.Errorf("open the claims' pool: %w", err)
+	// Claims hold shards of the objects on a session of their own (the
+	// feed listens on one of its own); the first probe looks for engines
+	// of an earlier release before any object is worked on.
+	if c.claims, err = c.store.NewClaimer(ctx); err != nil {
+		return fmt.Errorf("open the claims' session: %w", err)
 	}
 	defer c.claims.Close()
+	if _, err := c.claims.Probe(ctx); err != nil {
+		return fmt.Errorf("probe the claims: %w", err)
+	}
 	if err := c.enqueueUnsettled(ctx); err != nil {
 		return err
 	}
@@ -220,13 +226,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.gates.ctx = ctx
 	var wg sync.WaitGroup
 	wg.Go(func() { c.dispatch(ctx, &wg) })
+	relistCtx, stopRelist := context.WithCancel(ctx)
+	defer stopRelist()
+	wg.Go(func() { c.probeClaims(relistCtx) })
 	if syncSecrets != nil {
 		if err := syncSecrets(); err != nil {
 			return err
 		}
 	}
-	relistCtx, stopRelist := context.WithCancel(ctx)
-	defer stopRelist()
 	if c.relist > 0 {
 		wg.Go(func() { c.store.RunRelister(relistCtx, c.relist) })
 	}
@@ -398,9 +405,14 @@ func (c *Controller) process(ctx context.Context, key objectKey) {
 	release, ok, err := c.claims.Claim(ctx, key.String())
 	c.since(partClaim, started)
 	if err != nil || !ok {
-		// Another replica works on it (or the database is away): later.
 		c.gates.finish(&run{key: key}, started)
-		c.queue.AddAfter(key, time.Second)
+		if err != nil {
+			// The database is away: later.
+			c.queue.AddAfter(key, time.Second)
+		} else {
+			// Another replica owns its shard and works on it.
+			c.refused.add(key)
+		}
 		return
 	}
 	rctx, cancel := context.WithCancelCause(ctx)

@@ -18,8 +18,8 @@ import (
 // call times out). So a broker that never answers holds no worker — only
 // the calls in flight to it, at most --broker-max-inflight of them (see
 // gates) — and every other broker's objects are worked on as if it were
-// not there. A reconcile also keeps its object's claim (catalog.Claimer,
-// which costs no connection) while it waits.
+// not there. The object's shard stays claimed (catalog.Claimer, which
+// costs no connection) while it waits.
 
 // run is one reconcile of one object: its context, cancelled when the
 // object is abandoned while a call to its broker is in flight, and the

@@ -21,7 +21,8 @@ import (
 type part int
 
 const (
-	// partClaim: taking and releasing an object's claim in PostgreSQL.
+	// partClaim: claiming an object (its shard, when this engine does not
+	// own it yet) in PostgreSQL.
 	partClaim part = iota
 	// partCatalog: the catalog's reads and writes.
 	partCatalog
