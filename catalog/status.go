@@ -2,12 +2,15 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Status: the engine's half of each object. Users own spec, the engine
@@ -57,9 +60,55 @@ func FindConditionReason(conds []Condition, typ string) string {
 // UpdateInstanceStatus lets fn change an instance's status (and only its
 // status) and records it with the given events, in one transaction.
 func (s *Store) UpdateInstanceStatus(ctx context.Context, id string, fn func(*Instance) error, events ...EventRecord) (*Instance, error) {
+	return s.updateInstanceStatus(ctx, id, func(w *txn) (*Instance, error) {
+		return getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+	}, fn, events...)
+}
+
+// UpdateInstanceStatusFrom is UpdateInstanceStatus for a caller that holds
+// the instance as stored at its resourceVersion (in, which it leaves as
+// it is): fn changes a copy, and the write checks in its one round trip
+// that the row is still at that revision, instead of reading it first.
+// An instance changed since is written as UpdateInstanceStatus does.
+func (s *Store) UpdateInstanceStatusFrom(ctx context.Context, in *Instance, fn func(*Instance) error, events ...EventRecord) (*Instance, error) {
+	out, err := s.updateInstanceStatus(ctx, in.ID, func(w *txn) (*Instance, error) {
+		w.queue(movedErr, `SELECT catalog.lock_instance_at($1, $2)`, in.ID, in.ResourceVersion)
+		cp := *in
+		// Recording may set the spec's labels in the copy's metadata.
+		cp.Labels, cp.Annotations = maps.Clone(in.Labels), maps.Clone(in.Annotations)
+		cp.Status = InstanceStatus{}
+		if err := json.Unmarshal(mustJSON(in.Status), &cp.Status); err != nil {
+			return nil, err
+		}
+		w.read(&cp)
+		return &cp, nil
+	}, fn, events...)
+	if errors.Is(err, errMoved) {
+		return s.UpdateInstanceStatus(ctx, in.ID, fn, events...)
+	}
+	return out, err
+}
+
+// errMoved: the row is no longer at the revision a write from a copy
+// expected (catalog.lock_instance_at, lock_binding_at).
+var errMoved = errors.New("the object changed since it was read")
+
+const movedCode = "BDS01"
+
+func movedErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == movedCode {
+		return errMoved
+	}
+	return mapErr(err)
+}
+
+// updateInstanceStatus is UpdateInstanceStatus with the instance, locked,
+// from get.
+func (s *Store) updateInstanceStatus(ctx context.Context, id string, get func(*txn) (*Instance, error), fn func(*Instance) error, events ...EventRecord) (*Instance, error) {
 	var out *Instance
 	_, err := s.write(ctx, func(w *txn) error {
-		in, err := getBy[Instance](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+		in, err := get(w)
 		if err != nil {
 			return err
 		}
@@ -138,21 +187,60 @@ func (s *Store) FinalizeInstance(ctx context.Context, id string, event EventReco
 // UpdateBindingStatus lets fn change a binding's status; creds, when not
 // nil, are stored (sealed) in the same transaction.
 func (s *Store) UpdateBindingStatus(ctx context.Context, id string, fn func(*Binding) error, creds map[string]any, events ...EventRecord) (*Binding, error) {
-	var sealed []byte
-	if creds != nil {
-		keys, err := s.keyring()
-		if err != nil {
-			return nil, err
-		}
-		raw := mustJSON(creds)
-		if err := boundCredentials(raw); err != nil {
-			return nil, err
-		}
-		sealed = keys.Seal(raw, []byte("binding:"+id))
+	sealed, err := s.sealCredentials(id, creds)
+	if err != nil {
+		return nil, err
 	}
+	return s.updateBindingStatus(ctx, id, func(w *txn) (*Binding, error) {
+		return getBy[Binding](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+	}, fn, sealed, events...)
+}
+
+// UpdateBindingStatusFrom is UpdateInstanceStatusFrom for a binding.
+func (s *Store) UpdateBindingStatusFrom(ctx context.Context, b *Binding, fn func(*Binding) error, creds map[string]any, events ...EventRecord) (*Binding, error) {
+	sealed, err := s.sealCredentials(b.ID, creds)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.updateBindingStatus(ctx, b.ID, func(w *txn) (*Binding, error) {
+		w.queue(movedErr, `SELECT catalog.lock_binding_at($1, $2)`, b.ID, b.ResourceVersion)
+		cp := *b
+		cp.Labels, cp.Annotations = maps.Clone(b.Labels), maps.Clone(b.Annotations)
+		cp.Status = BindingStatus{}
+		if err := json.Unmarshal(mustJSON(b.Status), &cp.Status); err != nil {
+			return nil, err
+		}
+		w.read(&cp)
+		return &cp, nil
+	}, fn, sealed, events...)
+	if errors.Is(err, errMoved) {
+		return s.UpdateBindingStatus(ctx, b.ID, fn, creds, events...)
+	}
+	return out, err
+}
+
+// sealCredentials seals a binding's credentials for storing (nil: none).
+func (s *Store) sealCredentials(id string, creds map[string]any) ([]byte, error) {
+	if creds == nil {
+		return nil, nil
+	}
+	keys, err := s.keyring()
+	if err != nil {
+		return nil, err
+	}
+	raw := mustJSON(creds)
+	if err := boundCredentials(raw); err != nil {
+		return nil, err
+	}
+	return keys.Seal(raw, []byte("binding:"+id)), nil
+}
+
+// updateBindingStatus is UpdateBindingStatus with the binding, locked,
+// from get, and its credentials sealed.
+func (s *Store) updateBindingStatus(ctx context.Context, id string, get func(*txn) (*Binding, error), fn func(*Binding) error, sealed []byte, events ...EventRecord) (*Binding, error) {
 	var out *Binding
 	_, err := s.write(ctx, func(w *txn) error {
-		b, err := getBy[Binding](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
+		b, err := get(w)
 		if err != nil {
 			return err
 		}

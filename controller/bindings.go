@@ -146,13 +146,29 @@ func (c *Controller) bindingParked(ctx context.Context, b *catalog.Binding, err 
 	return result{}, c.bindingWaiting(ctx, b, reasonWaitBroker, ue.msg)
 }
 
-// bindingWaiting says in the Ready condition what the binding waits for.
+// bindingWaiting says in the Ready condition what the binding waits for,
+// unless it says so already: a binding waiting for its instance is woken
+// by each of the instance's changes, and the same wait is written (and
+// entered in the history) once.
+//
+// What it waits for is someone else's change, which wakes it up: the
+// feed's news of this write does not, unless the binding changed since
+// the reconcile read it.
 func (c *Controller) bindingWaiting(ctx context.Context, b *catalog.Binding, reason, msg string) error {
+	if cond, ok := catalog.FindCondition(b.Status.Conditions, catalog.ConditionReady); ok &&
+		cond.Status == catalog.ConditionFalse && cond.Reason == reason && cond.Message == msg {
+		return nil
+	}
 	now := c.now().UTC()
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	read, untouched := b.ResourceVersion, false
+	b, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
+		untouched = b.ResourceVersion == read
 		setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
+	if err == nil && untouched {
+		c.wake.wrote(bindingKey(b.ID), b.ResourceVersion, true)
+	}
 	return err
 }
 
@@ -217,7 +233,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) 
 		return c.bindingParked(ctx, b, err)
 	}
 	now := c.now().UTC()
-	b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	b, err = c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.CurrentOperation, st.OperationStartTime, st.UnbindStatus = catalog.OperationBind, &now, catalog.UnbindRequired
 		st.ObservedGeneration = b.Generation
@@ -244,7 +260,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) 
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
-		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 			b.Status.AsyncOpInProgress, b.Status.LastOperation = true, res.Operation
 			setReady(&b.Status.Conditions, catalog.ConditionFalse, reasonBinding, msgBinding, c.now().UTC())
 			return nil
@@ -305,7 +321,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	default:
 		events = append(events, catalog.EventRecord{Type: "Normal", Reason: "CredentialsStored", Message: "The broker returned credentials; they are stored encrypted.", Operation: catalog.OperationBind})
 	}
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
 		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
@@ -343,7 +359,7 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 // cost is what the failed attempt cost the broker (recordFailure).
 func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalog.Binding, msg string, cause error, cost int) (result, error) {
 	now := c.now().UTC()
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
 		c.recordFailure(&st.Retries, catalog.OperationBind, b.Generation, cause, cost)
@@ -359,7 +375,7 @@ func (c *Controller) startBindingOrphanMitigation(ctx context.Context, b *catalo
 func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, op, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
 	var wait time.Duration
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.LastError = msg
 		if op == catalog.OperationBind {
@@ -384,7 +400,7 @@ func (c *Controller) bindingRetryable(ctx context.Context, b *catalog.Binding, o
 func (c *Controller) bindingFailed(ctx context.Context, b *catalog.Binding, reason, msg, failedReason string, extra ...func(*catalog.BindingStatus)) error {
 	now := c.now().UTC()
 	permanent := failedReason != ""
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress, st.OperationStartTime = msg, "", false, nil
 		setReady(&st.Conditions, catalog.ConditionFalse, reason, msg, now)
@@ -420,7 +436,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (result, error
 		// A retry leaves status as the failure left it until the broker
 		// answers (see deprovision).
 		var err error
-		b, err = c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		b, err = c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 			st := &b.Status
 			st.CurrentOperation, st.OperationStartTime = catalog.OperationUnbind, &now
 			if !orphan {
@@ -451,7 +467,7 @@ func (c *Controller) unbind(ctx context.Context, env *bindingEnv) (result, error
 		return c.unbound(ctx, b, true)
 	}
 	if res.Async {
-		_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+		_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 			st := &b.Status
 			// The polling duration counts from this request.
 			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
@@ -479,7 +495,7 @@ func (c *Controller) unbound(ctx context.Context, b *catalog.Binding, gone bool)
 		return result{}, c.finalizeBinding(ctx, b, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationUnbind})
 	}
 	now := c.now().UTC()
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.CurrentOperation = false, false, ""
 		st.UnbindStatus, st.OperationStartTime = catalog.UnbindSucceeded, nil
@@ -524,7 +540,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, 
 	if res.Gone || res.State == osb.StateInProgress {
 		if reason, msg, ok := c.progress(b.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
 			now := c.now().UTC()
-			if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+			if _, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 				delete(b.Status.Retries, retryPoll)
 				setReady(&b.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 				return nil
@@ -564,7 +580,7 @@ func (c *Controller) bindingPollFailed(ctx context.Context, b *catalog.Binding, 
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
 	var wait time.Duration
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		wait = max(c.failed(&st.Retries, retryPoll, b.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, b.Generation)))
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
@@ -592,7 +608,7 @@ func (c *Controller) bindingAsyncFailed(ctx context.Context, env *bindingEnv, de
 	now := c.now().UTC()
 	msg := "Unbind call failed: " + description
 	var wait time.Duration
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.AsyncOpInProgress, st.LastError = false, msg
 		wait = c.failedAsync(&st.Retries, catalog.OperationUnbind, b.Generation, polls, false)
@@ -635,7 +651,7 @@ func (c *Controller) syncSecretRef(ctx context.Context, b *catalog.Binding) erro
 	if (want == nil) == (b.Status.Binding == nil) && (want == nil || *want == *b.Status.Binding) {
 		return nil
 	}
-	_, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	_, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		b.Status.Binding = c.secretRef(b)
 		return nil
 	}, nil)

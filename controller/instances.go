@@ -192,7 +192,7 @@ func (c *Controller) instanceParked(ctx context.Context, in *catalog.Instance, e
 // instanceWaiting says in the Ready condition what the instance waits for.
 func (c *Controller) instanceWaiting(ctx context.Context, in *catalog.Instance, reason, msg string) error {
 	now := c.now().UTC()
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 		return nil
 	}, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
@@ -284,7 +284,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	if env.plan.Spec.MaintenanceInfo != nil {
 		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
 	}
-	in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	in, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
 		st.DeprovisionStatus = catalog.DeprovisionRequired
@@ -314,7 +314,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	}
 	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
 	if res.Async {
-		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			if res.DashboardURL != "" {
 				in.Status.DashboardURL = res.DashboardURL
@@ -398,7 +398,7 @@ func malformed200(err error) bool {
 // says that orphan mitigation started.
 func (c *Controller) startInstanceOrphanMitigation(ctx context.Context, in *catalog.Instance, reason, msg string, cause error) (result, error) {
 	now := c.now().UTC()
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress = true, false
 		st.LastError = msg
@@ -425,7 +425,7 @@ func (c *Controller) instanceRetryable(ctx context.Context, in *catalog.Instance
 		status = catalog.ConditionUnknown
 	}
 	var wait time.Duration
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.LastError = msg
 		wait = c.failed(&st.Retries, op, in.Generation, cause)
@@ -455,7 +455,7 @@ func permanentUnless(retry bool, failedReason string) string {
 func (c *Controller) instanceFailed(ctx context.Context, in *catalog.Instance, reason, msg, failedReason string, extra ...func(*catalog.InstanceStatus)) error {
 	now := c.now().UTC()
 	permanent := failedReason != ""
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.LastError, st.CurrentOperation, st.AsyncOpInProgress = msg, "", false
 		st.OperationStartTime, st.InProgressProperties = nil, nil
@@ -482,7 +482,7 @@ func (c *Controller) instanceSucceeded(ctx context.Context, in *catalog.Instance
 	if op == catalog.OperationUpdate {
 		reason, msg = reasonUpdated, msgUpdated
 	}
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.ProvisionStatus = catalog.ProvisionStatusProvisioned
 		st.DeprovisionStatus = catalog.DeprovisionRequired
@@ -543,7 +543,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (result, erro
 			req.MaintenanceInfo = &osb.MaintenanceInfo{Version: mi.Version}
 		}
 	}
-	in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	in, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationUpdate, &now, props
 		st.ObservedGeneration = in.Generation
@@ -574,7 +574,7 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (result, erro
 	}
 	c.metrics.brokerCalls.WithLabelValues("update", "ok").Inc()
 	if res.Async {
-		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 			in.Status.AsyncOpInProgress, in.Status.LastOperation = true, res.Operation
 			setReady(&in.Status.Conditions, catalog.ConditionFalse, reasonUpdating, msgUpdating, c.now().UTC())
 			return nil
@@ -608,7 +608,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (result,
 		// when the next attempt is) until the broker answers: one write
 		// per attempt, not two.
 		var err error
-		in, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		in, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 			st := &in.Status
 			st.CurrentOperation, st.OperationStartTime = catalog.OperationDeprovision, &now
 			if !orphan {
@@ -642,7 +642,7 @@ func (c *Controller) deprovision(ctx context.Context, env *instanceEnv) (result,
 		return c.deprovisioned(ctx, in, true)
 	}
 	if res.Async {
-		_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+		_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 			st := &in.Status
 			// The polling duration counts from this request.
 			st.AsyncOpInProgress, st.LastOperation, st.OperationStartTime = true, res.Operation, &now
@@ -674,7 +674,7 @@ func (c *Controller) blockedByBindings(ctx context.Context, in *catalog.Instance
 		}
 	}
 	now := c.now().UTC()
-	_, err = c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 		return nil
 	})
@@ -696,7 +696,7 @@ func (c *Controller) deprovisioned(ctx context.Context, in *catalog.Instance, go
 		return result{}, c.finalizeInstance(ctx, in, catalog.EventRecord{Type: "Normal", Reason: reason, Message: msg, Operation: catalog.OperationDeprovision})
 	}
 	now := c.now().UTC()
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress = false, false
 		st.ProvisionStatus, st.DeprovisionStatus = catalog.ProvisionStatusNotProvisioned, catalog.DeprovisionSucceeded
@@ -757,7 +757,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (result
 	case res.State == osb.StateInProgress:
 		if reason, msg, ok := c.progress(in.ID, st.Conditions, st.Retries, st.CurrentOperation, res.Description); ok {
 			now := c.now().UTC()
-			_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+			_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 				delete(in.Status.Retries, retryPoll)
 				setReady(&in.Status.Conditions, catalog.ConditionFalse, reason, msg, now)
 				return nil
@@ -787,7 +787,7 @@ func (c *Controller) instancePollFailed(ctx context.Context, in *catalog.Instanc
 	msg := fmt.Sprintf("Error polling last operation: %v", cause)
 	now := c.now().UTC()
 	var wait time.Duration
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		wait = max(c.failed(&st.Retries, retryPoll, in.Generation, cause), c.pollDelay(st.OperationStartTime, 0, attemptWeight(st.Retries, op, in.Generation)))
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonPollFailed, msg+retrying(st.Retries, retryPoll), now)
@@ -831,7 +831,7 @@ func (c *Controller) instanceAsyncFailed(ctx context.Context, env *instanceEnv, 
 func (c *Controller) instanceAsyncRetry(ctx context.Context, in *catalog.Instance, op, status, reason, msg string, polls int) (result, error) {
 	now := c.now().UTC()
 	var wait time.Duration
-	_, err := c.writeInstance(ctx, in.ID, func(in *catalog.Instance) error {
+	_, err := c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.AsyncOpInProgress, st.LastError = false, msg
 		if op == catalog.OperationUpdate {
@@ -864,7 +864,7 @@ func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reaso
 		{Type: "Warning", Reason: reasonStartingOrphanMitigation, Message: msgStartingOrphanMitigation, Operation: catalog.OperationProvision}}
 	if env.in.DeletionTimestamp != nil {
 		// Deleted meanwhile: its deletion deprovisions it.
-		_, err := c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+		_, err := c.writeInstance(ctx, env.in, func(in *catalog.Instance) error { start(in); return nil }, events...)
 		return result{}, err
 	}
 	start(env.in)
@@ -874,7 +874,7 @@ func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reaso
 	if r.pending != nil && err == nil {
 		// The deprovision wrote nothing: the failure is written alone.
 		r.pending = nil
-		_, err = c.writeInstance(ctx, env.in.ID, func(in *catalog.Instance) error { start(in); return nil }, events...)
+		_, err = c.writeInstance(ctx, env.in, func(in *catalog.Instance) error { start(in); return nil }, events...)
 	}
 	return res, err
 }

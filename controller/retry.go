@@ -146,16 +146,19 @@ func retrying(retries map[string]catalog.Retry, op string) string {
 }
 
 // writeInstance is the engine's status write of an instance: fn's change,
-// with the backoffs that no longer apply dropped.
+// with the backoffs that no longer apply dropped. base is the instance as
+// the reconcile last read or wrote it: when the row is still at its
+// revision, the write needs no read of its own.
 // A status change the reconcile has still to write (run.pending) goes
 // with it.
-func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
+func (c *Controller) writeInstance(ctx context.Context, base *catalog.Instance, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
 	var pending *pendingWrite
 	if r := runOf(ctx); r != nil && r.pending != nil {
 		pending, r.pending = r.pending, nil
 		events = append(pending.events, events...)
 	}
-	in, err := c.store.UpdateInstanceStatus(ctx, id, func(in *catalog.Instance) error {
+	id := base.ID
+	in, err := c.store.UpdateInstanceStatusFrom(ctx, base, func(in *catalog.Instance) error {
 		if pending != nil {
 			pending.fn(in)
 		}
@@ -176,8 +179,9 @@ func (c *Controller) writeInstance(ctx context.Context, id string, fn func(*cata
 }
 
 // writeBinding is writeInstance for a binding.
-func (c *Controller) writeBinding(ctx context.Context, id string, fn func(*catalog.Binding) error, creds map[string]any, events ...catalog.EventRecord) (*catalog.Binding, error) {
-	b, err := c.store.UpdateBindingStatus(ctx, id, func(b *catalog.Binding) error {
+func (c *Controller) writeBinding(ctx context.Context, base *catalog.Binding, fn func(*catalog.Binding) error, creds map[string]any, events ...catalog.EventRecord) (*catalog.Binding, error) {
+	id := base.ID
+	b, err := c.store.UpdateBindingStatusFrom(ctx, base, func(b *catalog.Binding) error {
 		if err := fn(b); err != nil {
 			return err
 		}

@@ -246,7 +246,7 @@ func (p *secretProblem) event() catalog.EventRecord {
 // it to be retried.
 func (c *Controller) secretFailed(ctx context.Context, b *catalog.Binding, p *secretProblem) error {
 	now := c.now().UTC()
-	if _, err := c.writeBinding(ctx, b.ID, func(b *catalog.Binding) error {
+	if _, err := c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		p.record(&b.Status, now)
 		return nil
 	}, nil, p.event()); err != nil {

@@ -175,6 +175,16 @@ func (s timedStore) UpdateBindingStatus(ctx context.Context, id string, fn func(
 	return s.Store.UpdateBindingStatus(ctx, id, fn, creds, events...)
 }
 
+func (s timedStore) UpdateInstanceStatusFrom(ctx context.Context, in *catalog.Instance, fn func(*catalog.Instance) error, events ...catalog.EventRecord) (*catalog.Instance, error) {
+	defer s.done(time.Now())
+	return s.Store.UpdateInstanceStatusFrom(ctx, in, fn, events...)
+}
+
+func (s timedStore) UpdateBindingStatusFrom(ctx context.Context, b *catalog.Binding, fn func(*catalog.Binding) error, creds map[string]any, events ...catalog.EventRecord) (*catalog.Binding, error) {
+	defer s.done(time.Now())
+	return s.Store.UpdateBindingStatusFrom(ctx, b, fn, creds, events...)
+}
+
 func (s timedStore) FinalizeInstance(ctx context.Context, id string, e catalog.EventRecord) error {
 	defer s.done(time.Now())
 	return s.Store.FinalizeInstance(ctx, id, e)
