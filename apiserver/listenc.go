@@ -93,34 +93,41 @@ func (st *storage) tableRow(opts *metav1.TableOptions, partial schema.GroupVersi
 		if err != nil {
 			return nil, err
 		}
+		var object []byte
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
-			if row.Object.Object, err = scheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion); err != nil {
-				return nil, err
-			}
-		case metav1.IncludeNone:
-			row.Object.Object = nil
-		default:
-			m, err := meta.Accessor(obj)
+			versioned, err := scheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion)
 			if err != nil {
 				return nil, err
 			}
-			p := meta.AsPartialObjectMetadata(m)
-			p.SetGroupVersionKind(partial)
-			row.Object.Object = p
+			object, err = json.Marshal(versioned)
+			if err != nil {
+				return nil, err
+			}
+		case metav1.IncludeNone:
+			object = []byte("null")
+		default:
+			if object, err = partialJSON(obj, partial); err != nil {
+				return nil, err
+			}
 		}
-		return json.Marshal(&row)
+		return rowJSON(row.Cells, object)
 	}, nil
 }
 
-func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
-	m, err := meta.Accessor(obj)
+// rowJSON is a metav1.TableRow's JSON with its object already encoded:
+// encoding/json would check and compact the object's JSON a second time.
+func rowJSON(cells []any, object []byte) ([]byte, error) {
+	c, err := json.Marshal(cells)
 	if err != nil {
 		return nil, err
 	}
-	p := meta.AsPartialObjectMetadata(m)
-	p.SetGroupVersionKind(gvk)
-	return json.Marshal(p)
+	buf := make([]byte, 0, len(c)+len(object)+len(`{"cells":,"object":}`))
+	buf = append(buf, `{"cells":`...)
+	buf = append(buf, c...)
+	buf = append(buf, `,"object":`...)
+	buf = append(buf, object...)
+	return append(buf, '}'), nil
 }
 
 // begin writes what comes before the array's elements.
