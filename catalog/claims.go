@@ -25,9 +25,11 @@ import (
 //
 // Engines of releases before shards claimed each object on its own
 // (pg_try_advisory_lock(hashtextextended(key, 7)) around each reconcile).
-// While one of them may run — Probe sees session advisory locks in that
-// key space — a claimer takes that per-object lock too, so that replicas
-// of both releases keep out of each other's way during a rolling update.
+// Once Probe has seen such a lock held by a session that holds no shard,
+// and for legacyLinger after it last did, a claimer takes that per-object
+// lock too, so that replicas of both releases keep out of each other's
+// way during a rolling update. An earlier-release engine that claimed
+// nothing while it was looked at is not seen.
 
 // errClaimsLost: the claimer's session ended while an object was being
 // claimed (it is claimed again later).
@@ -62,14 +64,21 @@ type Claimer struct {
 	mu     sync.Mutex
 	shards [ClaimShards]shardState
 	// legacy: a process of an earlier release may claim objects one by
-	// one; per-object claims are taken too.
-	legacy bool
+	// one; per-object claims are taken too, until legacyUntil.
+	legacy      bool
+	legacyUntil time.Time
+	linger      time.Duration // legacyLinger, but in tests
 }
+
+// legacyLinger is how long per-object claims are still taken after a
+// probe last saw one of an earlier release: such an engine holds its
+// claims only while it reconciles, and a probe sees it only then.
+const legacyLinger = 10 * time.Minute
 
 // NewClaimer makes a claimer over a session of its own, opened when first
 // needed.
 func (s *Store) NewClaimer(context.Context) (*Claimer, error) {
-	return &Claimer{cfg: s.pool.Config().ConnConfig.Copy()}, nil
+	return &Claimer{cfg: s.pool.Config().ConnConfig.Copy(), linger: legacyLinger}, nil
 }
 
 // ClaimShard is the shard key hashes into.
@@ -234,7 +243,10 @@ func (c *Claimer) Probe(ctx context.Context) (taken []int, err error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.legacy = legacy
+	if legacy {
+		c.legacyUntil = time.Now().Add(c.linger)
+	}
+	c.legacy = time.Now().Before(c.legacyUntil)
 	for _, s := range got {
 		c.shards[s] = shardOwned
 		taken = append(taken, int(s))

@@ -133,20 +133,34 @@ func TestClaimerBesideEarlierRelease(t *testing.T) {
 	if _, err := old.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, "instance/7"); err != nil {
 		t.Fatal(err)
 	}
-	// Still in per-object mode until the next probe: the key is free now.
+	// The key is free now.
 	if got := claimAll(t, c, []string{"instance/7"}); !got["instance/7"] {
 		t.Fatal("a released per-object claim could not be taken")
+	}
+	// Per-object claims go on for a while after the last one seen (an
+	// earlier release's engine holds its claims only while it works)...
+	if _, err := c.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, "instance/8").Scan(&ok); err != nil || !ok {
+		t.Fatalf("earlier release's claim: %v %v", ok, err)
+	}
+	if got := claimAll(t, c, []string{"instance/8"}); got["instance/8"] {
+		t.Fatal("a key an earlier release holds was claimed a probe after it was last seen")
+	}
+	// ... then shards alone: a lock in the old key space refuses nothing.
+	catalog.SetLegacyLinger(c, 0)
+	if _, err := old.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.Probe(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Shards alone: a per-object lock in the old key space no longer
-	// refuses a key.
 	if err := old.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, "instance/8").Scan(&ok); err != nil || !ok {
 		t.Fatalf("earlier release's claim: %v %v", ok, err)
 	}
 	if got := claimAll(t, c, []string{"instance/8"}); !got["instance/8"] {
-		t.Fatal("without an earlier release seen by the last probe, a key was refused")
+		t.Fatal("with no earlier release seen for longer than the linger, a key was refused")
 	}
 	if _, err := old.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
 		t.Fatal(err)
