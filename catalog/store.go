@@ -359,6 +359,18 @@ func record(w *txn) (string, []any, error) {
 		// The new statuses go in with the stamp: one change of each row,
 		// not two (a second change of a row in the same transaction costs
 		// a row version and, for a binding, a foreign-key check).
+		if len(statuses) == 1 {
+			// One row, the usual write, by its key: the join below has a
+			// cached plan that is made once, for the table as it was then
+			// (a new table's: a scan of the whole table), and kept as the
+			// table grows, so each write read every row.
+			args[len(args)-1] = ids[table][0]
+			args = append(args, statuses[0])
+			fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = rev.value, status = coalesce(nullif($%d::text, '')::jsonb, t.status)
+				FROM rev WHERE t.id = $%d::uuid)`,
+				len(args), table, len(args), len(args)-1)
+			continue
+		}
 		args = append(args, statuses)
 		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = rev.value, status = coalesce(nullif(s.status, '')::jsonb, t.status)
 			FROM rev, unnest($%d::uuid[], $%d::text[]) AS s(id, status) WHERE t.id = s.id)`,
