@@ -45,6 +45,9 @@ type hub struct {
 	ready chan struct{}
 	// done is closed when run returns.
 	done chan struct{}
+	// encoded counts the encodings of changes made for watchers: one per
+	// change and encoding, however many watchers send it.
+	encoded atomic.Int64
 
 	// kmu guards known and gone, which only catchUp (and seed) write.
 	kmu sync.Mutex
@@ -312,7 +315,7 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 			continue
 		}
 		a := attrsOf(ev.obj, c.Object.Extra)
-		ev.shared = share(ev.obj)
+		ev.shared = share(ev.obj, &h.encoded)
 		if id, ok := idOf(c.Object.ID); ok {
 			h.kmu.Lock()
 			ev.prev = h.known[id]
