@@ -6,12 +6,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -232,4 +240,108 @@ func checkTableEvent(t *testing.T, frame []byte, name string, headers bool) {
 	if got := len(o.ColumnDefinitions) > 0; got != headers {
 		t.Errorf("%s: column definitions %v, want %v: %s", name, got, headers, frame)
 	}
+}
+
+// TestWatchHandOverInOrder: with the hub handing changes over to clients
+// that wait and queueing them for clients that are busy, and bookmarks
+// every millisecond, every watch gets every change it selects once, in
+// revision order, and no bookmark goes back or comes before a change it
+// covers.
+func TestWatchHandOverInOrder(t *testing.T) {
+	t.Parallel()
+	storages, store := storagesForTest(t)
+	st := *storageOf(storages["serviceinstances"])
+	st.bookmarkEvery = time.Millisecond
+	ctx := genericapirequest.WithNamespace(genericapirequest.NewContext(), "team")
+	from, err := store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 60
+	var g errgroup.Group
+	for i := range 8 {
+		opts := &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(from, 10), AllowWatchBookmarks: true}
+		want := writers * each
+		if i%2 == 1 {
+			opts.LabelSelector = labels.SelectorFromSet(labels.Set{"parity": "odd"})
+			want /= 2
+		}
+		w, err := st.Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		// Half the watches read slowly: the hub queues for them.
+		slow := i%4 >= 2
+		g.Go(func() error { return checkWatchOrder(w, want, slow) })
+	}
+	var wg errgroup.Group
+	for n := range writers {
+		wg.Go(func() error {
+			for i := range each {
+				in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+				in.Name, in.Namespace = fmt.Sprintf("w%d-%d", n, i), "team"
+				if i%2 == 1 {
+					in.Labels = map[string]string{"parity": "odd"}
+				}
+				if _, err := store.CreateInstance(ctx, in); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := wg.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkWatchOrder reads a watch until it has seen want ADDED events, and
+// fails on a change seen twice or out of order, or a bookmark out of order.
+func checkWatchOrder(w watch.Interface, want int, slow bool) error {
+	var lastEvent, lastMark int64
+	seen := map[string]bool{}
+	timeout := time.After(30 * time.Second)
+	for len(seen) < want {
+		var ev watch.Event
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("the watch ended after %d of %d changes", len(seen), want)
+			}
+			ev = e
+		case <-timeout:
+			return fmt.Errorf("%d of %d changes within 30s", len(seen), want)
+		}
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			return err
+		}
+		rev, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return err
+		}
+		switch ev.Type {
+		case watch.Bookmark:
+			if rev < lastMark || rev < lastEvent {
+				return fmt.Errorf("bookmark %d after bookmark %d and change %d", rev, lastMark, lastEvent)
+			}
+			lastMark = rev
+		case watch.Added:
+			if rev <= lastEvent || rev <= lastMark || seen[m.GetName()] {
+				return fmt.Errorf("%s at %d after change %d and bookmark %d (seen before: %v)", m.GetName(), rev, lastEvent, lastMark, seen[m.GetName()])
+			}
+			lastEvent = rev
+			seen[m.GetName()] = true
+		default:
+			return fmt.Errorf("unexpected %s", ev.Type)
+		}
+		if slow {
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+		}
+	}
+	return nil
 }
