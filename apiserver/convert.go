@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,7 @@ const formerFinalizer = "servicecatalog.k8s.io/bindery"
 func objectMeta(m *catalog.Meta, finalizer bool) (metav1.ObjectMeta, error) {
 	var om metav1.ObjectMeta
 	if len(m.Extra) > 0 {
-		if err := json.Unmarshal(m.Extra, &om); err != nil {
+		if err := jsonv1.Unmarshal(m.Extra, &om); err != nil {
 			return om, fmt.Errorf("decode metadata of %s: %w", m.ID, err)
 		}
 	}
@@ -152,12 +153,12 @@ func fromRaw(kind string, r *catalog.RawObject) (runtime.Object, error) {
 			return nil, err
 		}
 	} else if len(r.Spec) > 0 {
-		if err := json.Unmarshal(r.Spec, spec); err != nil {
+		if err := jsonv1.Unmarshal(r.Spec, spec); err != nil {
 			return nil, fmt.Errorf("decode spec of %s %s: %w", kind, r.Name, err)
 		}
 	}
 	if len(r.Status) > 0 {
-		if err := json.Unmarshal(r.Status, status); err != nil {
+		if err := jsonv1.Unmarshal(r.Status, status); err != nil {
 			return nil, fmt.Errorf("decode status of %s %s: %w", kind, r.Name, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,39 +89,44 @@ func (st *storage) tableRow(opts *metav1.TableOptions, partial schema.GroupVersi
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", opts.IncludeObject))
 	}
+	// The row is written into scratch, which the next row reuses: the
+	// encoder writes each element out before it asks for the next.
+	var scratch []byte
 	return func(obj runtime.Object) ([]byte, error) {
 		row, err := st.table.row(obj)
 		if err != nil {
 			return nil, err
 		}
+		cells, err := json.Marshal(row.Cells)
+		if err != nil {
+			return nil, err
+		}
+		// A metav1.TableRow as json.Marshal writes it, the object encoded
+		// once (json.Marshal would check and compact its JSON again).
+		buf := append(scratch[:0], `{"cells":`...)
+		buf = append(buf, cells...)
+		buf = append(buf, `,"object":`...)
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
-			if row.Object.Object, err = scheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion); err != nil {
-				return nil, err
-			}
-		case metav1.IncludeNone:
-			row.Object.Object = nil
-		default:
-			m, err := meta.Accessor(obj)
+			versioned, err := scheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion)
 			if err != nil {
 				return nil, err
 			}
-			p := meta.AsPartialObjectMetadata(m)
-			p.SetGroupVersionKind(partial)
-			row.Object.Object = p
+			object, err := json.Marshal(versioned)
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, object...)
+		case metav1.IncludeNone:
+			buf = append(buf, "null"...)
+		default:
+			if buf, err = appendPartialJSON(buf, obj, partial); err != nil {
+				return nil, err
+			}
 		}
-		return json.Marshal(&row)
+		scratch = append(buf, '}')
+		return scratch, nil
 	}, nil
-}
-
-func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	p := meta.AsPartialObjectMetadata(m)
-	p.SetGroupVersionKind(gvk)
-	return json.Marshal(p)
 }
 
 // begin writes what comes before the array's elements.
@@ -290,7 +296,8 @@ func (w *listWriter) send() error {
 	if w.gzipOK && w.buf.Len() >= gzipAfter {
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-		w.gz, _ = gzip.NewWriterLevel(w.hw, gzip.BestSpeed)
+		w.gz = gzipWriters.Get().(*gzip.Writer)
+		w.gz.Reset(w.hw)
 		w.out = w.gz
 	}
 	w.hw.WriteHeader(http.StatusOK)
@@ -308,10 +315,21 @@ func (w *listWriter) close() error {
 		return err
 	}
 	if w.gz != nil {
-		return w.gz.Close()
+		err := w.gz.Close()
+		w.gz.Reset(io.Discard)
+		gzipWriters.Put(w.gz)
+		w.gz, w.out = nil, w.hw
+		return err
 	}
 	return nil
 }
+
+// gzipWriters keeps compressors between lists: each holds about a
+// megabyte of state, which a page of 500 rows allocated afresh.
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return gz
+}}
 
 // metaItems are the items of a list.
 func metaItems(l runtime.Object) ([]runtime.Object, error) { return meta.ExtractList(l) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -204,7 +205,7 @@ func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, 
 	m.DeletionTimestamp = deleted
 	o.Spec, o.Status = spec, status
 	var md metaDoc
-	if err := json.Unmarshal(metaRaw, &md); err != nil {
+	if err := jsonv1.Unmarshal(metaRaw, &md); err != nil {
 		return nil, 0, err
 	}
 	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
