@@ -30,7 +30,8 @@ import (
 // change that ask for the same encoding get byte-identical frames from one
 // encoding of it, whatever their selectors; a Table watch (kubectl get -w)
 // gets its own encoding, with Table rows, the column definitions in its
-// first event only; a label selector still filters.
+// first event only, and a metadata watch its own, of metadata; a label
+// selector still filters.
 func TestWatchersShareOneEncoding(t *testing.T) {
 	t.Parallel()
 	store := NewTestStore(t)
@@ -52,6 +53,7 @@ func TestWatchersShareOneEncoding(t *testing.T) {
 	all := openWatch(t, hc, path, "application/json")
 	gold := openWatch(t, hc, path+"&labelSelector=tier%3Dgold", "application/json")
 	table := openWatch(t, hc, path, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	metadata := openWatch(t, hc, path, "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
 	// Once a watch has sent db-0 (from the feed's backlog or from the
 	// hub), it follows the hub: what comes next is the hub's shared
 	// change.
@@ -59,6 +61,7 @@ func TestWatchersShareOneEncoding(t *testing.T) {
 	all.next(t, "ADDED")
 	gold.next(t, "ADDED")
 	checkTableEvent(t, table.next(t, "ADDED"), "db-0", true)
+	checkMetadataEvent(t, metadata.next(t, "ADDED"), "db-0")
 
 	before := srv.hub.encoded.Load()
 	create("db-1", map[string]string{"tier": "gold"})
@@ -70,9 +73,11 @@ func TestWatchersShareOneEncoding(t *testing.T) {
 		t.Errorf("ADDED %q, want db-1", name)
 	}
 	checkTableEvent(t, table.next(t, "ADDED"), "db-1", false)
-	// One encoding for the two JSON watchers, one for the Table.
-	if n := srv.hub.encoded.Load() - before; n != 2 {
-		t.Errorf("%d encodings of one change for two JSON watchers and a Table watcher, want 2", n)
+	checkMetadataEvent(t, metadata.next(t, "ADDED"), "db-1")
+	// One encoding for the two JSON watchers, one for the Table, one for
+	// the metadata.
+	if n := srv.hub.encoded.Load() - before; n != 3 {
+		t.Errorf("%d encodings of one change for two JSON watchers, a Table and a metadata watcher, want 3", n)
 	}
 
 	// Not gold: the selector's watcher skips it.
@@ -217,6 +222,26 @@ func instanceName(t *testing.T, frame []byte) string {
 		t.Fatalf("kind %q, want ServiceInstance: %s", ev.Object.Kind, frame)
 	}
 	return ev.Object.Metadata.Name
+}
+
+// checkMetadataEvent checks that a metadata watch's frame holds the
+// object's metadata only.
+func checkMetadataEvent(t *testing.T, frame []byte, name string) {
+	t.Helper()
+	var ev struct {
+		Object map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(frame, &ev); err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Name string }
+	if err := json.Unmarshal(ev.Object["metadata"], &meta); err != nil {
+		t.Fatal(err)
+	}
+	_, spec := ev.Object["spec"]
+	if string(ev.Object["kind"]) != `"PartialObjectMetadata"` || meta.Name != name || spec {
+		t.Fatalf("want the metadata of %s: %s", name, frame)
+	}
 }
 
 // checkTableEvent checks that a Table watch's frame holds one row, the
