@@ -107,6 +107,11 @@ func (s *Server) Register(e *echo.Echo) {
 
 	g.GET("/namespaces", s.listNamespaces, viewer)
 
+	// Every object of a kind, from one snapshot, streamed (export.go).
+	g.GET("/export/instances", s.exportInstances, viewer)
+	g.GET("/export/bindings", s.exportBindings, viewer)
+	g.GET("/export/brokers", s.exportBrokers, viewer)
+
 	// Quotas are set by admins for all namespaces; a namespace's tokens
 	// read what limits it.
 	g.GET("/quotas", s.listQuotas, clusterViewer)
