@@ -130,16 +130,6 @@ func rowJSON(cells []any, object []byte) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	p := meta.AsPartialObjectMetadata(m)
-	p.SetGroupVersionKind(gvk)
-	return json.Marshal(p)
-}
-
 // begin writes what comes before the array's elements.
 func (e *listEncoder) begin(w io.Writer, rev int64, cont string) error {
 	var err error

@@ -1,0 +1,57 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+)
+
+// TestPartialJSONAsMarshal: the metadata written by hand is json.Marshal's,
+// byte for byte, and what it does not write falls back to json.Marshal.
+func TestPartialJSONAsMarshal(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 27, 20, 1, 2, 345678000, time.FixedZone("x", 3600)))
+	gone := metav1.NewTime(created.Add(time.Hour))
+	grace := int64(30)
+	cases := map[string]metav1.ObjectMeta{
+		"empty":         {},
+		"usual":         {Name: "db-1", Namespace: "team-1", UID: "0b0e9f0a-8f1e-4c11-9e0b-7b7f6f5b7b7b", ResourceVersion: "42", Generation: 3, CreationTimestamp: created, Labels: map[string]string{"team": "t1", "app": "bench", "": "empty key"}, Finalizers: []string{"kubernetes-incubator/service-catalog"}},
+		"annotations":   {Name: "db-2", CreationTimestamp: created, Annotations: map[string]string{"b": "2", "a": "1"}, Labels: map[string]string{}, Finalizers: []string{"a", "b", "c"}},
+		"html":          {Name: "db-3", Labels: map[string]string{"x": "<b>&"}},
+		"quote":         {Name: "db-4", Annotations: map[string]string{"note": `say "hi"\n`}},
+		"unicode":       {Name: "db-5", Annotations: map[string]string{"note": "café ☕ \u2028"}},
+		"control":       {Name: "db-6", Annotations: map[string]string{"note": "a\tb\x01"}},
+		"deleting":      {Name: "db-7", DeletionTimestamp: &gone, DeletionGracePeriodSeconds: &grace},
+		"generated":     {GenerateName: "db-", Namespace: "team-1"},
+		"owned":         {Name: "db-8", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"}}},
+		"managed":       {Name: "db-9", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}},
+		"negative gen":  {Name: "db-10", Generation: -1},
+		"finalizer esc": {Name: "db-11", Finalizers: []string{"example.com/<x>"}},
+	}
+	gvk := metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	for name, om := range cases {
+		in := &v1beta1.ServiceInstance{ObjectMeta: om}
+		got, err := partialJSON(in, gvk)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p := meta.AsPartialObjectMetadata(&in.ObjectMeta)
+		p.SetGroupVersionKind(gvk)
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	// The fast path is taken for the usual metadata.
+	usual := cases["usual"]
+	if _, ok := appendPartial(nil, &usual, gvk); !ok {
+		t.Error("the usual metadata is not written by hand")
+	}
+}
