@@ -23,6 +23,19 @@ import (
 // looking short one. A snapshot is held for at most the store's snapshot
 // limit (a minute): a client that reads slower than that is cut off too.
 
+// DefaultExports is how many exports a server serves at once unless
+// SetExports says otherwise: each holds a connection of the database pool
+// that everything else shares for as long as it is read, so more are
+// answered 429.
+const DefaultExports = 4
+
+// SetExports sets how many exports the server serves at once (n > 0).
+func (s *Server) SetExports(n int) {
+	if n > 0 {
+		s.exports = make(chan struct{}, n)
+	}
+}
+
 // ndjson is the media type of an export.
 const ndjson = "application/x-ndjson"
 
@@ -95,6 +108,14 @@ func exportOptions(c echo.Context) (catalog.ListOptions, error) {
 
 // export streams the objects of kind that opts select.
 func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) error {
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	default:
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		return apiError(http.StatusTooManyRequests, "too_many_requests",
+			"This server is sending %d exports already, as many as it sends at once; try again in %s seconds, or read the list in pages.", cap(s.exports), retryAfterSeconds)
+	}
 	w := c.Response()
 	var line []byte
 	err := s.store.ScanRaw(ctx(c), kind, opts, func(rev int64, _ string, items []*catalog.RawObject) error {

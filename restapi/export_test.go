@@ -24,6 +24,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/openapi/openapitest"
 	"github.com/bindery-dev/bindery/restapi"
 )
 
@@ -227,11 +228,13 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 }
 
 // slowAPI serves the REST API over store on a listener of small socket
-// buffers, with a client that reads through a small one too.
-func slowAPI(t *testing.T, store *catalog.Store) (base string, client *http.Client) {
+// buffers, with a client that reads through a small one too; exports is
+// how many exports it sends at once (0: the default).
+func slowAPI(t *testing.T, store *catalog.Store, exports int) (base string, client *http.Client) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	api := restapi.New(store, log)
+	api.SetExports(exports)
 	e := serve.NewEcho(log, prometheus.NewRegistry())
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
@@ -293,10 +296,23 @@ func TestExportSnapshot(t *testing.T) {
 	ctx := context.Background()
 	createInstances(t, b.store, "team", "db", 1200)
 	before := b.allPages(b.admin, "/instances", 1000)
-	base, client := slowAPI(t, b.store)
+	base, client := slowAPI(t, b.store, 1)
 	_, rest := startExport(t, client, base, b.admin)
 	if !snapshotOpen(t, b) {
 		t.Fatal("the export read everything before its first line was read: the writes below would prove nothing")
+	}
+	// One export at a time on this server: another is refused meanwhile.
+	validated := &http.Client{Transport: openapitest.Transport(t, client.Transport)}
+	req, _ := http.NewRequest("GET", base+"/export/bindings", nil)
+	req.Header.Set("Authorization", "Bearer "+b.admin)
+	res, err := validated.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || !bytes.Contains(busy, []byte(`"too_many_requests"`)) {
+		t.Errorf("a second export meanwhile: %d %s", res.StatusCode, busy)
 	}
 	// A namespace listed after "team", and the last object of "team".
 	createInstances(t, b.store, "zz-late", "late", 20)
@@ -315,6 +331,14 @@ func TestExportSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lines(t, raw)
+	res, err = validated.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("an export once the other ended: %d", res.StatusCode)
+	}
 	if len(got) != len(before)-1 {
 		t.Fatalf("the export holds %d instances, want %d", len(got)+1, len(before))
 	}
@@ -341,7 +365,7 @@ func TestExportCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	short := catalog.NewStore(b.pool, keys, nil, catalog.WithSnapshotLimit(300*time.Millisecond))
-	base, client := slowAPI(t, short)
+	base, client := slowAPI(t, short, 0)
 	_, rest := startExport(t, client, base, b.admin)
 	time.Sleep(time.Second)
 	raw, err := io.ReadAll(rest)
@@ -352,7 +376,7 @@ func TestExportCutShort(t *testing.T) {
 		t.Errorf("%d of 1200 instances sent before the cut", n)
 	}
 	// With the default limit, the export is whole.
-	base, client = slowAPI(t, b.store)
+	base, client = slowAPI(t, b.store, 0)
 	_, rest = startExport(t, client, base, b.admin)
 	if raw, err := io.ReadAll(rest); err != nil || bytes.Count(raw, []byte("\n")) != 1199 {
 		t.Errorf("an export read at once: %v, %d lines", err, bytes.Count(raw, []byte("\n"))+1)

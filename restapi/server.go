@@ -37,12 +37,14 @@ type Server struct {
 	// blockedAfter is how long an object may wait for something missing
 	// before its progress says blocked (SetBlockedAfter).
 	blockedAfter time.Duration
+	// exports holds a slot for each export being served (export.go).
+	exports chan struct{}
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
 // every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log, tokens: store.NewTokenCache(0)}
+	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports)}
 }
 
 // Run keeps the tokens the server checked, and listens for their removal,
