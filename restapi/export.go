@@ -130,7 +130,8 @@ func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) e
 			if line, err = o.AppendJSON(line[:0]); err != nil {
 				return err
 			}
-			if _, err := w.Write(append(line, '\n')); err != nil {
+			line = append(line, '\n')
+			if _, err := w.Write(line); err != nil {
 				return err
 			}
 		}
