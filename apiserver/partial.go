@@ -44,8 +44,12 @@ func appendPartialJSON(buf []byte, obj runtime.Object, gvk schema.GroupVersionKi
 // pass over each metav1.Time. ok is false, and nothing is appended, when m
 // has a field this does not write (json.Marshal is used then).
 func appendPartial(buf []byte, m *metav1.ObjectMeta, gvk schema.GroupVersionKind) (out []byte, ok bool) {
-	if m.GenerateName != "" || m.SelfLink != "" || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil ||
+	if m.GenerateName != "" || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil ||
 		len(m.OwnerReferences) > 0 || len(m.ManagedFields) > 0 {
+		return buf, false
+	}
+	//lint:ignore SA1019 json.Marshal still writes a selfLink that is set.
+	if m.SelfLink != "" {
 		return buf, false
 	}
 	start := len(buf)
