@@ -128,6 +128,7 @@ bench: deps node-deps kube build
 ## bench-scale: the figures at scale (100,000 objects, 10,000 through the engine, 1,000 watchers, replicas); about 30 minutes
 bench-scale: deps kube build
 	$(GO) test -run '^$$' -bench Create100k -benchtime 1x -timeout 60m ./restapi/
+	$(GO) test -run '^$$' -bench Export100k -benchtime 3x -timeout 60m ./restapi/
 	$(GO) test -run '^$$' -bench AggregatedGet100k -benchtime 3x -timeout 60m ./apiserver/
 	$(GO) test -run '^$$' -bench Watch1000 -benchtime 200x ./apiserver/
 	$(GO) test -run '^$$' -bench Engine10k -benchtime 1x -timeout 60m ./controller/

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,46 +89,44 @@ func (st *storage) tableRow(opts *metav1.TableOptions, partial schema.GroupVersi
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", opts.IncludeObject))
 	}
+	// The row is written into scratch, which the next row reuses: the
+	// encoder writes each element out before it asks for the next.
+	var scratch []byte
 	return func(obj runtime.Object) ([]byte, error) {
 		row, err := st.table.row(obj)
 		if err != nil {
 			return nil, err
 		}
-		var object []byte
+		cells, err := json.Marshal(row.Cells)
+		if err != nil {
+			return nil, err
+		}
+		// A metav1.TableRow as json.Marshal writes it, the object encoded
+		// once (json.Marshal would check and compact its JSON again).
+		buf := append(scratch[:0], `{"cells":`...)
+		buf = append(buf, cells...)
+		buf = append(buf, `,"object":`...)
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
 			versioned, err := scheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion)
 			if err != nil {
 				return nil, err
 			}
-			object, err = json.Marshal(versioned)
+			object, err := json.Marshal(versioned)
 			if err != nil {
 				return nil, err
 			}
+			buf = append(buf, object...)
 		case metav1.IncludeNone:
-			object = []byte("null")
+			buf = append(buf, "null"...)
 		default:
-			if object, err = partialJSON(obj, partial); err != nil {
+			if buf, err = appendPartialJSON(buf, obj, partial); err != nil {
 				return nil, err
 			}
 		}
-		return rowJSON(row.Cells, object)
+		scratch = append(buf, '}')
+		return scratch, nil
 	}, nil
-}
-
-// rowJSON is a metav1.TableRow's JSON with its object already encoded:
-// encoding/json would check and compact the object's JSON a second time.
-func rowJSON(cells []any, object []byte) ([]byte, error) {
-	c, err := json.Marshal(cells)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 0, len(c)+len(object)+len(`{"cells":,"object":}`))
-	buf = append(buf, `{"cells":`...)
-	buf = append(buf, c...)
-	buf = append(buf, `,"object":`...)
-	buf = append(buf, object...)
-	return append(buf, '}'), nil
 }
 
 // begin writes what comes before the array's elements.
@@ -297,7 +296,8 @@ func (w *listWriter) send() error {
 	if w.gzipOK && w.buf.Len() >= gzipAfter {
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-		w.gz, _ = gzip.NewWriterLevel(w.hw, gzip.BestSpeed)
+		w.gz = gzipWriters.Get().(*gzip.Writer)
+		w.gz.Reset(w.hw)
 		w.out = w.gz
 	}
 	w.hw.WriteHeader(http.StatusOK)
@@ -315,10 +315,21 @@ func (w *listWriter) close() error {
 		return err
 	}
 	if w.gz != nil {
-		return w.gz.Close()
+		err := w.gz.Close()
+		w.gz.Reset(io.Discard)
+		gzipWriters.Put(w.gz)
+		w.gz, w.out = nil, w.hw
+		return err
 	}
 	return nil
 }
+
+// gzipWriters keeps compressors between lists: each holds about a
+// megabyte of state, which a page of 500 rows allocated afresh.
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return gz
+}}
 
 // metaItems are the items of a list.
 func metaItems(l runtime.Object) ([]runtime.Object, error) { return meta.ExtractList(l) }

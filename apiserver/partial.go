@@ -13,12 +13,17 @@ import (
 )
 
 // partialJSON is obj's metadata as a PartialObjectMetadata of gvk, in
-// JSON: the object of each row of a Table and each item of a
-// PartialObjectMetadataList.
+// JSON: each item of a PartialObjectMetadataList.
 func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
+	return appendPartialJSON(make([]byte, 0, 1024), obj, gvk)
+}
+
+// appendPartialJSON appends partialJSON's document to buf: also the object
+// of each row of a Table.
+func appendPartialJSON(buf []byte, obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
 	if k := kindOf(obj); k != nil {
 		om, _, _ := k.parts(obj)
-		if out, ok := appendPartial(make([]byte, 0, 512), om, gvk); ok {
+		if out, ok := appendPartial(buf, om, gvk); ok {
 			return out, nil
 		}
 	}
@@ -28,7 +33,8 @@ func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error
 	}
 	p := meta.AsPartialObjectMetadata(m)
 	p.SetGroupVersionKind(gvk)
-	return json.Marshal(p)
+	out, err := json.Marshal(p)
+	return append(buf, out...), err
 }
 
 // appendPartial appends the JSON json.Marshal writes for a
@@ -38,8 +44,12 @@ func partialJSON(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error
 // pass over each metav1.Time. ok is false, and nothing is appended, when m
 // has a field this does not write (json.Marshal is used then).
 func appendPartial(buf []byte, m *metav1.ObjectMeta, gvk schema.GroupVersionKind) (out []byte, ok bool) {
-	if m.GenerateName != "" || m.SelfLink != "" || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil ||
+	if m.GenerateName != "" || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil ||
 		len(m.OwnerReferences) > 0 || len(m.ManagedFields) > 0 {
+		return buf, false
+	}
+	//lint:ignore SA1019 json.Marshal still writes a selfLink that is set.
+	if m.SelfLink != "" {
 		return buf, false
 	}
 	start := len(buf)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,8 @@ import (
 type sharedObject struct {
 	metav1.Object
 	obj runtime.Object
+	// encoded counts the encodings made, across the hub's changes.
+	encoded *atomic.Int64
 
 	mu        sync.Mutex
 	encodings map[runtime.Identifier]*encoding
@@ -35,13 +38,14 @@ type encoding struct {
 
 var _ runtime.CacheableObject = (*sharedObject)(nil)
 
-// share wraps obj, an object with metadata, for every watcher.
-func share(obj runtime.Object) runtime.Object {
+// share wraps obj, an object with metadata, for every watcher; each
+// encoding made adds one to encoded.
+func share(obj runtime.Object, encoded *atomic.Int64) runtime.Object {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return obj
 	}
-	return &sharedObject{Object: m, obj: obj, encodings: map[runtime.Identifier]*encoding{}}
+	return &sharedObject{Object: m, obj: obj, encoded: encoded, encodings: map[runtime.Identifier]*encoding{}}
 }
 
 // CacheEncode writes the encoding id of the object, encoding it with encode
@@ -55,6 +59,7 @@ func (s *sharedObject) CacheEncode(id runtime.Identifier, encode func(runtime.Ob
 	}
 	s.mu.Unlock()
 	e.once.Do(func() {
+		s.encoded.Add(1)
 		var buf bytes.Buffer
 		e.err = encode(s.obj.DeepCopyObject(), &buf)
 		e.raw = buf.Bytes()
@@ -78,4 +83,6 @@ func (s *sharedObject) GetObjectKind() schema.ObjectKind { return s.obj.GetObjec
 
 // DeepCopyObject copies the object into a new sharedObject, without its
 // encodings.
-func (s *sharedObject) DeepCopyObject() runtime.Object { return share(s.obj.DeepCopyObject()) }
+func (s *sharedObject) DeepCopyObject() runtime.Object {
+	return share(s.obj.DeepCopyObject(), s.encoded)
+}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +18,8 @@ import (
 // reads through.
 func TestSharedObjectEncodesOnce(t *testing.T) {
 	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"}}
-	obj := share(in)
+	var encoded atomic.Int64
+	obj := share(in, &encoded)
 	co, ok := obj.(runtime.CacheableObject)
 	if !ok {
 		t.Fatal("a shared object is not a runtime.CacheableObject")
@@ -45,8 +47,8 @@ func TestSharedObjectEncodesOnce(t *testing.T) {
 			}
 		}
 	}
-	if calls["json"] != 1 || calls["table"] != 1 {
-		t.Errorf("encodings: %v, want one of each", calls)
+	if calls["json"] != 1 || calls["table"] != 1 || encoded.Load() != 2 {
+		t.Errorf("encodings: %v (counted %d), want one of each", calls, encoded.Load())
 	}
 	if in.Name != "db" {
 		t.Errorf("an encoder changed the shared object: %q", in.Name)

@@ -45,6 +45,9 @@ type hub struct {
 	ready chan struct{}
 	// done is closed when run returns.
 	done chan struct{}
+	// encoded counts the encodings of changes made for watchers: one per
+	// change and encoding, however many watchers send it.
+	encoded atomic.Int64
 
 	// kmu guards known and gone, which only catchUp (and seed) write.
 	kmu sync.Mutex
@@ -86,6 +89,11 @@ type hubEvent struct {
 // subscriptionBuffer changes made up front (some 260 kB per watcher, most
 // of a watcher's memory, for a queue nearly always empty); the watcher
 // takes everything waiting at once.
+//
+// While the watch follows the hub, the hub hands a change straight to the
+// client's handler when it is waiting for one and nothing is held back
+// (handOver): one hand-over between goroutines per change and watcher
+// instead of two, most of the time.
 type subscription struct {
 	kind string
 	// ready has a value when changes wait or the queue is closed.
@@ -95,6 +103,23 @@ type subscription struct {
 	queue  []hubEvent
 	spare  []hubEvent
 	closed bool
+	// direct is where the hub may hand changes over, nil while the watch
+	// sends its initial events or backlog.
+	direct *directSend
+	// held: the watch's goroutine has changes (or a bookmark) to send, so
+	// the hub queues what follows them.
+	held bool
+	// handed is the newest revision the hub handed over.
+	handed int64
+}
+
+// directSend is what the hub needs to hand a change over: the watch's
+// result channel, its predicate and the revision its list or backlog
+// covered.
+type directSend struct {
+	result  chan<- watch.Event
+	pred    predicate
+	covered int64
 }
 
 // subscriptionBuffer is how many changes a watcher may lag behind.
@@ -108,6 +133,9 @@ func (s *subscription) push(ev hubEvent) bool {
 	if s.closed {
 		return false
 	}
+	if s.handOver(ev) {
+		return true
+	}
 	if len(s.queue) >= subscriptionBuffer {
 		s.closeLocked()
 		return false
@@ -115,6 +143,56 @@ func (s *subscription) push(ev hubEvent) bool {
 	s.queue = append(s.queue, ev)
 	s.signal()
 	return true
+}
+
+// handOver sends ev to the watch's client if it waits for an event and
+// nothing comes before ev; true when ev needs nothing more (sent, or not
+// for this watch). The send never blocks: a client busy with the previous
+// event gets ev through the queue.
+func (s *subscription) handOver(ev hubEvent) bool {
+	d := s.direct
+	if d == nil || s.held || len(s.queue) > 0 {
+		return false
+	}
+	if ev.rev <= d.covered {
+		return true
+	}
+	typ, ok := d.pred.transition(ev)
+	if !ok {
+		return true
+	}
+	select {
+	case d.result <- watch.Event{Type: typ, Object: ev.shared}:
+		s.handed = max(s.handed, ev.rev)
+		return true
+	default:
+		return false
+	}
+}
+
+// handOverTo lets the hub hand changes over to d (nil: no more).
+func (s *subscription) handOverTo(d *directSend) {
+	s.mu.Lock()
+	s.direct = d
+	s.mu.Unlock()
+}
+
+// hold stops the hand-overs until release, and returns the newest
+// revision handed over.
+func (s *subscription) hold() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = true
+	return s.handed
+}
+
+// release lets the hub hand over again, once nothing waits in the queue.
+func (s *subscription) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		s.held = false
+	}
 }
 
 func (s *subscription) close() {
@@ -139,7 +217,8 @@ func (s *subscription) signal() {
 }
 
 // take returns what waits, oldest first (valid until the next take), and
-// false once the queue is closed.
+// false once the queue is closed. The hub hands nothing over until
+// release: what it took is sent first.
 func (s *subscription) take() ([]hubEvent, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,6 +226,9 @@ func (s *subscription) take() ([]hubEvent, bool) {
 		return nil, false
 	}
 	out := s.queue
+	if len(out) > 0 {
+		s.held = true
+	}
 	clear(s.spare)
 	s.queue, s.spare = s.spare[:0], out
 	return out, true
@@ -312,7 +394,7 @@ func (h *hub) fanOut(ctx context.Context, page []catalog.Change) error {
 			continue
 		}
 		a := attrsOf(ev.obj, c.Object.Extra)
-		ev.shared = share(ev.obj)
+		ev.shared = share(ev.obj, &h.encoded)
 		if id, ok := idOf(c.Object.ID); ok {
 			h.kmu.Lock()
 			ev.prev = h.known[id]
@@ -572,6 +654,12 @@ func (r *watchRun) follow(covered int64) {
 		}
 		return true
 	}
+	if r.req.pred.hide == nil {
+		// A predicate that hides objects asks the authorizer, and keeps
+		// its answers: only this goroutine may call it.
+		r.sub.handOverTo(&directSend{result: r.w.result, pred: r.req.pred, covered: covered})
+		defer r.sub.handOverTo(nil)
+	}
 	var tick <-chan time.Time
 	if r.req.bookmarks {
 		t := time.NewTicker(r.st.bookmarkEvery)
@@ -584,18 +672,22 @@ func (r *watchRun) follow(covered int64) {
 			if !drain() {
 				return
 			}
+			r.sub.release()
 		case <-tick:
-			// Every change up to the hub's last revision is in the
-			// subscription once last has been read: drain it, then the
-			// bookmark is true.
+			// Every change up to the hub's last revision has been handed
+			// over or is in the subscription once last has been read (with
+			// the hand-overs held, so that none comes after the bookmark):
+			// drain it, then the bookmark is true.
+			handed := r.sub.hold()
 			upTo := r.st.hub.last.Load()
 			if !drain() {
 				return
 			}
-			last = max(last, upTo)
+			last = max(last, upTo, handed)
 			if !r.send(watch.Event{Type: watch.Bookmark, Object: r.st.bookmark(last)}) {
 				return
 			}
+			r.sub.release()
 		case <-r.w.stop:
 			return
 		case <-r.ctx.Done():

@@ -33,6 +33,7 @@ import (
 	"github.com/bindery-dev/bindery/cli/cmd/binding"
 	"github.com/bindery-dev/bindery/cli/cmd/broker"
 	"github.com/bindery-dev/bindery/cli/cmd/describe"
+	"github.com/bindery-dev/bindery/cli/cmd/export"
 	"github.com/bindery-dev/bindery/cli/cmd/health"
 	"github.com/bindery-dev/bindery/cli/cmd/instance"
 	"github.com/bindery-dev/bindery/cli/cmd/login"
@@ -187,7 +188,7 @@ func NewRoot(f *cmdutil.Factory, name string, srv Server) *cobra.Command {
 		login.NewCmd(f, nil), broker.NewCmd(f), marketplace.NewCmd(f, nil),
 		instance.NewProvision(f, nil), instance.NewList(f), instance.NewUpdate(f, nil), instance.NewDeprovision(f),
 		binding.NewBind(f, nil), binding.NewList(f), binding.NewCredentials(f, nil), binding.NewUnbind(f),
-		describe.NewCmd(f, nil), quota.NewCmd(f),
+		describe.NewCmd(f, nil), quota.NewCmd(f), export.NewCmd(f, nil),
 	}
 	for _, c := range client {
 		c.GroupID = "client"

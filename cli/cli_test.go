@@ -94,6 +94,20 @@ func TestLifecycle(t *testing.T) {
 	r = w.must(0, "-n", "team", "bindings")
 	contains(t, "bindings", r.out, "NAMESPACE", "team", "app", "db", "Ready")
 
+	// The export against the real server: the list's objects, one a line.
+	r = w.must(0, "export", "instances")
+	var exported map[string]any
+	if err := json.Unmarshal([]byte(r.out), &exported); err != nil || exported["name"] != "db" || strings.Count(r.out, "\n") != 1 {
+		t.Fatalf("export instances: %v\n%s", err, r.out)
+	}
+	contains(t, "export instances stderr", r.errOut, "1 instance exported (revision ")
+	r = w.must(0, "-n", "other", "export", "bindings")
+	if r.out != "" || !strings.HasPrefix(r.errOut, "0 bindings exported") {
+		t.Errorf("export of another namespace's bindings: %q %q", r.out, r.errOut)
+	}
+	r = w.must(ExitUsage, "export", "instances", "-l", "a b")
+	contains(t, "export with a bad selector", r.errOut, "label selector")
+
 	r = w.must(0, "-n", "team", "credentials", "app", "-o", "json")
 	var creds map[string]any
 	if err := json.Unmarshal([]byte(r.out), &creds); err != nil || creds["password"] == "" || creds["password"] == nil {

@@ -5,9 +5,11 @@
 package openapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +34,40 @@ var Spec []byte
 // maxBody is how much of a request body is validated; the server reads no
 // more than this either (restapi), so a longer body fails there.
 const maxBody = 4 << 20
+
+// NDJSON is the media type of newline-delimited JSON, which the exports
+// answer: one JSON value a line.
+const NDJSON = "application/x-ndjson"
+
+// The document describes an NDJSON body as the array of its lines' values,
+// which is what the validation decodes it to.
+func init() { openapi3filter.RegisterBodyDecoder(NDJSON, ndjsonDecoder) }
+
+// ndjsonDecoder decodes an NDJSON body: each line one JSON value (a line
+// of several values, or none, is an error), every line ended by '\n'.
+func ndjsonDecoder(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	out := []any{}
+	r := bufio.NewReader(body)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return nil, &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: fmt.Errorf("line %d: %w", n, err)}
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: fmt.Errorf("line %d: %w", n, err)}
+		}
+		if dec.More() {
+			return nil, &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: fmt.Errorf("line %d: more than one JSON value", n)}
+		}
+		out = append(out, v)
+	}
+}
 
 var load = sync.OnceValues(func() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -500,5 +501,46 @@ func TestRequestValidator(t *testing.T) {
 			}
 			t.Logf("%s", raw)
 		})
+	}
+}
+
+// TestNDJSONResponses: an export's body is validated line by line, each
+// line an object of the kind: lines that are not, several values on one
+// line and a last line without its newline are refused.
+func TestNDJSONResponses(t *testing.T) {
+	t.Parallel()
+	router, err := openapi.NewRouter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/api/v1/export/instances", nil)
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := json.Marshal(catalog.Instance{Status: catalog.InstanceStatus{DeprovisionStatus: "Required"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := string(in) + "\n"
+	for body, valid := range map[string]bool{
+		"":                                   true,
+		line:                                 true,
+		line + line:                          true,
+		`{"bogus":1}` + "\n":                 false,
+		string(in) + " " + string(in) + "\n": false,
+		line + string(in):                    false,
+		line + "\n":                          false,
+	} {
+		input := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: openapi.ValidationOptions()},
+			Status:                 http.StatusOK,
+			Header:                 http.Header{"Content-Type": {"application/x-ndjson"}},
+			Options:                openapi.ValidationOptions(),
+		}
+		input.SetBodyBytes([]byte(body))
+		if err := openapi3filter.ValidateResponse(context.Background(), input); (err == nil) != valid {
+			t.Errorf("%.80q: %v, want valid %v", body, err, valid)
+		}
 	}
 }

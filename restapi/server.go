@@ -37,12 +37,14 @@ type Server struct {
 	// blockedAfter is how long an object may wait for something missing
 	// before its progress says blocked (SetBlockedAfter).
 	blockedAfter time.Duration
+	// exports holds a slot for each export being served (export.go).
+	exports chan struct{}
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
 // every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log, tokens: store.NewTokenCache(0)}
+	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports)}
 }
 
 // Run keeps the tokens the server checked, and listens for their removal,
@@ -106,6 +108,11 @@ func (s *Server) Register(e *echo.Echo) {
 	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
 
 	g.GET("/namespaces", s.listNamespaces, viewer)
+
+	// Every object of a kind, from one snapshot, streamed (export.go).
+	g.GET("/export/instances", s.exportInstances, viewer)
+	g.GET("/export/bindings", s.exportBindings, viewer)
+	g.GET("/export/brokers", s.exportBrokers, viewer)
 
 	// Quotas are set by admins for all namespaces; a namespace's tokens
 	// read what limits it.

@@ -227,3 +227,68 @@ func Path(segments ...string) string {
 	}
 	return b.String()
 }
+
+// idleTimeout bounds how long an export waits for its answer, and then for
+// each read of it: the server bounds the export as a whole.
+const idleTimeout = 30 * time.Second
+
+// Export copies the export (newline-delimited JSON) of path to w as it
+// arrives, without decoding it, and returns how many objects (lines) it
+// held and the revision of its snapshot. An answer other than 2xx is an
+// *Error; an export the server cut short is an error after what came was
+// written.
+func (c *Client) Export(ctx context.Context, path string, query url.Values, w io.Writer) (objects int, revision string, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errIdle := fmt.Errorf("nothing came from the server for %s", idleTimeout)
+	idle := time.AfterFunc(idleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	u := c.BaseURL + "/api/v1" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, "", fmt.Errorf("server URL %q: %w", c.BaseURL, err)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	req.Header.Set("Accept", "application/x-ndjson")
+	hc := *c.HTTP
+	hc.Timeout = 0 // the idle timer bounds it instead
+	res, err := hc.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("reach the server at %s: %w (check the URL given to `bindery login` or BINDERY_URL)", c.BaseURL, orCause(ctx, err))
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		e := &Error{Status: res.StatusCode}
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		_ = json.Unmarshal(raw, e)
+		return 0, "", e
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		idle.Reset(idleTimeout)
+		n, rerr := res.Body.Read(buf)
+		objects += bytes.Count(buf[:n], []byte{'\n'})
+		if _, err := w.Write(buf[:n]); err != nil {
+			return objects, "", fmt.Errorf("write the export: %w", err)
+		}
+		if rerr == io.EOF {
+			return objects, res.Header.Get("Bindery-Revision"), nil
+		}
+		if rerr != nil {
+			return objects, "", fmt.Errorf("the export was cut short after %d objects (%w): what was written is not all of it; run it again", objects, orCause(ctx, rerr))
+		}
+	}
+}
+
+// orCause is ctx's cause of ending when it ended for one, else err.
+func orCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
