@@ -6,29 +6,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ReasonInstanceNotReady is the reason of a binding's Ready condition
-// while it waits for its instance to be Ready (Service Catalog's).
-const ReasonInstanceNotReady = "ErrorInstanceNotReady"
-
 // BindingsToWake lists, for changes of the instances ids (each with its
 // namespace and name at the same index), the bindings those changes may
 // concern, in one round trip: the bindings linked to one of them that are
-// not Ready or are being deleted — but not those that wait for their
-// instance to be Ready (ReasonInstanceNotReady) while it is still not —
-// and those that name one of them and are not linked yet (recorded
-// before it, or left by an instance of that name). The engine reads them
-// once per page of the change feed.
+// not Ready or are being deleted, and those that name one of them and are
+// not linked yet (recorded before it, or left by an instance of that
+// name). The engine reads them once per page of the change feed.
 func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT b.id FROM catalog.bindings b
 		WHERE b.instance_id = ANY($1::uuid[]) AND (b.deletion_timestamp IS NOT NULL
-			OR NOT coalesce((SELECT c->>'status' = 'True' FROM jsonb_array_elements(b.status->'conditions') c WHERE c->>'type' = 'Ready'), false)
-			AND NOT (coalesce((SELECT c->>'reason' = $4 FROM jsonb_array_elements(b.status->'conditions') c WHERE c->>'type' = 'Ready'), false)
-				AND NOT coalesce((SELECT c->>'status' = 'True' FROM catalog.instances i, jsonb_array_elements(i.status->'conditions') c
-					WHERE i.id = b.instance_id AND c->>'type' = 'Ready'), false)))
+			OR NOT coalesce((SELECT c->>'status' = 'True' FROM jsonb_array_elements(b.status->'conditions') c WHERE c->>'type' = 'Ready'), false))
 		UNION
 		SELECT b.id FROM unnest($2::text[], $3::text[]) AS n(namespace, name)
 			JOIN catalog.bindings b ON b.namespace = n.namespace AND b.spec->'instanceRef'->>'name' = n.name
-		WHERE b.instance_id IS NULL`, ids, namespaces, names, ReasonInstanceNotReady)
+		WHERE b.instance_id IS NULL`, ids, namespaces, names)
 	if err != nil {
 		return nil, mapErr(err)
 	}

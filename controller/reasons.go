@@ -94,7 +94,7 @@ const (
 	reasonUnbinding           = "Unbinding"
 	msgUnbinding              = "The binding is being deleted asynchronously"
 	reasonUnbindFailed        = "UnbindCallFailed"
-	reasonWaitInstance        = catalog.ReasonInstanceNotReady
+	reasonWaitInstance        = "ErrorInstanceNotReady"
 	reasonInstanceUnresolved  = "ErrorInstanceRefsUnresolved"
 	reasonNonbindable         = "ErrorNonbindableServiceClass"
 	reasonNonexistentInstance = catalog.ReasonNonexistentInstance
