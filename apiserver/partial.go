@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -43,7 +44,7 @@ func appendPartialJSON(buf []byte, obj runtime.Object, gvk schema.GroupVersionKi
 // spent a third of its time in json.Marshal's reflection and its second
 // pass over each metav1.Time. ok is false, and nothing is appended, when m
 // has a field this does not write (json.Marshal is used then).
-func appendPartial(buf []byte, m *metav1.ObjectMeta, gvk schema.GroupVersionKind) (out []byte, ok bool) {
+func appendPartial(buf []byte, m *metav1.ObjectMeta, gvk schema.GroupVersionKind) ([]byte, bool) {
 	if m.GenerateName != "" || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil ||
 		len(m.OwnerReferences) > 0 || len(m.ManagedFields) > 0 {
 		return buf, false
@@ -52,103 +53,89 @@ func appendPartial(buf []byte, m *metav1.ObjectMeta, gvk schema.GroupVersionKind
 	if m.SelfLink != "" {
 		return buf, false
 	}
-	start := len(buf)
-	apiVersion := gvk.GroupVersion().String()
-	buf = append(buf, '{')
-	if gvk.Kind != "" {
-		buf = append(buf, `"kind":`...)
-		buf, ok = appendString(buf, gvk.Kind)
-		buf = append(buf, ',')
-	}
-	if apiVersion != "" && ok {
-		buf = append(buf, `"apiVersion":`...)
-		buf, ok = appendString(buf, apiVersion)
-		buf = append(buf, ',')
-	}
-	buf = append(buf, `"metadata":{`...)
-	first := true
-	field := func(name, value string) {
-		if value == "" || !ok {
-			return
-		}
-		if !first {
-			buf = append(buf, ',')
-		}
-		first = false
-		buf = append(buf, '"')
-		buf = append(buf, name...)
-		buf = append(buf, `":`...)
-		buf, ok = appendString(buf, value)
-	}
-	raw := func(name string, value []byte) {
-		if !first {
-			buf = append(buf, ',')
-		}
-		first = false
-		buf = append(buf, '"')
-		buf = append(buf, name...)
-		buf = append(buf, `":`...)
-		buf = append(buf, value...)
-	}
-	field("name", m.Name)
-	field("namespace", m.Namespace)
-	field("uid", string(m.UID))
-	field("resourceVersion", m.ResourceVersion)
+	w := &objectWriter{buf: append(buf, '{'), first: true, ok: true}
+	w.string("kind", gvk.Kind)
+	w.string("apiVersion", gvk.GroupVersion().String())
+	w.key("metadata")
+	w.buf, w.first = append(w.buf, '{'), true
+	w.string("name", m.Name)
+	w.string("namespace", m.Namespace)
+	w.string("uid", string(m.UID))
+	w.string("resourceVersion", m.ResourceVersion)
 	if m.Generation != 0 {
-		raw("generation", strconv.AppendInt(nil, m.Generation, 10))
+		w.key("generation")
+		w.buf = strconv.AppendInt(w.buf, m.Generation, 10)
 	}
 	if !m.CreationTimestamp.IsZero() {
-		raw("creationTimestamp", strconv.AppendQuote(nil, m.CreationTimestamp.UTC().Format(time.RFC3339)))
+		w.key("creationTimestamp")
+		w.buf = strconv.AppendQuote(w.buf, m.CreationTimestamp.UTC().Format(time.RFC3339))
 	}
-	buf, ok = appendStringMap(buf, &first, "labels", m.Labels, ok)
-	buf, ok = appendStringMap(buf, &first, "annotations", m.Annotations, ok)
-	if len(m.Finalizers) > 0 && ok {
-		raw("finalizers", nil)
+	w.stringMap("labels", m.Labels)
+	w.stringMap("annotations", m.Annotations)
+	if len(m.Finalizers) > 0 {
+		w.key("finalizers")
 		for i, f := range m.Finalizers {
-			buf = append(buf, "[,"[min(i, 1)])
-			if buf, ok = appendString(buf, f); !ok {
-				break
-			}
+			w.buf = append(w.buf, "[,"[min(i, 1)])
+			w.quote(f)
 		}
-		buf = append(buf, ']')
+		w.buf = append(w.buf, ']')
 	}
-	if !ok {
-		return buf[:start], false
+	if !w.ok {
+		return buf, false
 	}
-	return append(buf, "}}"...), true
+	return append(w.buf, "}}"...), true
 }
 
-// appendStringMap appends "name":{...} with m's keys sorted, as
-// json.Marshal writes a map, when m is not empty.
-func appendStringMap(buf []byte, first *bool, name string, m map[string]string, ok bool) ([]byte, bool) {
-	if len(m) == 0 || !ok {
-		return buf, ok
+// objectWriter appends a JSON object's members as json.Marshal writes
+// them; ok turns false at the first string it does not write as
+// encoding/json would (appendString).
+type objectWriter struct {
+	buf       []byte
+	first, ok bool
+}
+
+// key begins the member name.
+func (w *objectWriter) key(name string) {
+	if !w.first {
+		w.buf = append(w.buf, ',')
 	}
-	if !*first {
-		buf = append(buf, ',')
+	w.first = false
+	w.quote(name)
+	w.buf = append(w.buf, ':')
+}
+
+// string writes the member name: value, unless value is empty (omitempty).
+func (w *objectWriter) string(name, value string) {
+	if value != "" {
+		w.key(name)
+		w.quote(value)
 	}
-	*first = false
-	buf = append(buf, '"')
-	buf = append(buf, name...)
-	buf = append(buf, `":{`...)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+}
+
+func (w *objectWriter) quote(s string) {
+	var ok bool
+	if w.buf, ok = appendString(w.buf, s); !ok {
+		w.ok = false
 	}
-	slices.Sort(keys)
-	for i, k := range keys {
+}
+
+// stringMap writes the member name: m with its keys sorted, as json.Marshal
+// writes a map, unless m is empty (omitempty).
+func (w *objectWriter) stringMap(name string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	w.key(name)
+	w.buf = append(w.buf, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
-			buf = append(buf, ',')
+			w.buf = append(w.buf, ',')
 		}
-		if buf, ok = appendString(buf, k); !ok {
-			return buf, false
-		}
-		buf = append(buf, ':')
-		if buf, ok = appendString(buf, m[k]); !ok {
-			return buf, false
-		}
+		w.quote(k)
+		w.buf = append(w.buf, ':')
+		w.quote(m[k])
 	}
-	return append(buf, '}'), true
+	w.buf = append(w.buf, '}')
 }
 
 // appendString appends s quoted, when it is printable ASCII that
