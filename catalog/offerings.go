@@ -133,15 +133,11 @@ func offeringWhere(f OfferingFilter) *filter {
 	return w
 }
 
-// OfferedTags are the tags of the services offered (those of the cluster
-// and of namespaces, as f's Namespaces limit them), in order, at most
-// limit of them.
+// OfferedTags are the tags of the services offered to a session of
+// namespaces (every namespace's when empty): those the marketplace shows,
+// in order, at most limit of them.
 func (s *Store) OfferedTags(ctx context.Context, namespaces []string, limit int) ([]string, error) {
-	w := &filter{}
-	w.add("NOT removed")
-	if len(namespaces) > 0 {
-		w.add("(namespace = '' OR namespace = ANY(?))", namespaces)
-	}
+	w := offeringWhere(OfferingFilter{Namespaces: namespaces})
 	args := append(w.args, limit)
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT t FROM catalog.service_classes, jsonb_array_elements_text(spec->'tags') t
 		WHERE %s ORDER BY t LIMIT $%d`, w.where(), len(args)), args...)

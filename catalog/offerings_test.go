@@ -120,4 +120,15 @@ func TestOfferingsHonourVisibility(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		namespaces []string
+		want       []string
+	}{
+		{nil, []string{"fake", "group-1", "group-2"}},
+		{[]string{"team-b"}, []string{"fake", "group-1"}},
+	} {
+		if tags, err := s.OfferedTags(ctx, tc.namespaces, 100); err != nil || !slices.Equal(tags, tc.want) {
+			t.Errorf("tags offered to %v: %v, want %v (%v)", tc.namespaces, tags, tc.want, err)
+		}
+	}
 }
