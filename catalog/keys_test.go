@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -18,18 +20,8 @@ import (
 func TestCheckKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
+	pool, store := keyedStores(t)
 	orig, other := keyring.Generate(), keyring.Generate()
-	store := func(keys string) *catalog.Store {
-		k, err := keyring.Parse(keys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return catalog.NewStore(pool, k, nil)
-	}
 	s := store(orig)
 	if err := s.CheckKeys(ctx); err != nil {
 		t.Fatalf("first start: %v", err)
@@ -51,6 +43,23 @@ func TestCheckKeys(t *testing.T) {
 	seedSealedCredential(t, s)
 	check("wrong key, no canary", other, false)
 	check("right key, no canary", orig, true)
+}
+
+// keyedStores is a migrated catalog, and stores over it with the given
+// keys (comma-separated).
+func keyedStores(t *testing.T) (*pgxpool.Pool, func(keys string) *catalog.Store) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	return pool, func(keys string) *catalog.Store {
+		k, err := keyring.Parse(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return catalog.NewStore(pool, k, nil)
+	}
 }
 
 // seedSealedCredential stores a binding with sealed credentials through s.
@@ -87,18 +96,8 @@ func seedSealedCredential(t *testing.T, s *catalog.Store) {
 func TestReseal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
+	pool, store := keyedStores(t)
 	oldKey, newKey := keyring.Generate(), keyring.Generate()
-	store := func(keys string) *catalog.Store {
-		k, err := keyring.Parse(keys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return catalog.NewStore(pool, k, nil)
-	}
 	s := store(oldKey)
 	if err := s.CheckKeys(ctx); err != nil {
 		t.Fatal(err)
