@@ -135,7 +135,12 @@ func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) e
 				return err
 			}
 		}
-		w.Flush()
+		if len(items) > 0 {
+			// Not before a first write: echo's gzip writer would then send
+			// a compressed stream and, the handler returning without a
+			// write, drop its end.
+			w.Flush()
+		}
 		return nil
 	})
 	if err == nil {

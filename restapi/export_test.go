@@ -249,7 +249,8 @@ func slowAPI(t *testing.T, store *catalog.Store, exports int) (base string, clie
 		}
 		return c, err
 	}
-	return srv.URL + "/api/v1", &http.Client{Transport: &http.Transport{DialContext: dial}}
+	// Uncompressed, so that the export fills the small buffers.
+	return srv.URL + "/api/v1", &http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}}
 }
 
 // startExport begins an export and reads its first line.

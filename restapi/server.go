@@ -5,6 +5,7 @@
 package restapi
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
@@ -70,21 +72,26 @@ func (s *Server) Register(e *echo.Echo) {
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
+	// Lists, events and exports are compressed for clients that ask (gzip
+	// at its fastest): a page of 500 instances is some 600 kB of JSON. A
+	// binding's credentials never are: secrets are not compressed beside
+	// what a client chooses.
+	gz := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: 4096})
 	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(clusterWide(next)) }
 	clusterViewer := func(next echo.HandlerFunc) echo.HandlerFunc { return viewer(clusterWide(next)) }
 	// A broker's scope (the cluster, or a namespace) decides which admin
 	// tokens may change it: the handlers check it once they know it.
 	g.POST("/brokers", s.createBroker, admin)
-	g.GET("/brokers", s.listBrokers, viewer)
+	g.GET("/brokers", s.listBrokers, viewer, gz)
 	g.GET("/brokers/:id", s.getBroker, viewer)
 	g.PATCH("/brokers/:id", s.updateBroker, admin)
 	g.DELETE("/brokers/:id", s.deleteBroker, admin)
 	g.POST("/brokers/:id/relist", s.relistBroker, admin)
-	g.GET("/brokers/:id/events", s.brokerEvents, viewer)
+	g.GET("/brokers/:id/events", s.brokerEvents, viewer, gz)
 
-	g.GET("/serviceclasses", s.listClasses, viewer)
+	g.GET("/serviceclasses", s.listClasses, viewer, gz)
 	g.GET("/serviceclasses/:id", s.getClass, viewer)
-	g.GET("/serviceplans", s.listPlans, viewer)
+	g.GET("/serviceplans", s.listPlans, viewer, gz)
 	g.GET("/serviceplans/:id", s.getPlan, viewer)
 	g.GET("/serviceplans/:id/schemas", s.planSchemas, viewer)
 	g.GET("/serviceplans/:id/visibility", s.getPlanVisibility, clusterViewer)
@@ -92,27 +99,27 @@ func (s *Server) Register(e *echo.Echo) {
 	g.DELETE("/serviceplans/:id/visibility", s.deletePlanVisibility, clusterAdmin)
 
 	g.POST("/instances", s.createInstance, developer)
-	g.GET("/instances", s.listInstances, viewer)
+	g.GET("/instances", s.listInstances, viewer, gz)
 	g.GET("/instances/:id", s.getInstance, viewer)
 	g.PATCH("/instances/:id", s.updateInstance, developer)
 	g.DELETE("/instances/:id", s.deleteInstance, developer)
 	g.POST("/instances/:id/abandon", s.abandonInstance, developer)
-	g.GET("/instances/:id/events", s.instanceEvents, viewer)
+	g.GET("/instances/:id/events", s.instanceEvents, viewer, gz)
 
 	g.POST("/bindings", s.createBinding, developer)
-	g.GET("/bindings", s.listBindings, viewer)
+	g.GET("/bindings", s.listBindings, viewer, gz)
 	g.GET("/bindings/:id", s.getBinding, viewer)
 	g.DELETE("/bindings/:id", s.deleteBinding, developer)
 	g.POST("/bindings/:id/abandon", s.abandonBinding, developer)
 	g.GET("/bindings/:id/credentials", s.credentials, developer)
-	g.GET("/bindings/:id/events", s.bindingEvents, viewer)
+	g.GET("/bindings/:id/events", s.bindingEvents, viewer, gz)
 
 	g.GET("/namespaces", s.listNamespaces, viewer)
 
 	// Every object of a kind, from one snapshot, streamed (export.go).
-	g.GET("/export/instances", s.exportInstances, viewer)
-	g.GET("/export/bindings", s.exportBindings, viewer)
-	g.GET("/export/brokers", s.exportBrokers, viewer)
+	g.GET("/export/instances", s.exportInstances, viewer, gz)
+	g.GET("/export/bindings", s.exportBindings, viewer, gz)
+	g.GET("/export/brokers", s.exportBrokers, viewer, gz)
 
 	// Quotas are set by admins for all namespaces; a namespace's tokens
 	// read what limits it.
