@@ -182,7 +182,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 		// goes in with the transaction's revision.
 		rev := w.probedRevision("catalog.bindings", b.Namespace, b.Name)
 		w.insertedWithRevision(b.ID)
-		w.queue(func(err error) error {
+		insertCreated(w, func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
 				return err
@@ -191,9 +191,9 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 				return nameTaken("binding", b.Name, b.Namespace)
 			}
 			return mapErr(err)
-		}, `INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, `+rev+`, $8)`, b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
-		addCreatedEvent(w, KindBinding, b.ID, "Desired state recorded.")
+		}, KindBinding, b.ID, "Desired state recorded.", `created AS (INSERT INTO catalog.bindings (id, namespace, name, instance_id, metadata, spec, status, generation, resource_version, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, 1, `+rev+`, $8))`,
+			b.ID, b.Namespace, b.Name, instanceID, md, mustJSON(b.Spec), mustJSON(b.Status), now)
 		w.changed(Added, b)
 		return nil
 	})

@@ -150,7 +150,9 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 		// there. The row goes in with the transaction's revision.
 		rev := w.probedRevision("catalog.instances", in.Namespace, in.Name)
 		w.insertedWithRevision(in.ID)
-		w.queue(func(err error) error {
+		// The bindings recorded before the instance are linked to it in
+		// the same statement.
+		insertCreated(w, func(err error) error {
 			var fc *FieldConflictError
 			if err := mapErr(err); errors.As(err, &fc) {
 				return err
@@ -159,12 +161,11 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 				return nameTaken("instance", in.Name, in.Namespace)
 			}
 			return mapErr(err)
-		}, `INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
-			VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, `+rev+`, $8)`,
+		}, KindInstance, in.ID, "Desired state recorded.", `created AS (INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
+				VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, `+rev+`, $8)),
+			linked AS (UPDATE catalog.bindings SET instance_id = $1
+				WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3)`,
 			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
-		w.queue(nil, `UPDATE catalog.bindings SET instance_id = $1
-			WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3`, in.ID, in.Namespace, in.Name)
-		addCreatedEvent(w, KindInstance, in.ID, "Desired state recorded.")
 		w.changed(Added, in)
 		return nil
 	})

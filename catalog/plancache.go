@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -260,13 +259,8 @@ func (r *catalogueReader) check(w *txn) {
 	if !r.used {
 		return
 	}
-	w.queue(func(err error) error {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == catalogueChangedCode {
-			return errCatalogueChanged
-		}
-		return mapErr(err)
-	}, `SELECT catalog.expect_catalogue_version($1)`, r.version)
+	w.queueCheck([]string{catalogueChangedCode}, func(error) error { return errCatalogueChanged },
+		`catalog.expect_catalogue_version($1)`, r.version)
 }
 
 // createWithCatalogue runs a creation with what the store keeps of the

@@ -144,6 +144,9 @@ const (
 	paidPlanCode      = "BDQ02"
 )
 
+// quotaCodes are the SQLSTATEs quotaRefusal maps.
+var quotaCodes = []string{quotaExceededCode, paidPlanCode}
+
 // quotaRefusal maps a refusal of catalog.admit_instance or
 // catalog.admit_binding to a *QuotaError about plan (nil for none); other
 // errors go through mapErr.
@@ -181,13 +184,13 @@ func admitInstance(w *txn, ns string, plan *ServicePlan, creating bool, self *st
 	if plan != nil {
 		planID, paid = &plan.ID, !plan.Spec.Free
 	}
-	w.queue(func(err error) error { return quotaRefusal(err, plan) },
-		`SELECT catalog.admit_instance($1, $2, $3, $4, $5)`, ns, planID, paid, creating, self)
+	w.queueCheck(quotaCodes, func(err error) error { return quotaRefusal(err, plan) },
+		`catalog.admit_instance($1, $2, $3, $4, $5)`, ns, planID, paid, creating, self)
 }
 
 // admitBinding queues, in w, the quota check of a new binding in ns.
 func admitBinding(w *txn, ns string) {
-	w.queue(func(err error) error { return quotaRefusal(err, nil) }, `SELECT catalog.admit_binding($1)`, ns)
+	w.queueCheck(quotaCodes, func(err error) error { return quotaRefusal(err, nil) }, `catalog.admit_binding($1)`, ns)
 }
 
 // maxQuota is the largest limit a quota holds (PostgreSQL's integer).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,11 +50,59 @@ type txn struct {
 }
 
 // queued is a statement waiting for the next round trip; onErr, when not
-// nil, says what its failure means.
+// nil, says what its failure means. A statement of checks (queueCheck)
+// has checks instead.
 type queued struct {
-	sql   string
-	args  []any
+	sql    string
+	args   []any
+	onErr  func(error) error
+	checks []check
+}
+
+// check is one expression of a statement of checks: onErr maps its
+// failures, the errors of codes (SQLSTATEs).
+type check struct {
+	codes []string
 	onErr func(error) error
+}
+
+// refusal is what the failure of q means.
+func (q queued) refusal(err error) error {
+	if q.onErr != nil {
+		return q.onErr(err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		for _, c := range q.checks {
+			if c.onErr != nil && slices.Contains(c.codes, pgErr.Code) {
+				return c.onErr(err)
+			}
+		}
+	}
+	return mapErr(err)
+}
+
+// placeholder is a statement's parameter ($1, $2, ...).
+var placeholder = regexp.MustCompile(`\$[0-9]+`)
+
+// queueCheck adds a check to the next round trip: expr, an SQL
+// expression whose value the write does not need, which refuses the write
+// by failing (with an error of codes, which onErr maps). Checks queued one
+// after another go as one SELECT of them all, evaluated in order: one
+// statement for PostgreSQL to bind and run, not one each.
+func (w *txn) queueCheck(codes []string, onErr func(error) error, expr string, args ...any) {
+	if n := len(w.pending); n > 0 && w.pending[n-1].checks != nil {
+		last := &w.pending[n-1]
+		offset := len(last.args)
+		last.sql += ", " + placeholder.ReplaceAllStringFunc(expr, func(p string) string {
+			i, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(i+offset)
+		})
+		last.args = append(last.args, args...)
+		last.checks = append(last.checks, check{codes, onErr})
+		return
+	}
+	w.pending = append(w.pending, queued{sql: "SELECT " + expr, args: args, checks: []check{{codes, onErr}}})
 }
 
 const (
@@ -85,7 +136,7 @@ func (w *txn) revision() string {
 // happened.
 func (w *txn) probedRevision(table, namespace, name string) string {
 	if !w.revised {
-		w.queue(nil, `SELECT 1 FROM `+table+` WHERE namespace = $1 AND name = $2 FOR KEY SHARE`, namespace, name)
+		w.queueCheck(nil, nil, `(SELECT 1 FROM `+table+` WHERE namespace = $1 AND name = $2 FOR KEY SHARE)`, namespace, name)
 	}
 	return w.revision()
 }
@@ -133,10 +184,7 @@ func (w *txn) send(ctx context.Context, more ...queued) (pgx.BatchResults, error
 	for _, q := range list[:len(list)-len(more)] {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			if q.onErr != nil {
-				return nil, q.onErr(err)
-			}
-			return nil, mapErr(err)
+			return nil, q.refusal(err)
 		}
 	}
 	return br, nil

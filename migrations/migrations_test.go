@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -35,7 +36,13 @@ func TestUpDownUp(t *testing.T) {
 			if err != nil || dirty || top == 0 {
 				t.Fatalf("version after up: %d dirty=%v err=%v", top, dirty, err)
 			}
-			for range top {
+			// One step per migration: the numbers may have gaps (one
+			// taken by work not merged yet).
+			ups, err := fs.Glob(files, schema+"/*.up.sql")
+			if err != nil || len(ups) == 0 {
+				t.Fatalf("%s's up migrations: %v", schema, err)
+			}
+			for range ups {
 				if err := Down(ctx, pool, schema); err != nil {
 					t.Fatal(err)
 				}
