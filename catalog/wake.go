@@ -20,7 +20,10 @@ const ReasonInstanceNotReady = "ErrorInstanceNotReady"
 // once per page of the change feed.
 //
 // Each binding's instance is joined once and the conditions are tested
-// by containment: no subquery runs per binding.
+// by containment: no subquery runs per binding. It is planned for its
+// arguments at each call: a cached statement's generic plan, made while
+// the tables were small, hash-joined a sequential scan of every instance
+// (at 3,000 + 3,000 objects 24 ms a call, a tenth of PostgreSQL's time).
 func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT b.id FROM catalog.bindings b JOIN catalog.instances i ON i.id = b.instance_id
 		WHERE b.instance_id = ANY($1::uuid[]) AND (b.deletion_timestamp IS NOT NULL
@@ -30,7 +33,7 @@ func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []str
 		UNION
 		SELECT b.id FROM unnest($2::text[], $3::text[]) AS n(namespace, name)
 			JOIN catalog.bindings b ON b.namespace = n.namespace AND b.spec->'instanceRef'->>'name' = n.name
-		WHERE b.instance_id IS NULL`, ids, namespaces, names, ReasonInstanceNotReady)
+		WHERE b.instance_id IS NULL`, pgx.QueryExecModeExec, ids, namespaces, names, ReasonInstanceNotReady)
 	if err != nil {
 		return nil, mapErr(err)
 	}
