@@ -6,20 +6,34 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// ReasonInstanceNotReady is the reason of a binding's Ready condition
+// while it waits for its instance to be Ready (Service Catalog's).
+const ReasonInstanceNotReady = "ErrorInstanceNotReady"
+
 // BindingsToWake lists, for changes of the instances ids (each with its
 // namespace and name at the same index), the bindings those changes may
 // concern, in one round trip: the bindings linked to one of them that are
-// not Ready or are being deleted, and those that name one of them and are
-// not linked yet (recorded before it, or left by an instance of that
-// name). The engine reads them once per page of the change feed.
+// not Ready or are being deleted — but not those that wait for their
+// instance to be Ready (ReasonInstanceNotReady) while it is still not —
+// and those that name one of them and are not linked yet (recorded
+// before it, or left by an instance of that name). The engine reads them
+// once per page of the change feed.
+//
+// Each binding's instance is joined once and the conditions are tested
+// by containment: no subquery runs per binding. It is planned for its
+// arguments at each call: a cached statement's generic plan, made while
+// the tables were small, hash-joined a sequential scan of every instance
+// (at 3,000 + 3,000 objects 24 ms a call, a tenth of PostgreSQL's time).
 func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT b.id FROM catalog.bindings b
+	rows, err := s.pool.Query(ctx, `SELECT b.id FROM catalog.bindings b JOIN catalog.instances i ON i.id = b.instance_id
 		WHERE b.instance_id = ANY($1::uuid[]) AND (b.deletion_timestamp IS NOT NULL
-			OR NOT coalesce((SELECT c->>'status' = 'True' FROM jsonb_array_elements(b.status->'conditions') c WHERE c->>'type' = 'Ready'), false))
+			OR NOT coalesce(b.status->'conditions' @> '[{"type": "Ready", "status": "True"}]', false)
+			AND (coalesce(i.status->'conditions' @> '[{"type": "Ready", "status": "True"}]', false)
+				OR NOT coalesce(b.status->'conditions' @> jsonb_build_array(jsonb_build_object('type', 'Ready', 'reason', $4::text)), false)))
 		UNION
 		SELECT b.id FROM unnest($2::text[], $3::text[]) AS n(namespace, name)
 			JOIN catalog.bindings b ON b.namespace = n.namespace AND b.spec->'instanceRef'->>'name' = n.name
-		WHERE b.instance_id IS NULL`, ids, namespaces, names)
+		WHERE b.instance_id IS NULL`, pgx.QueryExecModeExec, ids, namespaces, names, ReasonInstanceNotReady)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -94,7 +94,7 @@ const (
 	reasonUnbinding           = "Unbinding"
 	msgUnbinding              = "The binding is being deleted asynchronously"
 	reasonUnbindFailed        = "UnbindCallFailed"
-	reasonWaitInstance        = "ErrorInstanceNotReady"
+	reasonWaitInstance        = catalog.ReasonInstanceNotReady
 	reasonInstanceUnresolved  = "ErrorInstanceRefsUnresolved"
 	reasonNonbindable         = "ErrorNonbindableServiceClass"
 	reasonNonexistentInstance = catalog.ReasonNonexistentInstance
