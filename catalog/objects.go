@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -118,7 +119,61 @@ type ListOptions struct {
 	// Labels, when not nil, selects objects by their labels (Kubernetes'
 	// label selectors).
 	Labels labels.Selector
+	// Parts, when not nil, has a read of raw objects (ListRaw, ScanRaw)
+	// ask PostgreSQL for only some members of each spec and status: a
+	// list that shows a few fields of each object (kubectl's Table, a
+	// list of metadata) is spared the text of whole documents, which
+	// most of such a read's time went to.
+	Parts *Parts
 }
+
+// Parts are the top-level members of spec and status a read asks for.
+// RawObject.Spec and Status then hold those the object has (absent ones
+// are left out, as are members whose value is null). An object being
+// deleted is read whole: what is shown of it then can depend on any of
+// its status (the finalizers an API shows, for one).
+type Parts struct {
+	Spec, Status []string
+}
+
+// columnsFor is columns(kind), with spec and status cut down to parts
+// when parts is not nil.
+func columnsFor(kind string, parts *Parts) string {
+	if parts == nil {
+		return columns(kind)
+	}
+	spec, status := parts.expr("spec", parts.Spec), parts.expr("status", parts.Status)
+	if !offered(kind) {
+		// Kinds that can be deleted are read whole once they are.
+		spec = `CASE WHEN deletion_timestamp IS NULL THEN ` + spec + ` ELSE spec END`
+		status = `CASE WHEN deletion_timestamp IS NULL THEN ` + status + ` ELSE status END`
+	}
+	return strings.Replace(columns(kind), "spec, status", spec+", "+status, 1)
+}
+
+// expr is the SQL of the members keys of the document column: they are
+// written into the statement, so each must be a plain JSON member name
+// (letters and digits), which the callers' constants are.
+func (*Parts) expr(column string, keys []string) string {
+	if len(keys) == 0 {
+		return `'{}'::jsonb`
+	}
+	var b strings.Builder
+	b.WriteString(`jsonb_strip_nulls(jsonb_build_object(`)
+	for i, k := range keys {
+		if !memberName.MatchString(k) {
+			panic(fmt.Sprintf("catalog: %q is not a member name", k)) // a programming error
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "'%s', %s->'%s'", k, column, k)
+	}
+	b.WriteString(`))`)
+	return b.String()
+}
+
+var memberName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // List is one page of objects.
 type List[T any] struct {
@@ -211,7 +266,7 @@ func pageRows(ctx context.Context, q querier, kind string, f *filter, order stri
 		after(f, c)
 	}
 	f.addLabels(opts.Labels)
-	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
+	sql := `SELECT ` + columnsFor(kind, opts.Parts) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
 	if opts.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
 	}
@@ -229,6 +284,7 @@ func list[T any, P interface {
 	object
 }](ctx context.Context, q querier, f *filter, order string, after func(*filter, cursor), next func(P) cursor, opts ListOptions) (List[P], error) {
 	var out List[P]
+	opts.Parts = nil // typed objects are decoded whole
 	rows, err := pageRows(ctx, q, P(new(T)).kind(), f, order, after, opts)
 	if err != nil {
 		return out, err
