@@ -112,7 +112,7 @@ var instanceTable = tableConvertor{
 			"serviceClassExternalID", "clusterServiceClassName", "serviceClassName",
 			"clusterServicePlanExternalName", "servicePlanExternalName", "clusterServicePlanExternalID",
 			"servicePlanExternalID", "clusterServicePlanName", "servicePlanName"},
-		Status: []string{"conditions"},
+		StatusJSON: []string{"conditions"},
 	},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceInstance)
@@ -144,7 +144,7 @@ var bindingTable = tableConvertor{
 		col("Secret-Name", "The Secret that receives the credentials."),
 		col("Status", "Ready, Failed, Deleting or why it is not ready yet."),
 	},
-	parts: catalog.Parts{Spec: []string{"instanceRef", "secretName"}, Status: []string{"conditions"}},
+	parts: catalog.Parts{Spec: []string{"secretName"}, SpecJSON: []string{"instanceRef"}, StatusJSON: []string{"conditions"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceBinding)
 		var ready, failed *v1beta1.ConditionStatus
@@ -204,7 +204,7 @@ var classTable = tableConvertor{
 
 var clusterPlanTable = tableConvertor{
 	columns: planColumns,
-	parts:   catalog.Parts{Spec: []string{"externalName", "clusterServiceBrokerName", "clusterServiceClassRef", "free"}},
+	parts:   catalog.Parts{Spec: []string{"externalName", "clusterServiceBrokerName"}, SpecJSON: []string{"clusterServiceClassRef", "free"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ClusterServicePlan)
 		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
@@ -213,7 +213,7 @@ var clusterPlanTable = tableConvertor{
 
 var planTable = tableConvertor{
 	columns: planColumns,
-	parts:   catalog.Parts{Spec: []string{"externalName", "serviceBrokerName", "serviceClassRef", "free"}},
+	parts:   catalog.Parts{Spec: []string{"externalName", "serviceBrokerName"}, SpecJSON: []string{"serviceClassRef", "free"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServicePlan)
 		return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.ServiceClassRef.Name, o.Spec.Free}
@@ -239,7 +239,7 @@ var brokerTable = tableConvertor{
 }
 
 // brokerParts are what brokerCells reads.
-var brokerParts = catalog.Parts{Spec: []string{"url"}, Status: []string{"conditions"}}
+var brokerParts = catalog.Parts{Spec: []string{"url"}, StatusJSON: []string{"conditions"}}
 
 // brokerCells are a broker's cells, of either kind.
 func brokerCells(url string, conds []v1beta1.ServiceBrokerCondition, deleting bool) []any {

@@ -127,50 +127,68 @@ type ListOptions struct {
 	Parts *Parts
 }
 
-// Parts are the top-level members of spec and status a read asks for.
-// RawObject.Spec and Status then hold those the object has (absent ones
-// are left out, as are members whose value is null). An object being
-// deleted is read whole: what is shown of it then can depend on any of
-// its status (the finalizers an API shows, for one).
+// Parts are the top-level members of spec and status a read asks for:
+// Spec and Status those whose values are strings, SpecJSON and StatusJSON
+// any others (objects, arrays, numbers, booleans). RawObject.Spec and
+// Status then hold those the object has; a member whose value is null is
+// left out. An object being deleted is read whole: what is shown of it
+// then can depend on any of its status (the finalizers an API shows, for
+// one).
+//
+// PostgreSQL hands a string member out as it is, while any jsonb value
+// (a whole document, or a member that is one) is written out as text
+// afresh; building a smaller document in SQL costs more than that.
 type Parts struct {
-	Spec, Status []string
+	Spec, SpecJSON, Status, StatusJSON []string
 }
 
-// columnsFor is columns(kind), with spec and status cut down to parts
-// when parts is not nil.
+// columnsFor is columns(kind), with spec and status read as parts says
+// when it is not nil (scanRaw reads them): the whole documents, NULL
+// unless the object is being deleted, then each member.
 func columnsFor(kind string, parts *Parts) string {
 	if parts == nil {
 		return columns(kind)
 	}
-	spec, status := parts.expr("spec", parts.Spec), parts.expr("status", parts.Status)
+	whole := `NULL::jsonb, NULL::jsonb`
 	if !offered(kind) {
-		// Kinds that can be deleted are read whole once they are.
-		spec = `CASE WHEN deletion_timestamp IS NULL THEN ` + spec + ` ELSE spec END`
-		status = `CASE WHEN deletion_timestamp IS NULL THEN ` + status + ` ELSE status END`
-	}
-	return strings.Replace(columns(kind), "spec, status", spec+", "+status, 1)
-}
-
-// expr is the SQL of the members keys of the document column: they are
-// written into the statement, so each must be a plain JSON member name
-// (letters and digits), which the callers' constants are.
-func (*Parts) expr(column string, keys []string) string {
-	if len(keys) == 0 {
-		return `'{}'::jsonb`
+		whole = `CASE WHEN deletion_timestamp IS NULL THEN NULL ELSE spec END, CASE WHEN deletion_timestamp IS NULL THEN NULL ELSE status END`
 	}
 	var b strings.Builder
-	b.WriteString(`jsonb_strip_nulls(jsonb_build_object(`)
-	for i, k := range keys {
-		if !memberName.MatchString(k) {
-			panic(fmt.Sprintf("catalog: %q is not a member name", k)) // a programming error
+	b.WriteString(whole)
+	for _, m := range parts.members() {
+		op := "->>"
+		if m.json {
+			op = "->"
 		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "'%s', %s->'%s'", k, column, k)
+		fmt.Fprintf(&b, ", %s%s'%s'", m.column, op, m.name)
 	}
-	b.WriteString(`))`)
-	return b.String()
+	return strings.Replace(columns(kind), "spec, status", b.String(), 1)
+}
+
+// partsMember is one member Parts names.
+type partsMember struct {
+	column, name string
+	json         bool
+}
+
+// members are the members of p in the order of their columns. Their names
+// are written into the statement, so each must be a plain JSON member name
+// (letters and digits), as the callers' constants are.
+func (p *Parts) members() []partsMember {
+	var out []partsMember
+	for _, set := range []struct {
+		column string
+		json   bool
+		names  []string
+	}{{"spec", false, p.Spec}, {"spec", true, p.SpecJSON}, {"status", false, p.Status}, {"status", true, p.StatusJSON}} {
+		for _, name := range set.names {
+			if !memberName.MatchString(name) {
+				panic(fmt.Sprintf("catalog: %q is not a member name", name)) // a programming error
+			}
+			out = append(out, partsMember{column: set.column, name: name, json: set.json})
+		}
+	}
+	return out
 }
 
 var memberName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
 )
@@ -158,7 +159,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 			rows.Close()
 			break
 		}
-		o, n, err := scanRaw(rows, kind, &lastBroker, &lastPos)
+		o, n, err := scanRaw(rows, kind, opts.Parts, &lastBroker, &lastPos)
 		if err != nil {
 			return out, err
 		}
@@ -185,17 +186,26 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 	return out, nil
 }
 
-// scanRaw reads a RawObject from rows, and how many bytes of JSON it
-// holds.
-func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, int, error) {
+// scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
+// parts), and how many bytes of JSON it holds.
+func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int) (*RawObject, int, error) {
 	o := &RawObject{}
 	m := &o.Meta
 	// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
 	// where a json.RawMessage would be decoded (and so validated) again.
 	var metaRaw, spec, status []byte
 	var deleted *time.Time
-	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
-		&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
+	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status}
+	var members []partsMember
+	var values [][]byte
+	if parts != nil {
+		members = parts.members()
+		values = make([][]byte, len(members))
+		for i := range values {
+			dest = append(dest, &values[i])
+		}
+	}
+	dest = append(dest, &m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted)
 	if offered(kind) {
 		dest = append(dest, broker, pos)
 	}
@@ -203,6 +213,9 @@ func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, 
 		return nil, 0, mapErr(err)
 	}
 	m.DeletionTimestamp = deleted
+	if parts != nil && spec == nil {
+		spec, status = assembleParts("spec", members, values), assembleParts("status", members, values)
+	}
 	o.Spec, o.Status = spec, status
 	var md metaDoc
 	if err := jsonv1.Unmarshal(metaRaw, &md); err != nil {
@@ -210,4 +223,27 @@ func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, 
 	}
 	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
 	return o, len(metaRaw) + len(spec) + len(status), nil
+}
+
+// assembleParts is the JSON object of the members of column read apart
+// (values, NULL for a member the object does not have): a string
+// member's value is its text, any other's its JSON.
+func assembleParts(column string, members []partsMember, values [][]byte) []byte {
+	buf := []byte{'{'}
+	for i, mb := range members {
+		if mb.column != column || values[i] == nil || (mb.json && string(values[i]) == "null") {
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf, _ = jsontext.AppendQuote(buf, mb.name)
+		buf = append(buf, ':')
+		if mb.json {
+			buf = append(buf, values[i]...)
+		} else {
+			buf, _ = jsontext.AppendQuote(buf, values[i])
+		}
+	}
+	return append(buf, '}')
 }

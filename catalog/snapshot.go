@@ -160,7 +160,7 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 	var pos int
 	var broker string
 	for n := 0; rows.Next(); n++ {
-		obj, _, err := scanRaw(rows, kind, &broker, &pos)
+		obj, _, err := scanRaw(rows, kind, &Parts{}, &broker, &pos)
 		if err != nil {
 			return nil, "", err
 		}
