@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Objects as stored, for the Kubernetes API: spec and status left as the
@@ -197,10 +198,10 @@ func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int)
 	var deleted *time.Time
 	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status}
 	var members []partsMember
-	var values [][]byte
+	var values []pgtype.DriverBytes // the driver's, until rows.Next
 	if parts != nil {
 		members = parts.members()
-		values = make([][]byte, len(members))
+		values = make([]pgtype.DriverBytes, len(members))
 		for i := range values {
 			dest = append(dest, &values[i])
 		}
@@ -228,7 +229,7 @@ func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int)
 // assembleParts is the JSON object of the members of column read apart
 // (values, NULL for a member the object does not have): a string
 // member's value is its text, any other's its JSON.
-func assembleParts(column string, members []partsMember, values [][]byte) []byte {
+func assembleParts(column string, members []partsMember, values []pgtype.DriverBytes) []byte {
 	buf := []byte{'{'}
 	for i, mb := range members {
 		if mb.column != column || values[i] == nil || (mb.json && string(values[i]) == "null") {
