@@ -148,6 +148,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
+	ps := newPartsScan(opts.Parts)
 	var lastPos int
 	var lastBroker string
 	var size int
@@ -160,7 +161,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 			rows.Close()
 			break
 		}
-		o, n, err := scanRaw(rows, kind, opts.Parts, &lastBroker, &lastPos)
+		o, n, err := scanRaw(rows, kind, ps, &lastBroker, &lastPos)
 		if err != nil {
 			return out, err
 		}
@@ -187,9 +188,27 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 	return out, nil
 }
 
+// partsScan is where the members of a read of Parts are scanned, for
+// each row in turn.
+type partsScan struct {
+	members []partsMember
+	values  []pgtype.DriverBytes // the driver's, until rows.Next
+}
+
+// newPartsScan is the partsScan of a read of parts, nil for a read of
+// whole objects.
+func newPartsScan(parts *Parts) *partsScan {
+	if parts == nil {
+		return nil
+	}
+	m := parts.members()
+	return &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m))}
+}
+
 // scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
-// parts), and how many bytes of JSON it holds.
-func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int) (*RawObject, int, error) {
+// parts) with ps the parts' (nil when whole), and how many bytes of JSON
+// it holds.
+func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int) (*RawObject, int, error) {
 	o := &RawObject{}
 	m := &o.Meta
 	// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
@@ -197,13 +216,9 @@ func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int)
 	var metaRaw, spec, status []byte
 	var deleted *time.Time
 	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status}
-	var members []partsMember
-	var values []pgtype.DriverBytes // the driver's, until rows.Next
-	if parts != nil {
-		members = parts.members()
-		values = make([]pgtype.DriverBytes, len(members))
-		for i := range values {
-			dest = append(dest, &values[i])
+	if ps != nil {
+		for i := range ps.values {
+			dest = append(dest, &ps.values[i])
 		}
 	}
 	dest = append(dest, &m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted)
@@ -214,8 +229,8 @@ func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int)
 		return nil, 0, mapErr(err)
 	}
 	m.DeletionTimestamp = deleted
-	if parts != nil && spec == nil {
-		spec, status = assembleParts("spec", members, values), assembleParts("status", members, values)
+	if ps != nil && spec == nil {
+		spec, status = ps.assemble("spec"), ps.assemble("status")
 	}
 	o.Spec, o.Status = spec, status
 	var md metaDoc
@@ -226,12 +241,13 @@ func scanRaw(rows pgx.Rows, kind string, parts *Parts, broker *string, pos *int)
 	return o, len(metaRaw) + len(spec) + len(status), nil
 }
 
-// assembleParts is the JSON object of the members of column read apart
-// (values, NULL for a member the object does not have): a string
-// member's value is its text, any other's its JSON.
-func assembleParts(column string, members []partsMember, values []pgtype.DriverBytes) []byte {
+// assemble is the JSON object of the members of column read apart (NULL
+// for a member the object does not have): a string member's value is its
+// text, any other's its JSON.
+func (ps *partsScan) assemble(column string) []byte {
+	values := ps.values
 	buf := []byte{'{'}
-	for i, mb := range members {
+	for i, mb := range ps.members {
 		if mb.column != column || values[i] == nil || (mb.json && string(values[i]) == "null") {
 			continue
 		}

@@ -159,8 +159,9 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 	defer rows.Close()
 	var pos int
 	var broker string
+	ps := newPartsScan(&Parts{})
 	for n := 0; rows.Next(); n++ {
-		obj, _, err := scanRaw(rows, kind, &Parts{}, &broker, &pos)
+		obj, _, err := scanRaw(rows, kind, ps, &broker, &pos)
 		if err != nil {
 			return nil, "", err
 		}
