@@ -205,6 +205,13 @@ func newPartsScan(parts *Parts) *partsScan {
 	return &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m))}
 }
 
+func psValues(ps *partsScan) []pgtype.DriverBytes {
+	if ps == nil {
+		return nil
+	}
+	return ps.values
+}
+
 // scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
 // parts) with ps the parts' (nil when whole), and how many bytes of JSON
 // it holds.
@@ -215,7 +222,8 @@ func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int
 	// where a json.RawMessage would be decoded (and so validated) again.
 	var metaRaw, spec, status []byte
 	var deleted *time.Time
-	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status}
+	dest := make([]any, 0, 12+len(psValues(ps)))
+	dest = append(dest, &m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status)
 	if ps != nil {
 		for i := range ps.values {
 			dest = append(dest, &ps.values[i])
