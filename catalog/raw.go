@@ -205,6 +205,7 @@ func newPartsScan(parts *Parts) *partsScan {
 	return &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m))}
 }
 
+// psValues are ps's member values, none when ps is nil.
 func psValues(ps *partsScan) []pgtype.DriverBytes {
 	if ps == nil {
 		return nil
