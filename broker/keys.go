@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
 )
 
 // canaryStore keeps the broker schema's encryption-key canary
@@ -35,4 +37,13 @@ func (c canaryStore) SampleSealed(ctx context.Context) ([]byte, []byte, error) {
 		return nil, nil, nil
 	}
 	return sealed, []byte(id), err
+}
+
+// Reseal seals again with keys' first key every binding's credentials
+// the broker sealed with an older one, then its canary, so that the older
+// keys can be dropped from the list (keyring ResealStore). It returns how
+// many values it sealed again.
+func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *keyring.Keyring) (int, error) {
+	return keys.ResealStore(ctx, pool, keyring.Column{Table: "broker.key_canary", ID: "id", Sealed: "sealed", AAD: keyring.Fixed("broker")},
+		keyring.Column{Table: "broker.bindings", ID: "id", Sealed: "credentials", AAD: keyring.Prefixed("")})
 }

@@ -39,3 +39,33 @@ func TestWrongKeysRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReseal: after a rotation, Reseal seals the bindings' credentials
+// and the canary with the new key: the broker then starts with the new key
+// alone and still returns a binding's credentials.
+func TestReseal(t *testing.T) {
+	t.Parallel()
+	first := setup(t)
+	id := randomID("inst")
+	path := "/v2/service_instances/" + id
+	first.expect(first.do("PUT", path, provisionBody(planSmall, nil)), 201)
+	bpath := path + "/service_bindings/" + randomID("bind")
+	creds := first.expect(first.do("PUT", bpath, bindBody()), 201).body["credentials"].(map[string]any)
+	first.stop()
+
+	newKey := keyring.Generate()
+	rotated, err := keyring.Parse(newKey + "," + first.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := broker.Reseal(context.Background(), first.pool, rotated); err != nil || n != 1 {
+		t.Fatalf("re-sealed %d values (%v), want the binding's", n, err)
+	}
+	second := setup(t, func(o *options) { o.dbURL = first.dbURL; o.keys = newKey })
+	got := second.expect(second.do("GET", bpath, nil), 200).body["credentials"].(map[string]any)
+	if got["password"] != creds["password"] {
+		t.Fatal("the binding's credentials changed")
+	}
+	second.expect(second.do("DELETE", bpath+q(planSmall), nil), 200)
+	second.expect(second.do("DELETE", path+q(planSmall), nil), 200)
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/bindery-dev/bindery/internal/keyring"
 )
 
 // CheckKeys verifies that the store's encryption keys are the ones the
@@ -43,4 +45,18 @@ func (c canaryStore) SampleSealed(ctx context.Context) ([]byte, []byte, error) {
 		return nil, nil, nil
 	}
 	return sealed, []byte("binding:" + id), err
+}
+
+// Reseal seals again with the first encryption key every value of the
+// catalog sealed with an older one (brokers' and bindings' credentials),
+// then its canary, so that the older keys can be dropped from the list
+// (keyring ResealStore). It returns how many values it sealed again.
+func (s *Store) Reseal(ctx context.Context) (int, error) {
+	keys, err := s.keyring()
+	if err != nil {
+		return 0, err
+	}
+	return keys.ResealStore(ctx, s.pool, keyring.Column{Table: "catalog.key_canary", ID: "id", Sealed: "sealed", AAD: keyring.Fixed("catalog")},
+		keyring.Column{Table: "catalog.brokers", ID: "id", Sealed: "auth", AAD: keyring.Prefixed("broker:")},
+		keyring.Column{Table: "catalog.binding_credentials", ID: "binding_id", Sealed: "sealed", AAD: keyring.Prefixed("binding:")})
 }

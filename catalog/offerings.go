@@ -28,7 +28,8 @@ type OfferingFilter struct {
 }
 
 // Offering is a service on a marketplace page, with the number of its
-// plans (all, and free) offered.
+// plans (all, and free) offered: to a session of some namespaces, those
+// visible to one of them (VisibleInAnnotation).
 type Offering struct {
 	Class     *ServiceClass
 	Plans     int
@@ -71,8 +72,13 @@ func (s *Store) Offerings(ctx context.Context, f OfferingFilter, offset, limit i
 	if len(ids) == 0 {
 		return out, total, nil
 	}
+	var visibleTo []string // nil: every plan counts
+	if len(f.Namespaces) > 0 {
+		visibleTo = f.Namespaces
+	}
 	rows, err = s.pool.Query(ctx, `SELECT class_id::text, count(*), count(*) FILTER (WHERE free) FROM catalog.service_plans
-		WHERE class_id = ANY($1::uuid[]) AND NOT removed GROUP BY class_id`, ids)
+		WHERE class_id = ANY($1::uuid[]) AND NOT removed AND ($2::text[] IS NULL OR catalog.plan_visible(metadata, $2))
+		GROUP BY class_id`, ids, visibleTo)
 	if err != nil {
 		return nil, 0, mapErr(err)
 	}
@@ -104,30 +110,34 @@ func offeringWhere(f OfferingFilter) *filter {
 	if f.Tag != "" {
 		w.add("spec->'tags' @> jsonb_build_array(?::text)", f.Tag)
 	}
+	// A plan offered is one not removed and, to a session of some
+	// namespaces, visible to one of them.
 	plan := "EXISTS (SELECT 1 FROM catalog.service_plans p WHERE p.class_id = service_classes.id AND NOT p.removed"
+	var visible []any
+	if len(f.Namespaces) > 0 {
+		plan += " AND catalog.plan_visible(p.metadata, ?)"
+		visible = []any{f.Namespaces}
+	}
 	if f.Free != nil {
-		w.add(plan+" AND p.free = ?)", *f.Free)
+		w.add(plan+" AND p.free = ?)", append(visible, *f.Free)...)
 	} else {
-		w.add(plan + ")")
+		w.add(plan+")", visible...)
 	}
 	if q := strings.TrimSpace(f.Query); q != "" {
 		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q) + "%"
+		args := append([]any{like, like, like, like}, visible...)
 		w.add(`(external_name ILIKE ? OR spec->>'description' ILIKE ? OR spec #>> '{externalMetadata,displayName}' ILIKE ?
 			OR spec #>> '{externalMetadata,providerDisplayName}' ILIKE ? OR `+plan+` AND (p.external_name ILIKE ? OR p.spec->>'description' ILIKE ?)))`,
-			like, like, like, like, like, like)
+			append(args, like, like)...)
 	}
 	return w
 }
 
-// OfferedTags are the tags of the services offered (those of the cluster
-// and of namespaces, as f's Namespaces limit them), in order, at most
-// limit of them.
+// OfferedTags are the tags of the services offered to a session of
+// namespaces (every namespace's when empty): those the marketplace shows,
+// in order, at most limit of them.
 func (s *Store) OfferedTags(ctx context.Context, namespaces []string, limit int) ([]string, error) {
-	w := &filter{}
-	w.add("NOT removed")
-	if len(namespaces) > 0 {
-		w.add("(namespace = '' OR namespace = ANY(?))", namespaces)
-	}
+	w := offeringWhere(OfferingFilter{Namespaces: namespaces})
 	args := append(w.args, limit)
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT t FROM catalog.service_classes, jsonb_array_elements_text(spec->'tags') t
 		WHERE %s ORDER BY t LIMIT $%d`, w.where(), len(args)), args...)

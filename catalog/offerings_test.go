@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -63,5 +64,71 @@ func TestOfferings(t *testing.T) {
 	}
 	if tags, _ := s.OfferedTags(ctx, nil, 2); len(tags) != 2 {
 		t.Fatalf("tags beyond the limit: %v", tags)
+	}
+}
+
+// TestOfferingsHonourVisibility: to a session of some namespaces, a plan
+// hidden from all of them does not exist: it is not counted on its
+// service's card, does not make the service offered, and neither price
+// nor words find the service through it. A session of all sees every plan.
+func TestOfferingsHonourVisibility(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	b := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(2, 3)))
+	registerIn(t, s, "", "big", b.URL())
+	hide := func(class string, free *bool, namespaces []string) {
+		t.Helper()
+		plans, err := s.ListPlans(ctx, catalog.PlanFilter{Class: class, Free: free}, catalog.ListOptions{})
+		if err != nil || len(plans.Items) == 0 {
+			t.Fatalf("plans of %s: %v (%v)", class, plans.Items, err)
+		}
+		for _, p := range plans.Items {
+			if _, err := s.SetPlanVisibility(ctx, p.ID, namespaces); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	free := true
+	hide("fake-service-1", &free, []string{"team-a"}) // its free plan: team-a's only
+	hide("fake-service-2", nil, []string{})           // every plan: no namespace's
+	card := func(f catalog.OfferingFilter) map[string][2]int {
+		t.Helper()
+		page, total, err := s.Offerings(ctx, f, 0, 100)
+		if err != nil || total != len(page) {
+			t.Fatalf("%+v: %d of %d (%v)", f, len(page), total, err)
+		}
+		out := map[string][2]int{}
+		for _, o := range page {
+			out[o.Class.Spec.ExternalName] = [2]int{o.Plans, o.FreePlans}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    catalog.OfferingFilter
+		want map[string][2]int
+	}{
+		{"a session of all", catalog.OfferingFilter{}, map[string][2]int{"fake-service-1": {3, 1}, "fake-service-2": {3, 1}}},
+		{"team-a", catalog.OfferingFilter{Namespaces: []string{"team-a"}}, map[string][2]int{"fake-service-1": {3, 1}}},
+		{"team-b", catalog.OfferingFilter{Namespaces: []string{"team-b"}}, map[string][2]int{"fake-service-1": {2, 0}}},
+		{"team-b, free", catalog.OfferingFilter{Namespaces: []string{"team-b"}, Free: &free}, map[string][2]int{}},
+		{"team-b, a hidden plan's words", catalog.OfferingFilter{Namespaces: []string{"team-b"}, Query: "plan 1 of fake-service-2"}, map[string][2]int{}},
+		{"team-a and team-b", catalog.OfferingFilter{Namespaces: []string{"team-b", "team-a"}}, map[string][2]int{"fake-service-1": {3, 1}}},
+	} {
+		if got := card(tc.f); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		namespaces []string
+		want       []string
+	}{
+		{nil, []string{"fake", "group-1", "group-2"}},
+		{[]string{"team-b"}, []string{"fake", "group-1"}},
+	} {
+		if tags, err := s.OfferedTags(ctx, tc.namespaces, 100); err != nil || !slices.Equal(tags, tc.want) {
+			t.Errorf("tags offered to %v: %v, want %v (%v)", tc.namespaces, tags, tc.want, err)
+		}
 	}
 }

@@ -27,6 +27,7 @@ var configCommands = []struct {
 	{"serve nodeagent", []string{"serve", "nodeagent"}},
 	{"serve webhook", []string{"serve", "webhook"}},
 	{"migrate", []string{"migrate", "up"}},
+	{"keys reseal", []string{"keys", "reseal"}},
 }
 
 // The markers around the generated table in docs/configuration.md.

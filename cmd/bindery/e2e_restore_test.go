@@ -27,7 +27,8 @@ import (
 // credentials and binds again (sealed with K2). That database is backed
 // up and restored in turn, and both bindings' credentials are read there
 // with "K2,K1". Started without K1 — with K2 alone, or with another key —
-// Bindery refuses to start, naming K1 by its fingerprint.
+// Bindery refuses to start, naming K1 by its fingerprint. Once `bindery
+// keys reseal` has sealed everything again with K2, K2 alone reads both.
 func TestRestoreReadsCredentialsWithTheKeys(t *testing.T) {
 	t.Parallel()
 	k1, k2 := keyring.Generate(), keyring.Generate()
@@ -87,6 +88,24 @@ func TestRestoreReadsCredentialsWithTheKeys(t *testing.T) {
 		}
 		t.Logf("refused: %s", strings.TrimSpace(msg))
 	}
+
+	// Every secret sealed again with K2 (the first binding's, in the
+	// catalog and in the broker): K1 can be dropped.
+	reseal := start(t, []string{"DATABASE_URL=" + again, "BINDERY_ENCRYPTION_KEY=" + k2 + "," + k1}, "keys", "reseal")
+	if err := reseal.wait(t); err != nil {
+		t.Fatalf("keys reseal: %v\n%s", err, reseal.stderr.String())
+	}
+	out := reseal.stdout.String()
+	for _, want := range []string{"catalog: 1 secrets sealed again with key " + fingerprint(t, k2), "broker: 1 secrets sealed again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("keys reseal said %q, want %q", out, want)
+		}
+	}
+	catalogProc = start(t, []string{"DATABASE_URL=" + again, "BINDERY_ENCRYPTION_KEY=" + k2}, "serve", "catalog", "--listen", "127.0.0.1:0")
+	a = restoredAPI{api: api{t: t, base: serving(t, catalogProc, "serving the REST API"), token: first.token}}
+	a.sameCredentials(first)
+	a.sameCredentials(second)
+	catalogProc.terminate(t)
 }
 
 // restoredAPI is the REST API of a Bindery on a restored database.

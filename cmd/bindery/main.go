@@ -61,6 +61,7 @@ func commands() map[string]command {
 		"down":    {"remove from a cluster what `bindery up --kubeconfig` installed there", runDown},
 		"serve":   {"run one component: " + strings.Join(componentNames(), "|"), runServe},
 		"migrate": {"apply or revert database migrations: up|down|version", runMigrate},
+		"keys":    {"seal every secret again with the first encryption key, after a rotation: keys reseal", runKeys},
 		"version": {"print the version Bindery was built as", runVersion},
 		"docs":    {"print the configuration reference, every server flag and variable: docs config", runDocs},
 	}

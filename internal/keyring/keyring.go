@@ -1,7 +1,7 @@
 // Package keyring encrypts secrets at rest with AES-256-GCM. A keyring holds
 // one or more 32-byte keys: the first encrypts, every key decrypts, so keys
 // can be rotated by putting a new key first and keeping the old ones until
-// every value has been rewritten.
+// every value has been sealed again (Reseal, `bindery keys reseal`).
 package keyring
 
 import (

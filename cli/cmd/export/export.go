@@ -6,7 +6,9 @@ package export
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +44,7 @@ func NewCmd(f *cmdutil.Factory, run func(context.Context, *Options) error) *cobr
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return []cobra.Completion{"instances", "bindings", "brokers"}, cobra.ShellCompDirectiveNoFileComp
+			return slices.Sorted(maps.Keys(kinds)), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Kind = args[0]
