@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -11,6 +12,7 @@ import (
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
@@ -162,7 +164,7 @@ func (st *storage) serveList(ctx context.Context, w http.ResponseWriter, req *ht
 		}
 		return enc.items(out, objs)
 	}
-	err := st.readList(ctx, opts, write)
+	err := st.readList(ctx, opts, enc.parts, write)
 	if err == nil {
 		err = enc.end(out)
 	}
@@ -184,18 +186,24 @@ func (st *storage) serveList(ctx context.Context, w http.ResponseWriter, req *ht
 // readList hands write the objects of the list opts ask for, a chunk at a
 // time, with the list's revision and continue token: a page of up to
 // pageRead objects (or one object by name) read whole by List, or any
-// larger list scanned from one snapshot. write is called at least once.
-func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListOptions, write func(rev int64, cont string, objs []runtime.Object) error) error {
+// larger list scanned from one snapshot. parts, when not nil, are all of
+// spec and status the writer reads (catalog.Parts): the objects are read
+// with only those, unless a field selector needs more. write is called
+// at least once.
+func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts, write func(rev int64, cont string, objs []runtime.Object) error) error {
 	pred := newPredicate(st.namespace(ctx), opts)
+	if !selectsByMetadata(pred.field) {
+		parts = nil
+	}
 	_, byName := pred.field.RequiresExactMatch("metadata.name")
 	if (opts.Limit > 0 && opts.Limit <= pageRead) || (byName && opts.Continue == "") {
-		l, err := st.List(ctx, opts)
+		l, err := st.list(ctx, opts, parts)
 		if err != nil {
 			return err
 		}
 		return st.writeListed(l, write)
 	}
-	lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: int(opts.Limit), Labels: pred.label}
+	lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: int(opts.Limit), Labels: pred.label, Parts: parts}
 	var objs []runtime.Object
 	return st.store.ScanRaw(ctx, st.kind, lo, func(rev int64, cont string, items []*catalog.RawObject) error {
 		var err error
@@ -204,6 +212,17 @@ func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListO
 		}
 		return write(rev, cont, objs)
 	})
+}
+
+// selectsByMetadata says whether a field selector reads only metadata
+// (or nothing).
+func selectsByMetadata(sel fields.Selector) bool {
+	for _, r := range sel.Requirements() {
+		if !strings.HasPrefix(r.Field, "metadata.") {
+			return false
+		}
+	}
+	return true
 }
 
 // writeListed hands write a list List read.

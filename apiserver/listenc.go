@@ -43,6 +43,9 @@ type listEncoder struct {
 	columns json.RawMessage
 	// element is the JSON of one object's element of the array.
 	element func(obj runtime.Object) ([]byte, error)
+	// parts, when not nil, are all element reads of each object's spec
+	// and status: the list is read with only those (catalog.Parts).
+	parts *catalog.Parts
 	// n counts the elements written; meta is the list's metadata (JSON).
 	n    int
 	meta []byte
@@ -71,10 +74,14 @@ func (st *storage) listEncoding(req *http.Request, mt negotiation.MediaTypeOptio
 			return nil, apierrors.NewInternalError(err)
 		}
 		enc.kind, enc.apiVersion, enc.array, enc.columns, enc.element = "Table", target.GroupVersion().String(), "rows", cols, element
+		if opts.IncludeObject != metav1.IncludeObject {
+			enc.parts = &st.table.parts
+		}
 	case target.Kind == "PartialObjectMetadataList":
 		gvk := target.GroupVersion().WithKind("PartialObjectMetadata")
 		enc.kind, enc.apiVersion = target.Kind, target.GroupVersion().String()
 		enc.element = func(obj runtime.Object) ([]byte, error) { return partialJSON(obj, gvk) }
+		enc.parts = &catalog.Parts{} // metadata only
 	default:
 		return nil, negotiation.NewNotAcceptableError([]string{"the list, its Table or its PartialObjectMetadataList"})
 	}

@@ -223,6 +223,12 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 // conventions allow it; client-go's pager and kubectl follow continue). The
 // page's resourceVersion is that of its first read.
 func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	return st.list(ctx, opts, nil)
+}
+
+// list is List, reading of each object's spec and status only parts when
+// parts is not nil (catalog.Parts). An object read by name is read whole.
+func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
@@ -251,7 +257,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 		limit := int(opts.Limit)
 		// The label selector is answered by the catalog (in SQL); field
 		// selectors are applied here.
-		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label}
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label, Parts: parts}
 		filtered := !pred.field.Empty() || pred.hide != nil
 		for read := 1; ; read++ {
 			l, err := st.store.ListRaw(ctx, st.kind, lo)

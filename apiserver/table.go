@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
 )
 
 // tableConvertor gives kubectl get its columns: NAME, the resource's own,
@@ -18,6 +19,9 @@ import (
 type tableConvertor struct {
 	columns []metav1.TableColumnDefinition
 	cells   func(obj runtime.Object) []any
+	// parts are the members of spec and status cells reads: a Table
+	// without the objects is read with only those (tableParts).
+	parts catalog.Parts
 }
 
 func (t tableConvertor) convert(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
@@ -103,6 +107,13 @@ var instanceTable = tableConvertor{
 		col("Plan", "The plan (its external name)."),
 		col("Status", "Ready, Failed, Deleting or why it is not ready yet."),
 	},
+	parts: catalog.Parts{
+		Spec: []string{"clusterServiceClassExternalName", "serviceClassExternalName", "clusterServiceClassExternalID",
+			"serviceClassExternalID", "clusterServiceClassName", "serviceClassName",
+			"clusterServicePlanExternalName", "servicePlanExternalName", "clusterServicePlanExternalID",
+			"servicePlanExternalID", "clusterServicePlanName", "servicePlanName"},
+		StatusJSON: []string{"conditions"},
+	},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceInstance)
 		// The class and plan as the spec names them: by external name
@@ -133,6 +144,7 @@ var bindingTable = tableConvertor{
 		col("Secret-Name", "The Secret that receives the credentials."),
 		col("Status", "Ready, Failed, Deleting or why it is not ready yet."),
 	},
+	parts: catalog.Parts{Spec: []string{"secretName"}, SpecJSON: []string{"instanceRef"}, StatusJSON: []string{"conditions"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceBinding)
 		var ready, failed *v1beta1.ConditionStatus
@@ -174,6 +186,7 @@ var (
 
 var clusterClassTable = tableConvertor{
 	columns: classColumns,
+	parts:   catalog.Parts{Spec: []string{"externalName", "clusterServiceBrokerName", "description"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ClusterServiceClass)
 		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.Description}
@@ -182,6 +195,7 @@ var clusterClassTable = tableConvertor{
 
 var classTable = tableConvertor{
 	columns: classColumns,
+	parts:   catalog.Parts{Spec: []string{"externalName", "serviceBrokerName", "description"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceClass)
 		return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.Description}
@@ -190,6 +204,7 @@ var classTable = tableConvertor{
 
 var clusterPlanTable = tableConvertor{
 	columns: planColumns,
+	parts:   catalog.Parts{Spec: []string{"externalName", "clusterServiceBrokerName"}, SpecJSON: []string{"clusterServiceClassRef", "free"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ClusterServicePlan)
 		return []any{o.Spec.ExternalName, o.Spec.ClusterServiceBrokerName, o.Spec.ClusterServiceClassRef.Name, o.Spec.Free}
@@ -198,6 +213,7 @@ var clusterPlanTable = tableConvertor{
 
 var planTable = tableConvertor{
 	columns: planColumns,
+	parts:   catalog.Parts{Spec: []string{"externalName", "serviceBrokerName"}, SpecJSON: []string{"serviceClassRef", "free"}},
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServicePlan)
 		return []any{o.Spec.ExternalName, o.Spec.ServiceBrokerName, o.Spec.ServiceClassRef.Name, o.Spec.Free}
@@ -206,6 +222,7 @@ var planTable = tableConvertor{
 
 var clusterBrokerTable = tableConvertor{
 	columns: brokerColumns,
+	parts:   brokerParts,
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ClusterServiceBroker)
 		return brokerCells(o.Spec.URL, o.Status.Conditions, o.DeletionTimestamp != nil)
@@ -214,11 +231,15 @@ var clusterBrokerTable = tableConvertor{
 
 var brokerTable = tableConvertor{
 	columns: brokerColumns,
+	parts:   brokerParts,
 	cells: func(obj runtime.Object) []any {
 		o := obj.(*v1beta1.ServiceBroker)
 		return brokerCells(o.Spec.URL, o.Status.Conditions, o.DeletionTimestamp != nil)
 	},
 }
+
+// brokerParts are what brokerCells reads.
+var brokerParts = catalog.Parts{Spec: []string{"url"}, StatusJSON: []string{"conditions"}}
 
 // brokerCells are a broker's cells, of either kind.
 func brokerCells(url string, conds []v1beta1.ServiceBrokerCondition, deleting bool) []any {

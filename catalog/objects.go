@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -118,7 +119,79 @@ type ListOptions struct {
 	// Labels, when not nil, selects objects by their labels (Kubernetes'
 	// label selectors).
 	Labels labels.Selector
+	// Parts, when not nil, has a read of raw objects (ListRaw, ScanRaw)
+	// ask PostgreSQL for only some members of each spec and status: a
+	// list that shows a few fields of each object (kubectl's Table, a
+	// list of metadata) is spared the text of whole documents, which
+	// most of such a read's time went to.
+	Parts *Parts
 }
+
+// Parts are the top-level members of spec and status a read asks for:
+// Spec and Status those whose values are strings, SpecJSON and StatusJSON
+// any others (objects, arrays, numbers, booleans). RawObject.Spec and
+// Status then hold those the object has; a member whose value is null is
+// left out. An object being deleted is read whole: what is shown of it
+// then can depend on any of its status (the finalizers an API shows, for
+// one).
+//
+// PostgreSQL hands a string member out as it is, while any jsonb value
+// (a whole document, or a member that is one) is written out as text
+// afresh; building a smaller document in SQL costs more than that.
+type Parts struct {
+	Spec, SpecJSON, Status, StatusJSON []string
+}
+
+// columnsFor is columns(kind), with spec and status read as parts says
+// when it is not nil (scanRaw reads them): the whole documents, NULL
+// unless the object is being deleted, then each member.
+func columnsFor(kind string, parts *Parts) string {
+	if parts == nil {
+		return columns(kind)
+	}
+	whole := `NULL::jsonb, NULL::jsonb`
+	if !offered(kind) {
+		whole = `CASE WHEN deletion_timestamp IS NULL THEN NULL ELSE spec END, CASE WHEN deletion_timestamp IS NULL THEN NULL ELSE status END`
+	}
+	var b strings.Builder
+	b.WriteString(whole)
+	for _, m := range parts.members() {
+		op := "->>"
+		if m.json {
+			op = "->"
+		}
+		fmt.Fprintf(&b, ", %s%s'%s'", m.column, op, m.name)
+	}
+	return strings.Replace(columns(kind), "spec, status", b.String(), 1)
+}
+
+// partsMember is one member Parts names.
+type partsMember struct {
+	column, name string
+	json         bool
+}
+
+// members are the members of p in the order of their columns. Their names
+// are written into the statement, so each must be a plain JSON member name
+// (letters and digits), as the callers' constants are.
+func (p *Parts) members() []partsMember {
+	var out []partsMember
+	for _, set := range []struct {
+		column string
+		json   bool
+		names  []string
+	}{{"spec", false, p.Spec}, {"spec", true, p.SpecJSON}, {"status", false, p.Status}, {"status", true, p.StatusJSON}} {
+		for _, name := range set.names {
+			if !memberName.MatchString(name) {
+				panic(fmt.Sprintf("catalog: %q is not a member name", name)) // a programming error
+			}
+			out = append(out, partsMember{column: set.column, name: name, json: set.json})
+		}
+	}
+	return out
+}
+
+var memberName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // List is one page of objects.
 type List[T any] struct {
@@ -211,7 +284,7 @@ func pageRows(ctx context.Context, q querier, kind string, f *filter, order stri
 		after(f, c)
 	}
 	f.addLabels(opts.Labels)
-	sql := `SELECT ` + columns(kind) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
+	sql := `SELECT ` + columnsFor(kind, opts.Parts) + ` FROM ` + tables[kind] + ` WHERE ` + f.where() + ` ORDER BY ` + order
 	if opts.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
 	}
@@ -229,6 +302,7 @@ func list[T any, P interface {
 	object
 }](ctx context.Context, q querier, f *filter, order string, after func(*filter, cursor), next func(P) cursor, opts ListOptions) (List[P], error) {
 	var out List[P]
+	opts.Parts = nil // typed objects are decoded whole
 	rows, err := pageRows(ctx, q, P(new(T)).kind(), f, order, after, opts)
 	if err != nil {
 		return out, err

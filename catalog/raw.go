@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Objects as stored, for the Kubernetes API: spec and status left as the
@@ -146,6 +148,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
+	ps := newPartsScan(opts.Parts)
 	var lastPos int
 	var lastBroker string
 	var size int
@@ -158,7 +161,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 			rows.Close()
 			break
 		}
-		o, n, err := scanRaw(rows, kind, &lastBroker, &lastPos)
+		o, n, err := scanRaw(rows, kind, ps, &lastBroker, &lastPos)
 		if err != nil {
 			return out, err
 		}
@@ -185,17 +188,49 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 	return out, nil
 }
 
-// scanRaw reads a RawObject from rows, and how many bytes of JSON it
-// holds.
-func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, int, error) {
+// partsScan is where the members of a read of Parts are scanned, for
+// each row in turn.
+type partsScan struct {
+	members []partsMember
+	values  []pgtype.DriverBytes // the driver's, until rows.Next
+}
+
+// newPartsScan is the partsScan of a read of parts, nil for a read of
+// whole objects.
+func newPartsScan(parts *Parts) *partsScan {
+	if parts == nil {
+		return nil
+	}
+	m := parts.members()
+	return &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m))}
+}
+
+// psValues are ps's member values, none when ps is nil.
+func psValues(ps *partsScan) []pgtype.DriverBytes {
+	if ps == nil {
+		return nil
+	}
+	return ps.values
+}
+
+// scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
+// parts) with ps the parts' (nil when whole), and how many bytes of JSON
+// it holds.
+func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int) (*RawObject, int, error) {
 	o := &RawObject{}
 	m := &o.Meta
 	// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
 	// where a json.RawMessage would be decoded (and so validated) again.
 	var metaRaw, spec, status []byte
 	var deleted *time.Time
-	dest := []any{&m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status,
-		&m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted}
+	dest := make([]any, 0, 12+len(psValues(ps)))
+	dest = append(dest, &m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status)
+	if ps != nil {
+		for i := range ps.values {
+			dest = append(dest, &ps.values[i])
+		}
+	}
+	dest = append(dest, &m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted)
 	if offered(kind) {
 		dest = append(dest, broker, pos)
 	}
@@ -203,6 +238,9 @@ func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, 
 		return nil, 0, mapErr(err)
 	}
 	m.DeletionTimestamp = deleted
+	if ps != nil && spec == nil {
+		spec, status = ps.assemble("spec"), ps.assemble("status")
+	}
 	o.Spec, o.Status = spec, status
 	var md metaDoc
 	if err := jsonv1.Unmarshal(metaRaw, &md); err != nil {
@@ -210,4 +248,28 @@ func scanRaw(rows pgx.Rows, kind string, broker *string, pos *int) (*RawObject, 
 	}
 	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
 	return o, len(metaRaw) + len(spec) + len(status), nil
+}
+
+// assemble is the JSON object of the members of column read apart (NULL
+// for a member the object does not have): a string member's value is its
+// text, any other's its JSON.
+func (ps *partsScan) assemble(column string) []byte {
+	values := ps.values
+	buf := []byte{'{'}
+	for i, mb := range ps.members {
+		if mb.column != column || values[i] == nil || (mb.json && string(values[i]) == "null") {
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf, _ = jsontext.AppendQuote(buf, mb.name)
+		buf = append(buf, ':')
+		if mb.json {
+			buf = append(buf, values[i]...)
+		} else {
+			buf, _ = jsontext.AppendQuote(buf, values[i])
+		}
+	}
+	return append(buf, '}')
 }

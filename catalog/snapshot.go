@@ -111,7 +111,7 @@ func (s *Store) ScanRaw(ctx context.Context, kind string, opts ListOptions, fn f
 			}
 		}
 		chunk := ListOptions{Namespace: opts.Namespace, Namespaces: opts.Namespaces, Namespaced: opts.Namespaced,
-			Labels: opts.Labels, Continue: opts.Continue, Limit: scanChunk}
+			Labels: opts.Labels, Continue: opts.Continue, Limit: scanChunk, Parts: opts.Parts}
 		for {
 			f := &filter{}
 			f.scope(kind, opts)
@@ -151,7 +151,7 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 		o.after(f, c)
 	}
 	f.addLabels(opts.Labels)
-	rows, err := q.Query(ctx, `SELECT `+columns(kind)+` FROM `+tables[kind]+` WHERE `+f.where()+` ORDER BY `+o.order+
+	rows, err := q.Query(ctx, `SELECT `+columnsFor(kind, &Parts{})+` FROM `+tables[kind]+` WHERE `+f.where()+` ORDER BY `+o.order+
 		fmt.Sprintf(" OFFSET %d LIMIT 2", opts.Limit-1), f.args...)
 	if err != nil {
 		return nil, "", mapErr(err)
@@ -159,8 +159,9 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 	defer rows.Close()
 	var pos int
 	var broker string
+	ps := newPartsScan(&Parts{})
 	for n := 0; rows.Next(); n++ {
-		obj, _, err := scanRaw(rows, kind, &broker, &pos)
+		obj, _, err := scanRaw(rows, kind, ps, &broker, &pos)
 		if err != nil {
 			return nil, "", err
 		}
