@@ -156,8 +156,8 @@ func bindAll(t testing.TB, store *catalog.Store, n int) {
 }
 
 // TestListPagesAndErrors reads 1,100 instances in pages larger than a
-// chunk, unpaged, and with a bad selector (a Status, before any byte of a
-// list).
+// chunk, unpaged (objects and Table), and with a bad selector (a Status,
+// before any byte of a list).
 func TestListPagesAndErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -206,6 +206,25 @@ func TestListPagesAndErrors(t *testing.T) {
 		if i >= len(paged) || paged[i] != it.Metadata.Namespace+"/"+it.Metadata.Name {
 			t.Fatalf("pages differ from the unpaged list at %d", i)
 		}
+	}
+	// The Table kubectl asks for, unpaged over several chunks, reads only
+	// the members its cells show: its cells are those of the Table of
+	// whole objects (includeObject=Object), the age aside.
+	cells := func(path string) [][]any {
+		t.Helper()
+		code, _, body := g.get(path, acceptTable, true)
+		var table struct{ Rows []struct{ Cells []any } }
+		if err := json.Unmarshal(body, &table); code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %v", path, code, err)
+		}
+		out := make([][]any, len(table.Rows))
+		for i, r := range table.Rows {
+			out[i] = r.Cells[:len(r.Cells)-1]
+		}
+		return out
+	}
+	if got, want := cells(base), cells(base+"?includeObject=Object"); len(got) != 1100 || !reflect.DeepEqual(got, want) {
+		t.Errorf("the unpaged Table's %d rows differ from those of whole objects (%d)", len(got), len(want))
 	}
 	for path, want := range map[string]int{
 		base + "?labelSelector=a%3D%3D%3Db":              http.StatusBadRequest,
