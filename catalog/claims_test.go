@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 )
 
 // claimAll claims keys with c and returns those it got.
@@ -61,11 +63,21 @@ func TestClaimer(t *testing.T) {
 
 	// a's session ends under it (its process died, or the connection
 	// broke): b takes over every shard b was refused.
-	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+	var ended []int32
+	if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(pid) FILTER (WHERE pg_terminate_backend(pid)), '{}') FROM (SELECT DISTINCT pid FROM pg_locks
 		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = 1650749050 AND pid <> pg_backend_pid()
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
-		t.Fatal(err)
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) l`).Scan(&ended); err != nil || len(ended) == 0 {
+		t.Fatalf("ending a's session: %v %v", ended, err)
 	}
+	// pg_terminate_backend only signals: the session's locks go when it
+	// has ended.
+	eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
+		var left int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, ended).Scan(&left); err != nil || left > 0 {
+			return fmt.Errorf("%d of a's sessions still running (%v)", left, err)
+		}
+		return nil
+	})
 	taken, err := b.Probe(ctx)
 	if err != nil {
 		t.Fatal(err)
