@@ -19,22 +19,9 @@ import (
 func TestStatusWriteScansNoTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one connection: one prepared statement, one plan
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	pool, s := oneConnStore(t)
 	var last *catalog.Instance
+	var err error
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if last, err = s.CreateInstance(ctx, newInstance(name, catalog.InstanceSpec{ClusterServiceClassExternalName: "solo"})); err != nil {
 			t.Fatal(err)
@@ -63,4 +50,26 @@ func TestStatusWriteScansNoTable(t *testing.T) {
 	if n := seqScans() - before; n != 0 {
 		t.Errorf("10 status writes scanned the instances table %d times", n)
 	}
+}
+
+// oneConnStore is a store over a migrated catalog with a pool of one
+// connection: one prepared statement per query, and one plan, which the
+// plan tests watch.
+func oneConnStore(t *testing.T) (*pgxpool.Pool, *catalog.Store) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.Parse(keyring.Generate())
+	return pool, catalog.NewStore(pool, keys, nil)
 }

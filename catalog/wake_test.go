@@ -6,12 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/internal/keyring"
-	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/migrations"
 )
 
 // TestBindingsToWake: an instance's change wakes its bindings that are not
@@ -87,21 +82,7 @@ func TestBindingsToWake(t *testing.T) {
 func TestBindingsToWakeScansNoTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one connection: one prepared statement, one plan
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	pool, s := oneConnStore(t)
 	create := func(name string) string {
 		t.Helper()
 		in, err := s.CreateInstance(ctx, newInstance(name, catalog.InstanceSpec{ClusterServiceClassExternalName: "solo"}))
