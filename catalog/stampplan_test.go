@@ -27,17 +27,7 @@ func TestStatusWriteScansNoTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seqScans := func() int64 {
-		t.Helper()
-		var n int64
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'catalog.instances'::regclass`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	seqScans := func() int64 { return instanceSeqScans(t, pool) }
 	before := seqScans()
 	for i := range 10 {
 		if last, err = s.UpdateInstanceStatus(ctx, last.ID, func(in *catalog.Instance) error {
@@ -72,4 +62,19 @@ func oneConnStore(t *testing.T) (*pgxpool.Pool, *catalog.Store) {
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
 	return pool, catalog.NewStore(pool, keys, nil)
+}
+
+// instanceSeqScans is how many sequential scans of catalog.instances
+// PostgreSQL has counted, its statistics flushed first.
+func instanceSeqScans(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'catalog.instances'::regclass`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

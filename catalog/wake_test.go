@@ -107,17 +107,7 @@ func TestBindingsToWakeScansNoTable(t *testing.T) {
 		FROM catalog.instances, generate_series(1, 2000) g`); err != nil {
 		t.Fatal(err)
 	}
-	seqScans := func() int64 {
-		t.Helper()
-		var n int64
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'catalog.instances'::regclass`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	seqScans := func() int64 { return instanceSeqScans(t, pool) }
 	before := seqScans()
 	for range 10 {
 		if ids, err := s.BindingsToWake(ctx, []string{first}, []string{"team"}, []string{"db-0"}); err != nil || len(ids) != 1 {
