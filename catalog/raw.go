@@ -193,6 +193,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 type partsScan struct {
 	members []partsMember
 	values  []pgtype.DriverBytes // the driver's, until rows.Next
+	dests   []any                // a pointer to each of values
 }
 
 // newPartsScan is the partsScan of a read of parts, nil for a read of
@@ -202,15 +203,11 @@ func newPartsScan(parts *Parts) *partsScan {
 		return nil
 	}
 	m := parts.members()
-	return &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m))}
-}
-
-// psValues are ps's member values, none when ps is nil.
-func psValues(ps *partsScan) []pgtype.DriverBytes {
-	if ps == nil {
-		return nil
+	ps := &partsScan{members: m, values: make([]pgtype.DriverBytes, len(m)), dests: make([]any, len(m))}
+	for i := range ps.values {
+		ps.dests[i] = &ps.values[i]
 	}
-	return ps.values
+	return ps
 }
 
 // scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
@@ -223,13 +220,13 @@ func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int
 	// where a json.RawMessage would be decoded (and so validated) again.
 	var metaRaw, spec, status []byte
 	var deleted *time.Time
-	dest := make([]any, 0, 12+len(psValues(ps)))
-	dest = append(dest, &m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status)
+	var members []any
 	if ps != nil {
-		for i := range ps.values {
-			dest = append(dest, &ps.values[i])
-		}
+		members = ps.dests
 	}
+	dest := make([]any, 0, 12+len(members))
+	dest = append(dest, &m.ID, &m.Name, &m.Namespace, &metaRaw, &spec, &status)
+	dest = append(dest, members...)
 	dest = append(dest, &m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted)
 	if offered(kind) {
 		dest = append(dest, broker, pos)
