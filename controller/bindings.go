@@ -557,6 +557,11 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, 
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
+		// The poll's answer gave its slot back: the fetch is a request
+		// of its own. Parked, the binding polls again on its turn.
+		if err := c.enter(ctx, env.broker, env.client); err != nil {
+			return c.bindingParked(ctx, b, err)
+		}
 		cctx, done := c.brokerCall(ctx, "fetch_binding")
 		got, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
 		err = done(err)

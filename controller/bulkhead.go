@@ -20,11 +20,15 @@ import (
 // flight from this process — provisions, updates, deprovisions, binds,
 // unbinds, polls and orphan mitigation alike — and a circuit breaker.
 //
-// A reconcile that would call a broker first takes one of its slots (it
-// keeps it until the reconcile ends). When none is free it does not wait:
+// A reconcile that would call a broker first takes one of its slots, and
+// gives it back as soon as the broker has answered (or the call timed
+// out): what it then writes holds no slot, so with many objects to work
+// on the slots are the requests in flight, not reconciles finishing up,
+// and objects do not join the line (to be read again when their turn
+// comes) while the broker is idle. When none is free it does not wait:
 // the object joins the broker's waiting line, and the worker goes on with
 // other objects; each slot given back goes straight to the first in line,
-// which is queued again. The wait for the broker itself holds no worker
+// which is queued again, ahead of every other object (turns.go). The wait for the broker itself holds no worker
 // (run.go), so no broker, and no few brokers together, can take the
 // workers from the others.
 //
@@ -172,7 +176,7 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 }
 
 // enter takes a slot of broker b for the reconcile of ctx, which keeps it
-// until it ends. errBrokerBusy or an *unavailableError say the object
+// until its broker answers (leave) or it ends. errBrokerBusy or an *unavailableError say the object
 // waits in the broker's line instead: it is queued again when its turn
 // comes.
 func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Client) error {
@@ -279,22 +283,32 @@ func (gs *gates) handOff(g *gate) {
 	gs.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
 }
 
-// reserve hands a slot of g to key and queues it. gs.mu is held.
+// reserve hands a slot of g to key and queues it, before any other
+// (turns). gs.mu is held.
 func (gs *gates) reserve(g *gate, key objectKey) {
 	gs.reserved[key] = reservation{g: g, at: time.Now()}
+	gs.c.turns.handed(key)
 	gs.c.queue.Add(key)
 }
 
-// finish ends the reconcile r in the bulkheads: the slot it holds goes on,
-// and so does one handed to it that it did not use (unless it was handed
-// while r ran: the reconcile queued by the handing-over takes it).
-func (gs *gates) finish(r *run, started time.Time) {
+// leave gives back the slot r holds once its request was answered: the
+// next in line gets it at once.
+func (gs *gates) leave(r *run) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if g := r.gate; g != nil {
 		r.gate = nil
 		gs.handOff(g)
 	}
+}
+
+// finish ends the reconcile r in the bulkheads: the slot it holds goes on,
+// and so does one handed to it that it did not use (unless it was handed
+// while r ran: the reconcile queued by the handing-over takes it).
+func (gs *gates) finish(r *run, started time.Time) {
+	gs.leave(r)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
 	if res, ok := gs.reserved[r.key]; ok && res.at.Before(started) {
 		delete(gs.reserved, r.key)
 		gs.handOff(res.g)

@@ -90,10 +90,12 @@ type Controller struct {
 	timeout   time.Duration
 	relist    time.Duration
 	queue     workqueue.TypedRateLimitingInterface[objectKey]
-	metrics   *metrics
-	backoff   backoff
-	maxPoll   time.Duration
-	claims    *catalog.Claimer
+	// turns is the queue's storage: objects handed a broker slot first.
+	turns   *turns
+	metrics *metrics
+	backoff backoff
+	maxPoll time.Duration
+	claims  *catalog.Claimer
 	// refused are keys whose shard another replica owned (claims.go).
 	refused refusedKeys
 	wake    *wakeups
@@ -181,7 +183,7 @@ func New(cfg Config) (*Controller, error) {
 		resync:    cfg.Resync,
 		timeout:   cfg.BrokerTimeout,
 		relist:    cfg.RelistCheck,
-		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "bindery"}),
+		turns:     newTurns(),
 		metrics:   newMetrics(cfg.Registry),
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
@@ -191,6 +193,12 @@ func New(cfg Config) (*Controller, error) {
 		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
 	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[objectKey]{
+			Name:  "bindery",
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[objectKey]{Name: "bindery", Queue: c.turns}),
+		}),
+	})
 	c.store = timedStore{Store: cfg.Store, c: c}
 	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil

@@ -59,7 +59,8 @@ func (c *Controller) since(p part, start time.Time) {
 // brokerCall bounds an OSB request by the broker timeout; its done
 // function takes the request's outcome, counts its time and its outcome
 // for the broker's breaker, and returns the error to go on with. While
-// the request is in flight the reconcile gives its worker back (run.go).
+// the request is in flight the reconcile gives its worker back (run.go);
+// once it is answered, its broker slot (bulkhead.go).
 func (c *Controller) brokerCall(ctx context.Context, verb string) (context.Context, func(error) error) {
 	start := time.Now()
 	r := runOf(ctx)
@@ -74,6 +75,9 @@ func (c *Controller) brokerCall(ctx context.Context, verb string) (context.Conte
 		if r != nil {
 			r.inCall.Store(false)
 			c.gates.outcome(r, verb, err)
+			// The broker's slot goes on before the reconcile waits
+			// for a worker again.
+			c.gates.leave(r)
 			c.slots <- struct{}{}
 		}
 		if err != nil && errors.Is(context.Cause(ctx), errAbandoned) {

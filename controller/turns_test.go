@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// TestHandedKeysGoFirst: an object handed a broker slot is reconciled
+// before the objects queued ahead of it, whether it was queued already
+// (it moves up) or not (it goes in first), and nothing is lost or
+// reconciled twice on the way.
+func TestHandedKeysGoFirst(t *testing.T) {
+	t.Parallel()
+	c, err := New(Config{Store: new(catalog.Store), Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.queue.ShutDown()
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.queue.Add(instanceKey(id))
+	}
+	c.turns.handed(instanceKey("c")) // queued already: it moves up
+	c.queue.Add(instanceKey("c"))
+	c.turns.handed(instanceKey("e")) // not queued: it goes in first
+	c.queue.Add(instanceKey("e"))
+	c.queue.Add(instanceKey("f"))
+	var got []string
+	for c.queue.Len() > 0 {
+		key, _ := c.queue.Get()
+		got = append(got, key.id)
+		c.queue.Done(key)
+	}
+	if want := []string{"c", "e", "a", "b", "d", "f"}; !slices.Equal(got, want) {
+		t.Fatalf("reconciled in the order %v, want %v", got, want)
+	}
+	// A key that moved up leaves its old place behind, skipped: queued
+	// again, it is reconciled once, in its new place.
+	c.queue.Add(instanceKey("a"))
+	c.queue.Add(instanceKey("c"))
+	c.turns.handed(instanceKey("c"))
+	c.queue.Add(instanceKey("c"))
+	key, _ := c.queue.Get()
+	c.queue.Done(key)
+	c.queue.Add(instanceKey("c"))
+	c.queue.Add(instanceKey("b"))
+	got = []string{key.id}
+	for c.queue.Len() > 0 {
+		key, _ := c.queue.Get()
+		got = append(got, key.id)
+		c.queue.Done(key)
+	}
+	if want := []string{"c", "a", "c", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("reconciled in the order %v, want %v", got, want)
+	}
+}
