@@ -526,6 +526,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, 
 	if d, expired := c.pollExpired(env.plan, st.OperationStartTime); expired {
 		return c.bindingAsyncFailed(ctx, env, fmt.Sprintf("The operation did not finish within the maximum polling duration (%s).", d), false)
 	}
+	keepSlot(ctx) // for the fetch, if the bind succeeded
 	cctx, done := c.brokerCall(ctx, "last_operation")
 	res, err := env.client.LastOperation(cctx, &osb.LastOperationRequest{
 		InstanceID: in.Spec.ExternalID, BindingID: b.Spec.ExternalID,
@@ -557,11 +558,7 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, 
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:
-		// The poll's answer gave its slot back: the fetch is a request
-		// of its own. Parked, the binding polls again on its turn.
-		if err := c.enter(ctx, env.broker, env.client); err != nil {
-			return c.bindingParked(ctx, b, err)
-		}
+		// In the poll's slot, which it kept.
 		cctx, done := c.brokerCall(ctx, "fetch_binding")
 		got, err := env.client.GetBinding(cctx, in.Spec.ExternalID, b.Spec.ExternalID)
 		err = done(err)

@@ -70,3 +70,46 @@ func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 		t.Fatalf("%d requests in flight once both reconciles ended", n)
 	}
 }
+
+// TestPollKeepsItsSlotForTheFetch: the poll that finds a binding's
+// asynchronous bind done keeps its slot for the fetch that follows, so a
+// busy broker cannot have the binding poll for ever, its fetch waiting
+// in line each time; the fetch's answer gives the slot back.
+func TestPollKeepsItsSlotForTheFetch(t *testing.T) {
+	t.Parallel()
+	c, err := New(Config{Store: new(catalog.Store), Workers: 1, BrokerMaxInflight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.queue.ShutDown()
+	b := &catalog.Broker{}
+	b.ID, b.Name = "broker-id", "broker"
+	r := &run{key: bindingKey("polled")}
+	ctx := context.WithValue(context.Background(), runKey{}, r)
+	if err := c.enter(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.slots <- struct{}{} // the reconcile's worker
+	keepSlot(ctx)
+	_, done := c.brokerCall(ctx, "last_operation")
+	if err := done(nil); err != nil {
+		t.Fatal(err)
+	}
+	other := context.WithValue(context.Background(), runKey{}, &run{key: bindingKey("other")})
+	if r.gate == nil {
+		t.Fatal("the poll gave its slot back before the fetch")
+	}
+	if err := c.enter(other, b, nil); !errors.Is(err, errBrokerBusy) {
+		t.Fatalf("another object entered while the poll's slot was kept: %v", err)
+	}
+	_, done = c.brokerCall(ctx, "fetch_binding")
+	if err := done(nil); err != nil {
+		t.Fatal(err)
+	}
+	if r.gate != nil {
+		t.Fatal("the fetch's answer did not give the slot back")
+	}
+	if key, _ := c.queue.Get(); key != bindingKey("other") {
+		t.Fatalf("%v was handed the slot, not the object in line", key)
+	}
+}

@@ -31,6 +31,9 @@ type run struct {
 	gate *gate
 	// inCall: waiting on the broker now.
 	inCall atomic.Bool
+	// keepSlot: the next answer of the broker does not give its slot
+	// back, as another request follows at once (keepSlot).
+	keepSlot bool
 	// wrote is the revision of this reconcile's last write of its
 	// object: a change of the feed after it is someone else's.
 	wrote atomic.Int64
@@ -111,6 +114,18 @@ func (rs *runs) waiting(key objectKey, rev int64) *run {
 		return nil
 	}
 	return r
+}
+
+// keepSlot has the reconcile of ctx keep its broker slot through its next
+// request's answer, for a request that follows it at once: the fetch of
+// a binding after the poll that says its asynchronous bind succeeded.
+// Given back between them, the slot could go to the first in line each
+// time, and the binding, waiting in line for its fetch, poll for ever
+// while the broker stays busy.
+func keepSlot(ctx context.Context) {
+	if r := runOf(ctx); r != nil {
+		r.keepSlot = true
+	}
 }
 
 // wrote records a write of the object of ctx's reconcile at revision rev.

@@ -77,7 +77,11 @@ func (c *Controller) brokerCall(ctx context.Context, verb string) (context.Conte
 			c.gates.outcome(r, verb, err)
 			// The broker's slot goes on before the reconcile waits
 			// for a worker again.
-			c.gates.leave(r)
+			if r.keepSlot {
+				r.keepSlot = false
+			} else {
+				c.gates.leave(r)
+			}
 			c.slots <- struct{}{}
 		}
 		if err != nil && errors.Is(context.Cause(ctx), errAbandoned) {
