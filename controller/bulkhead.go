@@ -28,9 +28,9 @@ import (
 // comes) while the broker is idle. When none is free it does not wait:
 // the object joins the broker's waiting line, and the worker goes on with
 // other objects; each slot given back goes straight to the first in line,
-// which is queued again, ahead of every other object (turns.go). The wait for the broker itself holds no worker
-// (run.go), so no broker, and no few brokers together, can take the
-// workers from the others.
+// which is queued again, ahead of every other object (turns.go). The
+// wait for the broker itself holds no worker (run.go), so no broker, and
+// no few brokers together, can take the workers from the others.
 //
 // The breaker opens after --broker-breaker-failures requests in a row that
 // the broker failed (5xx, 429, a malformed answer) or did not answer
@@ -176,9 +176,9 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 }
 
 // enter takes a slot of broker b for the reconcile of ctx, which keeps it
-// until its broker answers (leave) or it ends. errBrokerBusy or an *unavailableError say the object
-// waits in the broker's line instead: it is queued again when its turn
-// comes.
+// until its broker answers (leave) or it ends. errBrokerBusy or an
+// *unavailableError say the object waits in the broker's line instead:
+// it is queued again when its turn comes.
 func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Client) error {
 	r := runOf(ctx)
 	if r == nil || r.gate != nil {
