@@ -92,6 +92,15 @@ func ClaimShard(key string) int {
 func (c *Claimer) Close() {
 	c.session.Lock()
 	defer c.session.Unlock()
+	if c.conn != nil {
+		// Given back before the session ends: PostgreSQL lets a
+		// closed session's locks go only once its backend has exited,
+		// which closing the connection does not wait for, so another
+		// engine probing at once could still find them held.
+		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+		_, _ = c.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+		cancel()
+	}
 	c.drop()
 }
 
