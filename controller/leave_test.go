@@ -9,19 +9,27 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 )
 
+// oneSlotEngine is an engine, not running, whose brokers have one slot
+// each, and a broker.
+func oneSlotEngine(t *testing.T) (*Controller, *catalog.Broker) {
+	t.Helper()
+	c, err := New(Config{Store: new(catalog.Store), Workers: 1, BrokerMaxInflight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.queue.ShutDown)
+	b := &catalog.Broker{}
+	b.ID, b.Name = "broker-id", "broker"
+	return c, b
+}
+
 // TestSlotGivenBackWithTheAnswer: a reconcile gives its broker slot back
 // as soon as its request is answered, before it writes what the broker
 // said, so the next in line gets the slot at once and the slot is not
 // handed on twice when the reconcile ends.
 func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 	t.Parallel()
-	c, err := New(Config{Store: new(catalog.Store), Workers: 1, BrokerMaxInflight: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.queue.ShutDown()
-	b := &catalog.Broker{}
-	b.ID, b.Name = "broker-id", "broker"
+	c, b := oneSlotEngine(t)
 	reconcile := func(id string) (*run, context.Context) {
 		r := &run{key: instanceKey(id)}
 		return r, context.WithValue(context.Background(), runKey{}, r)
@@ -77,13 +85,7 @@ func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 // in line each time; the fetch's answer gives the slot back.
 func TestPollKeepsItsSlotForTheFetch(t *testing.T) {
 	t.Parallel()
-	c, err := New(Config{Store: new(catalog.Store), Workers: 1, BrokerMaxInflight: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.queue.ShutDown()
-	b := &catalog.Broker{}
-	b.ID, b.Name = "broker-id", "broker"
+	c, b := oneSlotEngine(t)
 	r := &run{key: bindingKey("polled")}
 	ctx := context.WithValue(context.Background(), runKey{}, r)
 	if err := c.enter(ctx, b, nil); err != nil {
