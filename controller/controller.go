@@ -175,6 +175,7 @@ func New(cfg Config) (*Controller, error) {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[objectKey](200*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[objectKey]{Limiter: newBucket()},
 	)
+	turns := newTurns()
 	c := &Controller{
 		kube:      cfg.Kube,
 		clusterID: cfg.ClusterID,
@@ -183,7 +184,8 @@ func New(cfg Config) (*Controller, error) {
 		resync:    cfg.Resync,
 		timeout:   cfg.BrokerTimeout,
 		relist:    cfg.RelistCheck,
-		turns:     newTurns(),
+		queue:     turns.queue(limiter),
+		turns:     turns,
 		metrics:   newMetrics(cfg.Registry),
 		backoff:   newBackoff(cfg.RetryBase, cfg.RetryCap),
 		maxPoll:   cfg.MaxPollingDuration,
@@ -193,12 +195,6 @@ func New(cfg Config) (*Controller, error) {
 		slots:     make(chan struct{}, cfg.Workers),
 		now:       time.Now,
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{
-		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[objectKey]{
-			Name:  "bindery",
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[objectKey]{Name: "bindery", Queue: c.turns}),
-		}),
-	})
 	c.store = timedStore{Store: cfg.Store, c: c}
 	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil

@@ -1,6 +1,10 @@
 package controller
 
-import "sync"
+import (
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+)
 
 // turns is the storage under the engine's workqueue: first in, first out,
 // except that an object handed a broker slot from the waiting line
@@ -35,6 +39,16 @@ const (
 
 func newTurns() *turns {
 	return &turns{ahead: map[objectKey]bool{}, where: map[objectKey]line{}}
+}
+
+// queue is the engine's workqueue, rate-limited by limiter, over t.
+func (t *turns) queue(limiter workqueue.TypedRateLimiter[objectKey]) workqueue.TypedRateLimitingInterface[objectKey] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[objectKey]{
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[objectKey]{
+			Name:  "bindery",
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[objectKey]{Name: "bindery", Queue: t}),
+		}),
+	})
 }
 
 // handed says key was handed a slot: it goes first, wherever it is queued
