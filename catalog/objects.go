@@ -19,14 +19,16 @@ import (
 )
 
 // Reading objects: every table has the same leading columns, so one scan
-// serves all kinds.
+// serves all kinds. The metadata is read from metadata_text, the jsonb's
+// text kept beside it (migration 0023), which PostgreSQL need not write
+// out afresh for each read.
 
 func columns(kind string) string {
 	switch kind {
 	case KindServiceClass, KindServicePlan, KindNamespacedServiceClass, KindNamespacedServicePlan:
-		return `id, name, namespace, metadata, spec, status, 1, resource_version, created_at, NULL::timestamptz, broker_id, position`
+		return `id, name, namespace, metadata_text, spec, status, 1, resource_version, created_at, NULL::timestamptz, broker_id, position`
 	default:
-		return `id, name, namespace, metadata, spec, status, generation, resource_version, created_at, deletion_timestamp`
+		return `id, name, namespace, metadata_text, spec, status, generation, resource_version, created_at, deletion_timestamp`
 	}
 }
 
