@@ -100,7 +100,8 @@ spec:
 // through one unchunked list of each kind (peak); kube-apiserver's RSS
 // before the CRDs' objects exist and after, and its peak while kubectl
 // lists. Where kubectl's time goes: the p50 of a page of 500 rows as a
-// Table from the server directly, through the aggregator and from the CRD;
+// Table from the server directly, through the aggregator and from the CRD
+// (read in turns, and the ratio of the last two);
 // and, of one kubectl run of each at -v=6, the time its requests took and
 // the time its client-side rate limiter made them wait. With
 // BINDERY_BENCH_PROFILE naming a directory, the server's heap profiles once
@@ -230,16 +231,21 @@ func aggregatedGet(b *testing.B, n int) {
 	b.ReportMetric(float64(mc.Milliseconds()), "crd-1%-ms")
 
 	// Where kubectl's time goes: a page of 500 rows as a Table from the
-	// server itself, through the aggregator, and from the CRD; and one
+	// server itself, through the aggregator, and from the CRD, read in
+	// turns (readInTurns); and one
 	// kubectl run of each at -v=6, its requests' time and its client-side
 	// rate limiter's waits.
 	token := a.cluster.Token(kubetest.Admin)
 	direct, serverURL := httpClientFor(b, a.server.caData), "https://"+a.server.addr.String()
 	front := httpClientFor(b, a.cluster.CAData)
-	const pagesRead = 40
-	b.ReportMetric(p50(pageTimes(b, direct, serverURL, "/apis/servicecatalog.k8s.io/v1beta1/serviceinstances", token, pagesRead)), "server-page-p50-ms")
-	b.ReportMetric(p50(pageTimes(b, front, a.cluster.URL, "/apis/servicecatalog.k8s.io/v1beta1/serviceinstances", token, pagesRead)), "aggregated-page-p50-ms")
-	b.ReportMetric(p50(pageTimes(b, front, a.cluster.URL, "/apis/bench.bindery.dev/v1beta1/serviceinstances", token, pagesRead)), "crd-page-p50-ms")
+	server := &pager{client: direct, base: serverURL, path: "/apis/servicecatalog.k8s.io/v1beta1/serviceinstances", token: token}
+	aggregated := &pager{client: front, base: a.cluster.URL, path: server.path, token: token}
+	crd := &pager{client: front, base: a.cluster.URL, path: "/apis/bench.bindery.dev/v1beta1/serviceinstances", token: token}
+	readInTurns(b, 60, server, aggregated, crd)
+	b.ReportMetric(p50(server.times), "server-page-p50-ms")
+	b.ReportMetric(p50(aggregated.times), "aggregated-page-p50-ms")
+	b.ReportMetric(p50(crd.times), "crd-page-p50-ms")
+	b.ReportMetric(p50(aggregated.times)/p50(crd.times), "aggregated/crd-page")
 	for name, resource := range map[string]string{"bindery": "serviceinstances.servicecatalog.k8s.io", "crd": "serviceinstances.bench.bindery.dev"} {
 		tr := traceKubectl(b, a.cluster, resource)
 		b.Logf("kubectl get %s -A -v=6: %s, %d requests taking %s, throttled %s", resource,

@@ -22,46 +22,59 @@ import (
 // tableAccept is what `kubectl get` asks for: a Table, by JSON.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 
-// pageTimes reads pages of 500 rows as kubectl does (Accept: a Table),
-// following continue, from base (a server's URL) with token, at most pages
-// of them, and returns how long each took until its body was read.
-func pageTimes(tb testing.TB, client *http.Client, base, path, token string, pages int) []time.Duration {
+// pager reads pages of 500 rows as kubectl does (Accept: a Table) from
+// one server's URL with a token, following continue, and starting over
+// after the last page. times are how long each read took until its body
+// was read.
+type pager struct {
+	client           *http.Client
+	base, path, cont string
+	token            string
+	times            []time.Duration
+}
+
+func (p *pager) read(tb testing.TB) {
 	tb.Helper()
-	var ds []time.Duration
-	for cont := ""; len(ds) < pages; {
-		q := url.Values{"limit": {"500"}}
-		if cont != "" {
-			q.Set("continue", cont)
-		}
-		req, err := http.NewRequest(http.MethodGet, base+path+"?"+q.Encode(), nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		req.Header.Set("Accept", tableAccept)
-		req.Header.Set("Authorization", "Bearer "+token)
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		ds = append(ds, time.Since(start))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			tb.Fatalf("GET %s: %s %v: %.200s", path, resp.Status, err, body)
-		}
-		var t struct {
-			Metadata struct{ Continue string }
-			Rows     []json.RawMessage
-		}
-		if err := json.Unmarshal(body, &t); err != nil || len(t.Rows) == 0 {
-			tb.Fatalf("GET %s: not a table of rows (%v): %.200s", path, err, body)
-		}
-		if cont = t.Metadata.Continue; cont == "" {
-			break
+	q := url.Values{"limit": {"500"}}
+	if p.cont != "" {
+		q.Set("continue", p.cont)
+	}
+	req, err := http.NewRequest(http.MethodGet, p.base+p.path+"?"+q.Encode(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Accept", tableAccept)
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	start := time.Now()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p.times = append(p.times, time.Since(start))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET %s: %s %v: %.200s", p.path, resp.Status, err, body)
+	}
+	var t struct {
+		Metadata struct{ Continue string }
+		Rows     []json.RawMessage
+	}
+	if err := json.Unmarshal(body, &t); err != nil || len(t.Rows) == 0 {
+		tb.Fatalf("GET %s: not a table of rows (%v): %.200s", p.path, err, body)
+	}
+	p.cont = t.Metadata.Continue
+}
+
+// readInTurns has each pager read pages, one page each in turn, rounds
+// times: a slower spell of the machine falls on all of them alike, and
+// their times compare.
+func readInTurns(tb testing.TB, rounds int, pagers ...*pager) {
+	for range rounds {
+		for _, p := range pagers {
+			p.read(tb)
 		}
 	}
-	return ds
 }
 
 // httpClientFor trusts caData only.
