@@ -101,9 +101,9 @@ spec:
 // before the CRDs' objects exist and after, and its peak while kubectl
 // lists. Where kubectl's time goes: the p50 of a page of 500 rows as a
 // Table from the server directly, through the aggregator and from the CRD
-// (read in turns, and the ratio of the last two);
-// and, of one kubectl run of each at -v=6, the time its requests took and
-// the time its client-side rate limiter made them wait. With
+// (read in turns), and the ratio of the last two; and, of one kubectl run
+// of each at -v=6, the time its requests took and the time its
+// client-side rate limiter made them wait. With
 // BINDERY_BENCH_PROFILE naming a directory, the server's heap profiles once
 // started and at rest, and its CPU profile during a kubectl get, are
 // written there.
