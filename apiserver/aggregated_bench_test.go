@@ -232,9 +232,8 @@ func aggregatedGet(b *testing.B, n int) {
 
 	// Where kubectl's time goes: a page of 500 rows as a Table from the
 	// server itself, through the aggregator, and from the CRD, read in
-	// turns (readInTurns); and one
-	// kubectl run of each at -v=6, its requests' time and its client-side
-	// rate limiter's waits.
+	// turns (readInTurns); and one kubectl run of each at -v=6, its
+	// requests' time and its client-side rate limiter's waits.
 	token := a.cluster.Token(kubetest.Admin)
 	direct, serverURL := httpClientFor(b, a.server.caData), "https://"+a.server.addr.String()
 	front := httpClientFor(b, a.cluster.CAData)

@@ -73,7 +73,8 @@ func (p *pager) read(tb testing.TB) {
 func readInTurns(tb testing.TB, rounds int, pagers ...*pager) {
 	for range rounds {
 		for _, p := range pagers {
-			for p.read(tb); p.cont != ""; {
+			p.read(tb)
+			for p.cont != "" {
 				p.read(tb)
 			}
 		}
