@@ -197,11 +197,11 @@ func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListO
 	}
 	_, byName := pred.field.RequiresExactMatch("metadata.name")
 	if (opts.Limit > 0 && opts.Limit <= pageRead) || (byName && opts.Continue == "") {
-		l, err := st.list(ctx, opts, parts)
+		objs, rev, cont, err := st.list(ctx, opts, parts)
 		if err != nil {
 			return err
 		}
-		return st.writeListed(l, write)
+		return write(rev, cont, objs)
 	}
 	lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: int(opts.Limit), Labels: pred.label, Parts: parts}
 	var objs []runtime.Object
@@ -223,19 +223,6 @@ func selectsByMetadata(sel fields.Selector) bool {
 		}
 	}
 	return true
-}
-
-// writeListed hands write a list List read.
-func (st *storage) writeListed(l runtime.Object, write func(rev int64, cont string, objs []runtime.Object) error) error {
-	objs, err := metaItems(l)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	rev, cont, err := listMeta(l)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	return write(rev, cont, objs)
 }
 
 // listError is the API's error for a failed read of a list.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -337,19 +336,6 @@ var gzipWriters = sync.Pool{New: func() any {
 	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return gz
 }}
-
-// metaItems are the items of a list.
-func metaItems(l runtime.Object) ([]runtime.Object, error) { return meta.ExtractList(l) }
-
-// listMeta is a list's revision and continue token.
-func listMeta(l runtime.Object) (int64, string, error) {
-	lm, err := meta.ListAccessor(l)
-	if err != nil {
-		return 0, "", err
-	}
-	rev, err := strconv.ParseInt(lm.GetResourceVersion(), 10, 64)
-	return rev, lm.GetContinue(), err
-}
 
 // isExpired says whether a read failed for holding its snapshot too long.
 func isExpired(err error) bool { return errors.Is(err, catalog.ErrSnapshotExpired) }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -127,7 +126,14 @@ func (w *objectWriter) stringMap(name string, m map[string]string) {
 	}
 	w.key(name)
 	w.buf = append(w.buf, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	// Sorted in place, with no allocation for the usual few keys.
+	var few [16]string
+	keys := few[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
@@ -143,8 +149,7 @@ func (w *objectWriter) stringMap(name string, m map[string]string) {
 // characters it escapes); ok is false otherwise.
 func appendString(buf []byte, s string) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+		if !asIs[s[i]] {
 			return buf, false
 		}
 	}
@@ -152,3 +157,15 @@ func appendString(buf []byte, s string) ([]byte, bool) {
 	buf = append(buf, s...)
 	return append(buf, '"'), true
 }
+
+// asIs marks the bytes appendString writes as they are: one lookup a byte
+// instead of six comparisons.
+var asIs = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()

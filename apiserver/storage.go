@@ -223,64 +223,12 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 // conventions allow it; client-go's pager and kubectl follow continue). The
 // page's resourceVersion is that of its first read.
 func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	return st.list(ctx, opts, nil)
-}
-
-// list is List, reading of each object's spec and status only parts when
-// parts is not nil (catalog.Parts). An object read by name is read whole.
-func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
-	pred := newPredicate(st.namespace(ctx), opts)
-	pred.hide = st.access.hidden(ctx)
-	objs := []runtime.Object{}
-	var rev int64
-	var cont string
-	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
-		(!st.namespaced || pred.namespace != "") {
-		// kubectl wait and delete ask for one object by name.
-		var err error
-		if rev, err = st.store.Revision(ctx); err != nil {
-			return nil, st.apiError(err, "", false)
-		}
-		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
-		switch {
-		case err == nil:
-			if objs, err = st.appendMatching(objs, []*catalog.RawObject{raw}, pred); err != nil {
-				return nil, err
-			}
-		case !apierrors.IsNotFound(st.apiError(err, name, false)):
-			return nil, st.apiError(err, name, false)
-		}
-	} else {
-		limit := int(opts.Limit)
-		// The label selector is answered by the catalog (in SQL); field
-		// selectors are applied here.
-		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label, Parts: parts}
-		filtered := !pred.field.Empty() || pred.hide != nil
-		for read := 1; ; read++ {
-			l, err := st.store.ListRaw(ctx, st.kind, lo)
-			if err != nil {
-				if _, ok := catalog.AsValidation(err); ok {
-					return nil, apierrors.NewBadRequest(err.Error())
-				}
-				return nil, st.apiError(err, "", false)
-			}
-			if read == 1 {
-				rev = l.ResourceVersion
-			}
-			if objs, err = st.appendMatching(objs, l.Items, pred); err != nil {
-				return nil, err
-			}
-			cont = l.Continue
-			if !filtered || limit == 0 || cont == "" || len(objs) >= limit || read == fillReads {
-				break
-			}
-			// The next read asks for what the page lacks, so the page never
-			// overflows and its continue token stays exact.
-			lo.Continue, lo.Limit = cont, limit-len(objs)
-		}
+	objs, rev, cont, err := st.list(ctx, opts, nil)
+	if err != nil {
+		return nil, err
 	}
 	list := st.newListFn()
 	if err := meta.SetList(list, objs); err != nil {
@@ -293,6 +241,60 @@ func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptio
 	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
 	lm.SetContinue(cont)
 	return list, nil
+}
+
+// list reads List's page: its objects, its revision and its continue
+// token, reading of each object's spec and status only parts when parts
+// is not nil (catalog.Parts). An object read by name is read whole.
+func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (objs []runtime.Object, rev int64, cont string, err error) {
+	pred := newPredicate(st.namespace(ctx), opts)
+	pred.hide = st.access.hidden(ctx)
+	objs = []runtime.Object{}
+	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
+		(!st.namespaced || pred.namespace != "") {
+		// kubectl wait and delete ask for one object by name.
+		if rev, err = st.store.Revision(ctx); err != nil {
+			return nil, 0, "", st.apiError(err, "", false)
+		}
+		raw, err := st.store.GetRaw(ctx, st.kind, pred.namespace, name)
+		switch {
+		case err == nil:
+			if objs, err = st.appendMatching(objs, []*catalog.RawObject{raw}, pred); err != nil {
+				return nil, 0, "", err
+			}
+		case !apierrors.IsNotFound(st.apiError(err, name, false)):
+			return nil, 0, "", st.apiError(err, name, false)
+		}
+	} else {
+		limit := int(opts.Limit)
+		// The label selector is answered by the catalog (in SQL); field
+		// selectors are applied here.
+		lo := catalog.ListOptions{Namespace: pred.namespace, Continue: opts.Continue, Limit: limit, Labels: pred.label, Parts: parts}
+		filtered := !pred.field.Empty() || pred.hide != nil
+		for read := 1; ; read++ {
+			l, err := st.store.ListRaw(ctx, st.kind, lo)
+			if err != nil {
+				if _, ok := catalog.AsValidation(err); ok {
+					return nil, 0, "", apierrors.NewBadRequest(err.Error())
+				}
+				return nil, 0, "", st.apiError(err, "", false)
+			}
+			if read == 1 {
+				rev = l.ResourceVersion
+			}
+			if objs, err = st.appendMatching(objs, l.Items, pred); err != nil {
+				return nil, 0, "", err
+			}
+			cont = l.Continue
+			if !filtered || limit == 0 || cont == "" || len(objs) >= limit || read == fillReads {
+				break
+			}
+			// The next read asks for what the page lacks, so the page never
+			// overflows and its continue token stays exact.
+			lo.Continue, lo.Limit = cont, limit-len(objs)
+		}
+	}
+	return objs, rev, cont, nil
 }
 
 // fillReads bounds the catalog reads of one filtered page.

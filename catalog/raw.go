@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -148,9 +147,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
-	ps := newPartsScan(opts.Parts)
-	var lastPos int
-	var lastBroker string
+	rs := &rowScan{ps: newPartsScan(opts.Parts)}
 	var size int
 	var position cursor
 	full := false
@@ -161,13 +158,13 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 			rows.Close()
 			break
 		}
-		o, n, err := scanRaw(rows, kind, ps, &lastBroker, &lastPos)
+		o, n, err := rs.scan(rows, kind)
 		if err != nil {
 			return out, err
 		}
 		size += n
 		if next != nil {
-			position = next(o, lastPos, lastBroker)
+			position = next(o, rs.pos, rs.broker)
 		}
 		out.Items = append(out.Items, o)
 		if opts.Limit > 0 && len(out.Items) == opts.Limit {
@@ -210,10 +207,20 @@ func newPartsScan(parts *Parts) *partsScan {
 	return ps
 }
 
-// scanRaw reads a RawObject from rows, of the columns columnsFor(kind,
-// parts) with ps the parts' (nil when whole), and how many bytes of JSON
-// it holds.
-func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int) (*RawObject, int, error) {
+// rowScan reads the rows of one read: with ps the parts' members (nil
+// when whole), meta the metadata's reader, and of a class or plan the
+// broker and position of the last row.
+type rowScan struct {
+	ps     *partsScan
+	meta   metaReader
+	broker string
+	pos    int
+}
+
+// scan reads a RawObject from rows, of the columns columnsFor(kind,
+// parts) with rs.ps the parts', and how many bytes of JSON it holds.
+func (rs *rowScan) scan(rows pgx.Rows, kind string) (*RawObject, int, error) {
+	ps := rs.ps
 	o := &RawObject{}
 	m := &o.Meta
 	// Scanned as []byte: pgx copies jsonb into a byte slice as it is,
@@ -229,7 +236,7 @@ func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int
 	dest = append(dest, members...)
 	dest = append(dest, &m.Generation, &m.ResourceVersion, &m.CreationTimestamp, &deleted)
 	if offered(kind) {
-		dest = append(dest, broker, pos)
+		dest = append(dest, &rs.broker, &rs.pos)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return nil, 0, mapErr(err)
@@ -239,11 +246,9 @@ func scanRaw(rows pgx.Rows, kind string, ps *partsScan, broker *string, pos *int
 		spec, status = ps.assemble("spec"), ps.assemble("status")
 	}
 	o.Spec, o.Status = spec, status
-	var md metaDoc
-	if err := jsonv1.Unmarshal(metaRaw, &md); err != nil {
-		return nil, 0, err
+	if err := rs.meta.decode(metaRaw, m); err != nil {
+		return nil, 0, fmt.Errorf("decode metadata of %s: %w", m.ID, err)
 	}
-	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
 	return o, len(metaRaw) + len(spec) + len(status), nil
 }
 

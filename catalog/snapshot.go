@@ -157,16 +157,14 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 		return nil, "", mapErr(err)
 	}
 	defer rows.Close()
-	var pos int
-	var broker string
-	ps := newPartsScan(&Parts{})
+	rs := &rowScan{ps: newPartsScan(&Parts{})}
 	for n := 0; rows.Next(); n++ {
-		obj, _, err := scanRaw(rows, kind, ps, &broker, &pos)
+		obj, _, err := rs.scan(rows, kind)
 		if err != nil {
 			return nil, "", err
 		}
 		if n == 0 {
-			c := o.next(obj, pos, broker)
+			c := o.next(obj, rs.pos, rs.broker)
 			end = &c
 		} else {
 			cont = encodeCursor(*end)

@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// TestMetaReaderAsUnmarshal: metaReader decodes a metadata document as
+// json.Unmarshal of a metaDoc does, whether PostgreSQL printed it (jsonb's
+// spaces) or encoding/json wrote it, and fails where it fails.
+func TestMetaReaderAsUnmarshal(t *testing.T) {
+	t.Parallel()
+	docs := []string{
+		`{}`,
+		`{"labels": {"app": "bench", "team": "t1"}, "finalizers": ["example.com/a", "b"], "annotations": {"note": "x"}}`,
+		`{"labels":{"app":"bench"},"annotations":{"a":"1","b":"2"}}`,
+		`{"labels": {}, "finalizers": [], "annotations": {}}`,
+		`{"labels": null, "finalizers": null, "annotations": null, "extra": null}`,
+		`{"annotations": {"note": "say \"hi\"\\n\u0001 \t café ☕ \u2028 <b>&"}}`,
+		`{"labels": {"k\u00e9y": "v"}, "extra": {"generateName": "db-", "ownerReferences": [{"kind": "Pod", "name": "p"}]}}`,
+		`{"unknown": {"a": [1, 2, {"b": null}]}, "labels": {"a": "b"}}`,
+		` { "labels" : { "a" : "b" } } `,
+		`null`,
+	}
+	var r metaReader
+	for _, doc := range docs {
+		var md metaDoc
+		if err := jsonv1.Unmarshal([]byte(doc), &md); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		want := Meta{Labels: md.Labels, Annotations: md.Annotations, Finalizers: md.Finalizers, Extra: md.Extra}
+		var got Meta
+		if err := r.decode([]byte(doc), &got); err != nil {
+			t.Errorf("%s: %v", doc, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", doc, got, want)
+		}
+	}
+	for _, doc := range []string{
+		``, `[]`, `{"labels": {"a": 1}}`, `{"labels": ["a"]}`, `{"finalizers": {"a": "b"}}`,
+		`{"finalizers": ["a", 2]}`, `{"labels": {"a": "b"}`, `{"labels": {"a": "b"}} x`, `{"labels": {"a": "\x"}}`,
+	} {
+		var md metaDoc
+		errUnmarshal := jsonv1.Unmarshal([]byte(doc), &md)
+		if errUnmarshal == nil {
+			t.Fatalf("%s: json.Unmarshal takes it", doc)
+		}
+		var got Meta
+		if err := r.decode([]byte(doc), &got); err == nil {
+			t.Errorf("%s: decoded as %#v, want an error (json.Unmarshal: %v)", doc, got, errUnmarshal)
+		}
+	}
+}
+
+// TestMetaReaderKeepsStringsOnce: a string read again by the same reader
+// is the one it kept, not a new copy.
+func TestMetaReaderKeepsStringsOnce(t *testing.T) {
+	t.Parallel()
+	var r metaReader
+	var a, b Meta
+	doc := []byte(`{"labels": {"servicecatalog.k8s.io/spec.clusterServicePlanRef.name": "0123456789abcdef0123456789abcdef0123456789abcdef01234567"}}`)
+	if err := r.decode(doc, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.decode(doc, &b); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range a.Labels {
+		if unsafe.StringData(v) != unsafe.StringData(b.Labels[k]) {
+			t.Errorf("label %s: its value read twice is two strings", k)
+		}
+	}
+}
+
+// BenchmarkMetaDecode decodes the metadata of a page of 500 instances as
+// PostgreSQL prints it: json.Unmarshal of a metaDoc against metaReader.
+func BenchmarkMetaDecode(b *testing.B) {
+	var docs [][]byte
+	for i := range 500 {
+		docs = append(docs, []byte(fmt.Sprintf(`{"labels": {"app": "bench", "team": "t%d", `+
+			`"servicecatalog.k8s.io/spec.clusterServicePlanRef.name": "%056d", `+
+			`"servicecatalog.k8s.io/spec.clusterServiceClassRef.name": "%056d"}}`, i%100, i%3, i%2)))
+	}
+	b.Run("unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, doc := range docs {
+				var md metaDoc
+				if err := jsonv1.Unmarshal(doc, &md); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("reader", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r metaReader
+			for _, doc := range docs {
+				var m Meta
+				if err := r.decode(doc, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
