@@ -147,7 +147,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
-	rs := &rowScan{ps: newPartsScan(opts.Parts)}
+	rs := &rowScan{ps: newPartsScan(opts.Parts), meta: newMetaReader()}
 	var size int
 	var position cursor
 	full := false
@@ -212,7 +212,7 @@ func newPartsScan(parts *Parts) *partsScan {
 // broker and position of the last row.
 type rowScan struct {
 	ps     *partsScan
-	meta   metaReader
+	meta   *metaReader
 	broker string
 	pos    int
 }
