@@ -16,7 +16,7 @@ import (
 type metaReader struct {
 	buf  bytes.Buffer
 	dec  jsontext.Decoder
-	seen map[string]string // nil: nothing kept
+	seen map[string]string
 }
 
 // newMetaReader is a reader for the documents of a read's rows.
@@ -31,8 +31,8 @@ func (r *metaReader) decode(raw []byte, m *Meta) error {
 	r.buf.Reset()
 	r.buf.Write(raw)
 	r.dec.Reset(&r.buf)
-	if r.dec.PeekKind() == 'n' {
-		if _, err := r.dec.ReadToken(); err != nil {
+	if null, err := r.null(); null || err != nil {
+		if err != nil {
 			return err
 		}
 		return r.end()
@@ -78,6 +78,15 @@ func (r *metaReader) end() error {
 	return nil
 }
 
+// null reads a null, if one comes next.
+func (r *metaReader) null() (bool, error) {
+	if r.dec.PeekKind() != 'n' {
+		return false, nil
+	}
+	_, err := r.dec.ReadToken()
+	return true, err
+}
+
 // open reads the beginning of an object or array (kind '{' or '[').
 func (r *metaReader) open(kind jsontext.Kind) error {
 	tok, err := r.dec.ReadToken()
@@ -89,8 +98,7 @@ func (r *metaReader) open(kind jsontext.Kind) error {
 
 // stringMap reads an object of strings, nil for null.
 func (r *metaReader) stringMap() (map[string]string, error) {
-	if r.dec.PeekKind() == 'n' {
-		_, err := r.dec.ReadToken()
+	if null, err := r.null(); null || err != nil {
 		return nil, err
 	}
 	if err := r.open('{'); err != nil {
@@ -112,8 +120,7 @@ func (r *metaReader) stringMap() (map[string]string, error) {
 
 // stringList reads an array of strings, nil for null.
 func (r *metaReader) stringList() ([]string, error) {
-	if r.dec.PeekKind() == 'n' {
-		_, err := r.dec.ReadToken()
+	if null, err := r.null(); null || err != nil {
 		return nil, err
 	}
 	if err := r.open('['); err != nil {
@@ -131,8 +138,7 @@ func (r *metaReader) stringList() ([]string, error) {
 	return out, err
 }
 
-// str reads a string, kept once (by a reader of rows) when it holds no
-// escape.
+// str reads a string, kept once when it holds no escape.
 func (r *metaReader) str() (string, error) {
 	v, err := r.dec.ReadValue()
 	if err != nil {
@@ -150,7 +156,7 @@ func (r *metaReader) str() (string, error) {
 		return s, nil
 	}
 	s := string(inner)
-	if r.seen != nil && len(r.seen) < maxSeen {
+	if len(r.seen) < maxSeen {
 		r.seen[s] = s
 	}
 	return s, nil

@@ -27,7 +27,7 @@ func TestMetaReaderAsUnmarshal(t *testing.T) {
 		` { "labels" : { "a" : "b" } } `,
 		`null`,
 	}
-	var r metaReader
+	r := newMetaReader()
 	for _, doc := range docs {
 		var md metaDoc
 		if err := jsonv1.Unmarshal([]byte(doc), &md); err != nil {
@@ -112,7 +112,7 @@ func BenchmarkMetaDecode(b *testing.B) {
 		return func(doc []byte) error { var md metaDoc; return json.Unmarshal(doc, &md) }
 	}))
 	b.Run("reader-each", page(func() func([]byte) error {
-		return func(doc []byte) error { var r metaReader; return r.decode(doc, &Meta{}) }
+		return func(doc []byte) error { return newMetaReader().decode(doc, &Meta{}) }
 	}))
 	b.Run("reader", page(func() func([]byte) error {
 		r := newMetaReader()
