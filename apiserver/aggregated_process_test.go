@@ -33,6 +33,7 @@ type serverProcess struct {
 	cmd     *exec.Cmd
 	stderr  *syncbuf.Buffer
 	done    chan error
+	stopped bool // by stop, since the last start
 }
 
 // startServerProcess builds bindery and starts `bindery serve apiserver` on
@@ -103,7 +104,7 @@ func (p *serverProcess) start() {
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
-	p.done = make(chan error, 1)
+	p.done, p.stopped = make(chan error, 1), false
 	go func() { p.done <- p.cmd.Wait() }()
 	select {
 	case ok := <-serving:
@@ -125,8 +126,13 @@ func (p *serverProcess) restart() {
 }
 
 // stop interrupts the server, as a Pod's termination does, and fails the
-// test unless it ends cleanly within 30 seconds.
+// test unless it ends cleanly within 30 seconds. Once stopped, it is
+// stopped: stop again does nothing until the next start.
 func (p *serverProcess) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-p.done:
