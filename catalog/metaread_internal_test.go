@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
@@ -57,6 +59,60 @@ func TestMetaReaderAsUnmarshal(t *testing.T) {
 			t.Errorf("%s: decoded as %#v, want an error (json.Unmarshal: %v)", doc, got, errUnmarshal)
 		}
 	}
+}
+
+// FuzzMetaReader: for any input, metaReader decodes what json.Unmarshal
+// of a metaDoc decodes, the same way, or fails. It may fail where
+// Unmarshal does not only for what a jsonb column cannot hold: invalid
+// UTF-8 or a name twice in one object. A member named as a field in
+// other letter cases (Unmarshal matches "LABELS" to labels) is not
+// compared: the column's names are the ones Bindery writes.
+func FuzzMetaReader(f *testing.F) {
+	for _, doc := range []string{
+		`{}`, `null`, `{"labels": {"app": "bench"}, "finalizers": ["a"], "annotations": {"n": "x"}}`,
+		`{"labels": null, "finalizers": null, "annotations": null, "extra": null}`,
+		`{"extra": {"generateName": "db-"}, "unknown": [1, {"b": null}]}`, `{"labels": {"a": 1}}`,
+		`{"annotations": {"note": "say \"hi\"\\n\u0001 café \u2028"}}`, ` { "labels" : { "a" : "b" } } `,
+	} {
+		f.Add([]byte(doc))
+	}
+	r := newMetaReader()
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if foldedField(doc) {
+			t.Skip()
+		}
+		var md metaDoc
+		errUnmarshal := jsonv1.Unmarshal(doc, &md)
+		var got Meta
+		err := r.decode(doc, &got)
+		switch {
+		case err != nil && errUnmarshal == nil && jsontext.Value(doc).IsValid():
+			t.Fatalf("%q: %v, but json.Unmarshal takes it", doc, err)
+		case err == nil && errUnmarshal != nil:
+			t.Fatalf("%q: decoded as %#v, but json.Unmarshal fails: %v", doc, got, errUnmarshal)
+		case err == nil:
+			if want := (Meta{Labels: md.Labels, Annotations: md.Annotations, Finalizers: md.Finalizers, Extra: md.Extra}); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q:\n got %#v\nwant %#v", doc, got, want)
+			}
+		}
+	})
+}
+
+// foldedField reports whether doc is an object with a member named as
+// one of metaDoc's fields in other letter cases.
+func foldedField(doc []byte) bool {
+	var members map[string]jsontext.Value
+	if jsonv1.Unmarshal(doc, &members) != nil {
+		return false
+	}
+	for name := range members {
+		for _, field := range []string{"labels", "annotations", "finalizers", "extra"} {
+			if name != field && strings.EqualFold(name, field) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestMetaReaderKeepsStringsOnce: a string read again by the same reader
