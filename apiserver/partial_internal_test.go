@@ -58,6 +58,41 @@ func TestPartialJSONAsMarshal(t *testing.T) {
 
 // BenchmarkAppendPartial writes the metadata of a Table's row for an
 // instance as the catalog keeps it: two labels of its own and Service
+
+// FuzzPartialJSON: for any names, labels, annotations and finalizers, the
+// metadata written by hand is json.Marshal's, byte for byte.
+func FuzzPartialJSON(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"db-1", "team", "t1", "kubernetes-incubator/service-catalog"},
+		{"db-2", "", "<b>&", `say "hi"\n`},
+		{"db-3", "k\u00e9y", "café ☕ \u2028", "a\tb\x01"},
+		{"db-4", "x", "\xff\xfe", "\x7f"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	gvk := metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	f.Fuzz(func(t *testing.T, name, key, value, finalizer string) {
+		in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: value, UID: "0b0e9f0a-8f1e-4c11-9e0b-7b7f6f5b7b7b", ResourceVersion: "42", Generation: 3,
+			Labels: map[string]string{key: value, "app": name}, Annotations: map[string]string{value: key},
+			Finalizers: []string{finalizer, name},
+		}}
+		got, err := partialJSON(in, gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := meta.AsPartialObjectMetadata(&in.ObjectMeta)
+		p.SetGroupVersionKind(gvk)
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
 // Catalog's two, a finalizer.
 func BenchmarkAppendPartial(b *testing.B) {
 	hash := "0123456789abcdef0123456789abcdef0123456789abcdef01234567"
