@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 )
@@ -34,18 +35,7 @@ func TestPartialJSONAsMarshal(t *testing.T) {
 	}
 	gvk := metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
 	for name, om := range cases {
-		in := &v1beta1.ServiceInstance{ObjectMeta: om}
-		got, err := partialJSON(in, gvk)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		p := meta.AsPartialObjectMetadata(&in.ObjectMeta)
-		p.SetGroupVersionKind(gvk)
-		want, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
+		if got, want := partialAndMarshal(t, &v1beta1.ServiceInstance{ObjectMeta: om}, gvk); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
 	}
@@ -77,20 +67,27 @@ func FuzzPartialJSON(f *testing.F) {
 			Labels: map[string]string{key: value, "app": name}, Annotations: map[string]string{value: key},
 			Finalizers: []string{finalizer, name},
 		}}
-		got, err := partialJSON(in, gvk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := meta.AsPartialObjectMetadata(&in.ObjectMeta)
-		p.SetGroupVersionKind(gvk)
-		want, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
+		if got, want := partialAndMarshal(t, in, gvk); got != want {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// partialAndMarshal is in's metadata as partialJSON writes it and as
+// json.Marshal writes it.
+func partialAndMarshal(t *testing.T, in *v1beta1.ServiceInstance, gvk schema.GroupVersionKind) (got, want string) {
+	t.Helper()
+	b, err := partialJSON(in, gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := meta.AsPartialObjectMetadata(&in.ObjectMeta)
+	p.SetGroupVersionKind(gvk)
+	m, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), string(m)
 }
 
 // Catalog's two, a finalizer.
