@@ -136,9 +136,8 @@ func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) e
 			}
 		}
 		if len(items) > 0 {
-			// Not before a first write: echo's gzip writer would then send
-			// a compressed stream and, the handler returning without a
-			// write, drop its end.
+			// Not before a first write: a flush commits the answer's
+			// headers, and an empty export may still end in an error.
 			w.Flush()
 		}
 		return nil

@@ -5,7 +5,6 @@
 package restapi
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
@@ -72,11 +70,10 @@ func (s *Server) Register(e *echo.Echo) {
 	}
 	viewer, developer, admin := role(catalog.RoleViewer), role(catalog.RoleDeveloper), role(catalog.RoleAdmin)
 
-	// Lists, events and exports are compressed for clients that ask (gzip
-	// at its fastest): a page of 500 instances is some 600 kB of JSON. A
+	// Lists, events and exports are compressed for clients that ask. A
 	// binding's credentials never are: secrets are not compressed beside
 	// what a client chooses.
-	gz := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: 4096})
+	gz := compressed()
 	clusterAdmin := func(next echo.HandlerFunc) echo.HandlerFunc { return admin(clusterWide(next)) }
 	clusterViewer := func(next echo.HandlerFunc) echo.HandlerFunc { return viewer(clusterWide(next)) }
 	// A broker's scope (the cluster, or a namespace) decides which admin
