@@ -147,7 +147,7 @@ func listRaw(ctx context.Context, q querier, kind string, f *filter, order strin
 		return out, err
 	}
 	defer rows.Close()
-	rs := &rowScan{ps: newPartsScan(opts.Parts), meta: newMetaReader()}
+	rs := newRowScan(opts.Parts)
 	var size int
 	var position cursor
 	full := false
@@ -215,6 +215,11 @@ type rowScan struct {
 	meta   *metaReader
 	broker string
 	pos    int
+}
+
+// newRowScan is a rowScan of parts (nil: whole objects).
+func newRowScan(parts *Parts) *rowScan {
+	return &rowScan{ps: newPartsScan(parts), meta: newMetaReader()}
 }
 
 // scan reads a RawObject from rows, of the columns columnsFor(kind,

