@@ -586,24 +586,44 @@ func waitFor(t *testing.T, timeout time.Duration, what string, f func(ctx contex
 	}
 }
 
-// dumpPods logs the state, events and log tails of the Pods in the
-// namespaces, for a failed test.
+// dumpPods logs, for a failed test, the log tails of the Pods in the
+// namespaces (a restarted container's last run first, since that run says
+// why it stopped), then their state and events. The logs come first: the
+// table of events is long, and a shortened output keeps its beginning.
 func dumpPods(t *testing.T, c *kubetest.Cluster, cs kubernetes.Interface, namespaces ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	logs := func(ns, pod, ctr string, previous bool) {
+		args := []string{"-n", ns, "logs", pod, "-c", ctr, "--tail=20"}
+		if previous {
+			// Its last lines say why it stopped.
+			args = append(args, "--previous", "--tail=10")
+		}
+		out, _ := c.KubectlCommand(ctx, kubetest.Admin, args...).CombinedOutput()
+		t.Logf("logs of %s/%s %s (previous run: %t):\n%s", ns, pod, ctr, previous, out)
+	}
 	for _, ns := range namespaces {
-		out, _ := c.KubectlCommand(ctx, kubetest.Admin, "-n", ns, "get", "all,events", "-o", "wide").CombinedOutput()
-		t.Logf("namespace %s:\n%s", ns, out)
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			t.Logf("namespace %s: %v", ns, err)
 			continue
 		}
 		for _, p := range pods.Items {
-			for _, ctr := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-				out, _ := c.KubectlCommand(ctx, kubetest.Admin, "-n", ns, "logs", p.Name, "-c", ctr.Name, "--tail=40").CombinedOutput()
-				t.Logf("logs of %s/%s %s:\n%s", ns, p.Name, ctr.Name, out)
+			for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				if st.RestartCount > 0 {
+					logs(ns, p.Name, st.Name, true)
+				}
 			}
 		}
+		for _, p := range pods.Items {
+			for _, ctr := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				logs(ns, p.Name, ctr.Name, false)
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		out, _ := c.KubectlCommand(ctx, kubetest.Admin, "-n", ns, "get", "all,events", "-o", "wide").CombinedOutput()
+		t.Logf("namespace %s:\n%s", ns, out)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
@@ -22,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 //go:embed broker/*.sql catalog/*.sql
@@ -64,59 +67,122 @@ var ErrNoChange = errors.New("no migration to revert")
 var ErrSchemaNewer = errors.New("the schema is newer than this release")
 
 // Up applies every pending migration of schema, or returns ErrSchemaNewer
-// and changes nothing when the schema is ahead of this binary.
+// and changes nothing when the schema is ahead of this binary. A migration
+// left in its middle (a dirty version: the process died while it ran) is
+// run again (resume). Migrators of one schema take turns (locked).
 func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	m, done, err := open(ctx, pool, schema)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := ahead(m, schema); err != nil {
-		return err
-	}
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrate %s up: %w", schema, err)
-	}
-	if slices.Contains(withRiver, schema) {
-		if err := riverMigrate(ctx, pool, schema, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{}); err != nil {
+	return locked(ctx, pool, schema, func() error {
+		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+			if err := ahead(m, schema); err != nil {
+				return err
+			}
+			if err := resume(ctx, pool, m, schema); err != nil {
+				return err
+			}
+			if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+				return fmt.Errorf("migrate %s up: %w", schema, err)
+			}
+			return nil
+		})
+		if err != nil || !slices.Contains(withRiver, schema) {
 			return err
 		}
-	}
-	return nil
+		return riverMigrate(ctx, pool, schema, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{})
+	})
 }
 
 // Down reverts the last applied migration of schema. When that was the
 // schema's first migration, River's tables in it are removed as well.
 func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	m, done, err := open(ctx, pool, schema)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := m.Steps(-1); err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
-			return fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
+	return locked(ctx, pool, schema, func() error {
+		var none bool
+		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+			if err := m.Steps(-1); err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
+					return fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
+				}
+				return fmt.Errorf("migrate %s down: %w", schema, err)
+			}
+			_, _, err := m.Version()
+			none = errors.Is(err, migrate.ErrNilVersion)
+			return nil
+		})
+		if err != nil || !none || !slices.Contains(withRiver, schema) {
+			return err
 		}
-		return fmt.Errorf("migrate %s down: %w", schema, err)
-	}
-	if _, _, err := m.Version(); errors.Is(err, migrate.ErrNilVersion) && slices.Contains(withRiver, schema) {
 		return riverMigrate(ctx, pool, schema, rivermigrate.DirectionDown, &rivermigrate.MigrateOpts{TargetVersion: -1})
-	}
-	return nil
+	})
 }
 
-// Version reports the schema's current migration version; 0 means none.
+// Version reports the schema's current migration version; 0 means none. It
+// waits for a migration under way to end.
 func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version uint, dirty bool, err error) {
-	m, done, err := open(ctx, pool, schema)
+	err = locked(ctx, pool, schema, func() error {
+		return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+			version, dirty, err = m.Version()
+			if errors.Is(err, migrate.ErrNilVersion) {
+				return nil
+			}
+			return err
+		})
+	})
+	return version, dirty, err
+}
+
+// lockSpace is the first key of the advisory lock a schema's migrators take
+// turns with ("migr"); the second is the hash of the schema's name.
+const lockSpace = 0x6d696772
+
+// lockRetry spaces a migrator's tries for the lock while another migrates.
+var lockRetry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 2 * time.Second}
+
+// locked runs f holding the schema's migration lock, from before the schema
+// is created to after River's tables: the replicas of a fresh install start
+// together, and CREATE SCHEMA IF NOT EXISTS, golang-migrate and River all
+// fail when two run at once. The lock is tried, not waited for: a session
+// waiting in pg_advisory_lock (as golang-migrate's own lock does) is a
+// transaction that a concurrent index build (0016) waits for in turn, a
+// deadlock PostgreSQL breaks by failing one of them, possibly the build.
+func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() error) error {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return 0, false, err
+		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	defer done()
-	v, dirty, err := m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
-		return 0, false, nil
+	defer conn.Release()
+	err = wait.ExponentialBackoffWithContext(ctx, lockRetry, func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok)
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
 	}
-	return v, dirty, err
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, schema); err != nil {
+			// The session's end frees its lock.
+			_ = conn.Conn().Close(ctx)
+		}
+	}()
+	return f()
+}
+
+// versions lists the schema's migrations in this binary, in order.
+func versions(schema string) ([]uint, error) {
+	entries, err := fs.Glob(files, sources[schema]+"/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []uint
+	for _, e := range entries {
+		var n uint
+		if _, err := fmt.Sscanf(path.Base(e), "%d_", &n); err == nil {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // ahead is ErrSchemaNewer when the schema's version is past the last
@@ -129,49 +195,95 @@ func ahead(m *migrate.Migrate, schema string) error {
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	entries, err := fs.Glob(files, sources[schema]+"/*.up.sql")
+	all, err := versions(schema)
 	if err != nil {
 		return err
 	}
-	var last uint
-	for _, e := range entries {
-		var n uint
-		if _, err := fmt.Sscanf(path.Base(e), "%d_", &n); err == nil && n > last {
-			last = n
-		}
-	}
-	if v > last {
+	if last := all[len(all)-1]; v > last {
 		return fmt.Errorf("migrate %s: %w: it is at migration %d, this release's last is %d", schema, ErrSchemaNewer, v, last)
 	}
 	return nil
 }
 
-func open(ctx context.Context, pool *pgxpool.Pool, schema string) (*migrate.Migrate, func(), error) {
+// resume readies a schema whose version is dirty to run that migration
+// again. golang-migrate marks a version dirty before it runs its file and
+// clean after, so a dirty version is a file that failed or whose process
+// died. Each file runs as one transaction, which left nothing, except the
+// files that build an index concurrently: one statement each, which may
+// have left the index invalid. Those are dropped, and the version set back
+// to the one before.
+func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema string) error {
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) || err == nil && !dirty {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	all, err := versions(schema)
+	if err != nil {
+		return err
+	}
+	i := slices.Index(all, v)
+	if i < 0 {
+		return fmt.Errorf("migrate %s: dirty at migration %d, which this release does not have", schema, v)
+	}
+	rows, err := pool.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND NOT i.indisvalid`, schema)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	invalid, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	for _, index := range invalid {
+		if _, err := pool.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+index); err != nil {
+			return fmt.Errorf("migrate %s: drop the invalid index %s: %w", schema, index, err)
+		}
+	}
+	before := -1 // none
+	if i > 0 {
+		before = int(all[i-1])
+	}
+	if err := m.Force(before); err != nil {
+		return fmt.Errorf("migrate %s: resume migration %d: %w", schema, v, err)
+	}
+	return nil
+}
+
+// withMigrate creates the schema if needed (golang-migrate keeps its table
+// in it) and runs f with a golang-migrate instance on it, closed after.
+// golang-migrate talks through connections of its own, not the pool's:
+// when its lock fails it keeps a connection checked out for ever, which
+// would make closing the pool hang.
+func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, f func(*migrate.Migrate) error) error {
 	dir, ok := sources[schema]
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown schema %q (have %v)", schema, Schemas())
+		return fmt.Errorf("unknown schema %q (have %v)", schema, Schemas())
 	}
-	// The migrations table lives inside the schema, so the schema must exist
-	// before golang-migrate looks for it.
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return nil, nil, fmt.Errorf("create schema %s: %w", schema, err)
+		return fmt.Errorf("create schema %s: %w", schema, err)
 	}
 	src, err := iofs.New(files, dir)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	db := stdlib.OpenDBFromPool(pool)
+	db := stdlib.OpenDB(*pool.Config().ConnConfig)
+	db.SetMaxOpenConns(2)
 	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema, MigrationsTable: "schema_migrations"})
 	if err != nil {
 		db.Close()
-		return nil, nil, fmt.Errorf("migrate %s: %w", schema, err)
+		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
 	m, err := migrate.NewWithInstance("iofs", src, "pgx5", driver)
 	if err != nil {
 		db.Close()
-		return nil, nil, err
+		return err
 	}
-	return m, func() { _, _ = m.Close() }, nil
+	defer m.Close()
+	return f(m)
 }
 
 func riverMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, dir rivermigrate.Direction, opts *rivermigrate.MigrateOpts) error {

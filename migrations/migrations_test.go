@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -149,5 +150,120 @@ func TestUpOnNewerSchema(t *testing.T) {
 		if v, dirty, _ := Version(ctx, pool, schema); v != top+1 || dirty {
 			t.Errorf("%s: Up on a newer schema left version %d dirty=%v, want %d", schema, v, dirty, top+1)
 		}
+	}
+}
+
+// TestConcurrentUp starts four migrators at once on an empty database, as
+// the replicas of a fresh install do, each with its own pool, three times.
+// Each must succeed, and let its pool close. Before they were serialized
+// from the first statement, one lost the race to create the schema, others
+// died in a deadlock between golang-migrate's waiting lock and the
+// concurrent index build of 0016 (which could as well have failed the
+// build and left the schema dirty), and a lock that failed left a
+// connection checked out of the pool for ever, so that closing the pool
+// hung.
+func TestConcurrentUp(t *testing.T) {
+	t.Parallel()
+	for round := range 3 {
+		url := pgtest.New(t)
+		errs := make(chan error, 4)
+		for k := range 4 {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				pool, err := pgxpool.New(ctx, url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, schema := range Schemas() {
+					if err = Up(ctx, pool, schema); err != nil {
+						break
+					}
+				}
+				closed := make(chan struct{})
+				go func() { pool.Close(); close(closed) }()
+				select {
+				case <-closed:
+				case <-ctx.Done():
+					err = errors.Join(err, errors.New("the pool does not close: a connection is still checked out"))
+				}
+				if err != nil {
+					err = fmt.Errorf("round %d, migrator %d: %w", round, k, err)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// TestUpResumesAfterACrash: a migrator killed in the middle of a file
+// leaves its version dirty (golang-migrate marks it so before it runs the
+// file). Up runs that file again instead of refusing to start for ever:
+// a file that is one transaction left nothing, and a file that builds an
+// index concurrently (0016) may have left the index invalid, which is
+// dropped and built again.
+func TestUpResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	top, _, _ := Version(ctx, pool, Catalog)
+	setDirty := func(v uint) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE catalog.schema_migrations SET version = $1, dirty = true`, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The last file, killed before it committed: the schema is the one
+	// before it.
+	if err := Down(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	setDirty(top)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatalf("Up on a schema left dirty at %d: %v", top, err)
+	}
+	if v, dirty, _ := Version(ctx, pool, Catalog); v != top || dirty {
+		t.Fatalf("after Up: version %d dirty=%v, want %d clean", v, dirty, top)
+	}
+
+	// 0016, killed while it built its index: the index is there, invalid.
+	for {
+		v, _, err := Version(ctx, pool, Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v <= 16 {
+			break
+		}
+		if err := Down(ctx, pool, Catalog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'catalog.instances_namespace_plan_idx'::regclass`); err != nil {
+		t.Fatal(err)
+	}
+	setDirty(16)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatalf("Up on a schema left dirty at 16: %v", err)
+	}
+	var valid bool
+	if err := pool.QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = 'catalog.instances_namespace_plan_idx'::regclass`).Scan(&valid); err != nil || !valid {
+		t.Errorf("the index 0016 builds after Up: valid=%v, %v; want valid", valid, err)
+	}
+	if v, dirty, _ := Version(ctx, pool, Catalog); v != top || dirty {
+		t.Errorf("after Up: version %d dirty=%v, want %d clean", v, dirty, top)
 	}
 }
