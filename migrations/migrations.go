@@ -144,11 +144,20 @@ var lockRetry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter:
 // transaction that a concurrent index build (0016) waits for in turn, a
 // deadlock PostgreSQL breaks by failing one of them, possibly the build.
 func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() error) error {
-	conn, err := pool.Acquire(ctx)
+	// A connection of its own, so that the pool's, however few, remain
+	// for the migrations.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	defer conn.Release()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		// Given back before the close: PostgreSQL frees a closed session's
+		// locks only once its backend has exited.
+		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, schema)
+		_ = conn.Close(ctx)
+	}()
 	err = wait.ExponentialBackoffWithContext(ctx, lockRetry, func(ctx context.Context) (bool, error) {
 		var ok bool
 		err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok)
@@ -157,14 +166,6 @@ func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() err
 	if err != nil {
 		return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, schema); err != nil {
-			// The session's end frees its lock.
-			_ = conn.Conn().Close(ctx)
-		}
-	}()
 	return f()
 }
 

@@ -154,8 +154,8 @@ func TestUpOnNewerSchema(t *testing.T) {
 }
 
 // TestConcurrentUp starts four migrators at once on an empty database, as
-// the replicas of a fresh install do, each with its own pool, three times.
-// Each must succeed, and let its pool close. Before they were serialized
+// the replicas of a fresh install do, each with its own pool of one
+// connection, three times. Each must succeed, and let its pool close. Before they were serialized
 // from the first statement, one lost the race to create the schema, others
 // died in a deadlock between golang-migrate's waiting lock and the
 // concurrent index build of 0016 (which could as well have failed the
@@ -171,7 +171,13 @@ func TestConcurrentUp(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				pool, err := pgxpool.New(ctx, url)
+				cfg, err := pgxpool.ParseConfig(url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				cfg.MaxConns = 1 // the migrations need no more
+				pool, err := pgxpool.NewWithConfig(ctx, cfg)
 				if err != nil {
 					errs <- err
 					return
