@@ -186,17 +186,24 @@ func versions(schema string) ([]uint, error) {
 	return out, nil
 }
 
+// position reads the schema's version (0: none) and whether it is dirty,
+// and lists this binary's migrations.
+func position(m *migrate.Migrate, schema string) (v uint, dirty bool, all []uint, err error) {
+	v, dirty, err = m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		v, err = 0, nil
+	}
+	if err != nil {
+		return 0, false, nil, fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	all, err = versions(schema)
+	return v, dirty, all, err
+}
+
 // ahead is ErrSchemaNewer when the schema's version is past the last
 // migration of this binary.
 func ahead(m *migrate.Migrate, schema string) error {
-	v, _, err := m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", schema, err)
-	}
-	all, err := versions(schema)
+	v, _, all, err := position(m, schema)
 	if err != nil {
 		return err
 	}
@@ -214,15 +221,8 @@ func ahead(m *migrate.Migrate, schema string) error {
 // have left the index invalid. Those are dropped, and the version set back
 // to the one before.
 func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema string) error {
-	v, dirty, err := m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) || err == nil && !dirty {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", schema, err)
-	}
-	all, err := versions(schema)
-	if err != nil {
+	v, dirty, all, err := position(m, schema)
+	if err != nil || !dirty {
 		return err
 	}
 	i := slices.Index(all, v)

@@ -25,11 +25,7 @@ func TestUpDownUp(t *testing.T) {
 		t.Run(schema, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			pool, err := pgxpool.New(ctx, pgtest.New(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
+			pool := pgtest.Pool(t)
 			if err := Up(ctx, pool, schema); err != nil {
 				t.Fatal(err)
 			}
@@ -73,11 +69,7 @@ func TestUpDownUp(t *testing.T) {
 func TestPendingReferencesDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.Pool(t)
 	if err := Up(ctx, pool, Catalog); err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +122,7 @@ func TestPendingReferencesDown(t *testing.T) {
 func TestUpOnNewerSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.Pool(t)
 	for _, schema := range Schemas() {
 		if err := Up(ctx, pool, schema); err != nil {
 			t.Fatal(err)
@@ -217,11 +205,7 @@ func TestConcurrentUp(t *testing.T) {
 func TestUpResumesAfterACrash(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.Pool(t)
 	if err := Up(ctx, pool, Catalog); err != nil {
 		t.Fatal(err)
 	}
