@@ -5,11 +5,15 @@
 package migrations
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
@@ -72,11 +77,11 @@ var ErrSchemaNewer = errors.New("the schema is newer than this release")
 // run again (resume). Migrators of one schema take turns (locked).
 func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return locked(ctx, pool, schema, func() error {
-		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate, self string) error {
 			if err := ahead(m, schema); err != nil {
 				return err
 			}
-			if err := resume(ctx, pool, m, schema); err != nil {
+			if err := resume(ctx, pool, m, schema, self); err != nil {
 				return err
 			}
 			if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
@@ -96,7 +101,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return locked(ctx, pool, schema, func() error {
 		var none bool
-		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate, _ string) error {
 			if err := m.Steps(-1); err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
 					return fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
@@ -118,7 +123,7 @@ func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // waits for a migration under way to end.
 func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version uint, dirty bool, err error) {
 	err = locked(ctx, pool, schema, func() error {
-		return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+		return withMigrate(ctx, pool, schema, func(m *migrate.Migrate, _ string) error {
 			version, dirty, err = m.Version()
 			if errors.Is(err, migrate.ErrNilVersion) {
 				return nil
@@ -158,13 +163,22 @@ func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() err
 		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, schema)
 		_ = conn.Close(ctx)
 	}()
-	err = wait.ExponentialBackoffWithContext(ctx, lockRetry, func(ctx context.Context) (bool, error) {
+	backoff := lockRetry
+	for {
 		var ok bool
-		err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok)
-		return ok, err
-	})
-	if err != nil {
-		return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok); err != nil {
+			return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
+		}
+		if ok {
+			break
+		}
+		// Step keeps giving the cap once reached; wait.ExponentialBackoff
+		// would give up there.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate %s: waiting for another migrator's lock: %w", schema, context.Cause(ctx))
+		case <-time.After(backoff.Step()):
+		}
 	}
 	return f()
 }
@@ -213,14 +227,15 @@ func ahead(m *migrate.Migrate, schema string) error {
 	return nil
 }
 
-// resume readies a schema whose version is dirty to run that migration
-// again. golang-migrate marks a version dirty before it runs its file and
-// clean after, so a dirty version is a file that failed or whose process
-// died. Each file runs as one transaction, which left nothing, except the
-// files that build an index concurrently: one statement each, which may
-// have left the index invalid. Those are dropped, and the version set back
-// to the one before.
-func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema string) error {
+// resume readies a schema whose version is dirty. A file PostgreSQL runs
+// in one transaction records its version in that transaction
+// (atomicVersion), so only a file that cannot (one that builds or drops an
+// index concurrently) leaves a dirty version, when it failed or its process
+// died. Its migrator may still have a session running the file: those are
+// ended first (they are the migrators' of this schema, which this one holds
+// the lock of). Then the indexes it left invalid are dropped, and the
+// version set where the file runs again (resumeAt).
+func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema, self string) error {
 	v, dirty, all, err := position(m, schema)
 	if err != nil || !dirty {
 		return err
@@ -228,6 +243,13 @@ func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema 
 	i := slices.Index(all, v)
 	if i < 0 {
 		return fmt.Errorf("migrate %s: dirty at migration %d, which this release does not have", schema, v)
+	}
+	to, err := resumeAt(schema, all, i)
+	if err != nil {
+		return err
+	}
+	if err := endMigrators(ctx, pool, schema, self); err != nil {
+		return err
 	}
 	rows, err := pool.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -244,22 +266,96 @@ func resume(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema 
 			return fmt.Errorf("migrate %s: drop the invalid index %s: %w", schema, index, err)
 		}
 	}
-	before := -1 // none
-	if i > 0 {
-		before = int(all[i-1])
-	}
-	if err := m.Force(before); err != nil {
+	if err := m.Force(to); err != nil {
 		return fmt.Errorf("migrate %s: resume migration %d: %w", schema, v, err)
 	}
 	return nil
 }
 
+// resumeAt is the version to force a schema dirty at all[i] to. golang-migrate
+// marks dirty the version a file leads to: all[i] itself going up, the
+// one before the next going down. Only a file that is not one transaction
+// can have left it (atomicVersion), and such a file must be one statement
+// that a second run completes (IF NOT EXISTS, IF EXISTS). So: the next
+// file's down is such a file, and all[i] is kept (what that file left
+// half-dropped is dropped, and its up builds it again); or all[i]'s up
+// is, and it runs again from the version before. Any other dirty version
+// was left by a release that marked every file so: it is not guessed at.
+func resumeAt(schema string, all []uint, i int) (int, error) {
+	if i+1 < len(all) {
+		down, err := migrationFile(schema, all[i+1], "down")
+		if err != nil {
+			return 0, err
+		}
+		if !transactional(down) {
+			return int(all[i]), nil
+		}
+	}
+	up, err := migrationFile(schema, all[i], "up")
+	if err != nil {
+		return 0, err
+	}
+	if transactional(up) {
+		return 0, fmt.Errorf("migrate %s: dirty at migration %d, which is one transaction: left by an earlier release, it may or may not have been applied; check the schema, then set the version in %s.schema_migrations by hand", schema, all[i], schema)
+	}
+	if i == 0 {
+		return -1, nil // none
+	}
+	return int(all[i-1]), nil
+}
+
+// migrationFile is the schema's file of version v in direction dir (up,
+// down).
+func migrationFile(schema string, v uint, dir string) ([]byte, error) {
+	names, err := fs.Glob(files, fmt.Sprintf("%s/%04d_*.%s.sql", sources[schema], v, dir))
+	if err != nil || len(names) != 1 {
+		return nil, fmt.Errorf("migrate %s: the %s file of migration %d: %d found, %v", schema, dir, v, len(names), err)
+	}
+	return files.ReadFile(names[0])
+}
+
+// transactional says whether PostgreSQL can run a migration file in one
+// transaction: all but those that build or drop an index concurrently.
+func transactional(body []byte) bool { return !bytes.Contains(body, []byte("INDEX CONCURRENTLY")) }
+
+// endMigrators ends the sessions of other migrators of schema (named by
+// their application_name; self is this one's) and waits for them to be
+// gone. It is called with the schema's lock held, so they are what a
+// migrator that died left running.
+func endMigrators(ctx context.Context, pool *pgxpool.Pool, schema, self string) error {
+	const others = `FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+		AND starts_with(application_name, $1) AND application_name <> $2`
+	prefix := migratorName(schema, "")
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) `+others, prefix, self); err != nil {
+		return fmt.Errorf("migrate %s: end a dead migrator's sessions: %w", schema, err)
+	}
+	backoff := lockRetry
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) `+others, prefix, self).Scan(&n); err != nil {
+			return fmt.Errorf("migrate %s: %w", schema, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate %s: waiting for a dead migrator's sessions to end: %w", schema, context.Cause(ctx))
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+// migratorName is the application_name of a migrator's sessions.
+func migratorName(schema, id string) string { return "bindery migrate " + schema + " " + id }
+
 // withMigrate creates the schema if needed (golang-migrate keeps its table
-// in it) and runs f with a golang-migrate instance on it, closed after.
-// golang-migrate talks through connections of its own, not the pool's:
-// when its lock fails it keeps a connection checked out for ever, which
-// would make closing the pool hang.
-func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, f func(*migrate.Migrate) error) error {
+// in it) and runs f with a golang-migrate instance on it, closed after,
+// and the application_name of its sessions (self). golang-migrate talks
+// through connections of its own, not the pool's: when its lock fails it
+// keeps a connection checked out for ever, which would make closing the
+// pool hang.
+func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, f func(m *migrate.Migrate, self string) error) error {
 	dir, ok := sources[schema]
 	if !ok {
 		return fmt.Errorf("unknown schema %q (have %v)", schema, Schemas())
@@ -271,20 +367,71 @@ func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, f func(
 	if err != nil {
 		return err
 	}
-	db := stdlib.OpenDB(*pool.Config().ConnConfig)
+	cfg := pool.Config().ConnConfig
+	self := migratorName(schema, rand.Text())
+	cfg.RuntimeParams = maps.Clone(cfg.RuntimeParams)
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = self
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(2)
 	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema, MigrationsTable: "schema_migrations"})
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", driver)
+	table := pgx.Identifier{schema, "schema_migrations"}.Sanitize()
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", &atomicVersion{Driver: driver, table: table})
 	if err != nil {
 		db.Close()
 		return err
 	}
 	defer m.Close()
-	return f(m)
+	return f(m, self)
+}
+
+// atomicVersion records the version a migration file leads to in the
+// file's own transaction, when PostgreSQL runs the file as one (a file of
+// several statements sent at once is one implicit transaction): then the
+// file and its version are committed, or neither is, whatever happens to
+// the migrator. golang-migrate alone marks the version dirty before the
+// file and clean after, in transactions of their own; it still does so for
+// a file that cannot be one transaction (resume).
+type atomicVersion struct {
+	database.Driver
+	table   string // the migrations table, quoted
+	pending *int   // the version marked dirty before Run, not yet written
+}
+
+func (d *atomicVersion) SetVersion(version int, dirty bool) error {
+	if dirty {
+		d.pending = &version
+		return nil
+	}
+	d.pending = nil
+	return d.Driver.SetVersion(version, false)
+}
+
+func (d *atomicVersion) Run(migration io.Reader) error {
+	body, err := io.ReadAll(migration)
+	if err != nil {
+		return err
+	}
+	v := d.pending
+	switch {
+	case v == nil: // not after a SetVersion: nothing to record
+	case !transactional(body):
+		if err := d.Driver.SetVersion(*v, true); err != nil {
+			return err
+		}
+	default:
+		body = append(body, "\n;\nDELETE FROM "+d.table+";\n"...)
+		if *v >= 0 {
+			body = fmt.Appendf(body, "INSERT INTO %s (version, dirty) VALUES (%d, false);\n", d.table, *v)
+		}
+	}
+	return d.Driver.Run(bytes.NewReader(body))
 }
 
 func riverMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, dir rivermigrate.Direction, opts *rivermigrate.MigrateOpts) error {

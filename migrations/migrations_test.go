@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/internal/pgtest"
@@ -143,13 +144,13 @@ func TestUpOnNewerSchema(t *testing.T) {
 
 // TestConcurrentUp starts four migrators at once on an empty database, as
 // the replicas of a fresh install do, each with its own pool of one
-// connection, three times. Each must succeed, and let its pool close. Before they were serialized
-// from the first statement, one lost the race to create the schema, others
-// died in a deadlock between golang-migrate's waiting lock and the
-// concurrent index build of 0016 (which could as well have failed the
-// build and left the schema dirty), and a lock that failed left a
-// connection checked out of the pool for ever, so that closing the pool
-// hung.
+// connection, three times. Each must succeed, and let its pool close.
+// Before they were serialized from the first statement, one lost the race
+// to create the schema, others died in a deadlock between golang-migrate's
+// waiting lock and the concurrent index build of 0016 (which could as well
+// have failed the build and left the schema dirty), and a lock that failed
+// left a connection checked out of the pool for ever, so that closing the
+// pool hung.
 func TestConcurrentUp(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
@@ -196,12 +197,12 @@ func TestConcurrentUp(t *testing.T) {
 	}
 }
 
-// TestUpResumesAfterACrash: a migrator killed in the middle of a file
-// leaves its version dirty (golang-migrate marks it so before it runs the
-// file). Up runs that file again instead of refusing to start for ever:
-// a file that is one transaction left nothing, and a file that builds an
-// index concurrently (0016) may have left the index invalid, which is
-// dropped and built again.
+// TestUpResumesAfterACrash: a migration file that cannot be one
+// transaction (0016 builds an index concurrently) leaves its version dirty
+// when its migrator dies in it, and the index invalid. Up runs it again
+// instead of refusing to start for ever, going up (dirty at 16) as going
+// down (dirty at 15). A dirty version whose file is one transaction was
+// left by an earlier release and is refused, not guessed at.
 func TestUpResumesAfterACrash(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -210,50 +211,142 @@ func TestUpResumesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	top, _, _ := Version(ctx, pool, Catalog)
+	downTo := func(v uint) {
+		t.Helper()
+		for {
+			at, _, err := Version(ctx, pool, Catalog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at <= v {
+				return
+			}
+			if err := Down(ctx, pool, Catalog); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	setDirty := func(v uint) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, `UPDATE catalog.schema_migrations SET version = $1, dirty = true`, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The last file, killed before it committed: the schema is the one
-	// before it.
-	if err := Down(ctx, pool, Catalog); err != nil {
-		t.Fatal(err)
+	const index = `'catalog.instances_namespace_plan_idx'::regclass`
+	invalidate := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = `+index); err != nil {
+			t.Fatal(err)
+		}
 	}
-	setDirty(top)
-	if err := Up(ctx, pool, Catalog); err != nil {
-		t.Fatalf("Up on a schema left dirty at %d: %v", top, err)
-	}
-	if v, dirty, _ := Version(ctx, pool, Catalog); v != top || dirty {
-		t.Fatalf("after Up: version %d dirty=%v, want %d clean", v, dirty, top)
+	upAgain := func(what string) {
+		t.Helper()
+		if err := Up(ctx, pool, Catalog); err != nil {
+			t.Fatalf("Up on a schema left dirty %s: %v", what, err)
+		}
+		var valid bool
+		if err := pool.QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = `+index).Scan(&valid); err != nil || !valid {
+			t.Errorf("the index 0016 builds, after Up on a schema left dirty %s: valid=%v, %v; want valid", what, valid, err)
+		}
+		if v, dirty, _ := Version(ctx, pool, Catalog); v != top || dirty {
+			t.Errorf("after Up on a schema left dirty %s: version %d dirty=%v, want %d clean", what, v, dirty, top)
+		}
 	}
 
-	// 0016, killed while it built its index: the index is there, invalid.
-	for {
-		v, _, err := Version(ctx, pool, Catalog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v <= 16 {
-			break
-		}
-		if err := Down(ctx, pool, Catalog); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'catalog.instances_namespace_plan_idx'::regclass`); err != nil {
+	// 0016 going up, killed while it built its index; the dead
+	// migrator's session is still there.
+	downTo(16)
+	invalidate()
+	setDirty(16)
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = migratorName(Catalog, "dead")
+	dead, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	setDirty(16)
+	defer dead.Close(ctx)
+	upAgain("at 16 going up")
+	if err := dead.Ping(ctx); err == nil {
+		t.Error("the dead migrator's session still runs after Up")
+	}
+
+	// 0016 going down, killed while it dropped its index.
+	downTo(16)
+	invalidate()
+	setDirty(15)
+	upAgain("at 15 going down")
+
+	// A file of one transaction, dirty: only an earlier release left that.
+	downTo(top - 1)
+	setDirty(top)
+	if err := Up(ctx, pool, Catalog); err == nil || !strings.Contains(err.Error(), "left by an earlier release") {
+		t.Errorf("Up on a schema left dirty at %d, a file of one transaction: %v, want it refused as left by an earlier release", top, err)
+	}
+}
+
+// TestFailedFileLeavesNoDirtyVersion: a file of one transaction that fails
+// half-way leaves nothing, and its version with it: the schema is at the
+// version before, clean, and the next Up runs the file again. golang-migrate
+// alone left it dirty, and every later start refused.
+func TestFailedFileLeavesNoDirtyVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
 	if err := Up(ctx, pool, Catalog); err != nil {
-		t.Fatalf("Up on a schema left dirty at 16: %v", err)
+		t.Fatal(err)
 	}
-	var valid bool
-	if err := pool.QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = 'catalog.instances_namespace_plan_idx'::regclass`).Scan(&valid); err != nil || !valid {
-		t.Errorf("the index 0016 builds after Up: valid=%v, %v; want valid", valid, err)
+	if err := Down(ctx, pool, Catalog); err != nil { // before 0023
+		t.Fatal(err)
 	}
-	if v, dirty, _ := Version(ctx, pool, Catalog); v != top || dirty {
-		t.Errorf("after Up: version %d dirty=%v, want %d clean", v, dirty, top)
+	before, _, _ := Version(ctx, pool, Catalog)
+	// 0023 adds metadata_text to five tables; the last one already has it.
+	if _, err := pool.Exec(ctx, `ALTER TABLE catalog.bindings ADD COLUMN metadata_text text`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(ctx, pool, Catalog); err == nil {
+		t.Fatal("Up with a column in the way succeeded")
+	}
+	if v, dirty, err := Version(ctx, pool, Catalog); v != before || dirty || err != nil {
+		t.Fatalf("after a failed file: version %d dirty=%v (%v), want %d clean", v, dirty, err, before)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema = 'catalog' AND table_name = 'instances' AND column_name = 'metadata_text'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the failed file's first changes stayed: %d, %v", n, err)
+	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE catalog.bindings DROP COLUMN metadata_text`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatalf("Up once the column is gone: %v", err)
+	}
+}
+
+// TestUpWaitsForALongMigration: a migrator waits for another's lock as
+// long as it takes, not a fixed number of tries (the tries reach their
+// longest spacing after about 4 s).
+func TestUpWaitsForALongMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, lockSpace, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Up(ctx, pool, Catalog) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Up while another holds the lock: %v, want it to wait", err)
+	case <-time.After(6 * time.Second):
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Up once the lock is free: %v", err)
 	}
 }
