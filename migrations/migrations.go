@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"path"
 	"slices"
@@ -163,24 +162,32 @@ func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() err
 		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockSpace, schema)
 		_ = conn.Close(ctx)
 	}()
+	err = until(ctx, func() (ok bool, err error) {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok)
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
+	}
+	return f()
+}
+
+// until calls done, spaced by lockRetry, until it says true, fails, or ctx
+// ends. It steps the backoff itself: wait.ExponentialBackoff would give up
+// once the backoff reaches its cap, and a migration may take minutes.
+func until(ctx context.Context, done func() (bool, error)) error {
 	backoff := lockRetry
 	for {
-		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, lockSpace, schema).Scan(&ok); err != nil {
-			return fmt.Errorf("migrate %s: take the migration lock: %w", schema, err)
+		ok, err := done()
+		if ok || err != nil {
+			return err
 		}
-		if ok {
-			break
-		}
-		// Step keeps giving the cap once reached; wait.ExponentialBackoff
-		// would give up there.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("migrate %s: waiting for another migrator's lock: %w", schema, context.Cause(ctx))
+			return context.Cause(ctx)
 		case <-time.After(backoff.Step()):
 		}
 	}
-	return f()
 }
 
 // versions lists the schema's migrations in this binary, in order.
@@ -329,21 +336,15 @@ func endMigrators(ctx context.Context, pool *pgxpool.Pool, schema, self string) 
 	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) `+others, prefix, self); err != nil {
 		return fmt.Errorf("migrate %s: end a dead migrator's sessions: %w", schema, err)
 	}
-	backoff := lockRetry
-	for {
+	err := until(ctx, func() (bool, error) {
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) `+others, prefix, self).Scan(&n); err != nil {
-			return fmt.Errorf("migrate %s: %w", schema, err)
-		}
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("migrate %s: waiting for a dead migrator's sessions to end: %w", schema, context.Cause(ctx))
-		case <-time.After(backoff.Step()):
-		}
+		err := pool.QueryRow(ctx, `SELECT count(*) `+others, prefix, self).Scan(&n)
+		return n == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate %s: wait for a dead migrator's sessions to end: %w", schema, err)
 	}
+	return nil
 }
 
 // migratorName is the application_name of a migrator's sessions.
@@ -367,12 +368,8 @@ func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, f func(
 	if err != nil {
 		return err
 	}
-	cfg := pool.Config().ConnConfig
+	cfg := pool.Config().ConnConfig // a copy
 	self := migratorName(schema, rand.Text())
-	cfg.RuntimeParams = maps.Clone(cfg.RuntimeParams)
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
 	cfg.RuntimeParams["application_name"] = self
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(2)
