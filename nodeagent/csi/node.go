@@ -160,11 +160,11 @@ func (d *Driver) fill(ctx context.Context, v *volume) error {
 // from the node, and removes the target path. Unpublishing what is not
 // there succeeds.
 func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
-	switch {
-	case req.GetVolumeId() == "":
+	if req.GetVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id: required")
-	case req.GetTargetPath() == "":
-		return nil, status.Error(codes.InvalidArgument, "target_path: required")
+	}
+	if err := checkTarget(req.GetTargetPath()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	target := req.GetTargetPath()
 	d.mu.Lock()

@@ -2,7 +2,9 @@ package csi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -61,10 +63,8 @@ func parsePublish(req *csipb.NodePublishVolumeRequest, audience string) (*publis
 	if p.volumeID == "" {
 		bad("volume_id: required")
 	}
-	if p.target == "" {
-		bad("target_path: required")
-	} else if !strings.HasPrefix(p.target, "/") {
-		bad("target_path %q: must be absolute", p.target)
+	if err := checkTarget(p.target); err != nil {
+		bad("%v", err)
 	}
 	switch c := req.GetVolumeCapability(); {
 	case c == nil:
@@ -110,6 +110,23 @@ func parsePublish(req *csipb.NodePublishVolumeRequest, audience string) (*publis
 		return nil, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return p, nil
+}
+
+// checkTarget refuses a target path that is not absolute and clean, or
+// holds a NUL: the kubelet sends clean paths of its own making, and a
+// ".." or a NUL is bad input, never something to mount at.
+func checkTarget(target string) error {
+	switch {
+	case target == "":
+		return errors.New("target_path: required")
+	case strings.ContainsRune(target, 0):
+		return fmt.Errorf("target_path %q: holds a NUL", target)
+	case !filepath.IsAbs(target):
+		return fmt.Errorf("target_path %q: must be absolute", target)
+	case filepath.Clean(target) != target:
+		return fmt.Errorf("target_path %q: must be a clean path (no \"..\", \".\", \"//\" or trailing slash)", target)
+	}
+	return nil
 }
 
 // findToken reads the Pod's token for audience from the request's secrets

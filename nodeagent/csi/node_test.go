@@ -1,0 +1,74 @@
+package csi
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/bindery-dev/bindery/internal/roottest"
+)
+
+// setupDriver is a driver whose API server answers every binding of
+// namespace shop with its own name as the password, as Bindery's
+// credentials subresource answers (a test server: the code under test is
+// the driver's handling of what the kubelet asks).
+func setupDriver(t *testing.T) *Driver {
+	t.Helper()
+	roottest.Require(t, "the CSI driver (it mounts a tmpfs per volume)")
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(r.URL.Path, "/")
+		name := parts[len(parts)-2]
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "ServiceBindingCredentials",
+			"metadata": map[string]any{"name": name}, "data": map[string][]byte{"password": []byte(name)}})
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{NodeID: "n", APIServer: srv.URL, APIServerCA: ca, PluginDir: t.TempDir(), RegistrationDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func unpublishAll(t *testing.T, d *Driver, targets ...string) {
+	t.Cleanup(func() {
+		for _, target := range targets {
+			_, _ = d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: "v", TargetPath: target})
+			_ = unix.Unmount(target, unix.MNT_DETACH)
+		}
+	})
+}
+
+// TestPublishBadTarget: a target path that is no clean absolute path, or
+// holds a NUL, is bad input (InvalidArgument), not the driver's failure.
+func TestPublishBadTarget(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	dir := t.TempDir()
+	for _, target := range []string{dir + "/mo\x00unt", dir + "/a/../mount", dir + "//mount", dir + "/mount/"} {
+		req := goodRequest()
+		req.TargetPath = target
+		unpublishAll(t, d, filepath.Clean(target))
+		_, err := d.NodePublishVolume(t.Context(), req)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("target %q: %v, want InvalidArgument", target, err)
+		}
+	}
+	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: "v", TargetPath: dir + "/mo\x00unt"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("unpublish of a target with a NUL: %v, want InvalidArgument", err)
+	}
+}
