@@ -62,11 +62,11 @@ func unmountAndRemove(target string) error {
 		if !ok {
 			break
 		}
-		err = unix.Unmount(target, 0)
+		err = unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
 		if errors.Is(err, unix.EBUSY) {
 			// Something on the node still has a file open there: detach
 			// it now, the memory goes when the last file is closed.
-			err = unix.Unmount(target, unix.MNT_DETACH)
+			err = unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 		}
 		if err != nil {
 			return fmt.Errorf("unmount the target path: %w", err)

@@ -112,6 +112,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 
 // ensureMounted mounts the tmpfs unless it is there; fresh says it was not.
 func (d *Driver) ensureMounted(target string) (fresh bool, err error) {
+	// mount(2) follows a symlink: the credentials would land wherever it
+	// points, and unpublish, removing the link, would leave them there.
+	if fi, err := os.Lstat(target); err == nil && !fi.IsDir() {
+		return false, status.Errorf(codes.FailedPrecondition, "target_path %s: exists and is not a directory (%v)", target, fi.Mode().Type())
+	}
 	ok, err := mounted(target)
 	switch {
 	case err == nil && ok:

@@ -72,3 +72,29 @@ func TestPublishBadTarget(t *testing.T) {
 		t.Errorf("unpublish of a target with a NUL: %v, want InvalidArgument", err)
 	}
 }
+
+// TestPublishSymlinkTarget: a target path that is a symlink is refused:
+// mounting there would put the credentials wherever it points, and
+// unpublish, removing the link, would leave them mounted there.
+func TestPublishSymlinkTarget(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	target := filepath.Join(dir, "mount")
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	unpublishAll(t, d, target, elsewhere)
+	req := goodRequest()
+	req.TargetPath = target
+	_, err := d.NodePublishVolume(t.Context(), req)
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("publish at a symlink: %v, want FailedPrecondition", err)
+	}
+	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: "v", TargetPath: target}); err != nil {
+		t.Errorf("unpublish: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(elsewhere, "password")); err == nil {
+		t.Errorf("the credentials (%q) are mounted where the symlink pointed", b)
+	}
+}
