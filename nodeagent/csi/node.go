@@ -73,7 +73,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 		d.metrics.publishes.WithLabelValues("invalid").Inc()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	v := d.volume(p)
+	v, err := d.volume(p)
+	if err != nil {
+		d.metrics.publishes.WithLabelValues(result(err)).Inc()
+		return nil, err
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.gone {
@@ -190,17 +194,25 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublish
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
 }
 
-// volume returns the record of the request's target path, making one.
-func (d *Driver) volume(p *publish) *volume {
+// volume returns the record of the request's target path, making one. A
+// target path published for another binding, volume or Pod is not taken
+// over: the CSI spec's ALREADY_EXISTS for a volume published at the
+// target with incompatible parameters
+// (https://github.com/container-storage-interface/spec/blob/master/spec.md#nodepublishvolume-errors).
+func (d *Driver) volume(p *publish) (*volume, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v := d.volumes[p.target]
-	if v == nil || v.binding != p.binding || v.pod.uid != p.pod.uid {
+	if v != nil && (v.binding != p.binding || v.id != p.volumeID || v.pod.uid != p.pod.uid) {
+		return nil, status.Errorf(codes.AlreadyExists, "target_path %s: published already for volume %s (binding %q of Pod %s); unpublish it first",
+			p.target, v.id, v.binding, v.pod.String())
+	}
+	if v == nil {
 		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding}
 		d.volumes[p.target] = v
 		d.metrics.volumes.Set(float64(len(d.volumes)))
 	}
-	return v
+	return v, nil
 }
 
 // forget drops a volume's record; the caller holds v.mu.

@@ -98,3 +98,30 @@ func TestPublishSymlinkTarget(t *testing.T) {
 		t.Errorf("the credentials (%q) are mounted where the symlink pointed", b)
 	}
 }
+
+// TestPublishOtherBinding: a target path published for one binding is not
+// published again for another (AlreadyExists, as the CSI spec says for a
+// volume published with incompatible parameters); its files stay the
+// first binding's.
+func TestPublishOtherBinding(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	target := filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, target)
+	req := goodRequest()
+	req.TargetPath = target
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	req.VolumeContext[AttributeBinding] = "payments"
+	if _, err := d.NodePublishVolume(t.Context(), req); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("publish of another binding at the same target: %v, want AlreadyExists", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(target, "password")); string(b) != "orders" {
+		t.Errorf("the volume holds %q", b)
+	}
+	req.VolumeContext[AttributeBinding] = "orders"
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Errorf("republish of the same binding: %v", err)
+	}
+}
