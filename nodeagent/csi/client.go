@@ -11,12 +11,14 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 )
@@ -179,6 +181,10 @@ func (c *apiClient) latest(ctx context.Context, pod podInfo, binding string, tok
 	for range maxHops {
 		if creds.Successor == "" {
 			return creds, nil
+		}
+		// Its name goes into the next request's path.
+		if msgs := validation.IsDNS1123Subdomain(creds.Successor); len(msgs) > 0 {
+			return creds, fmt.Errorf("the successor of %s, %q, is no ServiceBinding name: %s", creds.Name, creds.Successor, strings.Join(msgs, "; "))
 		}
 		next, err := c.credentials(ctx, pod, creds.Successor, tok)
 		if err != nil {

@@ -103,3 +103,32 @@ func TestCABundleLater(t *testing.T) {
 		t.Errorf("a server the CA did not sign: %v", err)
 	}
 }
+
+// TestLatestBadSuccessor: a successor that is no ServiceBinding name is
+// not followed (its name goes into the request's path); the credentials
+// read so far stay.
+func TestLatestBadSuccessor(t *testing.T) {
+	t.Parallel()
+	var paths []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ServiceBindingCredentials","metadata":{"name":"orders"},"successor":"../../other/servicebindings/x","data":{"password":"cHc="}}`))
+	}))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newAPIClient(srv.URL, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.latest(t.Context(), podInfo{namespace: "shop", name: "web-1"}, "orders", token{value: "tok"})
+	if got == nil || got.Name != "orders" || err == nil || !strings.Contains(err.Error(), "successor") {
+		t.Errorf("latest: %+v, %v; want orders' credentials and an error naming the successor", got, err)
+	}
+	if len(paths) != 1 {
+		t.Errorf("requests %q, want the one of orders", paths)
+	}
+}

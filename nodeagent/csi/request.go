@@ -101,6 +101,11 @@ func parsePublish(req *csipb.NodePublishVolumeRequest, audience string) (*publis
 	p.pod = podInfo{namespace: vc[keyPodNamespace], name: vc[keyPodName], uid: vc[keyPodUID], serviceAccount: vc[keyServiceAccount]}
 	if p.pod.namespace == "" {
 		bad("volume_context[%s]: missing; the CSIDriver csi.bindery.dev must have podInfoOnMount: true", keyPodNamespace)
+	} else {
+		// The namespace goes into the path of the credentials' URL.
+		for _, msg := range validation.IsDNS1123Label(p.pod.namespace) {
+			bad("volume_context[%s] %q: %s", keyPodNamespace, p.pod.namespace, msg)
+		}
 	}
 	var err error
 	if p.token, err = findToken(req, audience); err != nil {

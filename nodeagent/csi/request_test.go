@@ -61,6 +61,9 @@ func TestParsePublish(t *testing.T) {
 		{"other audience", func(r *csipb.NodePublishVolumeRequest) {
 			r.Secrets[keyTokens] = `{"other":{"token":"s3cr3t-t0ken"}}`
 		}, []string{`no token of audience "bindery.dev"`}},
+		{"namespace with a slash", func(r *csipb.NodePublishVolumeRequest) { r.VolumeContext[keyPodNamespace] = "../../other" }, []string{`volume_context[csi.storage.k8s.io/pod.namespace] "../../other"`}},
+		{"namespace with a NUL", func(r *csipb.NodePublishVolumeRequest) { r.VolumeContext[keyPodNamespace] = "shop\x00" }, []string{`volume_context[csi.storage.k8s.io/pod.namespace]`}},
+		{"long namespace", func(r *csipb.NodePublishVolumeRequest) { r.VolumeContext[keyPodNamespace] = strings.Repeat("a", 64) }, []string{"must be no more than 63"}},
 		{"garbled tokens", func(r *csipb.NodePublishVolumeRequest) { r.Secrets[keyTokens] = `s3cr3t-t0ken` }, []string{"not the kubelet's JSON map"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
