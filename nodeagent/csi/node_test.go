@@ -3,11 +3,13 @@ package csi
 import (
 	"encoding/json"
 	"encoding/pem"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -19,7 +21,7 @@ import (
 )
 
 // setupDriver is a driver whose API server answers every binding of
-// namespace shop with its own name as the password, as Bindery's
+// namespace shop with the password "pw-" and its name, as Bindery's
 // credentials subresource answers (a test server: the code under test is
 // the driver's handling of what the kubelet asks).
 func setupDriver(t *testing.T) *Driver {
@@ -30,7 +32,7 @@ func setupDriver(t *testing.T) *Driver {
 		name := parts[len(parts)-2]
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "ServiceBindingCredentials",
-			"metadata": map[string]any{"name": name}, "data": map[string][]byte{"password": []byte(name)}})
+			"metadata": map[string]any{"name": name}, "data": map[string][]byte{"password": []byte("pw-" + name)}})
 	}))
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.crt")
@@ -117,11 +119,58 @@ func TestPublishOtherBinding(t *testing.T) {
 	if _, err := d.NodePublishVolume(t.Context(), req); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("publish of another binding at the same target: %v, want AlreadyExists", err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(target, "password")); string(b) != "orders" {
+	if b, _ := os.ReadFile(filepath.Join(target, "password")); string(b) != "pw-orders" {
 		t.Errorf("the volume holds %q", b)
 	}
 	req.VolumeContext[AttributeBinding] = "orders"
 	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
 		t.Errorf("republish of the same binding: %v", err)
 	}
+}
+
+// TestNoSecretsLogged: publishing, refreshing, refusing and unpublishing
+// log neither the Pod's token nor a credential's value.
+func TestNoSecretsLogged(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	d.log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	target := filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, target)
+	req := goodRequest()
+	req.TargetPath = target
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := d.volume(&publish{target: target, volumeID: req.VolumeId, binding: "orders", pod: podInfo{uid: "u"}})
+	d.refresh(t.Context(), v)
+	bad := goodRequest()
+	bad.TargetPath = filepath.Join(t.TempDir(), "other")
+	bad.Secrets[keyTokens] = "s3cr3t-t0ken"
+	_, _ = d.NodePublishVolume(t.Context(), bad)
+	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: req.VolumeId, TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, secret := range []string{"s3cr3t-t0ken", "pw-orders"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("%s is logged:\n%s", secret, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "credentials written") {
+		t.Errorf("nothing logged of the write:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
