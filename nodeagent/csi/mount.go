@@ -36,13 +36,17 @@ func mounted(target string) (bool, error) {
 
 // mountTmpfs creates target (its parent must exist, as the kubelet makes
 // it) and mounts a tmpfs there: the credentials live in memory only and
-// go with the mount. Nothing on it may run or be a device.
-func mountTmpfs(target string) error {
+// go with the mount. Nothing on it may run or be a device. With a group
+// (not noGroup) its root is root's and the group's only.
+func mountTmpfs(target string, group int) error {
 	if err := os.Mkdir(target, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create the target path: %w", err)
 	}
-	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
-		"mode=0755,size="+tmpfsSize); err != nil {
+	opts := fmt.Sprintf("mode=%04o,size=%s", dirMode, tmpfsSize)
+	if group != noGroup {
+		opts = fmt.Sprintf("mode=%04o,uid=0,gid=%d,size=%s", groupDirMode, group, tmpfsSize)
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return fmt.Errorf("mount a tmpfs at the target path: %w", err)
 	}
 	return nil

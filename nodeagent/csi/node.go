@@ -36,10 +36,14 @@ func (d *Driver) Probe(context.Context, *csipb.ProbeRequest) (*csipb.ProbeRespon
 	return &csipb.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }
 
-// NodeGetCapabilities lists none: no staging (a volume is published
-// straight to its Pod), no stats, no expansion.
+// NodeGetCapabilities lists VOLUME_MOUNT_GROUP only, so the kubelet
+// passes the Pod's fsGroup and the driver makes the files that group's
+// alone; no staging (a volume is published straight to its Pod), no
+// stats, no expansion.
 func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
-	return &csipb.NodeGetCapabilitiesResponse{}, nil
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: []*csipb.NodeServiceCapability{{
+		Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}},
+	}}}, nil
 }
 
 // NodeGetInfo names the node.
@@ -56,6 +60,7 @@ type volume struct {
 	target  string
 	pod     podInfo
 	binding string // what the Pod's volume names
+	group   int    // the Pod's fsGroup, or noGroup
 	current string // whose credentials the files hold: binding or a rotation of it
 	token   token
 	gone    bool // unpublished: the map no longer holds it
@@ -87,7 +92,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 		d.forget(v)
 		return nil, status.Errorf(codes.NotFound, "the parent of target_path %s: %v", p.target, err)
 	}
-	fresh, err := d.ensureMounted(p.target)
+	fresh, err := d.ensureMounted(p.target, p.group)
 	if err != nil {
 		d.forget(v)
 		return nil, err
@@ -115,7 +120,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 }
 
 // ensureMounted mounts the tmpfs unless it is there; fresh says it was not.
-func (d *Driver) ensureMounted(target string) (fresh bool, err error) {
+func (d *Driver) ensureMounted(target string, group int) (fresh bool, err error) {
 	// mount(2) follows a symlink: the credentials would land wherever it
 	// points, and unpublish, removing the link, would leave them there.
 	if fi, err := os.Lstat(target); err == nil && !fi.IsDir() {
@@ -128,7 +133,7 @@ func (d *Driver) ensureMounted(target string) (fresh bool, err error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, status.Errorf(codes.Internal, "inspect target_path %s: %v", target, err)
 	}
-	if err := mountTmpfs(target); err != nil {
+	if err := mountTmpfs(target, group); err != nil {
 		return false, status.Errorf(codes.Internal, "%s: %v", target, err)
 	}
 	return true, nil
@@ -150,7 +155,7 @@ func (d *Driver) fill(ctx context.Context, v *volume) error {
 		d.log.Warn("a rotation of the binding is not readable; keeping the credentials of the last readable binding",
 			"pod", v.pod.String(), "binding", creds.Name, "err", err)
 	}
-	changed, werr := writeFiles(v.target, creds.Data)
+	changed, werr := writeFiles(v.target, creds.Data, v.group)
 	if werr != nil {
 		return status.Errorf(codes.Internal, "write the credentials of ServiceBinding %s/%s: %v", v.pod.namespace, creds.Name, werr)
 	}
@@ -208,7 +213,7 @@ func (d *Driver) volume(p *publish) (*volume, error) {
 			p.target, v.id, v.binding, v.pod.String())
 	}
 	if v == nil {
-		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding}
+		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding, group: p.group}
 		d.volumes[p.target] = v
 		d.metrics.volumes.Set(float64(len(d.volumes)))
 	}

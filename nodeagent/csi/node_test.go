@@ -174,3 +174,44 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestPublishGroup: the driver asks for the Pod's fsGroup
+// (VOLUME_MOUNT_GROUP); with one, no credential file nor the volume's
+// root is readable by others than root and that group; a group that is
+// no number is refused.
+func TestPublishGroup(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	caps, err := d.NodeGetCapabilities(t.Context(), &csipb.NodeGetCapabilitiesRequest{})
+	if err != nil || len(caps.GetCapabilities()) != 1 || caps.GetCapabilities()[0].GetRpc().GetType() != csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP {
+		t.Errorf("node capabilities %v, %v; want VOLUME_MOUNT_GROUP", caps, err)
+	}
+	target := filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, target)
+	req := goodRequest()
+	req.TargetPath = target
+	req.VolumeCapability.GetMount().VolumeMountGroup = "4321"
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	data, err := filepath.EvalSymlinks(filepath.Join(target, dataLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{target, data, filepath.Join(data, "password")} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode&0o007 != 0 || st.Uid != 0 || st.Gid != 4321 || st.Mode&0o040 == 0 {
+			t.Errorf("%s: mode %o, owner %d:%d; want no access for others, root:4321, group-readable", p, st.Mode&0o777, st.Uid, st.Gid)
+		}
+	}
+	bad := goodRequest()
+	bad.TargetPath = filepath.Join(t.TempDir(), "mount")
+	bad.VolumeCapability.GetMount().VolumeMountGroup = "staff"
+	unpublishAll(t, d, bad.TargetPath)
+	if _, err := d.NodePublishVolume(t.Context(), bad); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("group %q: %v, want InvalidArgument", "staff", err)
+	}
+}

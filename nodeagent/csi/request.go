@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ type publish struct {
 	binding  string
 	pod      podInfo
 	token    token
+	group    int // the Pod's fsGroup (volume_mount_group), or noGroup
 }
 
 // podInfo is who the volume is for.
@@ -71,6 +73,14 @@ func parsePublish(req *csipb.NodePublishVolumeRequest, audience string) (*publis
 		bad("volume_capability: required")
 	case c.GetMount() == nil:
 		bad("volume_capability: only mount volumes; a binding is files, not a block device")
+	}
+	p.group = noGroup
+	if g := req.GetVolumeCapability().GetMount().GetVolumeMountGroup(); g != "" {
+		n, err := strconv.ParseUint(g, 10, 31)
+		if err != nil {
+			bad("volume_capability.mount.volume_mount_group %q: not a group ID", g)
+		}
+		p.group = int(n)
 	}
 	if !req.GetReadonly() {
 		bad("readonly: the volume must be readOnly: true, as the credentials are replaced under the Pod")

@@ -29,9 +29,16 @@ const (
 	// kubelet's.
 	stateFile = "..binding"
 	// fileMode: the credentials are for the Pod's processes, whatever
-	// their user, as a Secret volume's default mode gives them.
-	fileMode = 0o444
-	dirMode  = 0o755
+	// their user, as a Secret volume's default mode gives them, when
+	// the Pod has no fsGroup. With one (the kubelet passes it as the
+	// volume_mount_group) they are the group's only: groupFileMode and
+	// groupDirMode, owned by root and the group.
+	fileMode      = 0o444
+	dirMode       = 0o755
+	groupFileMode = 0o440
+	groupDirMode  = 0o750
+	// noGroup: the Pod has no fsGroup.
+	noGroup = -1
 	// maxKeys and maxKeyBytes bound what one volume holds.
 	maxKeys     = 256
 	maxKeyBytes = 253
@@ -61,8 +68,9 @@ func checkKeys(data map[string][]byte) error {
 // writeFiles makes dir hold data, one file per key, swapping the whole set
 // in at once. It writes nothing when dir already holds exactly data, and
 // reports whether it changed anything. Keys of an earlier set that data
-// lacks disappear.
-func writeFiles(dir string, data map[string][]byte) (bool, error) {
+// lacks disappear. With a group (not noGroup) the files and their
+// directory are root's and the group's, and nobody else's.
+func writeFiles(dir string, data map[string][]byte, group int) (bool, error) {
 	if err := checkKeys(data); err != nil {
 		return false, err
 	}
@@ -77,13 +85,19 @@ func writeFiles(dir string, data map[string][]byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("create the new files' directory: %w", err)
 	}
-	if err := os.Chmod(ts, dirMode); err != nil {
+	if err := own(ts, dirMode, groupDirMode, group); err != nil {
+		_ = os.RemoveAll(ts)
 		return false, err
 	}
 	for k, v := range data {
-		if err := os.WriteFile(filepath.Join(ts, k), v, fileMode); err != nil {
+		f := filepath.Join(ts, k)
+		if err := os.WriteFile(f, v, 0o400); err != nil {
 			_ = os.RemoveAll(ts)
 			return false, fmt.Errorf("write %s: %w", k, err)
+		}
+		if err := own(f, fileMode, groupFileMode, group); err != nil {
+			_ = os.RemoveAll(ts)
+			return false, err
 		}
 	}
 	tmp := filepath.Join(dir, dataLinkTmp)
@@ -100,6 +114,20 @@ func writeFiles(dir string, data map[string][]byte) (bool, error) {
 		return true, err
 	}
 	return true, removeStale(dir, filepath.Base(ts))
+}
+
+// own gives path mode, or, with a group, groupMode and root:group.
+func own(path string, mode, groupMode os.FileMode, group int) error {
+	if group != noGroup {
+		if err := os.Chown(path, 0, group); err != nil {
+			return fmt.Errorf("give %s to group %d: %w", filepath.Base(path), group, err)
+		}
+		mode = groupMode
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return fmt.Errorf("set the mode of %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
 
 // holds reports whether dir has exactly the files of data.

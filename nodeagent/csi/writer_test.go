@@ -57,7 +57,7 @@ func TestWriteFiles(t *testing.T) {
 		{"rotated", map[string]string{"type": "postgresql", "provider": "bindery", "password": "two", "uri": "postgresql://x"}, true},
 	}
 	for _, s := range steps {
-		changed, err := writeFiles(dir, bytesMap(s.data))
+		changed, err := writeFiles(dir, bytesMap(s.data), noGroup)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -97,7 +97,7 @@ func TestWriteFilesAtomic(t *testing.T) {
 	set := func(n string) map[string][]byte {
 		return map[string][]byte{"username": []byte("user" + n), "password": []byte("pass" + n)}
 	}
-	if _, err := writeFiles(dir, set("0")); err != nil {
+	if _, err := writeFiles(dir, set("0"), noGroup); err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
@@ -123,7 +123,7 @@ func TestWriteFilesAtomic(t *testing.T) {
 		}
 	})
 	for i := range 150 {
-		if _, err := writeFiles(dir, set(string(rune('a'+i%26))+string(rune('a'+i/26)))); err != nil {
+		if _, err := writeFiles(dir, set(string(rune('a'+i%26))+string(rune('a'+i/26))), noGroup); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestCheckKeys(t *testing.T) {
 	if strings.Contains(err.Error(), `"ok"`) {
 		t.Errorf("a good key is named: %v", err)
 	}
-	if _, err := writeFiles(t.TempDir(), bad); err == nil {
+	if _, err := writeFiles(t.TempDir(), bad, noGroup); err == nil {
 		t.Error("writeFiles wrote bad keys")
 	}
 }
