@@ -103,6 +103,34 @@ func deployment(name, sa, binding string) *appsv1.Deployment {
 	}
 }
 
+// fsGroupOnly: a Pod with an fsGroup, running as a user of its own, reads
+// the files through that group, and they are root's and the group's
+// only; the kubelet handed the driver the group (VOLUME_MOUNT_GROUP).
+func (n *csiNode) fsGroupOnly(t *testing.T, ns string, password []byte) {
+	t.Helper()
+	d := deployment("grouped", "web", "orders")
+	d.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(1000)), FSGroup: ptr.To(int64(4321))}
+	if _, err := n.kube.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := n.runningPod(t, ns, "grouped")
+	if got := n.read(t, ns, pod.Name, "/bindings/orders/password"); got != string(password) {
+		t.Errorf("user 1000 of group 4321 reads %d bytes of the password, not its %d", len(got), len(password))
+	}
+	for _, path := range []string{"/bindings/orders", "/bindings/orders/..data/", "/bindings/orders/..data/password"} {
+		out, err := n.cluster.Kubectl(t, "exec", "-n", ns, pod.Name, "--", "stat", "-c", "%a %u:%g", path)
+		if err != nil {
+			t.Fatalf("stat %s: %v", path, err)
+		}
+		if want := map[bool]string{true: "440 0:4321", false: "750 0:4321"}[strings.HasSuffix(path, "password")]; strings.TrimSpace(out) != want {
+			t.Errorf("%s: %q, want %q", path, strings.TrimSpace(out), want)
+		}
+	}
+	if err := n.kube.AppsV1().Deployments(ns).Delete(t.Context(), "grouped", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // runningPod waits for the one Running Pod of the Deployment.
 func (n *csiNode) runningPod(t testing.TB, ns, app string) *corev1.Pod {
 	t.Helper()
@@ -168,6 +196,7 @@ func TestCSIOnRealNode(t *testing.T) {
 		t.Errorf("psql from the Pod's network namespace with /bindings/orders/uri: %q, %v", out, err)
 	}
 	n.noSecretAnywhere(t, creds.Data["password"])
+	n.fsGroupOnly(t, ns, creds.Data["password"])
 
 	// A rotation: orders-2 rotates orders; the Pod's files follow, the
 	// container is the same, and the new credentials log in.
