@@ -103,3 +103,56 @@ func TestBrokerInputRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnstorableSpecRefused: text PostgreSQL cannot store (a NUL, a lone
+// surrogate escape in the parameters' raw JSON) anywhere in a spec or in
+// the rest of the metadata is 422 Invalid naming the field, through every
+// kind of write — create, merge, JSON, strategic merge and apply patches —
+// never a 500 from the database.
+func TestUnstorableSpecRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	if _, err := c.ServiceInstances("a").Create(ctx, in, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newInstance := func(name, spec, meta string) string {
+		return `{"apiVersion":"servicecatalog.k8s.io/v1beta1","kind":"ServiceInstance","metadata":{"name":"` + name + `"` + meta + `},` +
+			`"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"sync"` + spec + `}}`
+	}
+	apply := `{"apiVersion":"servicecatalog.k8s.io/v1beta1","kind":"ServiceInstance","metadata":{"name":"db"},"spec":{"parameters":{"x":"\u0000"}}}`
+	for _, tc := range []struct {
+		verb, path, contentType, body, field string
+	}{
+		{"POST", "namespaces/a/serviceinstances", "application/json", newInstance("nul", `,"parameters":{"x":"\u0000"}`, ""), "spec.parameters.x"},
+		{"POST", "namespaces/a/serviceinstances", "application/json", newInstance("lone", `,"parameters":{"x":"\ud800"}`, ""), "spec.parameters.x"},
+		{"POST", "namespaces/a/serviceinstances", "application/json", newInstance("from", `,"parametersFrom":[{"secretKeyRef":{"name":"s","key":"\u0000"}}]`, ""), "spec.parametersFrom[0].secretKeyRef.key"},
+		{"POST", "namespaces/a/serviceinstances", "application/json", newInstance("gen", "", `,"generateName":"x\u0000"`), "metadata.generateName"},
+		{"PATCH", "namespaces/a/serviceinstances/db", string(types.MergePatchType), `{"spec":{"parameters":{"x":"\ud800"}}}`, "spec.parameters.x"},
+		{"PATCH", "namespaces/a/serviceinstances/db", string(types.JSONPatchType), `[{"op":"add","path":"/spec/parameters","value":{"x":"\u0000"}}]`, "spec.parameters.x"},
+		{"PATCH", "namespaces/a/serviceinstances/db", string(types.StrategicMergePatchType), `{"spec":{"parameters":{"x":"\u0000"}}}`, "spec.parameters.x"},
+		{"PATCH", "namespaces/a/serviceinstances/db?fieldManager=test", string(types.ApplyPatchType), apply, "spec.parameters.x"},
+		{"POST", "namespaces/a/servicebindings", "application/json", `{"metadata":{"name":"b"},"spec":{"instanceRef":{"name":"db"},"secretTransforms":[{"addKey":{"key":"k","stringValue":"\u0000"}}]}}`, "spec.secretTransforms[0].addKey.stringValue"},
+		{"POST", "clusterservicebrokers", "application/json", `{"metadata":{"name":"r"},"spec":{"url":"http://broker.example","catalogRestrictions":{"serviceClass":["name==\u0000"]}}}`, "spec.catalogRestrictions.serviceClass[0]"},
+	} {
+		var code int
+		path, query, _ := strings.Cut(tc.path, "?")
+		req := c.RESTClient().Verb(tc.verb).AbsPath("/apis/servicecatalog.k8s.io/v1beta1", path).SetHeader("Content-Type", tc.contentType).Body([]byte(tc.body))
+		if m, v, ok := strings.Cut(query, "="); ok {
+			req = req.Param(m, v)
+		}
+		res := req.Do(ctx)
+		raw, _ := res.Raw()
+		res.StatusCode(&code)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(raw), `"field":"`+tc.field+`"`) {
+			t.Errorf("%s %s %s: %d %s, want 422 naming %s", tc.verb, tc.path, tc.body, code, raw, tc.field)
+		}
+	}
+	got, err := c.ServiceInstances("a").Get(ctx, "db", metav1.GetOptions{})
+	if err != nil || got.Spec.Parameters != nil || got.Generation != 1 {
+		t.Errorf("the instance after refused patches: %+v, %v", got, err)
+	}
+}

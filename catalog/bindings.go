@@ -22,6 +22,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	errs := validateName(field.NewPath("name"), b.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
 	errs = append(errs, validateMeta(&b.Meta)...)
+	errs = append(errs, validateStorable(&b.Spec)...)
 	errs = append(errs, validateExternalID(b.Spec.ExternalID)...)
 	instanceRef := field.NewPath("spec", "instanceRef", "name")
 	refErrs := validateName(instanceRef, b.Spec.InstanceRef.Name)

@@ -66,6 +66,7 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 		errs = append(errs, validateNamespace(field.NewPath("namespace"), b.Namespace)...)
 	}
 	errs = append(errs, validateMeta(&b.Meta)...)
+	errs = append(errs, validateStorable(&b.Spec)...)
 	s := &b.Spec
 	spec := field.NewPath("spec")
 	errs = append(errs, validateBrokerURL(spec.Child("url"), s.URL)...)

@@ -1,6 +1,9 @@
 package catalog
 
 import (
+	"encoding/json"
+	"errors"
+
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,5 +29,28 @@ func validateMeta(m *Meta) field.ErrorList {
 			errs = append(errs, bad(field.NewPath("finalizers").Index(i), p))
 		}
 	}
-	return errs
+	// Extra is the Kubernetes API's (ownerReferences, generateName, …):
+	// its fields are named as that API names them.
+	return append(errs, storableJSON("metadata", m.Extra)...)
+}
+
+// validateStorable finds text in a spec that PostgreSQL cannot store (a NUL
+// in any string, a lone surrogate escape in the parameters' raw JSON),
+// whichever front door it came through: the database would refuse the
+// whole write with an error that names no field.
+func validateStorable(spec any) field.ErrorList {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return field.ErrorList{bad(field.NewPath("spec"), "cannot be encoded as JSON: "+err.Error())}
+	}
+	return storableJSON("spec", raw)
+}
+
+func storableJSON(prefix string, raw []byte) field.ErrorList {
+	var te *pgtext.Error
+	if err := pgtext.CheckJSON(prefix, raw); errors.As(err, &te) {
+		// The dotted path prints as a field.Path of it would.
+		return field.ErrorList{bad(field.NewPath(te.Field), te.Problem)}
+	}
+	return nil
 }

@@ -6,10 +6,14 @@
 package pgtext
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -43,21 +47,78 @@ func Check(field, s string) error {
 // CheckJSON looks through a JSON document for strings (keys included) that
 // cannot be stored and returns the first, by path below prefix (a.b[2].c),
 // in a stable order. The raw bytes must be valid UTF-8 too: encoding/json
-// would otherwise replace invalid bytes silently. A document that is not
-// JSON is left for its decoder to refuse.
+// would otherwise replace invalid bytes silently. A lone surrogate escape
+// (\ud800 without its pair) is refused as well: encoding/json reads it as
+// U+FFFD, but jsonb, which keeps raw documents such as parameters, refuses
+// it. A document that is not JSON is left for its decoder to refuse.
 func CheckJSON(prefix string, raw []byte) error {
 	if !utf8.Valid(raw) {
 		return &Error{Field: orBody(prefix), Problem: "is not valid UTF-8"}
 	}
+	marked, lone := markLoneSurrogates(raw)
 	// \u0000 is the only way JSON carries a NUL (the raw byte is not JSON).
-	if !strings.Contains(string(raw), `\u0000`) {
+	if !lone && !strings.Contains(string(raw), `\u0000`) {
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := json.Unmarshal(marked, &v); err != nil {
 		return nil
 	}
-	return walk(prefix, v)
+	err := walk(prefix, v)
+	var te *Error
+	if lone && errors.As(err, &te) && !strings.Contains(string(raw), `\u0000`) {
+		te.Problem = loneSurrogate
+	}
+	return err
+}
+
+const loneSurrogate = "contains a lone UTF-16 surrogate escape (such as \\ud800 without its pair), which cannot be stored"
+
+// markLoneSurrogates returns raw with each lone surrogate escape replaced
+// by \u0000 (same length), so that walk finds its path, and whether there
+// was one. A high surrogate followed by a low one is a character, and
+// stays.
+func markLoneSurrogates(raw []byte) ([]byte, bool) {
+	var out []byte
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // an escaped character, perhaps a backslash
+			continue
+		}
+		r := escapedRune(raw, i)
+		if !utf16.IsSurrogate(r) {
+			i += 5
+			continue
+		}
+		if r < 0xdc00 && utf16.DecodeRune(r, escapedRune(raw, i+6)) != utf8.RuneError {
+			i += 11 // a pair
+			continue
+		}
+		if out == nil {
+			out = bytes.Clone(raw)
+		}
+		copy(out[i:i+6], `\u0000`)
+		i += 5
+	}
+	if out == nil {
+		return raw, false
+	}
+	return out, true
+}
+
+// escapedRune is the code unit of the \uXXXX escape at raw[i:], or -1.
+func escapedRune(raw []byte, i int) rune {
+	if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
 }
 
 func walk(path string, v any) error {

@@ -14,8 +14,12 @@ func TestCheckJSON(t *testing.T) {
 		{`{"a":{"b":["ok","x\u0000y"]}}`, "a.b[1]"},
 		{`{"k\u0000":1}`, "k\x00"},
 		{"{\"a\":\"\xff\"}", "body"},
-		{`{"a":"\\u0000"}`, ""}, // an escaped backslash: no NUL
-		{`not json \u0000`, ""}, // left to the decoder
+		{`{"a":"\\u0000"}`, ""},                  // an escaped backslash: no NUL
+		{`not json \u0000`, ""},                  // left to the decoder
+		{`{"a":"ok","p":{"x":"\ud800"}}`, "p.x"}, // a lone high surrogate
+		{`{"a":["\udc00x"]}`, "a[0]"},            // a lone low surrogate
+		{`{"a":"\ud83d\ude00 \\ud800"}`, ""},     // a pair, and an escaped backslash
+		{`{"a":"\ud800\u0041"}`, "a"},            // a high surrogate before no low one
 	} {
 		err := CheckJSON("", []byte(tc.doc))
 		got := ""
@@ -25,6 +29,9 @@ func TestCheckJSON(t *testing.T) {
 		if got != tc.field {
 			t.Errorf("%q: field %q (%v), want %q", tc.doc, got, err, tc.field)
 		}
+	}
+	if err := CheckJSON("spec", []byte(`{"x":"\ud800"}`)); err == nil || !strings.Contains(err.Error(), "spec.x: contains a lone UTF-16 surrogate") {
+		t.Errorf("lone surrogate: %v", err)
 	}
 	if Problem("a\x00") == "" || Problem("\xc3") == "" || Problem("ünïcode") != "" {
 		t.Error("Problem")
