@@ -121,7 +121,7 @@ func listOptionsOf(req *http.Request, st *storage) (*metainternalversion.ListOpt
 		}
 		opts.FieldSelector = sel
 	}
-	return opts, nil
+	return opts, storableSelector(opts)
 }
 
 // listRestrictions are what a list can be converted to: a Table and

@@ -156,3 +156,33 @@ func TestUnstorableSpecRefused(t *testing.T) {
 		t.Errorf("the instance after refused patches: %+v, %v", got, err)
 	}
 }
+
+// TestUnstorableSelectorRefused: a field selector value PostgreSQL cannot
+// hold (a NUL, invalid UTF-8) is 400 naming the field, for lists, lists
+// across namespaces and watches, not a 500 from the database.
+func TestUnstorableSelectorRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	for _, tc := range []struct {
+		ns, selector, field string
+	}{
+		{"a", "metadata.name=x\x00", "metadata.name"},
+		{"a", "metadata.name=\xff", "metadata.name"},
+		{"", "metadata.namespace=\x00", "metadata.namespace"},
+		{"", "spec.externalID=\xff", "spec.externalID"},
+	} {
+		_, err := c.ServiceInstances(tc.ns).List(ctx, metav1.ListOptions{FieldSelector: tc.selector})
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("list with %q: %v, want 400 naming %s", tc.selector, err, tc.field)
+		}
+		w, err := c.ServiceInstances(tc.ns).Watch(ctx, metav1.ListOptions{FieldSelector: tc.selector})
+		if err == nil {
+			w.Stop()
+		}
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("watch with %q: %v, want 400 naming %s", tc.selector, err, tc.field)
+		}
+	}
+}

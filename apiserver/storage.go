@@ -20,6 +20,7 @@ import (
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // storage is the read side of one resource over the catalog: get, list and
@@ -137,6 +138,21 @@ type predicate struct {
 	hide func(runtime.Object) bool
 }
 
+// storableSelector refuses a field selector value PostgreSQL cannot hold
+// (a NUL, invalid UTF-8) with 400 naming the field: a selection by name or
+// namespace is looked up in the database, which would refuse the query.
+func storableSelector(opts *metainternalversion.ListOptions) error {
+	if opts == nil || opts.FieldSelector == nil {
+		return nil
+	}
+	for _, r := range opts.FieldSelector.Requirements() {
+		if p := pgtext.Problem(r.Value); p != "" {
+			return apierrors.NewBadRequest(fmt.Sprintf("fieldSelector: the value of %s %s", r.Field, p))
+		}
+	}
+	return nil
+}
+
 func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
 	p := predicate{namespace: ns, label: labels.Everything(), field: fields.Everything()}
 	if opts != nil && opts.LabelSelector != nil {
@@ -247,6 +263,9 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 // token, reading of each object's spec and status only parts when parts
 // is not nil (catalog.Parts). An object read by name is read whole.
 func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (objs []runtime.Object, rev int64, cont string, err error) {
+	if err := storableSelector(opts); err != nil {
+		return nil, 0, "", err
+	}
 	pred := newPredicate(st.namespace(ctx), opts)
 	pred.hide = st.access.hidden(ctx)
 	objs = []runtime.Object{}
@@ -317,6 +336,9 @@ func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObj
 // Watch follows the change feed from the requested resourceVersion: from
 // "" or "0" it first sends the current objects as ADDED.
 func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	if err := storableSelector(opts); err != nil {
+		return nil, err
+	}
 	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
 	req.pred.hide = st.access.hidden(ctx)
 	rv := ""
