@@ -186,3 +186,33 @@ func TestUnstorableSelectorRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfRangeNumberRefused: a parameter number no float64 holds (1e400)
+// is 400 naming it, for creates and updates of instances and bindings; it
+// used to make the field manager panic, and the client got a reset stream.
+func TestOutOfRangeNumberRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	created, err := c.ServiceInstances("a").Create(ctx, in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"sync","parameters":{"a":{"b":[1,-1e999]}}}`
+	for _, tc := range []struct{ verb, path, contentType, body string }{
+		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"big"},` + spec + `}`},
+		{"PUT", "namespaces/a/serviceinstances/db", "application/json", `{"metadata":{"name":"db","resourceVersion":"` + created.ResourceVersion + `"},` + spec + `}`},
+		{"POST", "namespaces/a/servicebindings", "application/json", `{"metadata":{"name":"app"},"spec":{"instanceRef":{"name":"db"},"parameters":{"a":{"b":[1,-1e999]}}}}`},
+	} {
+		var code int
+		res := c.RESTClient().Verb(tc.verb).AbsPath("/apis/servicecatalog.k8s.io/v1beta1", tc.path).SetHeader("Content-Type", tc.contentType).Body([]byte(tc.body)).Do(ctx)
+		raw, err := res.Raw()
+		res.StatusCode(&code)
+		if code != http.StatusBadRequest || !strings.Contains(string(raw), "spec.parameters.a.b[1]") {
+			t.Errorf("%s %s %s: %d %s (%v), want 400 naming spec.parameters.a.b[1]", tc.verb, tc.path, tc.contentType, code, raw, err)
+		}
+	}
+}

@@ -29,19 +29,28 @@ func must(err error) {
 	}
 }
 
-// withoutProtobuf offers every media type of the codecs but protobuf: the
-// v1beta1 types have no protobuf marshalling, so clients that prefer it
-// (the namespace controller, the garbage collector, anything built on
-// client-go's metadata client) must be answered in JSON, their fallback,
-// rather than fail to encode.
+// withoutProtobuf offers every media type of the codecs but protobuf, and
+// decodes request bodies with checkedDecoder: the v1beta1 types have no
+// protobuf marshalling, so clients that prefer it (the namespace
+// controller, the garbage collector, anything built on client-go's
+// metadata client) must be answered in JSON, their fallback, rather than
+// fail to encode.
 type withoutProtobuf struct{ runtime.NegotiatedSerializer }
 
 func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 	var out []runtime.SerializerInfo
 	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
-		if info.MediaType != runtime.ContentTypeProtobuf {
-			out = append(out, info)
+		if info.MediaType == runtime.ContentTypeProtobuf {
+			continue
 		}
+		// Request bodies are decoded with these (checkedDecoder).
+		if info.Serializer != nil {
+			info.Serializer = checkedDecoder{info.Serializer}
+		}
+		if info.StrictSerializer != nil {
+			info.StrictSerializer = checkedDecoder{info.StrictSerializer}
+		}
+		out = append(out, info)
 	}
 	return out
 }
