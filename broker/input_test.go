@@ -7,8 +7,9 @@ import (
 )
 
 // TestUnstorableInput: OSB ids, query parameters, bodies and the
-// originating identity with NUL characters or invalid UTF-8 are 400s that
-// name the field, never a 500 from the database; an oversize body is 413.
+// originating identity with NUL characters, lone surrogate escapes (which
+// jsonb refuses) or invalid UTF-8 are 400s that name the field, never a 500
+// from the database; an oversize body is 413.
 func TestUnstorableInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -22,6 +23,9 @@ func TestUnstorableInput(t *testing.T) {
 		{"NUL in a query parameter", "GET", "/v2/service_instances/i1/last_operation?operation=%00", "", "", "operation", 400},
 		{"NUL in context", "PUT", "/v2/service_instances/i2", `{"service_id":"` + serviceID + `","plan_id":"` + planSmall + `","organization_guid":"o","space_guid":"s","context":{"ns":"a\u0000"}}`, "", "context.ns", 400},
 		{"NUL in parameters", "PUT", "/v2/service_instances/i3", `{"service_id":"` + serviceID + `","plan_id":"` + planSmall + `","organization_guid":"o","space_guid":"s","parameters":{"\u0000":1}}`, "", "parameters", 400},
+		{"a lone surrogate in context", "PUT", "/v2/service_instances/i7", `{"service_id":"` + serviceID + `","plan_id":"` + planSmall + `","organization_guid":"o","space_guid":"s","context":{"ns":"\ud800"}}`, "", "context.ns: contains a lone UTF-16 surrogate", 400},
+		{"a lone surrogate in the originating identity", "PUT", "/v2/service_instances/i8", good,
+			"kubernetes " + base64.StdEncoding.EncodeToString([]byte(`{"username":"\udc00"}`)), "value.username: contains a lone UTF-16 surrogate", 400},
 		{"invalid UTF-8 in the body", "PUT", "/v2/service_instances/i4", "{\"service_id\":\"\xff\"}", "", "body", 400},
 		{"NUL in the originating identity", "PUT", "/v2/service_instances/i5", good,
 			"kubernetes " + base64.StdEncoding.EncodeToString([]byte(`{"username":"a\u0000"}`)), "value.username", 400},
