@@ -1,7 +1,6 @@
 package restapi
 
 import (
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -186,14 +185,6 @@ func (s *Server) bindingEvents(c echo.Context) error {
 		return err
 	}
 	return s.events(c, b.ID)
-}
-
-func readBody(c echo.Context) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 4<<20))
-	if err != nil {
-		return nil, apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
-	}
-	return body, nil
 }
 
 // listNamespaces lists the namespaces that hold instances, bindings or

@@ -55,7 +55,8 @@ func TestExternalIDUnique(t *testing.T) {
 
 // TestUnstorableInput: strings PostgreSQL cannot hold (NUL, invalid UTF-8)
 // in bodies, path ids and query parameters are 400s naming the field; an
-// oversize body is a 413 with the limit. None is a 5xx.
+// oversize body, a merge patch's too, is a 413 with the limit. None is a
+// 5xx.
 func TestUnstorableInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -75,6 +76,7 @@ func TestUnstorableInput(t *testing.T) {
 		{"GET", "/instances?continue=%FF%FE", "", "continue", 400},
 		{"GET", "/serviceplans?class=a%00b", "", "class", 400},
 		{"POST", "/instances", `{"name":"db","namespace":"a","spec":{"parameters":{"x":"` + strings.Repeat("a", 10<<20) + `"}}}`, "", 413},
+		{"PATCH", "/instances/db?namespace=a", `{"spec":{"parameters":{"x":"` + strings.Repeat("a", 5<<20) + `"}}}`, "", 413},
 	} {
 		r := b.do(dev, tc.method, tc.path, tc.body)
 		if r.status != tc.status || r.str("field") != tc.field {

@@ -353,14 +353,24 @@ func invalidText(err error) error {
 // decode reads a JSON body strictly: unknown fields are errors naming the
 // field, so typos do not pass silently. A body over maxBody is a 413.
 func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	body, err := readBody(c)
 	if err != nil {
-		return apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
-	}
-	if len(body) > maxBody {
-		return apiError(http.StatusRequestEntityTooLarge, "too_large", "request body: larger than the limit of %d bytes (4 MiB)", maxBody)
+		return err
 	}
 	return decodeBytes(body, v)
+}
+
+// readBody reads a request body of at most maxBody bytes; a longer one is
+// a 413 (not cut short, which would make it look like bad JSON).
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	if err != nil {
+		return nil, apiError(http.StatusBadRequest, "invalid", "request body: %v", err)
+	}
+	if len(body) > maxBody {
+		return nil, apiError(http.StatusRequestEntityTooLarge, "too_large", "request body: larger than the limit of %d bytes (4 MiB)", maxBody)
+	}
+	return body, nil
 }
 
 func decodeBytes(body []byte, v any) error {
