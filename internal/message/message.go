@@ -17,6 +17,7 @@ package message
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -265,33 +266,37 @@ func quoteList(names []string) string {
 
 // Fields are the names people call request fields by.
 var fields = map[string]string{
-	"name":                                 "the name",
-	"namespace":                            "the namespace",
-	"spec.secretName":                      "the Secret name",
-	"spec.instanceRef.name":                "the instance",
-	"spec.instanceRef":                     "the instance",
-	"spec.url":                             "the broker URL",
-	"url":                                  "the broker URL",
-	"spec.parameters":                      "the parameters",
-	"spec.externalID":                      "the external id",
-	"spec.relistDuration":                  "the relist interval",
-	"relistDuration":                       "the relist interval",
-	"auth.basic.username":                  "the user name",
-	"auth.basic.password":                  "the password",
-	"auth.bearer.token":                    "the bearer token",
-	"spec.caBundle":                        "the CA bundle",
-	"caBundle":                             "the CA bundle",
-	"role":                                 "the role",
-	"expiresAt":                            "the expiry time",
-	"limit":                                "the page size",
-	"labels":                               "the labels",
-	"annotations":                          "the annotations",
-	"metadata.labels":                      "the labels",
-	"metadata.annotations":                 "the annotations",
-	"spec.clusterServicePlanExternalName":  "the plan",
-	"spec.servicePlanExternalName":         "the plan",
-	"spec.clusterServiceClassExternalName": "the service class",
-	"spec.serviceClassExternalName":        "the service class",
+	"name":                                  "the name",
+	"namespace":                             "the namespace",
+	"spec.secretName":                       "the Secret name",
+	"spec.instanceRef.name":                 "the instance",
+	"spec.instanceRef":                      "the instance",
+	"spec.url":                              "the broker URL",
+	"url":                                   "the broker URL",
+	"spec.parameters":                       "the parameters",
+	"spec.externalID":                       "the external id",
+	"spec.relistDuration":                   "the relist interval",
+	"relistDuration":                        "the relist interval",
+	"auth.basic.username":                   "the user name",
+	"auth.basic.password":                   "the password",
+	"auth.bearer.token":                     "the bearer token",
+	"spec.caBundle":                         "the CA bundle",
+	"caBundle":                              "the CA bundle",
+	"role":                                  "the role",
+	"expiresAt":                             "the expiry time",
+	"limit":                                 "the page size",
+	"labels":                                "the labels",
+	"annotations":                           "the annotations",
+	"metadata.labels":                       "the labels",
+	"metadata.annotations":                  "the annotations",
+	"spec.clusterServicePlanExternalName":   "the plan",
+	"spec.servicePlanExternalName":          "the plan",
+	"spec.clusterServiceClassExternalName":  "the service class",
+	"catalogRestrictions.serviceClass":      "the service class restrictions",
+	"catalogRestrictions.servicePlan":       "the service plan restrictions",
+	"spec.catalogRestrictions.serviceClass": "the service class restrictions",
+	"spec.catalogRestrictions.servicePlan":  "the service plan restrictions",
+	"spec.serviceClassExternalName":         "the service class",
 }
 
 // Field is how a person calls a request field: "spec.secretName" is "the
@@ -307,6 +312,13 @@ func Field(path string) string {
 	}
 	if strings.HasPrefix(path, "spec.parameters.") || strings.HasPrefix(path, "spec.parameters[") {
 		return fmt.Sprintf("parameter %q", strings.TrimPrefix(path, "spec.parameters."))
+	}
+	// An entry of a list is named with its list ("entry 0 of the
+	// namespaces"), not by its index alone ("the 0").
+	if i := strings.LastIndexByte(path, '['); i > 0 && strings.HasSuffix(path, "]") {
+		if n, err := strconv.Atoi(path[i+1 : len(path)-1]); err == nil {
+			return fmt.Sprintf("entry %d of %s", n, Field(path[:i]))
+		}
 	}
 	return "the " + strings.ToLower(Words(last))
 }

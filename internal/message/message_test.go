@@ -105,6 +105,8 @@ func TestField(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
 		"spec.secretName": "the Secret name", "spec.relistBehavior": "the relist behavior", "spec.parameters.size": `parameter "size"`,
+		"namespaces[2]": "entry 2 of the namespaces", "catalogRestrictions.serviceClass[0]": "entry 0 of the service class restrictions",
+		"spec.secretTransforms[1].addKey.key": "the key",
 	} {
 		if got := Field(in); got != want {
 			t.Errorf("Field(%q) = %q, want %q", in, got, want)
