@@ -238,6 +238,12 @@ func TestTokens(t *testing.T) {
 		return nil
 	})
 	b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": "2001-01-01T00:00:00Z"}))
+	// A time the document's pattern lets through but no clock has.
+	for _, at := range []string{"2030-01-01T00:00:00+99:00", "2030-02-31T00:00:00Z"} {
+		if r := b.must(400, b.do(b.admin, "POST", "/tokens", map[string]any{"role": "viewer", "expiresAt": at})); r.str("field") != "expiresAt" {
+			t.Errorf("expiresAt %s: %s, want a 400 naming expiresAt", at, r.raw)
+		}
+	}
 }
 
 // TestShutdownDuringRegistration: a shutdown while a registration waits on
