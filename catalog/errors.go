@@ -115,6 +115,30 @@ func validateName(p *field.Path, name string) field.ErrorList {
 	return nil
 }
 
+// validateParametersFrom checks an instance's or binding's
+// spec.parametersFrom: each names a Secret of the object's namespace and a
+// key of it, as Service Catalog required. Without the check, a missing or
+// malformed reference was accepted and only failed when the engine read the
+// Secret, retrying a read that could never succeed.
+func validateParametersFrom(from []ParametersFrom) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range from {
+		p := field.NewPath("spec", "parametersFrom").Index(i).Child("secretKeyRef")
+		if f.SecretKeyRef == nil {
+			errs = append(errs, field.Required(p, "name a key of a Secret in the object's namespace"))
+			continue
+		}
+		errs = append(errs, validateName(p.Child("name"), f.SecretKeyRef.Name)...)
+		switch key := f.SecretKeyRef.Key; {
+		case key == "":
+			errs = append(errs, field.Required(p.Child("key"), ""))
+		case len(validation.IsConfigMapKey(key)) > 0:
+			errs = append(errs, bad(p.Child("key"), "must be a Secret key: letters, digits, '-', '_' and '.', at most 253 characters"))
+		}
+	}
+	return errs
+}
+
 // validateExternalID checks an instance's or binding's spec.externalID,
 // the OSB id the engine sends its broker; empty means one is generated.
 func validateExternalID(id string) field.ErrorList {

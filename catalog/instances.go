@@ -88,6 +88,7 @@ func (s *Store) validateNewInstance(ctx context.Context, r *catalogueReader, in 
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
 	errs = append(errs, validateStorable(&in.Spec)...)
+	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
 	errs = append(errs, validateExternalID(in.Spec.ExternalID)...)
 	plan, err := r.resolveNew(ctx, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
@@ -295,6 +296,7 @@ func validateInstanceUpdate(ctx context.Context, w *txn, was, in *Instance) (*Se
 	}
 	errs = append(errs, validateMeta(&in.Meta)...)
 	errs = append(errs, validateStorable(&in.Spec)...)
+	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
 	if in.Spec.ExternalID != was.Spec.ExternalID {
 		errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
 	}

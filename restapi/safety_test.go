@@ -320,3 +320,29 @@ func TestCutShortRequest(t *testing.T) {
 		t.Fatalf("a request cut short: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestParametersFromChecked: spec.parametersFrom must name a Secret and a
+// key of it; a missing or malformed reference is a 400 naming the field,
+// not an object the engine then fails to read the Secret for, again and
+// again.
+func TestParametersFromChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	instance := func(from string) string {
+		return `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small","parametersFrom":` + from + `}}`
+	}
+	for _, tc := range []struct{ path, body, field string }{
+		{"/instances", instance(`[{}]`), "spec.parametersFrom[0].secretKeyRef"},
+		{"/instances", instance(`[{"secretKeyRef":{"name":"","key":"k"}}]`), "spec.parametersFrom[0].secretKeyRef.name"},
+		{"/instances", instance(`[{"secretKeyRef":{"name":"s","key":"k"}},{"secretKeyRef":{"name":"Not A Name","key":"k"}}]`), "spec.parametersFrom[1].secretKeyRef.name"},
+		{"/instances", instance(`[{"secretKeyRef":{"name":"s","key":"a/b"}}]`), "spec.parametersFrom[0].secretKeyRef.key"},
+		{"/bindings", `{"name":"app","namespace":"a","spec":{"instanceRef":{"name":"db"},"parametersFrom":[{"secretKeyRef":{"name":"s","key":""}}]}}`, "spec.parametersFrom[0].secretKeyRef.key"},
+	} {
+		if r := b.do(dev, "POST", tc.path, tc.body); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("POST %s %s: %d %s, want 400 naming %s", tc.path, tc.body, r.status, r.raw, tc.field)
+		}
+	}
+	b.must(201, b.do(dev, "POST", "/instances", instance(`[{"secretKeyRef":{"name":"db-params","key":"params.json"}}]`)))
+}
