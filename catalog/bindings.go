@@ -24,6 +24,7 @@ func (s *Store) validateNewBinding(ctx context.Context, r *catalogueReader, b *B
 	errs = append(errs, validateMeta(&b.Meta)...)
 	errs = append(errs, validateStorable(&b.Spec)...)
 	errs = append(errs, validateParametersFrom(b.Spec.ParametersFrom)...)
+	errs = append(errs, validateSecretTransforms(b.Spec.SecretTransforms)...)
 	errs = append(errs, validateExternalID(b.Spec.ExternalID)...)
 	instanceRef := field.NewPath("spec", "instanceRef", "name")
 	refErrs := validateName(instanceRef, b.Spec.InstanceRef.Name)

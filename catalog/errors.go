@@ -129,12 +129,7 @@ func validateParametersFrom(from []ParametersFrom) field.ErrorList {
 			continue
 		}
 		errs = append(errs, validateName(p.Child("name"), f.SecretKeyRef.Name)...)
-		switch key := f.SecretKeyRef.Key; {
-		case key == "":
-			errs = append(errs, field.Required(p.Child("key"), ""))
-		case len(validation.IsConfigMapKey(key)) > 0:
-			errs = append(errs, bad(p.Child("key"), "must be a Secret key: letters, digits, '-', '_' and '.', at most 253 characters"))
-		}
+		errs = append(errs, validateSecretKey(p.Child("key"), f.SecretKeyRef.Key)...)
 	}
 	return errs
 }

@@ -346,3 +346,32 @@ func TestParametersFromChecked(t *testing.T) {
 	}
 	b.must(201, b.do(dev, "POST", "/instances", instance(`[{"secretKeyRef":{"name":"db-params","key":"params.json"}}]`)))
 }
+
+// TestSecretTransformsChecked: a binding's secretTransforms are checked
+// when it is written — one transform an entry, Secret keys, one value, a
+// JSONPath that parses — so that a bad one is a 400 naming the field
+// rather than a binding the broker makes and no Secret can hold.
+func TestSecretTransformsChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	binding := func(transforms string) string {
+		return `{"name":"app","namespace":"a","spec":{"instanceRef":{"name":"db"},"secretTransforms":` + transforms + `}}`
+	}
+	for _, tc := range []struct{ transforms, field string }{
+		{`[{}]`, "spec.secretTransforms[0]"},
+		{`[{"removeKey":{"key":"a"},"renameKey":{"from":"b","to":"c"}}]`, "spec.secretTransforms[0]"},
+		{`[{"renameKey":{"from":"b","to":"a/b"}}]`, "spec.secretTransforms[0].renameKey.to"},
+		{`[{"addKey":{"key":"","stringValue":"x"}}]`, "spec.secretTransforms[0].addKey.key"},
+		{`[{"addKey":{"key":"k","stringValue":"x","jsonPathExpression":"{.a}"}}]`, "spec.secretTransforms[0].addKey"},
+		{`[{"removeKey":{"key":"a"}},{"addKey":{"key":"k","jsonPathExpression":"{{{{"}}]`, "spec.secretTransforms[1].addKey.jsonPathExpression"},
+		{`[{"addKeysFrom":{}}]`, "spec.secretTransforms[0].addKeysFrom.secretRef"},
+		{`[{"removeKey":{"key":""}}]`, "spec.secretTransforms[0].removeKey.key"},
+	} {
+		if r := b.do(dev, "POST", "/bindings", binding(tc.transforms)); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("secretTransforms %s: %d %s, want 400 naming %s", tc.transforms, r.status, r.raw, tc.field)
+		}
+	}
+	b.must(201, b.do(dev, "POST", "/bindings", binding(`[{"renameKey":{"from":"uri","to":"DATABASE_URL"}},{"addKey":{"key":"host2","jsonPathExpression":"{.host}"}}]`)))
+}
