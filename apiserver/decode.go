@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
 // checkedDecoder refuses, as it decodes, parameters whose numbers no
@@ -50,32 +51,12 @@ func numbersInRange(prefix string, raw []byte) error {
 	if dec.Decode(&v) != nil {
 		return nil
 	}
-	return walkNumbers(prefix, v)
-}
-
-func walkNumbers(path string, v any) error {
-	switch v := v.(type) {
-	case json.Number:
-		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-			return fmt.Errorf("%s: the number %.40s is out of the range of a 64-bit floating point number", path, v)
-		}
-	case []any:
-		for i, e := range v {
-			if err := walkNumbers(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
-				return err
+	return pgtext.Walk(prefix, v, func(path string, v any) error {
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return fmt.Errorf("%s: the number %.40s is out of the range of a 64-bit floating point number", path, n)
 			}
 		}
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if err := walkNumbers(path+"."+k, v[k]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -10,7 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -122,35 +123,53 @@ func escapedRune(raw []byte, i int) rune {
 }
 
 func walk(path string, v any) error {
+	return Walk(path, v, func(path string, v any) error {
+		switch v := v.(type) {
+		case string:
+			return Check(orBody(path), v)
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if err := Check(Member(path, k), k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Walk calls visit for v, a decoded JSON document, and for every element
+// and member within it, each with its path below path (path[0], path.key;
+// a member of the document itself is named by its key alone), the members
+// of an object in the order of their keys. It stops at the first error
+// visit returns, and returns it.
+func Walk(path string, v any, visit func(path string, v any) error) error {
+	if err := visit(path, v); err != nil {
+		return err
+	}
 	switch v := v.(type) {
-	case string:
-		return Check(orBody(path), v)
 	case []any:
 		for i, e := range v {
-			if err := walk(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+			if err := Walk(fmt.Sprintf("%s[%d]", path, i), e, visit); err != nil {
 				return err
 			}
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			if err := Check(p, k); err != nil {
-				return err
-			}
-			if err := walk(p, v[k]); err != nil {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if err := Walk(Member(path, k), v[k], visit); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Member is the path of the member key of the object at path.
+func Member(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 func orBody(path string) string {
