@@ -9,3 +9,6 @@ func SetLegacyLinger(c *Claimer, d time.Duration) {
 	defer c.mu.Unlock()
 	c.linger, c.legacyUntil = d, time.Time{}
 }
+
+// FeedAtSQL is the statement of Feed.At, whose plan a test checks.
+const FeedAtSQL = feedAtSQL

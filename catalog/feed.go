@@ -183,6 +183,16 @@ func (f *Feed) since(ctx context.Context, after, upTo int64, kinds []string, lim
 	return out, nil
 }
 
+// feedAtSQL reads each object's newest change at or before $2 by the
+// object's own key. Filtered through object_id = ANY($3), a cached generic
+// plan, which cannot see how few ids come, walked the kind's index over
+// every revision up to $2 and filtered them by id (50,000 rows read for 6
+// at 100,000 changes).
+const feedAtSQL = `SELECT o.id::text, c.revision, c.type, c.object
+	FROM (SELECT DISTINCT id FROM unnest($3::uuid[]) AS u(id)) o
+	CROSS JOIN LATERAL (SELECT revision, type, object FROM catalog.changes
+		WHERE object_id = o.id AND revision <= $2 AND kind = $1 ORDER BY revision DESC LIMIT 1) c`
+
 // At reads, for each of the objects of kind with these ids, the newest
 // change of the feed at or before revision at: what the object was then
 // (nothing when the change is Deleted, or when it is older than what the
@@ -193,8 +203,7 @@ func (f *Feed) At(ctx context.Context, kind string, ids []string, at int64) (map
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := f.s.pool.Query(ctx, `SELECT DISTINCT ON (object_id) object_id::text, revision, type, object FROM catalog.changes
-		WHERE kind = $1 AND revision <= $2 AND object_id = ANY($3::uuid[]) ORDER BY object_id, revision DESC`, kind, at, ids)
+	rows, err := f.s.pool.Query(ctx, feedAtSQL, kind, at, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read changes at %d: %w", at, mapErr(err))
 	}
