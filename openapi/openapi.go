@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,6 +150,9 @@ func RequestValidator(router routers.Router) echo.MiddlewareFunc {
 			if len(body) > maxBody {
 				return next(c) // too long for the API: the server refuses it
 			}
+			if err := undeclaredQuery(req, route); err != nil {
+				return c.JSON(http.StatusBadRequest, describe(err))
+			}
 			if err := validateRequest(req.Context(), req, body, route, params); err != nil {
 				return c.JSON(http.StatusBadRequest, describe(err))
 			}
@@ -176,6 +181,39 @@ func readBody(req *http.Request) ([]byte, error) {
 		body = []byte{}
 	}
 	return body, nil
+}
+
+// undeclaredQuery refuses the query parameters route's operation does not
+// take: one spelt wrong, or a filter the operation does not have
+// (labelSelector on a list of instances), would otherwise be ignored, and
+// the client sent everything as if it had been applied.
+func undeclaredQuery(req *http.Request, route *routers.Route) error {
+	var takes []string
+	for _, ps := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
+		for _, p := range ps {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+				takes = append(takes, p.Value.Name)
+			}
+		}
+	}
+	sort.Strings(takes)
+	these := "none"
+	if len(takes) > 0 {
+		these = strings.Join(takes, ", ")
+	}
+	var errs openapi3.MultiError
+	for _, name := range slices.Sorted(maps.Keys(req.URL.Query())) {
+		if !slices.Contains(takes, name) {
+			errs = append(errs, &openapi3filter.RequestError{
+				Parameter: &openapi3.Parameter{Name: name, In: openapi3.ParameterInQuery},
+				Err:       fmt.Errorf("this request takes no such query parameter (it takes: %s)", these),
+			})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // validateRequest validates req, whose body is body, against route. It

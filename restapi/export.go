@@ -81,20 +81,11 @@ func (s *Server) exportBrokers(c echo.Context) error {
 	return s.export(c, kind, opts)
 }
 
-// exportParams are the query parameters an export takes.
-var exportParams = map[string]bool{"namespace": true, "labelSelector": true}
-
-// exportOptions reads namespace and labelSelector, and refuses any other
-// parameter: an export has no pages, and a client that asks for one
-// (limit, continue) is told rather than sent everything.
+// exportOptions reads namespace and labelSelector. An export takes no
+// other parameter (openapi/openapi.yaml): one that asks for a page (limit,
+// continue) is refused before it gets here, rather than sent everything.
 func exportOptions(c echo.Context) (catalog.ListOptions, error) {
 	opts := catalog.ListOptions{Namespace: c.QueryParam("namespace")}
-	for name := range c.QueryParams() {
-		if !exportParams[name] {
-			return opts, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name,
-				Message: fmt.Sprintf("An export takes the query parameters namespace and labelSelector only, not %s: it sends every object, in no pages.", name)}
-		}
-	}
 	if v := c.QueryParam("labelSelector"); v != "" {
 		sel, err := labels.Parse(v)
 		if err != nil {

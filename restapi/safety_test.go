@@ -96,6 +96,29 @@ func TestUnstorableInput(t *testing.T) {
 	}
 }
 
+// TestUndeclaredQueryRefused: a query parameter the operation does not
+// take is a 400 naming it and listing those it takes, not ignored: a list
+// of instances by labelSelector, which only exports have, used to answer
+// every instance as if it had been filtered.
+func TestUndeclaredQueryRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	for _, tc := range []struct{ path, field, takes string }{
+		{"/instances?labelSelector=app%3Dweb", "labelSelector", "continue, limit, namespace"},
+		{"/instances?namespace=a&namespce=b", "namespce", "continue, limit, namespace"},
+		{"/instances/db?namespace=a&pretty=true", "pretty", "namespace"},
+		{"/export/instances?limit=5", "limit", "labelSelector, namespace"},
+	} {
+		r := b.do(dev, "GET", tc.path, "")
+		if r.status != 400 || r.str("field") != tc.field || !strings.Contains(r.str("message"), "(it takes: "+tc.takes+")") {
+			t.Errorf("GET %s: %d field %q, want 400 naming %s and taking %s: %.300s", tc.path, r.status, r.str("field"), tc.field, tc.takes, r.raw)
+		}
+	}
+	b.must(200, b.do(dev, "GET", "/instances?namespace=a&limit=5", ""))
+}
+
 // TestDatabaseOutage: with the database unreachable, requests answer 503
 // with Retry-After (as /readyz says), not 500.
 func TestDatabaseOutage(t *testing.T) {
