@@ -174,12 +174,23 @@ func TestImmutableFields(t *testing.T) {
 		{map[string]any{"namespace": "b"}, "namespace"},
 		{map[string]any{"spec": map[string]any{"clusterServiceClassRef": map[string]any{"name": "x"}}}, "spec.clusterServiceClassRef.name"},
 		{map[string]any{"spec": map[string]any{"clusterServicePlanRef": map[string]any{"name": "x"}}}, "spec.clusterServicePlanRef.name"},
+		{map[string]any{"spec": map[string]any{"updateRequests": -1}}, "spec.updateRequests"},
 	} {
 		r := b.must(400, b.do(dev, "PATCH", "/instances/"+id, tc.patch))
 		if r.str("error") != "invalid" || r.str("field") != tc.field {
 			t.Errorf("patch %v: %s, want invalid %s", tc.patch, r.raw, tc.field)
 		}
 	}
+	// updateRequests only counts up, as Service Catalog's did.
+	b.must(200, b.do(dev, "PATCH", "/instances/"+id, map[string]any{"spec": map[string]any{"updateRequests": 2}}))
+	if r := b.must(400, b.do(dev, "PATCH", "/instances/"+id, map[string]any{"spec": map[string]any{"updateRequests": 1}})); r.str("field") != "spec.updateRequests" {
+		t.Errorf("updateRequests 2 → 1: %s, want invalid spec.updateRequests", r.raw)
+	}
+	if r := b.must(400, b.do(dev, "POST", "/instances", map[string]any{"name": "db2", "namespace": "a", "spec": map[string]any{
+		"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small", "updateRequests": -1}})); r.str("field") != "spec.updateRequests" {
+		t.Errorf("a new instance with updateRequests -1: %s, want invalid spec.updateRequests", r.raw)
+	}
+	in = b.must(200, b.do(dev, "GET", "/instances/"+id, nil))
 	same := b.must(200, b.do(dev, "PATCH", "/instances/"+id, map[string]any{"name": "db", "labels": map[string]any{}}))
 	if same.body["resourceVersion"] != in.body["resourceVersion"] {
 		t.Errorf("a patch that changes nothing moved resourceVersion %v → %v", in.body["resourceVersion"], same.body["resourceVersion"])
