@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,6 +122,13 @@ func validateBrokerURL(path *field.Path, raw string) field.ErrorList {
 		// Never stored, shown or quoted: credentials go in the auth
 		// fields, which are sealed.
 		return field.ErrorList{bad(path, "must not hold credentials (user:password@host): give them as basic or bearer auth, which are sealed")}
+	case len(u.Hostname()) > 253:
+		return field.ErrorList{bad(path, "has a host name longer than 253 characters, which no DNS name is")}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return field.ErrorList{bad(path, "has a port outside 1–65535")}
+		}
 	}
 	return nil
 }

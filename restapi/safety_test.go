@@ -75,6 +75,7 @@ func TestUnstorableInput(t *testing.T) {
 		{"GET", "/instances?namespace=%00", "", "namespace", 400},
 		{"GET", "/instances?continue=%FF%FE", "", "continue", 400},
 		{"GET", "/serviceplans?class=a%00b", "", "class", 400},
+		{"GET", "/serviceplans?visibleIn=A_B", "", "visibleIn", 400},
 		{"POST", "/instances", `{"name":"db","namespace":"a","spec":{"parameters":{"x":"` + strings.Repeat("a", 10<<20) + `"}}}`, "", 413},
 		{"PATCH", "/instances/db?namespace=a", `{"spec":{"parameters":{"x":"` + strings.Repeat("a", 5<<20) + `"}}}`, "", 413},
 	} {
@@ -88,6 +89,12 @@ func TestUnstorableInput(t *testing.T) {
 	r := b.do(b.token("admin"), "POST", "/brokers", `{"name":"creds","url":"http://user:hunter2@127.0.0.1:1"}`)
 	if r.status != 400 || r.str("field") != "url" || strings.Contains(string(r.raw), "hunter2") {
 		t.Errorf("a broker URL with credentials: %d %s", r.status, r.raw)
+	}
+	// A port or a host name no connection could use.
+	for _, u := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "http://" + strings.Repeat("a", 254)} {
+		if r := b.do(b.token("admin"), "POST", "/brokers", map[string]any{"name": "unusable", "url": u}); r.status != 400 || r.str("field") != "url" {
+			t.Errorf("a broker URL %.40s: %d %s", u, r.status, r.raw)
+		}
 	}
 	// A continue token that decodes to a NUL-holding cursor.
 	r = b.do(dev, "GET", "/instances?continue="+base64.RawURLEncoding.EncodeToString([]byte(`{"n":"\u0000","i":"\u0000"}`)), "")
