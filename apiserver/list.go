@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -190,7 +191,21 @@ func (st *storage) serveList(ctx context.Context, w http.ResponseWriter, req *ht
 // spec and status the writer reads (catalog.Parts): the objects are read
 // with only those, unless a field selector needs more. write is called
 // at least once.
-func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts, write func(rev int64, cont string, objs []runtime.Object) error) error {
+func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts, writeChunk func(rev int64, cont string, objs []runtime.Object) error) error {
+	atLeast, err := listRevision(opts)
+	if err != nil {
+		return err
+	}
+	first := true
+	write := func(rev int64, cont string, objs []runtime.Object) error {
+		if first {
+			first = false
+			if err := servesRevision(opts, atLeast, rev); err != nil {
+				return err
+			}
+		}
+		return writeChunk(rev, cont, objs)
+	}
 	pred := newPredicate(st.namespace(ctx), opts)
 	if !selectsByMetadata(pred.field) {
 		parts = nil
@@ -227,8 +242,11 @@ func selectsByMetadata(sel fields.Selector) bool {
 
 // listError is the API's error for a failed read of a list.
 func (st *storage) listError(err error) error {
-	if _, ok := err.(apierrors.APIStatus); ok {
-		return err
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		// The list's own answer (servesRevision), through the scan's
+		// wrapping.
+		return &apierrors.StatusError{ErrStatus: status.Status()}
 	}
 	if _, ok := catalog.AsValidation(err); ok {
 		return apierrors.NewBadRequest(err.Error())

@@ -233,13 +233,39 @@ func TestListPagesAndErrors(t *testing.T) {
 		"/apis/servicecatalog.k8s.io/v1beta1/nothing":    http.StatusNotFound,
 		base + "?limit=5000&labelSelector=team%3Dt7&x=1": http.StatusOK,
 	} {
-		code, h, body := g.get(path, "", false)
-		if code != want {
-			t.Errorf("%s: %d %s, want %d", path, code, body, want)
+		checkListStatus(t, g, path, want)
+	}
+	// The resource version semantics of a list: the catalog serves its
+	// newest revision, which is at least as new as any it gave, and no
+	// older one exactly; each of the three ways a list is read (in chunks,
+	// a page, k8s.io/apiserver's handler for a pretty one).
+	rev, _ := strconv.ParseInt(all.Metadata.ResourceVersion, 10, 64)
+	for _, way := range []string{"", "&limit=5", "&pretty=true"} {
+		for query, want := range map[string]int{
+			"?resourceVersion=abc":                                                         http.StatusBadRequest,
+			"?resourceVersion=-1":                                                          http.StatusBadRequest,
+			fmt.Sprintf("?resourceVersion=%d", rev+1000):                                   http.StatusGatewayTimeout,
+			"?resourceVersion=1&resourceVersionMatch=Exact":                                http.StatusGone,
+			fmt.Sprintf("?resourceVersion=%d&resourceVersionMatch=Exact", rev):             http.StatusOK,
+			"?resourceVersion=1&resourceVersionMatch=NotOlderThan":                         http.StatusOK,
+			fmt.Sprintf("?resourceVersion=%d&resourceVersionMatch=NotOlderThan", rev+1000): http.StatusGatewayTimeout,
+			"?resourceVersion=0":                                                           http.StatusOK,
+		} {
+			checkListStatus(t, g, base+query+way, want)
 		}
-		if code != http.StatusOK && !strings.Contains(string(body), `"kind":"Status"`) {
-			t.Errorf("%s: %s (%s), want a Status", path, body, h.Get("Content-Type"))
-		}
+	}
+}
+
+// checkListStatus checks that a list answers want, and a Status when it
+// is not 200.
+func checkListStatus(t *testing.T, g httpGet, path string, want int) {
+	t.Helper()
+	code, h, body := g.get(path, "", false)
+	if code != want {
+		t.Errorf("%s: %d %.300s, want %d", path, code, body, want)
+	}
+	if code != http.StatusOK && !strings.Contains(string(body), `"kind":"Status"`) && !strings.Contains(string(body), `"kind": "Status"`) {
+		t.Errorf("%s: %s (%s), want a Status", path, body, h.Get("Content-Type"))
 	}
 }
 

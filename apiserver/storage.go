@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
@@ -242,8 +243,15 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
+	atLeast, err := listRevision(opts)
+	if err != nil {
+		return nil, err
+	}
 	objs, rev, cont, err := st.list(ctx, opts, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := servesRevision(opts, atLeast, rev); err != nil {
 		return nil, err
 	}
 	list := st.newListFn()
@@ -257,6 +265,39 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
 	lm.SetContinue(cont)
 	return list, nil
+}
+
+// listRevision reads the revision a list's resourceVersion names: 0 for
+// none ("", the newest, or "0", any), 400 for one that is no revision.
+func listRevision(opts *metainternalversion.ListOptions) (int64, error) {
+	switch opts.ResourceVersion {
+	case "", "0":
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: a list's resourceVersion is one the server gave", opts.ResourceVersion))
+	}
+	return n, nil
+}
+
+// servesRevision checks that a list read at revision rev is what opts ask
+// for (the API conventions' resource version semantics): with
+// resourceVersionMatch=Exact the list must be of that revision, and the
+// catalog keeps no older ones (410 Gone, as kube-apiserver answers for a
+// compacted one); otherwise it must be at least as new as the revision
+// asked for (504 with the cause client-go's reflector waits on, as
+// kube-apiserver answers one newer than it has).
+func servesRevision(opts *metainternalversion.ListOptions, atLeast, rev int64) error {
+	switch {
+	case atLeast == 0 || atLeast == rev:
+		return nil
+	case atLeast > rev:
+		return apistorage.NewTooLargeResourceVersionError(uint64(atLeast), uint64(rev), 1)
+	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the catalog lists only its newest revision", atLeast, rev))
+	}
+	return nil
 }
 
 // list reads List's page: its objects, its revision and its continue
