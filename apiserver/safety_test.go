@@ -104,6 +104,19 @@ func TestBrokerInputRefused(t *testing.T) {
 	}
 }
 
+// createDB creates instance a/db of the fake broker's sync plan through
+// the API.
+func createDB(t *testing.T, b *bundle) *v1beta1.ServiceInstance {
+	t.Helper()
+	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	created, err := b.client.ServicecatalogV1beta1().ServiceInstances("a").Create(context.Background(), in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
 // TestUnstorableSpecRefused: text PostgreSQL cannot store (a NUL, a lone
 // surrogate escape in the parameters' raw JSON) anywhere in a spec or in
 // the rest of the metadata is 422 Invalid naming the field, through every
@@ -114,11 +127,7 @@ func TestUnstorableSpecRefused(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	c := b.client.ServicecatalogV1beta1()
-	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
-		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
-	if _, err := c.ServiceInstances("a").Create(ctx, in, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDB(t, b)
 	newInstance := func(name, spec, meta string) string {
 		return `{"apiVersion":"servicecatalog.k8s.io/v1beta1","kind":"ServiceInstance","metadata":{"name":"` + name + `"` + meta + `},` +
 			`"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"sync"` + spec + `}}`
@@ -195,12 +204,7 @@ func TestOutOfRangeNumberRefused(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	c := b.client.ServicecatalogV1beta1()
-	in := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
-		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
-	created, err := c.ServiceInstances("a").Create(ctx, in, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createDB(t, b)
 	spec := `"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"sync","parameters":{"a":{"b":[1,-1e999]}}}`
 	for _, tc := range []struct{ verb, path, contentType, body string }{
 		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"big"},` + spec + `}`},

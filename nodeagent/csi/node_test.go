@@ -101,6 +101,19 @@ func TestPublishSymlinkTarget(t *testing.T) {
 	}
 }
 
+// publishedRequest publishes goodRequest at a new target path, unpublished
+// when the test ends, and returns the request.
+func publishedRequest(t *testing.T, d *Driver) *csipb.NodePublishVolumeRequest {
+	t.Helper()
+	req := goodRequest()
+	req.TargetPath = filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, req.TargetPath)
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // TestPublishOtherBinding: a target path published for one binding is not
 // published again for another (AlreadyExists, as the CSI spec says for a
 // volume published with incompatible parameters); its files stay the
@@ -108,13 +121,8 @@ func TestPublishSymlinkTarget(t *testing.T) {
 func TestPublishOtherBinding(t *testing.T) {
 	t.Parallel()
 	d := setupDriver(t)
-	target := filepath.Join(t.TempDir(), "mount")
-	unpublishAll(t, d, target)
-	req := goodRequest()
-	req.TargetPath = target
-	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
+	req := publishedRequest(t, d)
+	target := req.TargetPath
 	req.VolumeContext[AttributeBinding] = "payments"
 	if _, err := d.NodePublishVolume(t.Context(), req); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("publish of another binding at the same target: %v, want AlreadyExists", err)
@@ -136,13 +144,8 @@ func TestNoSecretsLogged(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	d.log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	target := filepath.Join(t.TempDir(), "mount")
-	unpublishAll(t, d, target)
-	req := goodRequest()
-	req.TargetPath = target
-	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
+	req := publishedRequest(t, d)
+	target := req.TargetPath
 	v, _ := d.volume(&publish{target: target, volumeID: req.VolumeId, binding: "orders", pod: podInfo{uid: "u"}})
 	d.refresh(t.Context(), v)
 	bad := goodRequest()
