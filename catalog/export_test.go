@@ -12,3 +12,12 @@ func SetLegacyLinger(c *Claimer, d time.Duration) {
 
 // FeedAtSQL is the statement of Feed.At, whose plan a test checks.
 const FeedAtSQL = feedAtSQL
+
+// InstancePage is the statement and arguments of a page of instances as a
+// list reads it, whose plan a test checks.
+func InstancePage(opts ListOptions) (string, []any, error) {
+	f := &filter{}
+	f.scope(KindInstance, opts)
+	sql, err := pageSQL(KindInstance, f, "namespace, name", nil, opts)
+	return sql, f.args, err
+}

@@ -276,10 +276,23 @@ func (f *filter) where() string {
 // comma-separated), after the continue cursor's position, and one row more
 // than the limit, which says whether another page follows.
 func pageRows(ctx context.Context, q querier, kind string, f *filter, order string, after func(*filter, cursor), opts ListOptions) (pgx.Rows, error) {
+	sql, err := pageSQL(kind, f, order, after, opts)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, sql, f.args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return rows, nil
+}
+
+// pageSQL is pageRows' statement; its arguments are f's.
+func pageSQL(kind string, f *filter, order string, after func(*filter, cursor), opts ListOptions) (string, error) {
 	if opts.Continue != "" {
 		c, err := decodeCursor(opts.Continue)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		after(f, c)
 	}
@@ -288,11 +301,24 @@ func pageRows(ctx context.Context, q querier, kind string, f *filter, order stri
 	if opts.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", opts.Limit+1)
 	}
-	rows, err := q.Query(ctx, sql, f.args...)
-	if err != nil {
-		return nil, mapErr(err)
+	if opts.Limit > 0 && opts.Namespace == "" && len(opts.Namespaces) > 1 && strings.HasPrefix(order, "namespace, ") {
+		sql = pageOfNamespaces(f, sql, order, opts)
 	}
-	return rows, nil
+	return sql, nil
+}
+
+// pageOfNamespaces turns page, a page's statement over several namespaces
+// (namespace = ANY, ordered by namespace first), into a page of each
+// namespace's first rows, merged. PostgreSQL 15 cannot read an index in
+// order through = ANY on its first column: it read every row of the
+// namespaces and sorted them for a page (23–29 ms for 50 among 33,000).
+// Each namespace is now an ordered, limited scan of its own, so a page
+// reads at most a page's rows from each.
+func pageOfNamespaces(f *filter, page, order string, opts ListOptions) string {
+	f.args = append(f.args, slices.Compact(slices.Sorted(slices.Values(opts.Namespaces))))
+	return fmt.Sprintf(`SELECT page.* FROM unnest($%d::text[]) AS scope(ns)
+		CROSS JOIN LATERAL (%s) page ORDER BY %s LIMIT %d`,
+		len(f.args), strings.Replace(page, " WHERE ", " WHERE namespace = scope.ns AND ", 1), order, opts.Limit+1)
 }
 
 // list reads a page of kind ordered by order (columns, comma-separated),
