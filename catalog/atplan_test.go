@@ -51,12 +51,29 @@ func TestFeedAtPlanReadsByObject(t *testing.T) {
 	if rows.Err() != nil || len(ids) != 6 {
 		t.Fatalf("%d ids, %v", len(ids), rows.Err())
 	}
-	var plan []string
-	rows, err = pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE feed_at('ServiceInstance', 100000, $1)`,
-		pgx.QueryExecModeSimpleProtocol, ids)
+	plan := explain(t, pool, `EXECUTE feed_at('ServiceInstance', 100000, $1)`, pgx.QueryExecModeSimpleProtocol, ids)
+	text := strings.Join(plan, "\n")
+	removed := 0
+	for _, m := range regexp.MustCompile(`Rows Removed by Filter: ([0-9]+)`).FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		removed += n
+	}
+	if !strings.Contains(text, "changes_object_idx") || removed > 100 || strings.Contains(text, "Seq Scan on changes") {
+		t.Errorf("the generic plan of a read of 6 objects does not look them up by key:\n%s", text)
+	}
+}
+
+// explain runs EXPLAIN (ANALYZE) of sql with args on q and returns the
+// plan's lines.
+func explain(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var plan []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
@@ -67,13 +84,5 @@ func TestFeedAtPlanReadsByObject(t *testing.T) {
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
 	}
-	text := strings.Join(plan, "\n")
-	removed := 0
-	for _, m := range regexp.MustCompile(`Rows Removed by Filter: ([0-9]+)`).FindAllStringSubmatch(text, -1) {
-		n, _ := strconv.Atoi(m[1])
-		removed += n
-	}
-	if !strings.Contains(text, "changes_object_idx") || removed > 100 || strings.Contains(text, "Seq Scan on changes") {
-		t.Errorf("the generic plan of a read of 6 objects does not look them up by key:\n%s", text)
-	}
+	return plan
 }

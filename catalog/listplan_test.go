@@ -71,21 +71,7 @@ func TestPageOfNamespacesReadsAPageOfEach(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+sql, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
+	plan := explain(t, tx, sql, args...)
 	read := 0
 	node := regexp.MustCompile(`on instances .*actual rows=([0-9]+) loops=([0-9]+)`)
 	for _, line := range plan {
