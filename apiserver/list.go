@@ -122,7 +122,7 @@ func listOptionsOf(req *http.Request, st *storage) (*metainternalversion.ListOpt
 		}
 		opts.FieldSelector = sel
 	}
-	return opts, storableSelector(opts)
+	return opts, nil
 }
 
 // listRestrictions are what a list can be converted to: a Table and
@@ -192,7 +192,7 @@ func (st *storage) serveList(ctx context.Context, w http.ResponseWriter, req *ht
 // with only those, unless a field selector needs more. write is called
 // at least once.
 func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts, writeChunk func(rev int64, cont string, objs []runtime.Object) error) error {
-	atLeast, err := listRevision(opts)
+	atLeast, err := checkList(opts)
 	if err != nil {
 		return err
 	}

@@ -243,7 +243,7 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
-	atLeast, err := listRevision(opts)
+	atLeast, err := checkList(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -267,9 +267,14 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 	return list, nil
 }
 
-// listRevision reads the revision a list's resourceVersion names: 0 for
-// none ("", the newest, or "0", any), 400 for one that is no revision.
-func listRevision(opts *metainternalversion.ListOptions) (int64, error) {
+// checkList refuses what a list's options ask that the catalog cannot
+// read (storableSelector) and returns the revision its resourceVersion
+// names: 0 for none ("", the newest, or "0", any), 400 for one that is no
+// revision.
+func checkList(opts *metainternalversion.ListOptions) (int64, error) {
+	if err := storableSelector(opts); err != nil {
+		return 0, err
+	}
 	switch opts.ResourceVersion {
 	case "", "0":
 		return 0, nil
@@ -304,9 +309,6 @@ func servesRevision(opts *metainternalversion.ListOptions, atLeast, rev int64) e
 // token, reading of each object's spec and status only parts when parts
 // is not nil (catalog.Parts). An object read by name is read whole.
 func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (objs []runtime.Object, rev int64, cont string, err error) {
-	if err := storableSelector(opts); err != nil {
-		return nil, 0, "", err
-	}
 	pred := newPredicate(st.namespace(ctx), opts)
 	pred.hide = st.access.hidden(ctx)
 	objs = []runtime.Object{}

@@ -16,13 +16,7 @@ func validateSecretTransforms(ts []SecretTransform) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range ts {
 		p := field.NewPath("spec", "secretTransforms").Index(i)
-		set := 0
-		for _, ok := range []bool{t.RenameKey != nil, t.AddKey != nil, t.AddKeysFrom != nil, t.RemoveKey != nil} {
-			if ok {
-				set++
-			}
-		}
-		if set != 1 {
+		if given(t.RenameKey != nil, t.AddKey != nil, t.AddKeysFrom != nil, t.RemoveKey != nil) != 1 {
 			errs = append(errs, bad(p, "must hold exactly one of renameKey, addKey, addKeysFrom and removeKey"))
 			continue
 		}
@@ -47,13 +41,7 @@ func validateSecretTransforms(ts []SecretTransform) field.ErrorList {
 
 func validateAddKey(p *field.Path, a *AddKeyTransform) field.ErrorList {
 	errs := validateSecretKey(p.Child("key"), a.Key)
-	values := 0
-	for _, ok := range []bool{a.Value != nil, a.StringValue != "", a.JSONPathExpression != ""} {
-		if ok {
-			values++
-		}
-	}
-	if values > 1 {
+	if given(a.Value != nil, a.StringValue != "", a.JSONPathExpression != "") > 1 {
 		errs = append(errs, bad(p, "must hold only one of value, stringValue and jsonPathExpression"))
 	}
 	if a.JSONPathExpression != "" {
@@ -62,6 +50,17 @@ func validateAddKey(p *field.Path, a *AddKeyTransform) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// given counts the members of a one-of that are set.
+func given(set ...bool) int {
+	n := 0
+	for _, ok := range set {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // validateSecretKey checks a key of a Secret's data.
