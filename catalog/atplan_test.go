@@ -2,8 +2,6 @@ package catalog_test
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,11 +51,7 @@ func TestFeedAtPlanReadsByObject(t *testing.T) {
 	}
 	plan := explain(t, pool, `EXECUTE feed_at('ServiceInstance', 100000, $1)`, pgx.QueryExecModeSimpleProtocol, ids)
 	text := strings.Join(plan, "\n")
-	removed := 0
-	for _, m := range regexp.MustCompile(`Rows Removed by Filter: ([0-9]+)`).FindAllStringSubmatch(text, -1) {
-		n, _ := strconv.Atoi(m[1])
-		removed += n
-	}
+	removed := rowsRemoved(text)
 	if !strings.Contains(text, "changes_object_idx") || removed > 100 || strings.Contains(text, "Seq Scan on changes") {
 		t.Errorf("the generic plan of a read of 6 objects does not look them up by key:\n%s", text)
 	}

@@ -21,3 +21,7 @@ func InstancePage(opts ListOptions) (string, []any, error) {
 	sql, err := pageSQL(KindInstance, f, "namespace, name", nil, opts)
 	return sql, f.args, err
 }
+
+// QuotaPlanIDsSQL is the statement that finds a quota's plans, whose plan
+// a test checks.
+const QuotaPlanIDsSQL = quotaPlanIDsSQL

@@ -259,20 +259,33 @@ func (s *Store) SetQuota(ctx context.Context, q *Quota) (*Quota, error) {
 	return s.GetQuota(ctx, q.Namespace)
 }
 
+// quotaPlanIDsSQL finds, for each entry of a quota's plans (an id, or
+// the external names of a cluster class and plan), the plan's id or NULL.
+// Each way is a lookup by key: by id (validateQuota checked that an id is
+// a UUID), or through the class's external name to its plans. One
+// condition for both ways (a CASE, comparing the id as text) made every
+// entry read every plan.
+const quotaPlanIDsSQL = `SELECT coalesce(array_agg(coalesce(
+		(SELECT p.id::text FROM catalog.service_plans p WHERE p.id = nullif(u.id, '')::uuid),
+		(SELECT p.id::text FROM catalog.service_classes c JOIN catalog.service_plans p ON p.class_id = c.id
+			WHERE u.id = '' AND c.namespace = '' AND c.external_name = u.class AND p.external_name = u.plan AND NOT p.removed
+			LIMIT 1)) ORDER BY u.n), '{}')
+	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, class, plan, n)`
+
 // quotaPlanIDs finds the plans of a quota being set, by id or by the
 // external names of a cluster class and plan: every one that does not
 // exist (or twice) is a field error.
 func quotaPlanIDs(ctx context.Context, q querier, plans []PlanQuota) ([]string, error) {
-	ids, classes, names := make([]string, len(plans)), make([]string, len(plans)), make([]string, len(plans))
+	ids, keys, classes, names := make([]string, len(plans)), make([]string, len(plans)), make([]string, len(plans)), make([]string, len(plans))
 	for i, p := range plans {
 		ids[i], classes[i], names[i] = p.PlanID, p.Class, p.Plan
+		// The id as PostgreSQL writes it; one that is none is no plan's.
+		if id, err := uuid.Parse(p.PlanID); err == nil {
+			keys[i] = id.String()
+		}
 	}
 	var found []*string
-	if err := q.QueryRow(ctx, `SELECT coalesce(array_agg((SELECT p.id::text FROM catalog.service_plans p JOIN catalog.service_classes c ON c.id = p.class_id
-			WHERE CASE WHEN u.id <> '' THEN p.id::text = u.id
-				ELSE p.namespace = '' AND c.external_name = u.class AND p.external_name = u.plan AND NOT p.removed END
-			LIMIT 1) ORDER BY u.n), '{}')
-		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, class, plan, n)`, ids, classes, names).Scan(&found); err != nil {
+	if err := q.QueryRow(ctx, quotaPlanIDsSQL, keys, classes, names).Scan(&found); err != nil {
 		return nil, mapErr(err)
 	}
 	var errs field.ErrorList

@@ -1,0 +1,2 @@
+DROP INDEX catalog.service_plans_external_name_idx;
+DROP INDEX catalog.service_classes_external_name_idx;
