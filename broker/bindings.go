@@ -28,7 +28,7 @@ func (b *Broker) bind(c echo.Context) error {
 		"predecessor_binding_id": req.PredecessorBindingID, "bind_resource.app_guid": req.appGUID()}); err != nil {
 		return err
 	}
-	if err := validContext(req.Context); err != nil {
+	if err := req.checkObjects(); err != nil {
 		return err
 	}
 	if req.PredecessorBindingID == "" && (req.ServiceID == "" || req.PlanID == "") {

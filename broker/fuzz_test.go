@@ -34,7 +34,7 @@ func FuzzDecodeRequests(f *testing.F) {
 		var b bindRequest
 		if decodeJSON(body, &b) == nil {
 			_ = b.appGUID()
-			_ = validContext(b.Context)
+			_ = b.checkObjects()
 		}
 		if id, err := parseOriginatingIdentity(identityHeader); err == nil {
 			if id.Platform == "" || len(id.Value) == 0 || pgtext.CheckJSON("", id.Value) != nil || pgtext.Problem(id.Platform) != "" {

@@ -44,6 +44,41 @@ func TestUnstorableInput(t *testing.T) {
 	}
 }
 
+// TestMemberTypes: members of a request that must be objects or strings
+// are 400s naming the member and its kind when they are not; a context's
+// number that no float64 holds is kept as sent, not taken for a context
+// that is no object.
+func TestMemberTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	provision := `{"service_id":"` + serviceID + `","plan_id":"` + planSmall + `","organization_guid":"o","space_guid":"s"`
+	if r := b.do("PUT", "/v2/service_instances/m1", provision+`}`); r.status != 201 {
+		t.Fatalf("provision: %d %s", r.status, r.raw)
+	}
+	bind := `{"service_id":"` + serviceID + `","plan_id":"` + planSmall + `"`
+	for _, tc := range []struct {
+		name, method, path, body, want string
+		status                         int
+	}{
+		{"a context that is an array", "PUT", "/v2/service_instances/m2", provision + `,"context":[1]}`, "context: must be an object, not an array", 400},
+		{"a context with a large number", "PUT", "/v2/service_instances/m3", provision + `,"context":{"platform":"kubernetes","n":1e400}}`, "", 201},
+		{"an update's context that is a string", "PATCH", "/v2/service_instances/m1", `{"service_id":"` + serviceID + `","context":"x"}`, "context: must be an object, not a string", 400},
+		{"previous_values.plan_id a number", "PATCH", "/v2/service_instances/m1", `{"service_id":"` + serviceID + `","previous_values":{"plan_id":5}}`, "previous_values.plan_id: must be a string, not number", 400},
+		{"previous_values an array", "PATCH", "/v2/service_instances/m1", `{"service_id":"` + serviceID + `","previous_values":[]}`, "previous_values: must be an object, not array", 400},
+		{"bind_resource.app_guid a number", "PUT", "/v2/service_instances/m1/service_bindings/b1", bind + `,"bind_resource":{"app_guid":5}}`, "bind_resource.app_guid: must be a string, not number", 400},
+		{"bind_resource.route an object", "PUT", "/v2/service_instances/m1/service_bindings/b2", bind + `,"bind_resource":{"route":{}}}`, "bind_resource.route: must be a string, not object", 400},
+		{"bind_resource a boolean", "PUT", "/v2/service_instances/m1/service_bindings/b3", bind + `,"bind_resource":true}`, "bind_resource: must be an object, not a boolean", 400},
+		{"a binding's context with a large number", "PUT", "/v2/service_instances/m1/service_bindings/b4", bind + `,"context":{"n":-1e400},"bind_resource":{"app_guid":"a","other":1e400}}`, "", 201},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.do(tc.method, tc.path, tc.body)
+			if r.status != tc.status || !strings.Contains(r.str("description"), tc.want) {
+				t.Errorf("%d %s, want %d saying %q", r.status, r.raw, tc.status, tc.want)
+			}
+		})
+	}
+}
+
 // TestIDsBounded: OSB ids of 100,000 characters, in the path, the body or
 // the query, are 400s that name the field, never stored; 255 bytes are
 // fine.

@@ -132,7 +132,7 @@ func (b *Broker) update(c echo.Context) error {
 	if req.ServiceID == "" {
 		return errBadRequest("service_id: required, must be a non-empty string")
 	}
-	if err := validContext(req.Context); err != nil {
+	if err := validObject("context", req.Context); err != nil {
 		return err
 	}
 	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version == "" {

@@ -39,7 +39,18 @@ type updateRequest struct {
 	Context         json.RawMessage  `json:"context,omitempty"`
 	Parameters      *map[string]any  `json:"parameters,omitempty"`
 	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
-	PreviousValues  json.RawMessage  `json:"previous_values,omitempty"`
+	PreviousValues  *previousValues  `json:"previous_values,omitempty"`
+}
+
+// previousValues is an update's previous_values: what the platform knew of
+// the instance. The broker keeps its own record and reads none of it, but
+// its members are typed as the spec has them.
+type previousValues struct {
+	ServiceID       string           `json:"service_id"`
+	PlanID          string           `json:"plan_id"`
+	OrganizationID  string           `json:"organization_id"`
+	SpaceID         string           `json:"space_id"`
+	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info"`
 }
 
 // bindRequest is the body of PUT .../service_bindings/:binding_id.
@@ -53,15 +64,36 @@ type bindRequest struct {
 	PredecessorBindingID string          `json:"predecessor_binding_id,omitempty"`
 }
 
+// bindResource is what the broker reads of a bind request's
+// bind_resource, whose other members are kept as sent.
+type bindResource struct {
+	AppGUID string `json:"app_guid"`
+	Route   string `json:"route"`
+}
+
 // appGUID is bind_resource.app_guid, or the deprecated top-level app_guid.
 func (r *bindRequest) appGUID() string {
-	var res struct {
-		AppGUID string `json:"app_guid"`
-	}
+	var res bindResource
 	if len(r.BindResource) > 0 && json.Unmarshal(r.BindResource, &res) == nil && res.AppGUID != "" {
 		return res.AppGUID
 	}
 	return r.AppGUID
+}
+
+// checkObjects checks a bind request's context and bind_resource: objects
+// when present, and the members of bind_resource the spec names strings.
+func (r *bindRequest) checkObjects() error {
+	if err := validObject("context", r.Context); err != nil {
+		return err
+	}
+	if err := validObject("bind_resource", r.BindResource); err != nil || len(r.BindResource) == 0 {
+		return err
+	}
+	var res bindResource
+	if err := json.Unmarshal(r.BindResource, &res); err != nil {
+		return decodeError("bind_resource", err)
+	}
+	return nil
 }
 
 // decodeBody reads a JSON object body. Unknown fields are ignored, as OSB
@@ -88,16 +120,25 @@ func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return errBadRequest("%s: must be %s, not %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
-		}
-		return errBadRequest("request body: %v", err)
+		return decodeError("", err)
 	}
 	if dec.More() {
 		return errBadRequest("request body: more than one JSON value")
 	}
 	return nil
+}
+
+// decodeError is the 400 for a JSON document, or the member at path of
+// the body, that could not be decoded: a member of the wrong type is named.
+func decodeError(path string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return errBadRequest("%s: must be %s, not %s", pgtext.Member(path, te.Field), jsonKind(te.Type.Kind()), te.Value)
+	}
+	if path == "" {
+		path = "request body"
+	}
+	return errBadRequest("%s: %v", path, err)
 }
 
 func jsonKind(k reflect.Kind) string {
@@ -135,7 +176,7 @@ func (r *provisionRequest) validate() error {
 		sort.Strings(missing)
 		return errBadRequest("%s: required, must be a non-empty string", strings.Join(missing, ", "))
 	}
-	if err := validContext(r.Context); err != nil {
+	if err := validObject("context", r.Context); err != nil {
 		return err
 	}
 	if r.MaintenanceInfo != nil && r.MaintenanceInfo.Version == "" {
@@ -144,15 +185,24 @@ func (r *provisionRequest) validate() error {
 	return nil
 }
 
-func validContext(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
+// validObject checks that raw, a member of a body already decoded as JSON,
+// is an object when present. Its members are kept as sent: a number no
+// float64 holds is fine (jsonb keeps it).
+func validObject(name string, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == '{' || string(raw) == "null" {
 		return nil
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return errBadRequest("context: must be an object")
+	kind := "a number"
+	switch raw[0] {
+	case '[':
+		kind = "an array"
+	case '"':
+		kind = "a string"
+	case 't', 'f':
+		kind = "a boolean"
 	}
-	return nil
+	return errBadRequest("%s: must be an object, not %s", name, kind)
 }
 
 // acceptsIncomplete reads the accepts_incomplete query parameter.
