@@ -170,8 +170,16 @@ func integer(v any) (int64, bool) {
 		}
 		return int64(n), true
 	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+		// An integer written with an exponent or a zero fraction (1e2,
+		// 100.0), as JSON Schema counts integers.
+		f, err := n.Float64()
+		if err != nil {
+			return 0, false
+		}
+		return integer(f)
 	}
 	return 0, false
 }

@@ -87,6 +87,11 @@ func TestWithParameters(t *testing.T) {
 		{"float from JSON", map[string]any{"statement_timeout_ms": float64(1500)}, 1500 * time.Millisecond, false},
 		{"int", map[string]any{"statement_timeout_ms": 250}, 250 * time.Millisecond, false},
 		{"json.Number", map[string]any{"statement_timeout_ms": json.Number("42")}, 42 * time.Millisecond, false},
+		// JSON Schema's integers: the plan's schema admits them.
+		{"json.Number with an exponent", map[string]any{"statement_timeout_ms": json.Number("1e2")}, 100 * time.Millisecond, false},
+		{"json.Number with a zero fraction", map[string]any{"statement_timeout_ms": json.Number("250.0")}, 250 * time.Millisecond, false},
+		{"json.Number with a fraction", map[string]any{"statement_timeout_ms": json.Number("2.5")}, 0, true},
+		{"json.Number out of range", map[string]any{"statement_timeout_ms": json.Number("1e400")}, 0, true},
 		{"zero means the cluster default", map[string]any{"statement_timeout_ms": 0}, 0, false},
 		{"fraction", map[string]any{"statement_timeout_ms": 1.5}, 0, true},
 		{"negative", map[string]any{"statement_timeout_ms": -1}, 0, true},
