@@ -24,6 +24,9 @@ type Options struct {
 	Listen string
 	// RelistCheck is how often to look for brokers whose relist is due.
 	RelistCheck time.Duration
+	// MaxInflightPerToken bounds each API token's requests in flight (0:
+	// no bound).
+	MaxInflightPerToken int
 }
 
 // AddFlags registers the catalog server's flags; listenFlag names the
@@ -32,6 +35,8 @@ type Options struct {
 func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the REST API (and web UI) on")
 	fs.DurationVar(&o.RelistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due")
+	fs.IntVar(&o.MaxInflightPerToken, "api-max-inflight-per-token", DefaultMaxInflightPerToken,
+		"requests one API token may have served at once, as many more waiting up to 10s each; beyond, 429 (0: no bound)")
 }
 
 // Validate reports every problem with the options together.
@@ -39,6 +44,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.RelistCheck <= 0 {
 		errs = append(errs, errors.New("--relist-check-interval: must be positive"))
+	}
+	if o.MaxInflightPerToken < 0 {
+		errs = append(errs, errors.New("--api-max-inflight-per-token: must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -48,6 +56,8 @@ type Config struct {
 	Store       *catalog.Store
 	Logger      *slog.Logger
 	RelistCheck time.Duration
+	// MaxInflightPerToken bounds each API token's requests in flight.
+	MaxInflightPerToken int
 	// Mount adds routes beside /api/v1 (the web UI, for one), each called
 	// once with the server's echo instance after the API is registered.
 	Mount []func(*echo.Echo)
@@ -57,7 +67,7 @@ type Config struct {
 
 // Config returns the server's Config over store.
 func (o *Options) Config(store *catalog.Store, log *slog.Logger) *Config {
-	return &Config{Store: store, Logger: log, RelistCheck: o.RelistCheck}
+	return &Config{Store: store, Logger: log, RelistCheck: o.RelistCheck, MaxInflightPerToken: o.MaxInflightPerToken}
 }
 
 // Run serves the REST API (and what Mount adds) on l and relists brokers
@@ -65,8 +75,9 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) *Config {
 func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	store, log := cfg.Store, cfg.Logger
 	api := New(store, log)
+	api.SetMaxInflightPerToken(cfg.MaxInflightPerToken)
 	reg := serve.NewRegistry()
-	reg.MustRegister(NewQuotaCollector(store, log))
+	reg.MustRegister(NewQuotaCollector(store, log), api.Metrics())
 	e := serve.NewEcho(log, reg, append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)

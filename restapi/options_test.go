@@ -94,12 +94,17 @@ func TestRunMountsAndStops(t *testing.T) {
 	}
 }
 
-// TestOptionsValidate reports a bad relist interval.
+// TestOptionsValidate reports a bad relist interval and a negative share
+// of requests per token.
 func TestOptionsValidate(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		o := restapi.Options{RelistCheck: d}
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--relist-check-interval") {
 			t.Errorf("RelistCheck %s: %v", d, err)
 		}
+	}
+	o := restapi.Options{RelistCheck: time.Second, MaxInflightPerToken: -1}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--api-max-inflight-per-token") {
+		t.Errorf("MaxInflightPerToken -1: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
@@ -324,19 +325,28 @@ func TestSecretsAtRest(t *testing.T) {
 	}
 }
 
-// TestChangeFeedOrder writes from many goroutines at once and checks that
-// revisions are unique, dense and that each object's resourceVersion is its
-// change's revision.
+// TestChangeFeedOrder writes from many goroutines at once (of several
+// tokens: one token has at most 32 requests served or waiting) and checks
+// that revisions are unique, dense and that each object's resourceVersion
+// is its change's revision.
 func TestChangeFeedOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.registerBindery("bindery")
+	tokens := []string{b.admin}
+	for range 3 {
+		tok, err := b.store.CreateToken(context.Background(), catalog.RoleAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.must(201, b.do(b.admin, "POST", "/instances", map[string]any{"name": fmt.Sprintf("c-%d", i),
+			b.must(201, b.do(tokens[i%len(tokens)], "POST", "/instances", map[string]any{"name": fmt.Sprintf("c-%d", i),
 				"spec": map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"}}))
 		}()
 	}

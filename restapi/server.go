@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
@@ -39,13 +40,24 @@ type Server struct {
 	blockedAfter time.Duration
 	// exports holds a slot for each export being served (export.go).
 	exports chan struct{}
+	// share bounds each token's requests served at once (share.go).
+	share *share
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
 // every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports)}
+	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports),
+		share: newShare(DefaultMaxInflightPerToken)}
 }
+
+// SetMaxInflightPerToken sets how many requests one token may have
+// served at once, and as many waiting (0: no bound).
+func (s *Server) SetMaxInflightPerToken(n int) { s.share = newShare(n) }
+
+// Metrics is the collector of the requests each token has served and
+// waiting.
+func (s *Server) Metrics() prometheus.Collector { return s.share }
 
 // Run keeps the tokens the server checked, and listens for their removal,
 // until ctx ends: a request then costs no database read for its token, and
@@ -310,7 +322,7 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 				return apiError(http.StatusForbidden, "forbidden", "This needs the %s role; the token has the %s role.", role, tok.Role)
 			}
 			c.Set(tokenKey, tok)
-			return next(c)
+			return s.share.serve(c, tok.ID, next)
 		}
 	}
 }

@@ -36,6 +36,7 @@ type bundle struct {
 	t      testing.TB
 	url    string
 	store  *catalog.Store
+	api    *restapi.Server
 	pool   *pgxpool.Pool
 	admin  string
 	client *http.Client
@@ -83,7 +84,7 @@ func setup(t testing.TB) *bundle {
 			t.Error("no exchange was validated against the OpenAPI description")
 		}
 	})
-	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, pool: pool, admin: admin, client: &http.Client{Transport: v}, logs: logs}
+	b := &bundle{t: t, url: srv.URL + "/api/v1", store: store, api: api, pool: pool, admin: admin, client: &http.Client{Transport: v}, logs: logs}
 	b.brokerURL = brokertest.Start(t, pool, keys, brokerUser, brokerPass)
 	return b
 }
