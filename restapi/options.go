@@ -36,7 +36,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the REST API (and web UI) on")
 	fs.DurationVar(&o.RelistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due")
 	fs.IntVar(&o.MaxInflightPerToken, "api-max-inflight-per-token", DefaultMaxInflightPerToken,
-		"requests one API token may have served at once, as many more waiting up to 10s each; beyond, 429 (0: no bound)")
+		"requests one API token may have served at once, and 4 times as many waiting up to 10s each; beyond, 429 (0: no bound)")
 }
 
 // Validate reports every problem with the options together.

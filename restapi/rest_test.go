@@ -326,7 +326,7 @@ func TestSecretsAtRest(t *testing.T) {
 }
 
 // TestChangeFeedOrder writes from many goroutines at once (of several
-// tokens: one token has at most 32 requests served or waiting) and checks
+// tokens, each with its share of the server) and checks
 // that revisions are unique, dense and that each object's resourceVersion
 // is its change's revision.
 func TestChangeFeedOrder(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // TestTokenShare: one token has at most DefaultMaxInflightPerToken
-// requests served at once and as many waiting, in order; past that a
+// requests served at once and four times as many waiting, in order; past that a
 // request is refused with 429 at once, while another token is served as
 // usual; and the token's record goes with its last request. The requests
 // that hold the slots are real ones, each stalled in the middle of its
@@ -37,8 +37,8 @@ func TestTokenShare(t *testing.T) {
 	if r := b.do(other, "GET", "/namespaces", nil); r.status != 200 {
 		t.Errorf("another token while the first has its share served: %d %s", r.status, r.raw)
 	}
-	waiting := stall(t, b, share-1)
-	b.waitFor(share, share)
+	waiting := stall(t, b, 4*share-1)
+	b.waitFor(share, 4*share)
 	if r := b.do(b.admin, "GET", "/namespaces", nil); r.status != 429 || r.str("error") != "too_many_requests" || r.header.Get("Retry-After") != "1" {
 		t.Errorf("a request of the token beyond its share: %d %s %v, want 429 too_many_requests with Retry-After: 1", r.status, r.raw, r.header)
 	}
