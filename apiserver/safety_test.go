@@ -220,3 +220,38 @@ func TestOutOfRangeNumberRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSubresourceReadsOneObject: GET of an instance's or binding's
+// status subresource answers the object, as it does for a CRD with a
+// status subresource, and 404 for one that does not exist; it used to
+// answer a list of the objects of that name, a 200 for any name. The
+// subresource is read and written only by name: it has no list or watch.
+func TestStatusSubresourceReadsOneObject(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	createDB(t, b)
+	rc := b.client.ServicecatalogV1beta1().RESTClient()
+	if _, err := b.client.ServicecatalogV1beta1().ServiceBindings("a").Create(ctx, &v1beta1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, kind string
+		code       int
+	}{
+		{"namespaces/a/serviceinstances/db/status", "ServiceInstance", http.StatusOK},
+		{"namespaces/a/servicebindings/app/status", "ServiceBinding", http.StatusOK},
+		{"namespaces/a/serviceinstances/nope/status", "Status", http.StatusNotFound},
+		{"namespaces/a/servicebindings/nope/status", "Status", http.StatusNotFound},
+		{"clusterservicebrokers/fake/status", "ClusterServiceBroker", http.StatusOK},
+	} {
+		var code int
+		res := rc.Get().AbsPath("/apis/servicecatalog.k8s.io/v1beta1", tc.path).Do(ctx)
+		raw, _ := res.Raw()
+		res.StatusCode(&code)
+		if code != tc.code || !strings.Contains(string(raw), `"kind":"`+tc.kind+`"`) {
+			t.Errorf("GET %s: %d %.200s, want %d with a %s", tc.path, code, raw, tc.code, tc.kind)
+		}
+	}
+}
