@@ -255,3 +255,37 @@ func TestStatusSubresourceReadsOneObject(t *testing.T) {
 		}
 	}
 }
+
+// TestUnstorableStatusRefused: text PostgreSQL cannot store written
+// through the status subresource of an instance or a binding is 422
+// Invalid naming the field, never a 500 from the database, and the status
+// stays as it was.
+func TestUnstorableStatusRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	if _, err := c.ServiceBindings("a").Create(ctx, &v1beta1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, body, field string }{
+		{"namespaces/a/serviceinstances/db/status", `{"status":{"lastOperation":"x\u0000y"}}`, "status.lastOperation"},
+		{"namespaces/a/serviceinstances/db/status", `{"status":{"dashboardURL":"https://dash.example/\u0000"}}`, "status.dashboardURL"},
+		{"namespaces/a/serviceinstances/db/status", `{"status":{"inProgressProperties":{"clusterServicePlanExternalName":"sync","parameters":{"a":"\u0000"}}}}`, "status.inProgressProperties.parameters.a"},
+		{"namespaces/a/servicebindings/app/status", `{"status":{"lastOperation":"\u0000"}}`, "status.lastOperation"},
+	} {
+		var code int
+		res := c.RESTClient().Patch(types.MergePatchType).AbsPath("/apis/servicecatalog.k8s.io/v1beta1", tc.path).Body([]byte(tc.body)).Do(ctx)
+		raw, _ := res.Raw()
+		res.StatusCode(&code)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(raw), `"field":"`+tc.field+`"`) {
+			t.Errorf("PATCH %s %s: %d %.300s, want 422 naming %s", tc.path, tc.body, code, raw, tc.field)
+		}
+	}
+	in, err := c.ServiceInstances("a").Get(ctx, "db", metav1.GetOptions{})
+	if err != nil || in.Status.LastOperation != "" || in.Status.DashboardURL != "" || in.Status.InProgressProperties != nil {
+		t.Errorf("the instance's status after refused writes: %+v, %v", in.Status, err)
+	}
+}

@@ -14,8 +14,9 @@ import (
 // with a broker's words, a client of the Kubernetes API's status
 // subresource. Messages and reasons are cut (pgtext.Clip: on a character
 // boundary, marked, NUL replaced); what cannot be cut without becoming
-// wrong (an operation, a URL, credentials, endpoints) is refused, naming
-// the field. internal/osb reads brokers' answers to the same bounds, so
+// wrong (an operation, a URL, credentials, endpoints), or holds text
+// PostgreSQL cannot store (a NUL, a lone surrogate escape in parameters),
+// is refused, naming the field. internal/osb reads brokers' answers to the same bounds, so
 // the engine's writes never meet a refusal (docs/engine.md, Bounds).
 const (
 	// MaxMessage bounds a condition's message, a lastError and a history
@@ -46,7 +47,7 @@ func boundInstanceStatus(st *InstanceStatus) error {
 	if len(st.DashboardURL) > osb.MaxDashboardURL {
 		errs = append(errs, bad(path.Child("dashboardURL"), fmt.Sprintf("must be at most %d bytes", osb.MaxDashboardURL)))
 	}
-	return invalid(errs)
+	return invalid(append(errs, storableJSON("status", mustJSON(st))...))
 }
 
 // boundBindingStatus cuts a binding's messages and refuses what is past
@@ -64,7 +65,7 @@ func boundBindingStatus(st *BindingStatus) error {
 			errs = append(errs, bad(path.Child("endpoints").Index(i), "must have "+p))
 		}
 	}
-	return invalid(errs)
+	return invalid(append(errs, storableJSON("status", mustJSON(st))...))
 }
 
 func boundOperation(path *field.Path, op string) field.ErrorList {

@@ -100,10 +100,15 @@ func TestStatusTextBounded(t *testing.T) {
 		{"status.dashboardURL", func(st *catalog.InstanceStatus) {
 			st.DashboardURL = "https://dash.example/" + strings.Repeat("a", osb.MaxDashboardURL)
 		}},
+		// Text PostgreSQL cannot store, where it is not cut.
+		{"status.lastOperation", func(st *catalog.InstanceStatus) { st.LastOperation = "op\x00" }},
+		{"status.inProgressProperties.parameters.a", func(st *catalog.InstanceStatus) {
+			st.InProgressProperties = &catalog.InstanceProperties{Parameters: []byte(`{"a":"\ud800"}`)}
+		}},
 	} {
 		_, err := s.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error { tc.mutate(&in.Status); return nil })
 		if v, ok := catalog.AsValidation(err); !ok || !strings.Contains(v.Error(), tc.field) {
-			t.Errorf("%s past its bound: %v", tc.field, err)
+			t.Errorf("%s past its bound or unstorable: %v, want a validation error naming it", tc.field, err)
 		}
 	}
 	if _, err := s.UpdateInstanceStatus(ctx, in.ID, func(in *catalog.Instance) error {
