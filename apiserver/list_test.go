@@ -190,8 +190,12 @@ func TestListPagesAndErrors(t *testing.T) {
 		t.Fatalf("unpaged: %d items, continue %q, resourceVersion %q", len(all.Items), all.Metadata.Continue, all.Metadata.ResourceVersion)
 	}
 	var paged []string
+	var token string // the first page's continue token
 	for cont, n := "", 0; ; n++ {
 		l := read(base + "?limit=700&continue=" + cont)
+		if n == 0 {
+			token = l.Metadata.Continue
+		}
 		for _, it := range l.Items {
 			paged = append(paged, it.Metadata.Namespace+"/"+it.Metadata.Name)
 		}
@@ -250,6 +254,11 @@ func TestListPagesAndErrors(t *testing.T) {
 			"?resourceVersion=1&resourceVersionMatch=NotOlderThan":                         http.StatusOK,
 			fmt.Sprintf("?resourceVersion=%d&resourceVersionMatch=NotOlderThan", rev+1000): http.StatusGatewayTimeout,
 			"?resourceVersion=0":                                                           http.StatusOK,
+			// A continued list is read as its first page was: a
+			// resourceVersion with continue is refused, as kube-apiserver
+			// does.
+			fmt.Sprintf("?continue=%s&resourceVersion=%d", token, rev): http.StatusBadRequest,
+			"?continue=" + token + "&resourceVersion=0":                http.StatusOK,
 		} {
 			checkListStatus(t, g, base+query+way, want)
 		}

@@ -270,7 +270,8 @@ func (st *storage) List(ctx context.Context, opts *metainternalversion.ListOptio
 // checkList refuses what a list's options ask that the catalog cannot
 // read (storableSelector) and returns the revision its resourceVersion
 // names: 0 for none ("", the newest, or "0", any), 400 for one that is no
-// revision.
+// revision. A continued list is read as its first page was asked for: a
+// resourceVersion with continue is 400, as kube-apiserver answers it.
 func checkList(opts *metainternalversion.ListOptions) (int64, error) {
 	if err := storableSelector(opts); err != nil {
 		return 0, err
@@ -278,6 +279,9 @@ func checkList(opts *metainternalversion.ListOptions) (int64, error) {
 	switch opts.ResourceVersion {
 	case "", "0":
 		return 0, nil
+	}
+	if opts.Continue != "" {
+		return 0, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 	}
 	n, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
 	if err != nil || n < 0 {
