@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
@@ -134,5 +135,49 @@ func TestFilteredPages(t *testing.T) {
 		if n != 4 {
 			t.Errorf("page %d holds %d objects, want 4 (pages %v)", i, n, sizes)
 		}
+	}
+}
+
+// TestDeleteCollectionPage: deletecollection with a limit deletes one page
+// of what the selectors match and answers its continue token, as
+// kube-apiserver does; a continue token carries on from it, and one that
+// is no token is 400 with nothing deleted. It used to delete every match
+// whatever the limit and the token said.
+func TestDeleteCollectionPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc := b.client.ServicecatalogV1beta1()
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := sc.ServiceInstances("team").Create(ctx, newInstance("team", name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleting := func() string {
+		t.Helper()
+		l, err := b.store.ListInstances(ctx, catalog.ListOptions{Namespace: "team"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, in := range l.Items {
+			if in.DeletionTimestamp != nil {
+				out += in.Name
+			}
+		}
+		return out
+	}
+	err := sc.ServiceInstances("team").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Continue: "not-a-token"})
+	if !apierrors.IsBadRequest(err) || deleting() != "" {
+		t.Fatalf("deletecollection with a bad continue token: %v, deleting %q; want 400 and nothing deleted", err, deleting())
+	}
+	var list v1beta1.ServiceInstanceList
+	err = sc.RESTClient().Delete().Namespace("team").Resource("serviceinstances").Param("limit", "1").Do(ctx).Into(&list)
+	if err != nil || len(list.Items) != 1 || list.Continue == "" || deleting() != "a" {
+		t.Fatalf("deletecollection of limit 1: %v, %d items, continue %q, deleting %q; want a alone, and a token", err, len(list.Items), list.Continue, deleting())
+	}
+	err = sc.ServiceInstances("team").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Continue: list.Continue})
+	if err != nil || deleting() != "abc" {
+		t.Fatalf("deletecollection from the token: %v, deleting %q; want b and c too", err, deleting())
 	}
 }

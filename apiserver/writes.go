@@ -659,16 +659,14 @@ func createOptions(opts *metav1.UpdateOptions) *metav1.CreateOptions {
 // namespace, or all of them) and deletes each object through del, the
 // same path as a single delete, so the engine completes each deletion as
 // usual. An object gone meanwhile is skipped; the first other error ends
-// it. It returns the objects as the deletes left them.
+// it. It returns the objects as the deletes left them, in the list's
+// metadata.
+//
+// The list is the one the options ask for, as kube-apiserver reads it:
+// with a limit, one page (and its continue token), from the continue
+// token given; without, every match.
 func (st *storage) deleteCollection(ctx context.Context, listOptions *metainternalversion.ListOptions,
 	del func(ctx context.Context, name string) (runtime.Object, error)) (runtime.Object, error) {
-	if listOptions == nil {
-		listOptions = &metainternalversion.ListOptions{}
-	} else {
-		listOptions = listOptions.DeepCopy()
-	}
-	// The whole selection: paging is the server's business here.
-	listOptions.Limit, listOptions.Continue, listOptions.ResourceVersion = 0, "", ""
 	listed, err := st.List(ctx, listOptions)
 	if err != nil {
 		return nil, err
@@ -696,9 +694,8 @@ func (st *storage) deleteCollection(ctx context.Context, listOptions *metaintern
 		}
 		out = append(out, obj)
 	}
-	list := st.newListFn()
-	if err := meta.SetList(list, out); err != nil {
+	if err := meta.SetList(listed, out); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return list, nil
+	return listed, nil
 }
