@@ -31,7 +31,8 @@ const maxUpdateAttempts = 5
 // update reads the object, applies the request to it (a PUT's object or a
 // patch), runs rest.BeforeUpdate and admission, and writes it with the
 // resourceVersion check. An update without resourceVersion applies to the
-// newest state: a conflict then reads again.
+// newest state: a conflict then reads again. A dry run writes as well, in
+// a catalog.WithDryRun context: the catalog checks and rolls back.
 //
 // A server-side apply of a new object (forceAllowCreate) goes to create,
 // when the resource has one.
@@ -82,11 +83,14 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 				return nil, false, err
 			}
 		}
+		wctx := ctx
 		if dryRun {
-			return obj, false, nil
+			// The catalog checks and makes the change, then rolls it back:
+			// the dry run answers what the update would.
+			wctx = catalog.WithDryRun(ctx)
 		}
 		m, _ := meta.Accessor(old)
-		out, err := write(ctx, old, obj, string(m.GetUID()), expect)
+		out, err := write(wctx, old, obj, string(m.GetUID()), expect)
 		if err != nil {
 			if unconditional && attempt < maxUpdateAttempts && catalog.IsStale(err) {
 				continue
@@ -141,7 +145,8 @@ func (st *storage) create(ctx context.Context, obj runtime.Object, createValidat
 	return st.settled(ctx, out), nil
 }
 
-// remove runs rest.BeforeDelete (preconditions) and admission, then del.
+// remove runs rest.BeforeDelete (preconditions) and admission, then del
+// (in a catalog.WithDryRun context for a dry run).
 func (st *storage) remove(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, strat *strategy,
 	opts *metav1.DeleteOptions, del func(ctx context.Context, obj runtime.Object, id string) (runtime.Object, bool, error)) (runtime.Object, bool, error) {
 	obj, err := st.Get(ctx, name, nil)
@@ -160,7 +165,8 @@ func (st *storage) remove(ctx context.Context, name string, deleteValidation res
 		}
 	}
 	if isDryRun(opts.DryRun) {
-		return obj, false, nil
+		// As an update's: checked and made, then rolled back.
+		ctx = catalog.WithDryRun(ctx)
 	}
 	m, _ := meta.Accessor(obj)
 	out, deleted, err := del(ctx, obj, string(m.GetUID()))

@@ -245,8 +245,27 @@ func (w *txn) read(obj object) {
 	w.names[[2]string{obj.kind(), m.ID}] = [2]string{m.Name, m.Namespace}
 }
 
+// dryRunKey marks a context whose writes are dry runs (WithDryRun).
+type dryRunKey struct{}
+
+// WithDryRun returns a context in which the store's writes are dry runs:
+// each checks and makes its change as it would, then rolls it back, so a
+// dry run answers what the write would (its refusals, the objects as it
+// would leave them, at their old resourceVersion) and records nothing —
+// no change in the feed, no history entry. A front door uses it for
+// Kubernetes' dryRun=All.
+func WithDryRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, dryRunKey{}, true)
+}
+
+func isDryRun(ctx context.Context) bool {
+	dry, _ := ctx.Value(dryRunKey{}).(bool)
+	return dry
+}
+
 // write runs fn in a transaction and, if fn changed objects, gives them the
-// next revision and records them in the change feed as it commits.
+// next revision and records them in the change feed as it commits. In a
+// dry run (WithDryRun) it rolls the transaction back instead.
 func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error) {
 	w, err := beginWrite(ctx, s.pool)
 	if err != nil {
@@ -256,6 +275,9 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 	w.publishing = s.publish != nil
 	if err := fn(w); err != nil {
 		return 0, err
+	}
+	if isDryRun(ctx) {
+		return 0, nil // w.end rolls back
 	}
 	var rev int64
 	var sql string

@@ -1,0 +1,75 @@
+package apiserver_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+)
+
+// TestDryRunUpdateChecked: an update or a patch with dryRun=All answers
+// what the same request would answer without it (kubectl diff and
+// --dry-run=server rely on it): 422 for what the catalog refuses, naming
+// the field, and the object as the write would leave it otherwise; and it
+// records nothing, no new resourceVersion and no history entry. The same
+// for deletes. Dry runs of updates and deletes used to skip the catalog's
+// checks and answer 200 for any change.
+func TestDryRunUpdateChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	created := createDB(t, b)
+	history := func() int {
+		t.Helper()
+		events, err := b.store.Events(ctx, string(created.UID), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(events)
+	}
+	entries := history()
+	for _, tc := range []struct{ path, body, field string }{
+		{"namespaces/a/serviceinstances/db", `{"spec":{"clusterServicePlanExternalName":"nope"}}`, "spec.clusterServicePlanExternalName"},
+		{"namespaces/a/serviceinstances/db", `{"spec":{"parameters":{"a":"\u0000"}}}`, "spec.parameters.a"},
+		{"namespaces/a/serviceinstances/db", `{"metadata":{"annotations":{"a":"\u0000"}}}`, "metadata.annotations[a]"},
+		{"namespaces/a/serviceinstances/db/status", `{"status":{"lastOperation":"\u0000"}}`, "status.lastOperation"},
+		{"clusterservicebrokers/fake", `{"spec":{"url":"http://user:hunter2@broker.example"}}`, "spec.url"},
+	} {
+		var code int
+		res := c.RESTClient().Patch(types.MergePatchType).AbsPath("/apis/servicecatalog.k8s.io/v1beta1", tc.path).
+			Param("dryRun", "All").Body([]byte(tc.body)).Do(ctx)
+		raw, _ := res.Raw()
+		res.StatusCode(&code)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(raw), `"field":"`+tc.field+`"`) {
+			t.Errorf("dry run of PATCH %s %s: %d %.300s, want 422 naming %s", tc.path, tc.body, code, raw, tc.field)
+		}
+	}
+	got, err := c.ServiceInstances("a").Patch(ctx, "db", types.MergePatchType, []byte(`{"spec":{"parameters":{"size":"large"}}}`),
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil || got.Generation != created.Generation+1 || got.ResourceVersion != created.ResourceVersion {
+		t.Fatalf("a dry run of a good change: %v, %+v; want the object as it would be, at its resourceVersion", err, got.ObjectMeta)
+	}
+	// Deletes: the broker has an instance, which a dry run is told as the
+	// delete would be; the instance's dry run shows it marked.
+	dry := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	dryErr := c.ClusterServiceBrokers().Delete(ctx, "fake", dry)
+	if realErr := c.ClusterServiceBrokers().Delete(ctx, "fake", metav1.DeleteOptions{}); realErr == nil || apierrors.ReasonForError(dryErr) != apierrors.ReasonForError(realErr) {
+		t.Errorf("a dry run of deleting a broker with an instance: %v; the delete: %v", dryErr, realErr)
+	}
+	var marked v1beta1.ServiceInstance
+	if err := c.RESTClient().Delete().Namespace("a").Resource("serviceinstances").Name("db").Param("dryRun", "All").Do(ctx).Into(&marked); err != nil || marked.DeletionTimestamp == nil {
+		t.Errorf("a dry run of deleting the instance: %v, deletionTimestamp %v; want it as the delete would leave it", err, marked.DeletionTimestamp)
+	}
+	stored, err := c.ServiceInstances("a").Get(ctx, "db", metav1.GetOptions{})
+	if err != nil || stored.ResourceVersion != created.ResourceVersion || stored.Spec.Parameters != nil || stored.DeletionTimestamp != nil || history() != entries {
+		t.Errorf("after dry runs: %v, resourceVersion %s (was %s), parameters %v, %d history entries (were %d)",
+			err, stored.ResourceVersion, created.ResourceVersion, stored.Spec.Parameters, history(), entries)
+	}
+}
