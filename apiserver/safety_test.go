@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -287,5 +288,45 @@ func TestUnstorableStatusRefused(t *testing.T) {
 	in, err := c.ServiceInstances("a").Get(ctx, "db", metav1.GetOptions{})
 	if err != nil || in.Status.LastOperation != "" || in.Status.DashboardURL != "" || in.Status.InProgressProperties != nil {
 		t.Errorf("the instance's status after refused writes: %+v, %v", in.Status, err)
+	}
+}
+
+// TestHugeLabelSelectorRefused: a label selector of more requirements and
+// values than a PostgreSQL statement can carry as parameters is 400 naming
+// labelSelector, for lists (paged or not), watches and deletecollection,
+// not a 500 from the database; one of a thousand keys is served.
+func TestHugeLabelSelectorRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	keys := func(n int) string {
+		k := make([]string, n)
+		for i := range k {
+			k[i] = fmt.Sprintf("k%d", i)
+		}
+		return strings.Join(k, ",")
+	}
+	huge := keys(70000)
+	for _, limit := range []int64{0, 5} {
+		_, err := c.ServiceInstances("a").List(ctx, metav1.ListOptions{LabelSelector: huge, Limit: limit})
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "labelSelector") {
+			t.Errorf("list of limit %d with 70,000 keys: %.300v, want 400 naming labelSelector", limit, err)
+		}
+	}
+	w, err := c.ServiceInstances("a").Watch(ctx, metav1.ListOptions{LabelSelector: huge})
+	if err == nil {
+		w.Stop()
+	}
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "labelSelector") {
+		t.Errorf("watch with 70,000 keys: %.300v, want 400 naming labelSelector", err)
+	}
+	err = c.ServiceInstances("a").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: huge})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "labelSelector") {
+		t.Errorf("deletecollection with 70,000 keys: %.300v, want 400 naming labelSelector", err)
+	}
+	if l, err := c.ServiceInstances("a").List(ctx, metav1.ListOptions{LabelSelector: "!" + strings.ReplaceAll(keys(1000), ",", ",!")}); err != nil || len(l.Items) != 1 {
+		t.Errorf("list with 1,000 keys: %v", err)
 	}
 }

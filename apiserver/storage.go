@@ -142,8 +142,16 @@ type predicate struct {
 // storableSelector refuses a field selector value PostgreSQL cannot hold
 // (a NUL, invalid UTF-8) with 400 naming the field: a selection by name or
 // namespace is looked up in the database, which would refuse the query.
+// A label selector too large for the catalog's statements
+// (catalog.CheckLabels) is 400 as well, before a watch begins.
 func storableSelector(opts *metainternalversion.ListOptions) error {
-	if opts == nil || opts.FieldSelector == nil {
+	if opts == nil {
+		return nil
+	}
+	if err := catalog.CheckLabels(opts.LabelSelector); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if opts.FieldSelector == nil {
 		return nil
 	}
 	for _, r := range opts.FieldSelector.Requirements() {

@@ -8,17 +8,44 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// MaxSelectorTerms bounds a label selector's requirements and values, in
+// all: each is a parameter of the list's statement (a comparison, three),
+// and PostgreSQL takes at most 65,535 in one.
+const MaxSelectorTerms = 20000
+
+// CheckLabels refuses a label selector past MaxSelectorTerms, naming the
+// field, so that a front door can refuse it before it reads.
+func CheckLabels(sel labels.Selector) error {
+	if sel == nil {
+		return nil
+	}
+	reqs, _ := sel.Requirements()
+	n := 0
+	for _, r := range reqs {
+		n += max(1, r.Values().Len())
+	}
+	if n > MaxSelectorTerms {
+		return invalid(field.ErrorList{bad(field.NewPath("labelSelector"),
+			fmt.Sprintf("must have at most %d requirements and values in all, not %d", MaxSelectorTerms, n))})
+	}
+	return nil
+}
 
 // addLabels narrows f to the objects sel selects, with Kubernetes' label
 // selector semantics, in SQL: a selective list reads only what it
 // returns (through the labels' GIN index) instead of every object.
 // Containment (@>) and key existence (?) are what the index serves; the
 // negative forms also match objects without the key, as Kubernetes'
-// selectors do.
-func (f *filter) addLabels(sel labels.Selector) {
+// selectors do. A selector past MaxSelectorTerms is refused.
+func (f *filter) addLabels(sel labels.Selector) error {
 	if sel == nil || sel.Empty() {
-		return
+		return nil
+	}
+	if err := CheckLabels(sel); err != nil {
+		return err
 	}
 	reqs, _ := sel.Requirements()
 	for _, r := range reqs {
@@ -46,6 +73,7 @@ func (f *filter) addLabels(sel labels.Selector) {
 			f.add("false")
 		}
 	}
+	return nil
 }
 
 // addHasKey adds "the labels have key" (or, negated, "do not"). It

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -80,5 +81,38 @@ func TestLabelSelectors(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%q selected %v, want %v", sel, got, want)
 		}
+	}
+}
+
+// TestLabelSelectorBound: a selector of catalog.MaxSelectorTerms
+// requirements is answered; one more is a validation error naming
+// labelSelector, for pages and scans alike, where the database used to
+// refuse the statement's parameters.
+func TestLabelSelectorBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	selector := func(n int) labels.Selector {
+		reqs := make([]labels.Requirement, n)
+		for i := range reqs {
+			r, err := labels.NewRequirement(fmt.Sprintf("k%d", i), selection.DoesNotExist, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs[i] = *r
+		}
+		return labels.NewSelector().Add(reqs...)
+	}
+	if _, err := s.ListInstances(ctx, catalog.ListOptions{Labels: selector(catalog.MaxSelectorTerms), Limit: 5}); err != nil {
+		t.Errorf("a selector of %d terms: %v", catalog.MaxSelectorTerms, err)
+	}
+	over := catalog.ListOptions{Labels: selector(catalog.MaxSelectorTerms + 1)}
+	_, err := s.ListInstances(ctx, over)
+	if v, ok := catalog.AsValidation(err); !ok || v.Errors[0].Field != "labelSelector" {
+		t.Errorf("a page with a selector past the bound: %v, want a validation error naming labelSelector", err)
+	}
+	err = s.ScanRaw(ctx, catalog.KindInstance, over, func(int64, string, []*catalog.RawObject) error { return nil })
+	if _, ok := catalog.AsValidation(err); !ok {
+		t.Errorf("a scan with a selector past the bound: %v, want a validation error", err)
 	}
 }

@@ -296,7 +296,9 @@ func pageSQL(kind string, f *filter, order string, after func(*filter, cursor), 
 		}
 		after(f, c)
 	}
-	f.addLabels(opts.Labels)
+	if err := f.addLabels(opts.Labels); err != nil {
+		return "", err
+	}
 	sel := `SELECT ` + columnsFor(kind, opts.Parts) + ` FROM ` + tables[kind] + ` WHERE `
 	if opts.Limit == 0 {
 		return sel + f.where() + ` ORDER BY ` + order, nil

@@ -150,7 +150,9 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 		}
 		o.after(f, c)
 	}
-	f.addLabels(opts.Labels)
+	if err := f.addLabels(opts.Labels); err != nil {
+		return nil, "", err
+	}
 	rows, err := q.Query(ctx, `SELECT `+columnsFor(kind, &Parts{})+` FROM `+tables[kind]+` WHERE `+f.where()+` ORDER BY `+o.order+
 		fmt.Sprintf(" OFFSET %d LIMIT 2", opts.Limit-1), f.args...)
 	if err != nil {
