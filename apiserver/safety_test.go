@@ -330,3 +330,25 @@ func TestHugeLabelSelectorRefused(t *testing.T) {
 		t.Errorf("list with 1,000 keys: %v", err)
 	}
 }
+
+// TestRelistRequestsCountUp: a broker's spec.relistRequests is a counter,
+// as in Service Catalog: a negative one, or one lower than it was, is 422
+// naming the field; counting up is an update like any other.
+func TestRelistRequestsCountUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ClusterServiceBrokers()
+	_, err := c.Create(ctx, &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "negative"},
+		Spec: v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{URL: "http://broker.example", RelistRequests: -1}}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.relistRequests") {
+		t.Errorf("a broker with relistRequests -1: %v, want 422 naming spec.relistRequests", err)
+	}
+	if _, err := c.Patch(ctx, "fake", types.MergePatchType, []byte(`{"spec":{"relistRequests":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("counting relistRequests up: %v", err)
+	}
+	_, err = c.Patch(ctx, "fake", types.MergePatchType, []byte(`{"spec":{"relistRequests":1}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.relistRequests") {
+		t.Errorf("relistRequests from 2 to 1: %v, want 422 naming spec.relistRequests", err)
+	}
+}

@@ -71,6 +71,7 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 	s := &b.Spec
 	spec := field.NewPath("spec")
 	errs = append(errs, validateBrokerURL(spec.Child("url"), s.URL)...)
+	errs = append(errs, validateCounter(spec.Child("relistRequests"), s.RelistRequests, 0)...)
 	switch s.RelistBehavior {
 	case RelistDuration:
 		if d, err := time.ParseDuration(s.RelistDuration); err != nil || d < time.Second {
@@ -393,6 +394,9 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 		// a Secret, or named one (then the spec alone says what is used).
 		keepAuth := auth == nil && b.Spec.SecretRef() == nil && before.SecretRef() == nil
 		if err := admitBroker(b, auth); err != nil {
+			return err
+		}
+		if err := invalid(validateCounter(field.NewPath("spec", "relistRequests"), b.Spec.RelistRequests, before.RelistRequests)); err != nil {
 			return err
 		}
 		if keepAuth {

@@ -89,7 +89,7 @@ func (s *Store) validateNewInstance(ctx context.Context, r *catalogueReader, in 
 	errs = append(errs, validateMeta(&in.Meta)...)
 	errs = append(errs, validateStorable(&in.Spec)...)
 	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
-	errs = append(errs, validateUpdateRequests(in.Spec.UpdateRequests, 0)...)
+	errs = append(errs, validateCounter(field.NewPath("spec", "updateRequests"), in.Spec.UpdateRequests, 0)...)
 	errs = append(errs, validateExternalID(in.Spec.ExternalID)...)
 	plan, err := r.resolveNew(ctx, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
@@ -282,11 +282,11 @@ func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, u
 	return out, err
 }
 
-// validateUpdateRequests checks spec.updateRequests, which only counts up
-// (Service Catalog's rule): each increase asks for an update with the same
-// parameters, so a count that went down, or below 0, asks for nothing.
-func validateUpdateRequests(n, was int64) field.ErrorList {
-	p := field.NewPath("spec", "updateRequests")
+// validateCounter checks a request counter at p (an instance's
+// spec.updateRequests, a broker's spec.relistRequests), which only counts
+// up (Service Catalog's rule): each increase asks for an update or a
+// relist, so a count that went down, or below 0, asks for nothing.
+func validateCounter(p *field.Path, n, was int64) field.ErrorList {
 	switch {
 	case n < 0:
 		return field.ErrorList{bad(p, "must not be negative")}
@@ -312,7 +312,7 @@ func validateInstanceUpdate(ctx context.Context, w *txn, was, in *Instance) (*Se
 	errs = append(errs, validateMeta(&in.Meta)...)
 	errs = append(errs, validateStorable(&in.Spec)...)
 	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
-	errs = append(errs, validateUpdateRequests(in.Spec.UpdateRequests, was.Spec.UpdateRequests)...)
+	errs = append(errs, validateCounter(field.NewPath("spec", "updateRequests"), in.Spec.UpdateRequests, was.Spec.UpdateRequests)...)
 	if in.Spec.ExternalID != was.Spec.ExternalID {
 		errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
 	}

@@ -33,6 +33,8 @@ func TestValidateBroker(t *testing.T) {
 		{name: "metadata PostgreSQL and kubectl cannot hold", b: Broker{Meta: Meta{Name: "b", Labels: map[string]string{"bad key!": "v"},
 			Annotations: map[string]string{"a": "x\x00y"}}, Spec: BrokerSpec{URL: "https://b.example"}},
 			want: []string{"FieldValueInvalid labels", "FieldValueInvalid annotations[a]"}},
+		{name: "negative relist requests", b: Broker{Meta: Meta{Name: "b"}, Spec: BrokerSpec{URL: "http://b", RelistRequests: -1}},
+			want: []string{"FieldValueInvalid spec.relistRequests"}},
 		{name: "unknown relist behavior", b: Broker{Meta: Meta{Name: "b"}, Spec: BrokerSpec{URL: "http://b", RelistBehavior: "Sometimes"}},
 			want: []string{"FieldValueInvalid spec.relistBehavior"}},
 	} {
