@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -570,8 +571,22 @@ func (r *watchRun) fail(err error) {
 
 // initialEvents sends the current objects as ADDED, then, for
 // sendInitialEvents, the bookmark that ends them; it returns the revision
-// they were read at.
+// they were read at. Initial events asked to be at least as new as a
+// revision the catalog has not reached end the watch with kube-apiserver's
+// error for it (a Timeout whose cause client-go's reflector acts on): the
+// catalog has nothing that new to send.
 func (r *watchRun) initialEvents() (int64, bool) {
+	if r.req.from > 0 {
+		rev, err := r.st.store.Revision(r.ctx)
+		if err != nil {
+			r.fail(r.st.apiError(err, "", false))
+			return 0, false
+		}
+		if r.req.from > rev {
+			r.fail(apistorage.NewTooLargeResourceVersionError(uint64(r.req.from), uint64(rev), 1))
+			return 0, false
+		}
+	}
 	last, ok := r.st.sendInitial(r.ctx, r.req, r.send, r.fail)
 	if !ok {
 		return 0, false

@@ -3,11 +3,14 @@ package apiserver_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
@@ -238,5 +241,41 @@ func TestWatchSameRevision(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"fake-service-1", "fake-service-2"}) {
 		t.Errorf("classes watched: %q", got)
+	}
+}
+
+// TestWatchListTooNew: a watch that asks for its initial events at least
+// as new as a revision the catalog has not reached (sendInitialEvents with
+// resourceVersionMatch=NotOlderThan) ends with kube-apiserver's "too large
+// resource version" error, which client-go's reflector acts on, rather
+// than sending older initial events and a bookmark that claims them as
+// new enough.
+func TestWatchListTooNew(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ServiceInstances("a")
+	created := createDB(t, b)
+	rv, _ := strconv.ParseInt(created.ResourceVersion, 10, 64)
+	yes := true
+	for _, tc := range []struct {
+		from    int64
+		tooLate bool
+	}{{rv + 1000, true}, {rv, false}} {
+		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(tc.from, 10), SendInitialEvents: &yes,
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := <-w.ResultChan()
+		w.Stop()
+		var err2 error
+		if ev.Type == watch.Error {
+			err2 = apierrors.FromObject(ev.Object)
+		}
+		if got := apistorage.IsTooLargeResourceVersion(err2); got != tc.tooLate {
+			t.Errorf("initial events from %d (the catalog is at %d): first event %s %v, want a too large resource version error: %v",
+				tc.from, rv, ev.Type, err2, tc.tooLate)
+		}
 	}
 }
