@@ -146,6 +146,14 @@ func TestUnstorableSpecRefused(t *testing.T) {
 		{"PATCH", "namespaces/a/serviceinstances/db", string(types.StrategicMergePatchType), `{"spec":{"parameters":{"x":"\u0000"}}}`, "spec.parameters.x"},
 		{"PATCH", "namespaces/a/serviceinstances/db?fieldManager=test", string(types.ApplyPatchType), apply, "spec.parameters.x"},
 		{"POST", "namespaces/a/servicebindings", "application/json", `{"metadata":{"name":"b"},"spec":{"instanceRef":{"name":"db"},"secretTransforms":[{"addKey":{"key":"k","stringValue":"\u0000"}}]}}`, "spec.secretTransforms[0].addKey.stringValue"},
+		// Names the catalog would look up: refused before they reach the
+		// database.
+		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"cls"},"spec":{"clusterServiceClassExternalName":"fake-service\u0000","clusterServicePlanExternalName":"sync"}}`, "spec.clusterServiceClassExternalName"},
+		{"POST", "namespaces/a/serviceinstances?dryRun=All", "application/json", `{"metadata":{"name":"pln"},"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"\u0000"}}`, "spec.clusterServicePlanExternalName"},
+		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"byk8s"},"spec":{"clusterServiceClassName":"x\u0000","clusterServicePlanName":"y"}}`, "spec.clusterServiceClassName"},
+		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"ns"},"spec":{"serviceClassExternalName":"x\u0000","servicePlanExternalName":"y"}}`, "spec.serviceClassExternalName"},
+		{"PATCH", "namespaces/a/serviceinstances/db", string(types.MergePatchType), `{"spec":{"clusterServicePlanExternalName":"async\u0000"}}`, "spec.clusterServicePlanExternalName"},
+		{"POST", "namespaces/a/servicebindings", "application/json", `{"metadata":{"name":"ref"},"spec":{"instanceRef":{"name":"db\u0000"}}}`, "spec.instanceRef.name"},
 		{"POST", "clusterservicebrokers", "application/json", `{"metadata":{"name":"r"},"spec":{"url":"http://broker.example","catalogRestrictions":{"serviceClass":["name==\u0000"]}}}`, "spec.catalogRestrictions.serviceClass[0]"},
 	} {
 		var code int

@@ -87,10 +87,16 @@ func (s *Store) validateNewInstance(ctx context.Context, r *catalogueReader, in 
 	errs := validateName(field.NewPath("name"), in.Name)
 	errs = append(errs, validateNamespace(field.NewPath("namespace"), in.Namespace)...)
 	errs = append(errs, validateMeta(&in.Meta)...)
-	errs = append(errs, validateStorable(&in.Spec)...)
+	unstorable := validateStorable(&in.Spec)
+	errs = append(errs, unstorable...)
 	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
 	errs = append(errs, validateCounter(field.NewPath("spec", "updateRequests"), in.Spec.UpdateRequests, 0)...)
 	errs = append(errs, validateExternalID(in.Spec.ExternalID)...)
+	if len(unstorable) > 0 {
+		// The names of its class and plan may be ones the database
+		// cannot be asked for.
+		return nil, invalid(errs)
+	}
 	plan, err := r.resolveNew(ctx, &in.Spec, in.Namespace, field.NewPath("spec"), &errs)
 	if err != nil {
 		return nil, err
@@ -310,11 +316,16 @@ func validateInstanceUpdate(ctx context.Context, w *txn, was, in *Instance) (*Se
 		errs = append(errs, bad(field.NewPath("namespace"), "cannot be changed"))
 	}
 	errs = append(errs, validateMeta(&in.Meta)...)
-	errs = append(errs, validateStorable(&in.Spec)...)
+	unstorable := validateStorable(&in.Spec)
+	errs = append(errs, unstorable...)
 	errs = append(errs, validateParametersFrom(in.Spec.ParametersFrom)...)
 	errs = append(errs, validateCounter(field.NewPath("spec", "updateRequests"), in.Spec.UpdateRequests, was.Spec.UpdateRequests)...)
 	if in.Spec.ExternalID != was.Spec.ExternalID {
 		errs = append(errs, bad(field.NewPath("spec", "externalID"), "cannot be changed"))
+	}
+	if len(unstorable) > 0 {
+		// As validateNewInstance: nothing is looked up by such names.
+		return nil, invalid(errs)
 	}
 	planChanged := !sameNames(&in.Spec, &was.Spec)
 	if !planChanged {
