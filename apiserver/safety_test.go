@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -358,5 +359,55 @@ func TestRelistRequestsCountUp(t *testing.T) {
 	_, err = c.Patch(ctx, "fake", types.MergePatchType, []byte(`{"spec":{"relistRequests":1}}`), metav1.PatchOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.relistRequests") {
 		t.Errorf("relistRequests from 2 to 1: %v, want 422 naming spec.relistRequests", err)
+	}
+}
+
+// TestUnstorableNameInPath: a name or a namespace in the URL that
+// PostgreSQL cannot hold (a NUL, invalid UTF-8) names nothing, as in
+// kube-apiserver: 404 for the object and its subresources, an empty list
+// in such a namespace. Every verb and kind used to answer 500 from the
+// database.
+func TestUnstorableNameInPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	createDB(t, b)
+	g := newHTTPGet(t, b)
+	const base = "/apis/servicecatalog.k8s.io/v1beta1/"
+	for _, tc := range []struct {
+		verb, path, body string
+		code             int
+	}{
+		{"GET", "namespaces/a/serviceinstances/x%00y", "", http.StatusNotFound},
+		{"GET", "namespaces/a/serviceinstances/x%ffy", "", http.StatusNotFound},
+		{"GET", "namespaces/a%00b/serviceinstances/db", "", http.StatusNotFound},
+		{"GET", "namespaces/a/serviceinstances/x%00y/status", "", http.StatusNotFound},
+		{"GET", "namespaces/a/servicebindings/x%00y/credentials", "", http.StatusNotFound},
+		{"GET", "clusterservicebrokers/x%00y", "", http.StatusNotFound},
+		{"GET", "clusterserviceplans/x%ffy", "", http.StatusNotFound},
+		{"GET", "namespaces/a/serviceplans/x%00y", "", http.StatusNotFound},
+		{"PATCH", "namespaces/a/serviceinstances/x%00y", `{}`, http.StatusNotFound},
+		{"PUT", "namespaces/a/serviceinstances/x%00y", `{"metadata":{"name":"x\u0000y"}}`, http.StatusNotFound},
+		{"DELETE", "namespaces/a/serviceinstances/x%00y", "", http.StatusNotFound},
+		{"GET", "namespaces/a%00b/serviceinstances", "", http.StatusOK},
+		{"GET", "namespaces/a%ffb/serviceinstances?limit=5", "", http.StatusOK},
+		{"DELETE", "namespaces/a%00b/serviceinstances", "", http.StatusOK},
+	} {
+		req, err := http.NewRequest(tc.verb, g.host+base+tc.path, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+		if tc.verb == "PUT" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := g.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.code || (tc.code == http.StatusOK && !strings.Contains(string(raw), `"items":[]`)) {
+			t.Errorf("%s %s: %d %.300s, want %d", tc.verb, tc.path, res.StatusCode, raw, tc.code)
+		}
 	}
 }

@@ -80,10 +80,18 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// getBy reads the object of T that where selects with args: ErrNotFound
+// when there is none, as there is none for a text argument that no row
+// can hold (see filter.add).
 func getBy[T any, P interface {
 	*T
 	object
 }](ctx context.Context, q querier, where string, args ...any) (P, error) {
+	for _, a := range args {
+		if s, ok := a.(string); ok && pgtext.Problem(s) != "" {
+			return nil, ErrNotFound
+		}
+	}
 	obj := P(new(T))
 	kind := obj.kind()
 	row := q.QueryRow(ctx, `SELECT `+columns(kind)+` FROM `+tables[kind]+` WHERE `+where, args...)
@@ -230,7 +238,18 @@ type filter struct {
 	args  []any
 }
 
+// add adds a condition, its ? placeholders numbered for args. Every
+// condition asks for rows that hold (or follow) its text arguments; text
+// PostgreSQL cannot store (a NUL, invalid UTF-8: a name in a URL, say) is
+// in no row, so such a condition selects nothing, and the database, which
+// would refuse the statement, is not asked with it.
 func (f *filter) add(cond string, args ...any) {
+	for _, a := range args {
+		if s, ok := a.(string); ok && pgtext.Problem(s) != "" {
+			f.conds = append(f.conds, "false")
+			return
+		}
+	}
 	for _, a := range args {
 		f.args = append(f.args, a)
 		cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(f.args)), 1)
