@@ -3,6 +3,8 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -179,5 +181,11 @@ func TestDeleteCollectionPage(t *testing.T) {
 	err = sc.ServiceInstances("team").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Continue: list.Continue})
 	if err != nil || deleting() != "abc" {
 		t.Fatalf("deletecollection from the token: %v, deleting %q; want b and c too", err, deleting())
+	}
+	// A limit larger than any list is every match, as no limit is.
+	var all v1beta1.ServiceInstanceList
+	err = sc.RESTClient().Delete().Namespace("team").Resource("serviceinstances").Param("limit", strconv.FormatInt(math.MaxInt64, 10)).Do(ctx).Into(&all)
+	if err != nil || len(all.Items) != 3 || all.Continue != "" {
+		t.Errorf("deletecollection of the largest limit: %v, %d items, continue %q; want the 3", err, len(all.Items), all.Continue)
 	}
 }

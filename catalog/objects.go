@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -319,7 +320,9 @@ func pageSQL(kind string, f *filter, order string, after func(*filter, cursor), 
 		return "", err
 	}
 	sel := `SELECT ` + columnsFor(kind, opts.Parts) + ` FROM ` + tables[kind] + ` WHERE `
-	if opts.Limit == 0 {
+	// The largest limit, whose one row more would overflow, is no limit
+	// either: no table holds that many rows.
+	if opts.Limit == 0 || opts.Limit == math.MaxInt {
 		return sel + f.where() + ` ORDER BY ` + order, nil
 	}
 	limit := fmt.Sprintf(" LIMIT %d", opts.Limit+1)
