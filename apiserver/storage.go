@@ -389,17 +389,19 @@ func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObj
 }
 
 // Watch follows the change feed from the requested resourceVersion: from
-// "" or "0" it first sends the current objects as ADDED.
+// "" or "0" it first sends the current objects as ADDED, unless
+// sendInitialEvents=false asks it to start from now.
 func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	if err := storableSelector(opts); err != nil {
 		return nil, err
 	}
 	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
 	req.pred.hide = st.access.hidden(ctx)
-	rv := ""
+	rv, noInitial := "", false
 	if opts != nil {
 		rv = opts.ResourceVersion
 		req.bookmarks = opts.AllowWatchBookmarks
+		noInitial = opts.SendInitialEvents != nil && !*opts.SendInitialEvents
 		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 			// The server defaults sendInitialEvents for a watch without a
 			// resourceVersion; only a watch that also allows bookmarks (a
@@ -407,8 +409,16 @@ func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOpti
 			req.initial, req.initialMark = true, opts.AllowWatchBookmarks
 		}
 	}
-	switch rv {
-	case "", "0":
+	switch {
+	case (rv == "" || rv == "0") && noInitial:
+		// No initial events and no revision: from now on, as
+		// kube-apiserver's watch cache starts such a watch.
+		from, err := st.store.Revision(ctx)
+		if err != nil {
+			return nil, st.apiError(err, "", false)
+		}
+		req.from = from
+	case rv == "" || rv == "0":
 		req.initial = true
 	default:
 		from, err := strconv.ParseInt(rv, 10, 64)

@@ -279,3 +279,29 @@ func TestWatchListTooNew(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchWithoutInitialEvents: a watch with sendInitialEvents=false and
+// no resourceVersion (or "0") starts from now, as kube-apiserver's does:
+// its first event is the next change, not the current objects as ADDED.
+func TestWatchWithoutInitialEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1().ServiceInstances("a")
+	createDB(t, b)
+	no := false
+	for _, rv := range []string{"", "0"} {
+		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, SendInitialEvents: &no, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Patch(ctx, "db", types.MergePatchType, []byte(`{"metadata":{"labels":{"rv":"x`+rv+`"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ev := <-w.ResultChan()
+		w.Stop()
+		if in, ok := ev.Object.(*v1beta1.ServiceInstance); ev.Type != watch.Modified || !ok || in.Labels["rv"] != "x"+rv {
+			t.Errorf("watch from %q without initial events: first event %s %v, want the change, MODIFIED", rv, ev.Type, ev.Object)
+		}
+	}
+}
