@@ -12,9 +12,9 @@ import (
 )
 
 // MaxSelectorTerms bounds a label selector's requirements and values, in
-// all: each is a parameter of the list's statement (a comparison, three),
+// all: each is a parameter of the list's statement (a comparison, four),
 // and PostgreSQL takes at most 65,535 in one.
-const MaxSelectorTerms = 20000
+const MaxSelectorTerms = 16000
 
 // CheckLabels refuses a label selector past MaxSelectorTerms, naming the
 // field, so that a front door can refuse it before it reads.
@@ -65,8 +65,12 @@ func (f *filter) addLabels(sel labels.Selector) error {
 				op = "<"
 			}
 			n, _ := strconv.ParseInt(r.Values().List()[0], 10, 64)
-			// Kubernetes compares labels that parse as integers only.
-			f.add("CASE WHEN metadata->'labels'->>? ~ '^-{0,1}[0-9]{1,18}$' THEN (metadata->'labels'->>?)::bigint "+op+" ? ELSE false END", key, key, n)
+			// Kubernetes compares labels that parse as 64-bit integers
+			// only (strconv.ParseInt): a label value has no sign, but
+			// may have leading zeros or more digits than int64 holds.
+			// Nested, so that only digits are cast.
+			f.add("CASE WHEN metadata->'labels'->>? ~ '^[0-9]+$' THEN CASE WHEN (metadata->'labels'->>?)::numeric <= 9223372036854775807 "+
+				"THEN (metadata->'labels'->>?)::numeric "+op+" ? ELSE false END ELSE false END", key, key, key, n)
 		default:
 			// A selector the SQL does not know selects nothing here: the
 			// callers apply it again in memory.

@@ -32,6 +32,11 @@ func TestLabelSelectors(t *testing.T) {
 		{"tier": "x"},
 		{"team": "a", "env": "prod", "tier": "0"},
 		{"app.kubernetes.io/name": "db"},
+		// Integers as Kubernetes parses them: 19 digits, leading zeros,
+		// and past int64 (no integer).
+		{"tier": "1000000000000000000"},
+		{"tier": "0000000000000000000000007"},
+		{"tier": "99999999999999999999"},
 	}
 	all := map[string]map[string]string{}
 	for i := range 70 {
