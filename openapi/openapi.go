@@ -26,6 +26,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-dev/bindery/internal/jsondepth"
 )
 
 // Spec is the OpenAPI document, as YAML.
@@ -149,6 +151,12 @@ func RequestValidator(router routers.Router) echo.MiddlewareFunc {
 			}
 			if len(body) > maxBody {
 				return next(c) // too long for the API: the server refuses it
+			}
+			if jsondepth.Exceeds(body, jsondepth.Max) {
+				// Merge patches are applied in time that grows with the
+				// square of their depth (restapi's, as k8s.io/apiserver's).
+				return c.JSON(http.StatusBadRequest, errorBody{Code: "invalid",
+					Message: fmt.Sprintf("request body: nests deeper than %d levels of objects and arrays", jsondepth.Max)})
 			}
 			if err := undeclaredQuery(req, route); err != nil {
 				return c.JSON(http.StatusBadRequest, describe(err))

@@ -416,3 +416,26 @@ func TestSecretTransformsChecked(t *testing.T) {
 	}
 	b.must(201, b.do(dev, "POST", "/bindings", binding(`[{"renameKey":{"from":"uri","to":"DATABASE_URL"}},{"addKey":{"key":"host2","jsonPathExpression":"{.host}"}}]`)))
 }
+
+// TestDeepBodyRefused: a body that nests deeper than 100 levels is a 400
+// saying so before anything reads it further: the merge patch of an
+// instance, applied in time that grows with the square of its depth, took
+// seconds at a few thousand levels.
+func TestDeepBodyRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	created := b.must(201, b.do(dev, "POST", "/instances", map[string]any{"name": "db",
+		"spec": map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": "small"}}))
+	nested := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	for _, tc := range []struct{ method, path, body string }{
+		{"PATCH", "/instances/" + created.str("id"), `{"spec":{"parameters":` + nested(3000) + `}}`},
+		{"POST", "/instances", `{"name":"deep","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small","parameters":` + nested(200) + `}}`},
+	} {
+		r := b.do(dev, tc.method, tc.path, tc.body)
+		if r.status != 400 || !strings.Contains(r.str("message"), "nests deeper than 100 levels") {
+			t.Errorf("%s %s nested past 100 levels: %d %.200s", tc.method, tc.path, r.status, r.raw)
+		}
+	}
+}
