@@ -22,11 +22,7 @@ func TestDeleteCollection(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	sc := b.client.ServicecatalogV1beta1()
-	for _, name := range []string{"a", "b", "c"} {
-		if _, err := sc.ServiceInstances("team").Create(ctx, newInstance("team", name), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamed(t, b, "team", "a", "b", "c")
 	if _, err := sc.ServiceInstances("elsewhere").Create(ctx, newInstance("elsewhere", "a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +146,7 @@ func TestDeleteCollectionPage(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	sc := b.client.ServicecatalogV1beta1()
-	for _, name := range []string{"a", "b", "c"} {
-		if _, err := sc.ServiceInstances("team").Create(ctx, newInstance("team", name), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamed(t, b, "team", "a", "b", "c")
 	deleting := func() string {
 		t.Helper()
 		l, err := b.store.ListInstances(ctx, catalog.ListOptions{Namespace: "team"})
@@ -187,5 +179,16 @@ func TestDeleteCollectionPage(t *testing.T) {
 	err = sc.RESTClient().Delete().Namespace("team").Resource("serviceinstances").Param("limit", strconv.FormatInt(math.MaxInt64, 10)).Do(ctx).Into(&all)
 	if err != nil || len(all.Items) != 3 || all.Continue != "" {
 		t.Errorf("deletecollection of the largest limit: %v, %d items, continue %q; want the 3", err, len(all.Items), all.Continue)
+	}
+}
+
+// createNamed creates instances of the given names in namespace, through
+// the API.
+func createNamed(t *testing.T, b *bundle, namespace string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := b.client.ServicecatalogV1beta1().ServiceInstances(namespace).Create(context.Background(), newInstance(namespace, name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -511,9 +511,9 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 	}
 	return map[string]rest.Storage{
 		"serviceinstances":        &instanceStorage{storage: instances, strategy: newStrategy(scheme, true, false)},
-		"serviceinstances/status": &statusStorage{st: instances, strategy: newStrategy(scheme, true, true)},
+		"serviceinstances/status": &statusStorage{readOnlyStatus{instances}, newStrategy(scheme, true, true)},
 		"servicebindings":         &bindingStorage{storage: bindings, strategy: newStrategy(scheme, true, false)},
-		"servicebindings/status":  &statusStorage{st: bindings, strategy: newStrategy(scheme, true, true)},
+		"servicebindings/status":  &statusStorage{readOnlyStatus{bindings}, newStrategy(scheme, true, true)},
 		// Read as the caller, never by the view role (deploy/bindery).
 		"servicebindings/credentials": &credentialsStorage{store: store},
 		"clusterservicebrokers":       &brokerStorage{storage: brokers, strategy: brokerStrategy, relist: relist},

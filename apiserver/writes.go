@@ -453,55 +453,17 @@ func (s *bindingStorage) DeleteCollection(ctx context.Context, deleteValidation 
 	})
 }
 
-// statusStorage is the status subresource of instances and bindings. It
-// holds the resource's storage by name rather than embedding it: a
-// subresource is read and written by name only, and k8s.io/apiserver
-// would serve the storage's List on GET of the subresource's path.
-type statusStorage struct {
-	st       *storage
-	strategy *strategy
-}
-
-var (
-	_ rest.Getter         = (*statusStorage)(nil)
-	_ rest.Updater        = (*statusStorage)(nil)
-	_ rest.TableConvertor = (*statusStorage)(nil)
-)
-
-// New returns an empty object of the resource.
-func (s *statusStorage) New() runtime.Object { return s.st.New() }
-
-// Destroy has nothing to release.
-func (s *statusStorage) Destroy() {}
-
-// Get reads the object.
-func (s *statusStorage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
-	return s.st.Get(ctx, name, opts)
-}
-
-// ConvertToTable gives kubectl its columns.
-func (s *statusStorage) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
-	return s.st.ConvertToTable(ctx, obj, opts)
-}
-
-// Update replaces the status, and nothing else, with the resourceVersion
-// check.
-func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
-	updateValidation rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return s.st.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
-		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
-			if k := kindOf(obj); k != nil && k.updateStatus != nil {
-				return k.updateStatus(ctx, s.st.store, obj, id, expect)
-			}
-			return nil, apierrors.NewBadRequest("no status subresource")
-		}, nil)
-}
-
 // readOnlyStatus is the status subresource of a kind whose status only the
-// catalog writes: it reads the object.
+// catalog writes: it reads the object. It holds the resource's storage by
+// name rather than embedding it: a subresource is read and written by name
+// only, and k8s.io/apiserver would serve the storage's List on GET of the
+// subresource's path.
 type readOnlyStatus struct{ st *storage }
 
-var _ rest.Getter = (*readOnlyStatus)(nil)
+var (
+	_ rest.Getter         = (*readOnlyStatus)(nil)
+	_ rest.TableConvertor = (*readOnlyStatus)(nil)
+)
 
 // New returns an empty object of the resource.
 func (s *readOnlyStatus) New() runtime.Object { return s.st.New() }
@@ -517,6 +479,28 @@ func (s *readOnlyStatus) Get(ctx context.Context, name string, opts *metav1.GetO
 // ConvertToTable gives kubectl its columns.
 func (s *readOnlyStatus) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
 	return s.st.ConvertToTable(ctx, obj, opts)
+}
+
+// statusStorage is the status subresource of instances and bindings: read
+// as readOnlyStatus, and written.
+type statusStorage struct {
+	readOnlyStatus
+	strategy *strategy
+}
+
+var _ rest.Updater = (*statusStorage)(nil)
+
+// Update replaces the status, and nothing else, with the resourceVersion
+// check.
+func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return s.st.update(ctx, name, objInfo, updateValidation, s.strategy, opts != nil && isDryRun(opts.DryRun),
+		func(ctx context.Context, _, obj runtime.Object, id string, expect int64) (runtime.Object, error) {
+			if k := kindOf(obj); k != nil && k.updateStatus != nil {
+				return k.updateStatus(ctx, s.st.store, obj, id, expect)
+			}
+			return nil, apierrors.NewBadRequest("no status subresource")
+		}, nil)
 }
 
 // brokerStorage is clusterservicebrokers and servicebrokers: registration
