@@ -37,11 +37,9 @@ const shareWait = 10 * time.Second
 type share struct {
 	max int // 0: no bound
 
-	mu       sync.Mutex
-	tokens   map[string]*tokenShare
-	inflight int // requests served, over all tokens
-	waiting  int // requests waiting for a slot, over all tokens
-	refused  prometheus.Counter
+	mu      sync.Mutex
+	tokens  map[string]*tokenShare
+	refused prometheus.Counter
 }
 
 // tokenShare is one token's slots and the requests that hold or wait for
@@ -74,19 +72,10 @@ func (s *share) acquire(ctx context.Context, token string) *tokenShare {
 	}
 	t.users++
 	s.mu.Unlock()
-	select {
-	case t.slots <- struct{}{}:
-		s.count(1, 0)
-		return t
-	default:
-	}
-	s.count(0, 1)
-	defer s.count(0, -1)
 	timer := time.NewTimer(shareWait)
 	defer timer.Stop()
 	select {
 	case t.slots <- struct{}{}:
-		s.count(1, 0)
 		return t
 	case <-timer.C:
 	case <-ctx.Done():
@@ -98,7 +87,6 @@ func (s *share) acquire(ctx context.Context, token string) *tokenShare {
 // release gives back a slot acquire took.
 func (s *share) release(token string, t *tokenShare) {
 	<-t.slots
-	s.count(-1, 0)
 	s.leave(token, t)
 }
 
@@ -110,13 +98,6 @@ func (s *share) leave(token string, t *tokenShare) {
 	if t.users--; t.users == 0 {
 		delete(s.tokens, token)
 	}
-}
-
-func (s *share) count(inflight, waiting int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight += inflight
-	s.waiting += waiting
 }
 
 // serve runs next as one of the token's requests served at once, or
@@ -147,9 +128,16 @@ func (s *share) Describe(ch chan<- *prometheus.Desc) {
 	s.refused.Describe(ch)
 }
 
+// Collect counts the requests of every token: those holding a slot are
+// served, the others wait for one.
 func (s *share) Collect(ch chan<- prometheus.Metric) {
+	inflight, waiting := 0, 0
 	s.mu.Lock()
-	inflight, waiting := s.inflight, s.waiting
+	for _, t := range s.tokens {
+		served := len(t.slots)
+		inflight += served
+		waiting += max(0, t.users-served)
+	}
 	s.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(tokenRequestsDesc, prometheus.GaugeValue, float64(inflight), "in_flight")
 	ch <- prometheus.MustNewConstMetric(tokenRequestsDesc, prometheus.GaugeValue, float64(waiting), "waiting")
