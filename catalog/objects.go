@@ -88,10 +88,8 @@ func getBy[T any, P interface {
 	*T
 	object
 }](ctx context.Context, q querier, where string, args ...any) (P, error) {
-	for _, a := range args {
-		if s, ok := a.(string); ok && pgtext.Problem(s) != "" {
-			return nil, ErrNotFound
-		}
+	if unstorable(args) {
+		return nil, ErrNotFound
 	}
 	obj := P(new(T))
 	kind := obj.kind()
@@ -239,17 +237,26 @@ type filter struct {
 	args  []any
 }
 
+// unstorable tells whether one of a statement's arguments is text
+// PostgreSQL cannot store (pgtext.Problem), which no row holds.
+func unstorable(args []any) bool {
+	for _, a := range args {
+		if s, ok := a.(string); ok && pgtext.Problem(s) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // add adds a condition, its ? placeholders numbered for args. Every
 // condition asks for rows that hold (or follow) its text arguments; text
 // PostgreSQL cannot store (a NUL, invalid UTF-8: a name in a URL, say) is
 // in no row, so such a condition selects nothing, and the database, which
 // would refuse the statement, is not asked with it.
 func (f *filter) add(cond string, args ...any) {
-	for _, a := range args {
-		if s, ok := a.(string); ok && pgtext.Problem(s) != "" {
-			f.conds = append(f.conds, "false")
-			return
-		}
+	if unstorable(args) {
+		f.conds = append(f.conds, "false")
+		return
 	}
 	for _, a := range args {
 		f.args = append(f.args, a)
