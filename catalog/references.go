@@ -375,15 +375,10 @@ func (s *Store) ResolveInstance(ctx context.Context, id string) (*Instance, erro
 	return out, paramsErr
 }
 
-// UnresolvedInstances lists the ids of instances whose class and plan are
-// not resolved yet: a change to the catalogue may resolve them.
-func (s *Store) UnresolvedInstances(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM catalog.instances WHERE plan_id IS NULL`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, mapErr(err)
+// UnresolvedInstances lists the instances whose class and plan are not
+// resolved yet: a change to the catalogue may resolve them.
+func (s *Store) UnresolvedInstances(ctx context.Context) ([]Key, error) {
+	return s.queryKeys(ctx, `SELECT namespace, id FROM catalog.instances WHERE plan_id IS NULL`)
 }
 
 // nonexistentInstance is how Service Catalog said a binding's instance

@@ -81,7 +81,7 @@ func TestInstanceWaitsForItsPlan(t *testing.T) {
 			if !ok || r.Reason != tc.reason || r.Message != tc.message {
 				t.Fatalf("resolve: %v, want %s %q", err, tc.reason, tc.message)
 			}
-			if ids, _ := s.UnresolvedInstances(ctx); len(ids) != 1 || ids[0] != in.ID {
+			if ids, _ := s.UnresolvedInstances(ctx); len(ids) != 1 || ids[0] != (catalog.Key{Namespace: in.Namespace, ID: in.ID}) {
 				t.Errorf("unresolved instances: %v", ids)
 			}
 
@@ -269,7 +269,7 @@ func TestBindingWaitsForItsInstance(t *testing.T) {
 	if r, ok := catalog.AsReference(err); !ok || r.Reason != catalog.ReasonNonexistentInstance || r.Message != `References a non-existent ServiceInstance "team/db"` {
 		t.Fatalf("link: %v", err)
 	}
-	if ids, _ := s.BindingsToWake(ctx, nil, []string{"team"}, []string{"db"}); len(ids) != 1 || ids[0] != b.ID {
+	if ids, _ := s.BindingsToWake(ctx, nil, []string{"team"}, []string{"db"}); len(ids) != 1 || ids[0] != (catalog.Key{Namespace: "team", ID: b.ID}) {
 		t.Errorf("bindings awaiting team/db: %v", ids)
 	}
 	// Invalid names are still refused.

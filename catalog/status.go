@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -310,22 +309,17 @@ func (s *Store) FinalizeBinding(ctx context.Context, id string, event EventRecor
 	return err
 }
 
-// Unsettled lists the ids of instances and bindings the engine has work
-// for: not Ready for their generation, being deleted, or in the middle of
-// an operation. The engine reconciles them at start.
-func (s *Store) Unsettled(ctx context.Context) (instances, bindings []string, err error) {
+// Unsettled lists the instances and bindings the engine has work for: not
+// Ready for their generation, being deleted, or in the middle of an
+// operation. The engine reconciles them at start.
+func (s *Store) Unsettled(ctx context.Context) (instances, bindings []Key, err error) {
 	const unsettled = ` WHERE deletion_timestamp IS NOT NULL
 		OR (status->>'observedGeneration')::bigint IS DISTINCT FROM generation
 		OR coalesce((status->>'asyncOpInProgress')::boolean, false)
 		OR coalesce((status->>'orphanMitigationInProgress')::boolean, false)
 		OR NOT coalesce((SELECT c->>'status' = 'True' FROM jsonb_array_elements(status->'conditions') c WHERE c->>'type' = 'Ready'), false)`
-	read := func(table string) ([]string, error) {
-		rows, err := s.pool.Query(ctx, `SELECT id FROM `+table+unsettled)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		return ids, mapErr(err)
+	read := func(table string) ([]Key, error) {
+		return s.queryKeys(ctx, `SELECT namespace, id FROM `+table+unsettled)
 	}
 	if instances, err = read("catalog.instances"); err != nil {
 		return nil, nil, err

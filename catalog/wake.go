@@ -27,20 +27,32 @@ const ReasonInstanceNotReady = "ErrorInstanceNotReady"
 // quarter of PostgreSQL's time for the engine). It is planned for its
 // arguments at each call: a cached statement's generic plan, made while
 // the tables were small, did the same.
-func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT b.id FROM catalog.bindings b
+func (s *Store) BindingsToWake(ctx context.Context, ids, namespaces, names []string) ([]Key, error) {
+	return s.queryKeys(ctx, `SELECT b.namespace, b.id FROM catalog.bindings b
 		WHERE b.instance_id = ANY($1::uuid[]) AND (b.deletion_timestamp IS NOT NULL
 			OR NOT coalesce(b.status->'conditions' @> '[{"type": "Ready", "status": "True"}]', false)
 			AND (NOT coalesce(b.status->'conditions' @> jsonb_build_array(jsonb_build_object('type', 'Ready', 'reason', $4::text)), false)
 				OR coalesce((SELECT i.status->'conditions' @> '[{"type": "Ready", "status": "True"}]'
 					FROM catalog.instances i WHERE i.id = b.instance_id), false)))
 		UNION
-		SELECT b.id FROM unnest($2::text[], $3::text[]) AS n(namespace, name)
+		SELECT b.namespace, b.id FROM unnest($2::text[], $3::text[]) AS n(namespace, name)
 			JOIN catalog.bindings b ON b.namespace = n.namespace AND b.spec->'instanceRef'->>'name' = n.name
 		WHERE b.instance_id IS NULL`, pgx.QueryExecModeExec, ids, namespaces, names, ReasonInstanceNotReady)
+}
+
+// Key names an object for the engine's queue: its id, with the namespace
+// the engine's lines take turns by.
+type Key struct {
+	Namespace string
+	ID        string
+}
+
+// queryKeys runs a query whose rows are a namespace and an id.
+func (s *Store) queryKeys(ctx context.Context, sql string, args ...any) ([]Key, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
 	return out, mapErr(err)
 }

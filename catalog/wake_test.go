@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,12 +45,13 @@ func TestBindingsToWake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var names []string
+		var names []catalog.Key
 		for _, b := range want {
-			names = append(names, b.ID)
+			names = append(names, catalog.Key{Namespace: b.Namespace, ID: b.ID})
 		}
-		slices.Sort(ids)
-		slices.Sort(names)
+		byID := func(a, b catalog.Key) int { return strings.Compare(a.ID, b.ID) }
+		slices.SortFunc(ids, byID)
+		slices.SortFunc(names, byID)
 		if !slices.Equal(ids, names) {
 			t.Errorf("woken %v, want %v", ids, names)
 		}

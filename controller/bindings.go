@@ -23,9 +23,9 @@ type bindingEnv struct {
 // reconcileBinding computes the next step for a binding from its spec and
 // status and takes it: an abandoned one goes at once; otherwise its
 // instance is linked and loaded, and the step dispatched.
-func (c *Controller) reconcileBinding(ctx context.Context, id string) (result, error) {
-	b, in, inErr, err := c.store.GetBindingLinked(ctx, id)
-	if errors.Is(err, catalog.ErrNotFound) {
+func (c *Controller) reconcileBinding(ctx context.Context, key objectKey) (result, error) {
+	b, in, inErr, err := c.store.GetBindingLinked(ctx, key.id)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && b.Namespace != key.namespace {
 		return result{}, nil
 	}
 	if err != nil {
@@ -167,7 +167,7 @@ func (c *Controller) bindingWaiting(ctx context.Context, b *catalog.Binding, rea
 		return nil
 	}, nil, catalog.EventRecord{Type: "Warning", Reason: reason, Message: msg})
 	if err == nil && untouched {
-		c.wake.wrote(bindingKey(b.ID), b.ResourceVersion, true)
+		c.wake.wrote(bindingKey(b.Namespace, b.ID), b.ResourceVersion, true)
 	}
 	return err
 }

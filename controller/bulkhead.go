@@ -73,8 +73,9 @@ type gate struct {
 	// or fewer after its breaker closed (doubling with each success).
 	limit int
 	// waiting is the line of objects that found no slot, or the breaker
-	// open; parked holds the same keys.
-	waiting []objectKey
+	// open, each namespace's in turn (fair.go); parked holds the same
+	// keys.
+	waiting fairLine
 	parked  map[objectKey]bool
 	// failing are the objects whose request failed as the breaker counts
 	// failures, with the verb of their first such failure, until a
@@ -169,7 +170,7 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 		if b.Namespace != "" {
 			name = b.Namespace + "/" + b.Name
 		}
-		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), limit: gs.max, parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
+		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), limit: gs.max, waiting: newFairLine(), parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
 		gs.byID[b.ID] = g
 	}
 	return g
@@ -199,7 +200,7 @@ func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Clien
 	case g.open:
 		gs.park(g, r.key)
 		return &unavailableError{msg: g.waitMessage(gs.failureLimit)}
-	case g.inflight < g.limit && len(g.waiting) == 0:
+	case g.inflight < g.limit && g.waiting.len() == 0:
 		g.inflight++
 		r.gate = g
 		gs.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
@@ -249,24 +250,19 @@ func (gs *gates) fill(g *gate) {
 func (gs *gates) park(g *gate, key objectKey) {
 	if !g.parked[key] {
 		g.parked[key] = true
-		g.waiting = append(g.waiting, key)
-		gs.waitingGauge.WithLabelValues(g.name).Set(float64(len(g.waiting)))
+		g.waiting.push(key)
+		gs.waitingGauge.WithLabelValues(g.name).Set(float64(g.waiting.len()))
 	}
 }
 
-// pop takes the first of g's waiting line. gs.mu is held.
+// pop takes the next of g's waiting line. gs.mu is held.
 func (gs *gates) pop(g *gate) (objectKey, bool) {
-	if len(g.waiting) == 0 {
+	key, ok := g.waiting.pop()
+	if !ok {
 		return objectKey{}, false
 	}
-	key := g.waiting[0]
-	g.waiting[0] = objectKey{}
-	g.waiting = g.waiting[1:]
-	if len(g.waiting) == 0 {
-		g.waiting = nil // let the array go
-	}
 	delete(g.parked, key)
-	gs.waitingGauge.WithLabelValues(g.name).Set(float64(len(g.waiting)))
+	gs.waitingGauge.WithLabelValues(g.name).Set(float64(g.waiting.len()))
 	return key, true
 }
 

@@ -114,10 +114,10 @@ func (c *Controller) takeOver(ctx context.Context, shards []int) error {
 	return nil
 }
 
-func keysOf(ids []string, key func(string) objectKey) []objectKey {
-	out := make([]objectKey, len(ids))
-	for i, id := range ids {
-		out[i] = key(id)
+func keysOf(keys []catalog.Key, key func(namespace, id string) objectKey) []objectKey {
+	out := make([]objectKey, len(keys))
+	for i, k := range keys {
+		out[i] = key(k.Namespace, k.ID)
 	}
 	return out
 }

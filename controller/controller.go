@@ -263,11 +263,11 @@ func (c *Controller) enqueueUnsettled(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list unsettled objects: %w", err)
 	}
-	for _, id := range instances {
-		c.queue.Add(instanceKey(id))
+	for _, k := range instances {
+		c.queue.Add(instanceKey(k.Namespace, k.ID))
 	}
-	for _, id := range bindings {
-		c.queue.Add(bindingKey(id))
+	for _, k := range bindings {
+		c.queue.Add(bindingKey(k.Namespace, k.ID))
 	}
 	return nil
 }
@@ -311,8 +311,8 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 			if err != nil {
 				return fmt.Errorf("list the bindings of changed instances: %w", err)
 			}
-			for _, id := range bindings {
-				c.queue.Add(bindingKey(id))
+			for _, k := range bindings {
+				c.queue.Add(bindingKey(k.Namespace, k.ID))
 			}
 		}
 		if catalogue {
@@ -329,12 +329,12 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 // enqueueUnresolved enqueues the instances whose class and plan are not
 // resolved yet.
 func (c *Controller) enqueueUnresolved(ctx context.Context) error {
-	ids, err := c.store.UnresolvedInstances(ctx)
+	keys, err := c.store.UnresolvedInstances(ctx)
 	if err != nil {
 		return fmt.Errorf("list instances waiting for their plan: %w", err)
 	}
-	for _, id := range ids {
-		c.queue.Add(instanceKey(id))
+	for _, k := range keys {
+		c.queue.Add(instanceKey(k.Namespace, k.ID))
 	}
 	return nil
 }
@@ -354,23 +354,25 @@ func (c *Controller) interrupt(ctx context.Context, key objectKey, ch catalog.Ch
 // that waits for a removed binding. The bindings an instance's change may
 // concern are the page's to look up (watch).
 func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
-	id := ch.Object.ID
+	ns, id := ch.Object.Namespace, ch.Object.ID
 	switch ch.Kind {
 	case catalog.KindInstance:
-		c.interrupt(ctx, instanceKey(id), ch)
-		if ch.Type != catalog.Deleted && c.wake.announce(instanceKey(id), ch.Revision) {
-			c.queue.Add(instanceKey(id))
+		key := instanceKey(ns, id)
+		c.interrupt(ctx, key, ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(key, ch.Revision) {
+			c.queue.Add(key)
 		}
 	case catalog.KindBinding:
-		c.interrupt(ctx, bindingKey(id), ch)
-		if ch.Type != catalog.Deleted && c.wake.announce(bindingKey(id), ch.Revision) {
-			c.queue.Add(bindingKey(id))
+		key := bindingKey(ns, id)
+		c.interrupt(ctx, key, ch)
+		if ch.Type != catalog.Deleted && c.wake.announce(key, ch.Revision) {
+			c.queue.Add(key)
 		}
 		// An instance being deleted waits for its bindings to go: their
 		// removal is what it waits for, and nothing else of theirs
 		// concerns it.
 		if ch.InstanceID != "" && ch.Type == catalog.Deleted {
-			c.queue.Add(instanceKey(ch.InstanceID))
+			c.queue.Add(instanceKey(ns, ch.InstanceID))
 		}
 	}
 }
@@ -455,9 +457,9 @@ func (c *Controller) process(ctx context.Context, key objectKey) {
 func (c *Controller) reconcile(ctx context.Context, key objectKey) (result, error) {
 	switch key.kind {
 	case instanceKeyKind:
-		return c.reconcileInstance(ctx, key.id)
+		return c.reconcileInstance(ctx, key)
 	case bindingKeyKind:
-		return c.reconcileBinding(ctx, key.id)
+		return c.reconcileBinding(ctx, key)
 	}
 	return result{}, nil
 }

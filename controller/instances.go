@@ -35,9 +35,9 @@ type instanceEnv struct {
 // reconcileInstance computes the next step for an instance from its spec
 // and status and takes it. It returns when to look again (the zero result:
 // only on a change) or an error to retry with backoff.
-func (c *Controller) reconcileInstance(ctx context.Context, id string) (result, error) {
-	in, err := c.store.GetInstance(ctx, id)
-	if errors.Is(err, catalog.ErrNotFound) {
+func (c *Controller) reconcileInstance(ctx context.Context, key objectKey) (result, error) {
+	in, err := c.store.GetInstance(ctx, key.id)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && in.Namespace != key.namespace {
 		return result{}, nil
 	}
 	if err != nil {

@@ -3,11 +3,16 @@ package controller
 import "time"
 
 // objectKey names an object of the work queue: an instance or a binding,
-// by id. Its String, "instance/ID" or "binding/ID", is also what the
-// object's claim is taken on, so replicas of every version agree.
+// by id, with its namespace, which the engine's lines take turns by
+// (fair.go). A key whose namespace is not its object's names nothing: its
+// reconcile does nothing (so a key built from a forged label cannot run
+// beside the object's own). Its String, "instance/ID" or "binding/ID", is
+// also what the object's claim is taken on, so replicas of every version
+// agree.
 type objectKey struct {
-	kind keyKind
-	id   string
+	kind      keyKind
+	namespace string
+	id        string
 }
 
 // keyKind is the kind of object a key names.
@@ -18,8 +23,13 @@ const (
 	bindingKeyKind
 )
 
-func instanceKey(id string) objectKey { return objectKey{kind: instanceKeyKind, id: id} }
-func bindingKey(id string) objectKey  { return objectKey{kind: bindingKeyKind, id: id} }
+func instanceKey(namespace, id string) objectKey {
+	return objectKey{kind: instanceKeyKind, namespace: namespace, id: id}
+}
+
+func bindingKey(namespace, id string) objectKey {
+	return objectKey{kind: bindingKeyKind, namespace: namespace, id: id}
+}
 
 func (k objectKey) String() string { return k.kind.String() + "/" + k.id }
 

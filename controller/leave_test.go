@@ -31,7 +31,7 @@ func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 	t.Parallel()
 	c, b := oneSlotEngine(t)
 	reconcile := func(id string) (*run, context.Context) {
-		r := &run{key: instanceKey(id)}
+		r := &run{key: instanceKey("test", id)}
 		return r, context.WithValue(context.Background(), runKey{}, r)
 	}
 	inflight := func() int {
@@ -62,7 +62,7 @@ func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 	if n := c.queue.Len(); n != 1 {
 		t.Fatalf("%d objects queued after the answer; the one waiting for the slot should be", n)
 	}
-	if key, _ := c.queue.Get(); key != instanceKey("second") {
+	if key, _ := c.queue.Get(); key != instanceKey("test", "second") {
 		t.Fatalf("%v was queued, not the object waiting for the slot", key)
 	}
 	again, second := reconcile("second")
@@ -86,7 +86,7 @@ func TestSlotGivenBackWithTheAnswer(t *testing.T) {
 func TestPollKeepsItsSlotForTheFetch(t *testing.T) {
 	t.Parallel()
 	c, b := oneSlotEngine(t)
-	r := &run{key: bindingKey("polled")}
+	r := &run{key: bindingKey("test", "polled")}
 	ctx := context.WithValue(context.Background(), runKey{}, r)
 	if err := c.enter(ctx, b, nil); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPollKeepsItsSlotForTheFetch(t *testing.T) {
 	if err := done(nil); err != nil {
 		t.Fatal(err)
 	}
-	other := context.WithValue(context.Background(), runKey{}, &run{key: bindingKey("other")})
+	other := context.WithValue(context.Background(), runKey{}, &run{key: bindingKey("test", "other")})
 	if r.gate == nil {
 		t.Fatal("the poll gave its slot back before the fetch")
 	}
@@ -111,7 +111,7 @@ func TestPollKeepsItsSlotForTheFetch(t *testing.T) {
 	if r.gate != nil {
 		t.Fatal("the fetch's answer did not give the slot back")
 	}
-	if key, _ := c.queue.Get(); key != bindingKey("other") {
+	if key, _ := c.queue.Get(); key != bindingKey("test", "other") {
 		t.Fatalf("%v was handed the slot, not the object in line", key)
 	}
 }

@@ -39,7 +39,7 @@ func maintenanceVersion(p *catalog.ServicePlan) string {
 // again once the plan's version changed.
 func (c *Controller) provisionConflict(ctx context.Context, env *instanceEnv, err error) (result, error) {
 	sent := maintenanceVersion(env.plan)
-	c.refetchCatalogue(env, instanceKey(env.in.ID), sent)
+	c.refetchCatalogue(env, instanceKey(env.in.Namespace, env.in.ID), sent)
 	msg := fmt.Sprintf("The broker refused maintenance_info version %q of %s (%v): its catalogue is being fetched again, and the provision is retried with the plan's new version.",
 		sent, planName(env.plan), err)
 	return c.instanceRetryable(ctx, env.in, catalog.OperationProvision, reasonMaintenance, msg, err)

@@ -169,7 +169,7 @@ func (c *Controller) writeInstance(ctx context.Context, base *catalog.Instance, 
 		return nil
 	}, events...)
 	if err == nil {
-		c.wake.wrote(instanceKey(id), in.ResourceVersion, instanceSettled(in))
+		c.wake.wrote(instanceKey(in.Namespace, id), in.ResourceVersion, instanceSettled(in))
 		wrote(ctx, in.ResourceVersion)
 		if !in.Status.AsyncOpInProgress {
 			c.forgetPolls(id)
@@ -189,7 +189,7 @@ func (c *Controller) writeBinding(ctx context.Context, base *catalog.Binding, fn
 		return nil
 	}, creds, events...)
 	if err == nil {
-		c.wake.wrote(bindingKey(id), b.ResourceVersion, bindingSettled(b))
+		c.wake.wrote(bindingKey(b.Namespace, id), b.ResourceVersion, bindingSettled(b))
 		wrote(ctx, b.ResourceVersion)
 		if !b.Status.AsyncOpInProgress {
 			c.forgetPolls(id)

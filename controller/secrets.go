@@ -294,7 +294,7 @@ func (c *Controller) watchSecrets(ctx context.Context) (func() error, error) {
 			obj = d.Obj
 		}
 		if s, ok := obj.(*corev1.Secret); ok && s.Labels[LabelBindingID] != "" {
-			c.queue.Add(bindingKey(s.Labels[LabelBindingID]))
+			c.queue.Add(bindingKey(s.Namespace, s.Labels[LabelBindingID]))
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

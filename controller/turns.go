@@ -6,9 +6,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// turns is the storage under the engine's workqueue: first in, first out,
-// except that an object handed a broker slot from the waiting line
-// (gates.reserve) goes before every other. Its slot is counted as in
+// turns is the storage under the engine's workqueue: a fair line, each
+// namespace's objects first in, first out and the namespaces in turn
+// (fair.go), except that an object handed a broker slot from the waiting
+// line (gates.reserve) goes before every other. Its slot is counted as in
 // flight from the moment it is handed over, so if the object waited
 // behind a long queue — thousands of new objects, say — the slot would
 // stand idle meanwhile, and every object that came to the broker would
@@ -25,9 +26,10 @@ type turns struct {
 	ahead map[objectKey]bool
 	// first and rest are the two lines; where says which one holds each
 	// key, and a key moved to first leaves a stale entry in rest, skipped.
-	first, rest []objectKey
-	where       map[objectKey]line
-	n           int
+	first fifo[objectKey]
+	rest  fairLine
+	where map[objectKey]line
+	n     int
 }
 
 type line uint8
@@ -38,7 +40,7 @@ const (
 )
 
 func newTurns() *turns {
-	return &turns{ahead: map[objectKey]bool{}, where: map[objectKey]line{}}
+	return &turns{ahead: map[objectKey]bool{}, where: map[objectKey]line{}, rest: newFairLine()}
 }
 
 // queue is the engine's workqueue, rate-limited by limiter, over t.
@@ -66,11 +68,11 @@ func (t *turns) Push(key objectKey) {
 	t.n++
 	if t.ahead[key] {
 		t.where[key] = inFirst
-		t.first = append(t.first, key)
+		t.first.push(key)
 		return
 	}
 	t.where[key] = inRest
-	t.rest = append(t.rest, key)
+	t.rest.push(key)
 }
 
 // Touch: key, queued already, was added again; if it was handed a slot
@@ -80,7 +82,7 @@ func (t *turns) Touch(key objectKey) {
 	defer t.mu.Unlock()
 	if t.ahead[key] && t.where[key] == inRest {
 		t.where[key] = inFirst
-		t.first = append(t.first, key)
+		t.first.push(key)
 	}
 }
 
@@ -106,18 +108,12 @@ func (t *turns) Pop() objectKey {
 	}
 }
 
-// popFrom takes the head of the first line, or else of the rest. t.mu is
-// held, and some key is queued.
+// popFrom takes the head of the first line, or else the rest's next. t.mu
+// is held, and some key is queued.
 func (t *turns) popFrom() (objectKey, line) {
-	q, from := &t.first, inFirst
-	if len(t.first) == 0 {
-		q, from = &t.rest, inRest
+	if t.first.len() > 0 {
+		return t.first.pop(), inFirst
 	}
-	key := (*q)[0]
-	(*q)[0] = objectKey{}
-	*q = (*q)[1:]
-	if len(*q) == 0 {
-		*q = nil // let the array go
-	}
-	return key, from
+	key, _ := t.rest.pop()
+	return key, inRest
 }

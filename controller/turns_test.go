@@ -19,13 +19,13 @@ func TestHandedKeysGoFirst(t *testing.T) {
 	}
 	defer c.queue.ShutDown()
 	for _, id := range []string{"a", "b", "c", "d"} {
-		c.queue.Add(instanceKey(id))
+		c.queue.Add(instanceKey("test", id))
 	}
-	c.turns.handed(instanceKey("c")) // queued already: it moves up
-	c.queue.Add(instanceKey("c"))
-	c.turns.handed(instanceKey("e")) // not queued: it goes in first
-	c.queue.Add(instanceKey("e"))
-	c.queue.Add(instanceKey("f"))
+	c.turns.handed(instanceKey("test", "c")) // queued already: it moves up
+	c.queue.Add(instanceKey("test", "c"))
+	c.turns.handed(instanceKey("test", "e")) // not queued: it goes in first
+	c.queue.Add(instanceKey("test", "e"))
+	c.queue.Add(instanceKey("test", "f"))
 	var got []string
 	for c.queue.Len() > 0 {
 		key, _ := c.queue.Get()
@@ -37,14 +37,14 @@ func TestHandedKeysGoFirst(t *testing.T) {
 	}
 	// A key that moved up leaves its old place behind, skipped: queued
 	// again, it is reconciled once, in its new place.
-	c.queue.Add(instanceKey("a"))
-	c.queue.Add(instanceKey("c"))
-	c.turns.handed(instanceKey("c"))
-	c.queue.Add(instanceKey("c"))
+	c.queue.Add(instanceKey("test", "a"))
+	c.queue.Add(instanceKey("test", "c"))
+	c.turns.handed(instanceKey("test", "c"))
+	c.queue.Add(instanceKey("test", "c"))
 	key, _ := c.queue.Get()
 	c.queue.Done(key)
-	c.queue.Add(instanceKey("c"))
-	c.queue.Add(instanceKey("b"))
+	c.queue.Add(instanceKey("test", "c"))
+	c.queue.Add(instanceKey("test", "b"))
 	got = []string{key.id}
 	for c.queue.Len() > 0 {
 		key, _ := c.queue.Get()
@@ -52,6 +52,33 @@ func TestHandedKeysGoFirst(t *testing.T) {
 		c.queue.Done(key)
 	}
 	if want := []string{"c", "a", "c", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("reconciled in the order %v, want %v", got, want)
+	}
+}
+
+// TestNamespacesTakeTurns: the workqueue serves namespaces in turn, each
+// one's keys in the order they came, and a key handed a broker slot still
+// goes first.
+func TestNamespacesTakeTurns(t *testing.T) {
+	t.Parallel()
+	c, err := New(Config{Store: new(catalog.Store), Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.queue.ShutDown()
+	for _, k := range []objectKey{instanceKey("a", "a1"), instanceKey("a", "a2"), instanceKey("a", "a3"),
+		bindingKey("b", "b1"), instanceKey("a", "a4"), instanceKey("c", "c1"), bindingKey("b", "b2")} {
+		c.queue.Add(k)
+	}
+	c.turns.handed(instanceKey("a", "a4"))
+	c.queue.Add(instanceKey("a", "a4"))
+	var got []string
+	for c.queue.Len() > 0 {
+		key, _ := c.queue.Get()
+		got = append(got, key.id)
+		c.queue.Done(key)
+	}
+	if want := []string{"a4", "a1", "b1", "c1", "a2", "b2", "a3"}; !slices.Equal(got, want) {
 		t.Fatalf("reconciled in the order %v, want %v", got, want)
 	}
 }

@@ -3,7 +3,7 @@ package controller
 import "testing"
 
 func TestWakeups(t *testing.T) {
-	key := bindingKey("x")
+	key := bindingKey("test", "x")
 	type step struct {
 		do   string // start, finish, wrote, wrote-unsettled, announce
 		rev  int64
