@@ -14,6 +14,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/share"
 )
 
 // Options are the catalog server's command-line settings: the REST API
@@ -36,7 +37,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the REST API (and web UI) on")
 	fs.DurationVar(&o.RelistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due")
 	fs.IntVar(&o.MaxInflightPerToken, "api-max-inflight-per-token", DefaultMaxInflightPerToken,
-		"requests one API token may have served at once, and 4 times as many waiting up to 10s each; beyond, 429 (0: no bound)")
+		"requests one API token may have served at once, REST API and web UI together, 4 times as many waiting up to 10s each, and 4 times as many web UI live pages open; beyond, 429 (0: no bound)")
 }
 
 // Validate reports every problem with the options together.
@@ -59,8 +60,9 @@ type Config struct {
 	// MaxInflightPerToken bounds each API token's requests in flight.
 	MaxInflightPerToken int
 	// Mount adds routes beside /api/v1 (the web UI, for one), each called
-	// once with the server's echo instance after the API is registered.
-	Mount []func(*echo.Echo)
+	// once with the server's echo instance after the API is registered,
+	// and the API's bound on each token's requests, to take from too.
+	Mount []func(*echo.Echo, *share.Share)
 	// Ready are readiness checks besides the store's, for /readyz.
 	Ready []serve.Check
 }
@@ -82,7 +84,7 @@ func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
 	for _, mount := range cfg.Mount {
-		mount(e)
+		mount(e, api.Share())
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

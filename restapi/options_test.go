@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/restapi"
 )
@@ -44,7 +45,7 @@ func TestRunMountsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := o.Config(store, log)
-	cfg.Mount = append(cfg.Mount, func(e *echo.Echo) {
+	cfg.Mount = append(cfg.Mount, func(e *echo.Echo, _ *share.Share) {
 		e.GET("/ui/", func(c echo.Context) error { return c.String(http.StatusOK, "the web UI\n") })
 	})
 	l, err := serve.Listen("127.0.0.1:0")

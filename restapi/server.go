@@ -25,6 +25,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/pgtext"
+	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/openapi"
 )
 
@@ -40,20 +41,25 @@ type Server struct {
 	blockedAfter time.Duration
 	// exports holds a slot for each export being served (export.go).
 	exports chan struct{}
-	// share bounds each token's requests served at once (share.go).
-	share *share
+	// share bounds each token's requests served at once, here and in
+	// what is mounted beside the API (internal/share).
+	share *share.Share
 }
 
 // New returns a REST API server over store. Until Run is called, it checks
 // every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
 	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports),
-		share: newShare(DefaultMaxInflightPerToken)}
+		share: share.New(DefaultMaxInflightPerToken)}
 }
 
 // SetMaxInflightPerToken sets how many requests one token may have
 // served at once, and as many waiting (0: no bound).
-func (s *Server) SetMaxInflightPerToken(n int) { s.share = newShare(n) }
+func (s *Server) SetMaxInflightPerToken(n int) { s.share = share.New(n) }
+
+// Share is the bound on each token's requests, for the doors mounted
+// beside the API (the web UI): a token is one party whichever it uses.
+func (s *Server) Share() *share.Share { return s.share }
 
 // Metrics is the collector of the requests each token has served and
 // waiting.
@@ -322,7 +328,7 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 				return apiError(http.StatusForbidden, "forbidden", "This needs the %s role; the token has the %s role.", role, tok.Role)
 			}
 			c.Set(tokenKey, tok)
-			return s.share.serve(c, tok.ID, next)
+			return s.serveShared(c, tok.ID, next)
 		}
 	}
 }

@@ -15,6 +15,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
+	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/web/csrf"
 	"github.com/bindery-dev/bindery/web/session"
 )
@@ -45,6 +47,9 @@ type Server struct {
 	feed  *feed
 	// market caches the marketplace by catalog revision.
 	market marketCache
+	// share bounds each token's requests and live streams (nil: no
+	// bound); the REST API beside the UI takes from the same.
+	share *share.Share
 }
 
 // New returns the web UI over store. It panics if the embedded templates
@@ -61,9 +66,12 @@ func New(store *catalog.Store, log *slog.Logger) *Server {
 }
 
 // Register mounts the UI on e at /. Other routes of e (the REST API under
-// /api/v1, /healthz, /metrics) are left as they are.
-func Register(e *echo.Echo, store *catalog.Store, log *slog.Logger) *Server {
+// /api/v1, /healthz, /metrics) are left as they are. sh bounds each
+// token's requests (nil: no bound): the REST API's, so that a token is one
+// party whichever door it uses.
+func Register(e *echo.Echo, store *catalog.Store, log *slog.Logger, sh *share.Share) *Server {
 	s := New(store, log)
+	s.share = sh
 	s.Register(e)
 	return s
 }
@@ -80,7 +88,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/static/*", s.static, gzip)
 	g := e.Group("", gzip, s.headers, s.input, echo.WrapMiddleware(func(next http.Handler) http.Handler {
 		return csrf.Protect(next, s.forged)
-	}), s.authenticate)
+	}), s.authenticate, s.shared)
 	viewer, developer, admin := s.need(catalog.RoleViewer), s.need(catalog.RoleDeveloper), s.need(catalog.RoleAdmin)
 
 	g.GET("/login", s.h(s.loginForm))
@@ -166,6 +174,34 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		default:
 			c.Set(sessionKey, sess)
 		}
+		return next(c)
+	}
+}
+
+// shared takes a signed-in request's share of its token (internal/share):
+// a live page's stream is one of the token's open streams, any other
+// request holds one of its slots while it is served. Beyond them, 429
+// with Retry-After. Requests without a session (the sign-in page) take
+// none.
+func (s *Server) shared(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		sess, ok := c.Get(sessionKey).(catalog.Session)
+		if !ok || s.share.Max() <= 0 {
+			return next(c)
+		}
+		var done func()
+		if strings.HasPrefix(c.Request().URL.Path, "/live/") {
+			done = s.share.Open(sess.TokenID)
+		} else {
+			done = s.share.Acquire(c.Request().Context(), sess.TokenID)
+		}
+		if done == nil {
+			c.Response().Header().Set("Retry-After", "1")
+			return s.renderError(c, http.StatusTooManyRequests, fmt.Sprintf(
+				"The token you signed in with has %d requests being served, %d waiting or %d live pages open, the most one token may have: wait a moment, or close some of its pages.",
+				s.share.Max(), share.WaitingPerSlot*s.share.Max(), share.StreamsPerSlot*s.share.Max()))
+		}
+		defer done()
 		return next(c)
 	}
 }

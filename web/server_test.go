@@ -191,7 +191,7 @@ func TestLiveEndsWithSession(t *testing.T) {
 func TestCookiesOverTLS(t *testing.T) {
 	b := setup(t, setupOptions{})
 	e := serve.NewEcho(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	web.Register(e, b.store, nil)
+	web.Register(e, b.store, nil, nil)
 	srv := httptest.NewTLSServer(e)
 	t.Cleanup(srv.Close)
 	c := &client{t: t, base: srv.URL, http: srv.Client()}

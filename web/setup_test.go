@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/web"
@@ -35,6 +36,8 @@ type bundle struct {
 	tokens map[string]string
 	// brokerURL is a real Bindery broker on its own schema.
 	brokerURL string
+	// share bounds each token's requests.
+	share *share.Share
 }
 
 type setupOptions struct {
@@ -42,6 +45,8 @@ type setupOptions struct {
 	engine bool
 	// wrap, when set, wraps the server's handler (to time it).
 	wrap func(http.Handler) http.Handler
+	// share is each token's requests served at once (0: the default).
+	share int
 }
 
 // setup serves the web UI on a fresh database, with the engine and a
@@ -63,14 +68,18 @@ func setup(t testing.TB, o setupOptions) *bundle {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	store := catalog.NewStore(pool, keys, log)
 	e := serve.NewEcho(log, prometheus.NewRegistry())
-	web.Register(e, store, log)
+	if o.share == 0 {
+		o.share = share.DefaultMax
+	}
+	sh := share.New(o.share)
+	web.Register(e, store, log, sh)
 	var h http.Handler = e
 	if o.wrap != nil {
 		h = o.wrap(e)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	b := &bundle{url: srv.URL, store: store, logs: logs, tokens: map[string]string{}}
+	b := &bundle{url: srv.URL, store: store, logs: logs, tokens: map[string]string{}, share: sh}
 	for _, r := range []string{catalog.RoleViewer, catalog.RoleDeveloper, catalog.RoleAdmin} {
 		if b.tokens[r], err = store.CreateToken(ctx, r); err != nil {
 			t.Fatal(err)

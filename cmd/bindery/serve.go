@@ -21,6 +21,7 @@ import (
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/serve"
+	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/migrations"
 	"github.com/bindery-dev/bindery/nodeagent"
 	"github.com/bindery-dev/bindery/nodeagent/cni"
@@ -223,6 +224,6 @@ func runCatalog(ctx context.Context, log *slog.Logger, store *catalog.Store, o *
 	log = log.With("component", "catalog")
 	cfg := o.Config(store, log)
 	cfg.Ready = ready
-	cfg.Mount = append(cfg.Mount, func(e *echo.Echo) { web.Register(e, store, log) })
+	cfg.Mount = append(cfg.Mount, func(e *echo.Echo, sh *share.Share) { web.Register(e, store, log, sh) })
 	return restapi.Run(ctx, cfg, l)
 }
