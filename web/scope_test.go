@@ -216,14 +216,7 @@ func TestNamespaceScope(t *testing.T) {
 // stream opens an event stream as c and hands on its events.
 func (c *client) stream(path string) <-chan string {
 	c.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	c.t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := c.http.Do(req)
-	if err != nil || res.StatusCode != http.StatusOK {
-		c.t.Fatalf("stream %s: %v", path, err)
-	}
+	res, _ := c.openStream(path)
 	events := make(chan string, 64)
 	go func() {
 		defer close(events)

@@ -68,7 +68,8 @@ func TestTokenShareInTheUI(t *testing.T) {
 
 	var closers []context.CancelFunc
 	for range share.StreamsPerSlot * slots {
-		closers = append(closers, dev.openStream("/live/instances"))
+		_, closed := dev.openStream("/live/instances")
+		closers = append(closers, closed)
 	}
 	b.waitShare(t, "streaming", share.StreamsPerSlot*slots)
 	refused(dev.get("/live/instances"), "a live page beyond the token's streams")
@@ -81,8 +82,9 @@ func TestTokenShareInTheUI(t *testing.T) {
 	dev.openStream("/live/instances")
 }
 
-// openStream opens an event stream as c, and returns what closes it.
-func (c *client) openStream(path string) context.CancelFunc {
+// openStream opens an event stream as c, and returns it and what closes
+// it.
+func (c *client) openStream(path string) (*http.Response, context.CancelFunc) {
 	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.t.Cleanup(cancel)
@@ -90,9 +92,9 @@ func (c *client) openStream(path string) context.CancelFunc {
 	req.Header.Set("Accept", "text/event-stream")
 	res, err := c.http.Do(req)
 	if err != nil || res.StatusCode != http.StatusOK {
-		c.t.Fatalf("stream %s: %v %v", path, err, res)
+		c.t.Fatalf("stream %s: %v", path, err)
 	}
-	return func() { cancel(); res.Body.Close() }
+	return res, func() { cancel(); res.Body.Close() }
 }
 
 // waitShare waits until the share's gauge of state is n.
