@@ -97,7 +97,7 @@ func (s *Server) Register(e *echo.Echo) {
 
 	g.GET("/", s.h(s.marketplace), viewer)
 	g.GET("/services/:id", s.h(s.serviceShow), viewer)
-	g.GET("/services/:id/icon", s.h(s.serviceIcon), viewer)
+	g.GET(iconRoute, s.h(s.serviceIcon), viewer)
 	g.GET("/plans/:id", s.h(s.planShow), viewer)
 
 	// A broker is the cluster's or a namespace's own (?namespace= in its
@@ -190,9 +190,14 @@ func (s *Server) shared(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		var done func()
-		if strings.HasPrefix(c.Request().URL.Path, "/live/") {
+		switch {
+		case strings.HasPrefix(c.Request().URL.Path, "/live/"):
 			done = s.share.Open(sess.TokenID)
-		} else {
+		case c.Path() == iconRoute:
+			// A marketplace page's icons come all at once: they wait
+			// their turn, and are not refused for their number.
+			done = s.share.AcquireQueued(c.Request().Context(), sess.TokenID)
+		default:
 			done = s.share.Acquire(c.Request().Context(), sess.TokenID)
 		}
 		if done == nil {

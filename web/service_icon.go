@@ -21,6 +21,9 @@ import (
 // safe already; this holds whatever it missed).
 const iconPolicy = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
+// iconRoute is the address of a service's icon.
+const iconRoute = "/services/:id/icon"
+
 // serviceIcon serves a service's icon: the one its broker named, as the
 // catalog fetched and checked it at the last catalogue fetch, or one drawn
 // here from the service's name when there is none (none named, not

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/eventually"
+	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/share"
 )
 
@@ -20,13 +21,15 @@ import (
 // the one the REST API takes from. With the token's slots held and its
 // waiting line full (as its REST requests would hold them), a page is
 // refused at once with 429 and Retry-After, while another token's session
-// is served; and a token may hold StreamsPerSlot times its slots of live
-// pages open, the next refused until one of them closes.
+// is served, and a marketplace icon waits for its turn instead (a page's
+// icons come all at once); and a token may hold StreamsPerSlot times its
+// slots of live pages open, the next refused until one of them closes.
 func TestTokenShareInTheUI(t *testing.T) {
 	t.Parallel()
 	const slots = 2
 	ctx := context.Background()
 	b := setup(t, setupOptions{share: slots})
+	icon := "/services/" + b.fakeBroker(t, "fake", osbtest.DefaultCatalog()).Spec.ClusterServiceClassRef.Name + "/icon"
 	dev, viewer := b.client(t, catalog.RoleDeveloper), b.client(t, catalog.RoleViewer)
 	tok, err := b.store.LookupToken(ctx, b.tokens[catalog.RoleDeveloper])
 	if err != nil {
@@ -57,11 +60,20 @@ func TestTokenShareInTheUI(t *testing.T) {
 	if res := viewer.get("/instances"); res.StatusCode != http.StatusOK {
 		t.Errorf("another token's page meanwhile: %d", res.StatusCode)
 	}
+	iconServed := make(chan int, 1)
+	go func() {
+		res := dev.get(icon)
+		res.Body.Close()
+		iconServed <- res.StatusCode
+	}()
+	b.waitShare(t, "waiting", share.WaitingPerSlot*slots+1)
 	stopWaiting()
 	wg.Wait()
-	for _, release := range held {
-		release()
+	held[0]()
+	if code := <-iconServed; code != http.StatusOK {
+		t.Errorf("an icon that waited for its turn: %d", code)
 	}
+	held[1]()
 	if res := dev.get("/instances"); res.StatusCode != http.StatusOK {
 		t.Errorf("the token's page once its requests ended: %d", res.StatusCode)
 	}

@@ -89,12 +89,24 @@ func (s *Share) get(name string) *party {
 // Max requests wait. It returns the function that gives the slot back, or
 // nil when no slot was had: the request is to be refused.
 func (s *Share) Acquire(ctx context.Context, name string) (release func()) {
+	return s.acquire(ctx, name, true)
+}
+
+// AcquireQueued is Acquire for the parts of a page a browser asks for all
+// at once (the marketplace's icons, up to 100 of them): it waits for a
+// slot however many requests of the party wait, so that a page's parts are
+// served in turn instead of refused. It still waits Wait at most.
+func (s *Share) AcquireQueued(ctx context.Context, name string) (release func()) {
+	return s.acquire(ctx, name, false)
+}
+
+func (s *Share) acquire(ctx context.Context, name string, capped bool) (release func()) {
 	if s.Max() <= 0 {
 		return func() {}
 	}
 	s.mu.Lock()
 	p := s.get(name)
-	if p.users >= (1+WaitingPerSlot)*s.max {
+	if capped && p.users >= (1+WaitingPerSlot)*s.max {
 		s.mu.Unlock()
 		s.refused.Inc()
 		return nil
