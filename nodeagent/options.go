@@ -41,6 +41,9 @@ type CSIOptions struct {
 	APIServerCA     string
 	Audience        string
 	RefreshInterval time.Duration
+	// MaxVolumes and MaxVolumesPerPod bound the volumes the driver
+	// publishes on the node and for one Pod.
+	MaxVolumes, MaxVolumesPerPod int
 }
 
 // AddFlags registers the node agent's flags.
@@ -56,6 +59,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.APIServerCA, "csi-apiserver-ca", "", "CA bundle `file` that verifies --csi-apiserver (the APIService's caBundle); the system's roots when empty")
 	fs.StringVar(&o.Audience, "csi-audience", csi.DefaultAudience, "audience of the Pods' service-account tokens the CSI driver uses (the CSIDriver's tokenRequests; the API server's --credentials-audience)")
 	fs.DurationVar(&o.RefreshInterval, "csi-refresh-interval", csi.DefaultRefreshInterval, "how often the CSI driver reads mounted credentials again, besides the kubelet's republish; 0: only then")
+	fs.IntVar(&o.MaxVolumes, "csi-max-volumes", csi.DefaultMaxVolumes, "the most volumes the CSI driver publishes on this node; beyond, a Pod's volume waits (RESOURCE_EXHAUSTED, retried by the kubelet)")
+	fs.IntVar(&o.MaxVolumesPerPod, "csi-max-volumes-per-pod", csi.DefaultMaxVolumesPerPod, "the most volumes of the CSI driver one Pod may have published")
 }
 
 // Validate reports every problem with the options together.
@@ -76,6 +81,9 @@ func (o *Options) Validate() error {
 		}
 		if o.RefreshInterval < 0 {
 			errs = append(errs, errors.New("--csi-refresh-interval must not be negative"))
+		}
+		if o.MaxVolumes < 0 || o.MaxVolumesPerPod < 0 {
+			errs = append(errs, errors.New("--csi-max-volumes and --csi-max-volumes-per-pod must not be negative (0: the default)"))
 		}
 	}
 	if o.DevicePluginDir == "" && (o.ConfigFile != "" || !o.CSI) {
@@ -123,7 +131,8 @@ func (o *Options) Config(log *slog.Logger) (*AgentConfig, error) {
 			APIServer:       o.APIServer, APIServerCA: o.APIServerCA,
 			Audience:        o.Audience,
 			RefreshInterval: refresh,
-			Logger:          log.With("driver", csi.Name),
+			MaxVolumes:      o.MaxVolumes, MaxVolumesPerPod: o.MaxVolumesPerPod,
+			Logger: log.With("driver", csi.Name),
 		}
 	}
 	return cfg, nil

@@ -40,9 +40,9 @@ func TestOptionsCSI(t *testing.T) {
 		cfg.CSI.RegistrationDir != "/k/plugins_registry" || cfg.CSI.RefreshInterval >= 0 {
 		t.Errorf("config %+v", cfg.CSI)
 	}
-	o = nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", RefreshInterval: -time.Second}}
+	o = nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", RefreshInterval: -time.Second, MaxVolumes: -1}}
 	err = o.Validate()
-	for _, want := range []string{"--csi-apiserver", "--csi-kubelet-dir", "--csi-refresh-interval"} {
+	for _, want := range []string{"--csi-apiserver", "--csi-kubelet-dir", "--csi-refresh-interval", "--csi-max-volumes"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -39,6 +39,13 @@ const (
 	// DefaultRefreshInterval is how often the driver reads the credentials
 	// of every volume again, besides the kubelet's republish.
 	DefaultRefreshInterval = 10 * time.Second
+	// DefaultMaxVolumes and DefaultMaxVolumesPerPod bound the volumes the
+	// driver serves on a node, and for one Pod: each is a tmpfs mount and
+	// a read of the API server every refresh interval, and a Pod may
+	// name any number of inline volumes (neither the scheduler nor the
+	// kubelet counts them).
+	DefaultMaxVolumes       = 1000
+	DefaultMaxVolumesPerPod = 32
 )
 
 // Options configure the driver.
@@ -62,6 +69,10 @@ type Options struct {
 	// the driver itself; DefaultRefreshInterval when zero, never when
 	// negative (the kubelet's republish only).
 	RefreshInterval time.Duration
+	// MaxVolumes and MaxVolumesPerPod bound the volumes published on the
+	// node and for one Pod (DefaultMaxVolumes and DefaultMaxVolumesPerPod
+	// when not positive): a publish beyond is RESOURCE_EXHAUSTED.
+	MaxVolumes, MaxVolumesPerPod int
 	// Logger receives the driver's logs; nothing is logged when nil.
 	Logger *slog.Logger
 	// Registerer receives the driver's metrics; none when nil.
@@ -86,6 +97,7 @@ type Driver struct {
 
 	mu      sync.Mutex
 	volumes map[string]*volume // by target path
+	perPod  map[string]int     // volumes by Pod UID
 }
 
 // New checks the options and builds the driver; Run serves it.
@@ -104,12 +116,19 @@ func New(opts Options) (*Driver, error) {
 	if opts.RefreshInterval == 0 {
 		opts.RefreshInterval = DefaultRefreshInterval
 	}
+	if opts.MaxVolumes <= 0 {
+		opts.MaxVolumes = DefaultMaxVolumes
+	}
+	if opts.MaxVolumesPerPod <= 0 {
+		opts.MaxVolumesPerPod = DefaultMaxVolumesPerPod
+	}
 	d := &Driver{
 		opts:      opts,
 		socket:    filepath.Join(opts.PluginDir, "csi.sock"),
 		regSocket: filepath.Join(opts.RegistrationDir, Name+"-reg.sock"),
 		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		volumes:   map[string]*volume{},
+		perPod:    map[string]int{},
 	}
 	for _, s := range []string{d.socket, d.regSocket} {
 		if len(s) > 107 {

@@ -46,9 +46,10 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilities
 	}}}, nil
 }
 
-// NodeGetInfo names the node.
+// NodeGetInfo names the node and the most volumes the driver publishes
+// on it.
 func (d *Driver) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb.NodeGetInfoResponse, error) {
-	return &csipb.NodeGetInfoResponse{NodeId: d.opts.NodeID}, nil
+	return &csipb.NodeGetInfoResponse{NodeId: d.opts.NodeID, MaxVolumesPerNode: int64(d.opts.MaxVolumes)}, nil
 }
 
 // volume is one published volume: a tmpfs at target holding the
@@ -213,8 +214,16 @@ func (d *Driver) volume(p *publish) (*volume, error) {
 			p.target, v.id, v.binding, v.pod.String())
 	}
 	if v == nil {
+		switch {
+		case len(d.volumes) >= d.opts.MaxVolumes:
+			return nil, status.Errorf(codes.ResourceExhausted, "the node has %d volumes of %s published, the most it serves (--csi-max-volumes)", len(d.volumes), Name)
+		case d.perPod[p.pod.uid] >= d.opts.MaxVolumesPerPod:
+			return nil, status.Errorf(codes.ResourceExhausted, "Pod %s has %d volumes of %s published, the most one Pod may have (--csi-max-volumes-per-pod)",
+				p.pod.String(), d.perPod[p.pod.uid], Name)
+		}
 		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding, group: p.group}
 		d.volumes[p.target] = v
+		d.perPod[p.pod.uid]++
 		d.metrics.volumes.Set(float64(len(d.volumes)))
 	}
 	return v, nil
@@ -227,6 +236,9 @@ func (d *Driver) forget(v *volume) {
 	defer d.mu.Unlock()
 	if d.volumes[v.target] == v {
 		delete(d.volumes, v.target)
+		if d.perPod[v.pod.uid]--; d.perPod[v.pod.uid] <= 0 {
+			delete(d.perPod, v.pod.uid)
+		}
 	}
 	d.metrics.volumes.Set(float64(len(d.volumes)))
 }
