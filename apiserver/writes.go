@@ -28,6 +28,30 @@ type writeFunc func(ctx context.Context, old, obj runtime.Object, id string, exp
 // resourceVersion (a patch, say) when the object changes under it.
 const maxUpdateAttempts = 5
 
+// updatedObject applies the request to old. A patch that k8s.io/apiserver
+// cannot apply fails with an error that is no Status (strategicpatch's
+// "unknown patch type", "list element types are not identical"), or
+// panics in strategicpatch (a $deleteFromPrimitiveList or
+// $setElementOrder list of objects for a list of strings): both are the
+// patch's fault, so both are 400 with what went wrong, not 500.
+func updatedObject(ctx context.Context, objInfo rest.UpdatedObjectInfo, old runtime.Object) (obj runtime.Object, err error) {
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	if !ok || info.Verb != "patch" {
+		return objInfo.UpdatedObject(ctx, old)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			obj, err = nil, apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied: %v", p))
+		}
+	}()
+	obj, err = objInfo.UpdatedObject(ctx, old)
+	var status apierrors.APIStatus
+	if err != nil && !errors.As(err, &status) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied: %v", err))
+	}
+	return obj, err
+}
+
 // update reads the object, applies the request to it (a PUT's object or a
 // patch), runs rest.BeforeUpdate and admission, and writes it with the
 // resourceVersion check. An update without resourceVersion applies to the
@@ -41,7 +65,7 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 	for attempt := 1; ; attempt++ {
 		old, err := st.Get(ctx, name, nil)
 		if apierrors.IsNotFound(err) && create != nil {
-			obj, err := objInfo.UpdatedObject(ctx, st.newFn())
+			obj, err := updatedObject(ctx, objInfo, st.newFn())
 			if err != nil {
 				return nil, false, err
 			}
@@ -51,7 +75,7 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 		if err != nil {
 			return nil, false, err
 		}
-		obj, err := objInfo.UpdatedObject(ctx, old)
+		obj, err := updatedObject(ctx, objInfo, old)
 		if err != nil {
 			return nil, false, err
 		}
