@@ -520,12 +520,18 @@ func (s *Server) storages(store *catalog.Store, bookmarkEvery time.Duration) map
 		// The engine writes a broker's status through the catalog: the
 		// subresource reads it.
 		"clusterservicebrokers/status": &readOnlyStatus{brokers},
+		// Classes and plans come from brokers' catalogs, and so does
+		// their status (removedFromBrokerCatalog): it is read only.
 		"clusterserviceclasses":        classes,
+		"clusterserviceclasses/status": &readOnlyStatus{classes},
 		"clusterserviceplans":          plans,
+		"clusterserviceplans/status":   &readOnlyStatus{plans},
 		"servicebrokers":               &brokerStorage{storage: nsBrokers, strategy: nsBrokerStrategy, relist: relist},
 		"servicebrokers/status":        &readOnlyStatus{nsBrokers},
 		"serviceclasses":               nsClasses,
+		"serviceclasses/status":        &readOnlyStatus{nsClasses},
 		"serviceplans":                 nsPlans,
+		"serviceplans/status":          &readOnlyStatus{nsPlans},
 	}
 }
 
