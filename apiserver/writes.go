@@ -46,7 +46,7 @@ func updatedObject(ctx context.Context, objInfo rest.UpdatedObjectInfo, old runt
 	}()
 	obj, err = objInfo.UpdatedObject(ctx, old)
 	var status apierrors.APIStatus
-	if err != nil && !errors.As(err, &status) {
+	if err != nil && !errors.As(err, &status) && ctx.Err() == nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied: %v", err))
 	}
 	return obj, err
