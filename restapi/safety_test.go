@@ -126,6 +126,28 @@ func TestUndeclaredQueryRefused(t *testing.T) {
 	b.must(200, b.do(dev, "GET", "/instances?namespace=a&limit=5", ""))
 }
 
+// TestBadNamespaceQueryRefused: a namespace no object can be in is a 400
+// naming the parameter. A list, an export or a lookup by name used to
+// answer 200 with nothing found, as if the namespace were merely empty.
+func TestBadNamespaceQueryRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dev := b.token("developer")
+	for _, path := range []string{
+		"/instances?namespace=A_B",
+		"/bindings?namespace=" + strings.Repeat("a", 64),
+		"/export/instances?namespace=team%20a",
+		"/instances/db?namespace=-a",
+		"/bindings/app/events?namespace=A",
+	} {
+		if r := b.do(dev, "GET", path, ""); r.status != 400 || r.str("field") != "namespace" {
+			t.Errorf("GET %.80s: %d field %q, want 400 naming namespace: %.300s", path, r.status, r.str("field"), r.raw)
+		}
+	}
+	b.must(200, b.do(dev, "GET", "/instances?namespace=team-a", ""))
+	b.must(200, b.do(dev, "GET", "/instances?namespace=", ""))
+}
+
 // TestDatabaseOutage: with the database unreachable, requests answer 503
 // with Retry-After (as /readyz says), not 500.
 func TestDatabaseOutage(t *testing.T) {
