@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -222,11 +223,23 @@ func encodeCursor(c cursor) string {
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
-func decodeCursor(s string) (cursor, error) {
+// decodeCursor reads a continue token of a list ordered by order. Only
+// what encodeCursor makes is taken: a name, no unknown field, no negative
+// position and, for a list in its brokers' catalogue order, a broker id,
+// which the statement compares as a UUID.
+func decodeCursor(s, order string) (cursor, error) {
 	var c cursor
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(raw, &c) != nil || pgtext.Problem(c.Namespace) != "" || pgtext.Problem(c.Name) != "" {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err != nil || dec.Decode(&c) != nil || dec.More() || c.Name == "" || c.Pos < 0 || c.BrokerPos < 0 ||
+		pgtext.Problem(c.Namespace) != "" || pgtext.Problem(c.Name) != "" {
 		return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
+	}
+	if strings.HasPrefix(order, "broker_id") {
+		if _, err := uuid.Parse(c.Name); err != nil {
+			return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
+		}
 	}
 	return c, nil
 }
@@ -317,7 +330,7 @@ func pageRows(ctx context.Context, q querier, kind string, f *filter, order stri
 // pageSQL is pageRows' statement; its arguments are f's.
 func pageSQL(kind string, f *filter, order string, after func(*filter, cursor), opts ListOptions) (string, error) {
 	if opts.Continue != "" {
-		c, err := decodeCursor(opts.Continue)
+		c, err := decodeCursor(opts.Continue, order)
 		if err != nil {
 			return "", err
 		}

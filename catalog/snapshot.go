@@ -144,7 +144,7 @@ func lastOfPage(ctx context.Context, q querier, kind string, o rawOrder, opts Li
 	f := &filter{}
 	f.scope(kind, opts)
 	if opts.Continue != "" {
-		c, err := decodeCursor(opts.Continue)
+		c, err := decodeCursor(opts.Continue, o.order)
 		if err != nil {
 			return nil, "", err
 		}

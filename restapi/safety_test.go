@@ -126,6 +126,34 @@ func TestUndeclaredQueryRefused(t *testing.T) {
 	b.must(200, b.do(dev, "GET", "/instances?namespace=a&limit=5", ""))
 }
 
+// TestCraftedContinueRefused: a continue token this API did not make is a
+// 400 naming continue. One without a broker id used to end in a 500 for
+// classes and plans, whose pages are ordered by broker, and one without a
+// name started the list over for instances and brokers.
+func TestCraftedContinueRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	for _, tok := range []string{`{"n":"x"}`, `{}`, `{"x":1}`, `{"n":"x","p":-1}`} {
+		for _, path := range []string{"/serviceclasses", "/serviceplans", "/instances", "/brokers"} {
+			if tok == `{"n":"x"}` && (path == "/instances" || path == "/brokers") {
+				continue // the shape of a real token there: a name past every object
+			}
+			if r := b.do(dev, "GET", path+"?continue="+base64.RawURLEncoding.EncodeToString([]byte(tok)), ""); r.status != 400 || r.str("field") != "continue" {
+				t.Errorf("GET %s with continue %s: %d field %q, want 400 naming continue: %.300s", path, tok, r.status, r.str("field"), r.raw)
+			}
+		}
+	}
+	// The tokens the API makes still page.
+	for _, path := range []string{"/serviceplans", "/serviceclasses"} {
+		page := b.must(200, b.do(dev, "GET", path+"?limit=1", ""))
+		if cont := page.str("continue"); cont != "" {
+			b.must(200, b.do(dev, "GET", path+"?limit=1&continue="+cont, ""))
+		}
+	}
+}
+
 // TestBadNamespaceQueryRefused: a namespace no object can be in is a 400
 // naming the parameter. A list, an export or a lookup by name used to
 // answer 200 with nothing found, as if the namespace were merely empty.
