@@ -126,6 +126,30 @@ func TestUndeclaredQueryRefused(t *testing.T) {
 	b.must(200, b.do(dev, "GET", "/instances?namespace=a&limit=5", ""))
 }
 
+// TestDuplicateKeysRefused: a body naming a field twice is a 400 naming
+// it. The last value used to win silently, so a quota of
+// {"instances":1,"instances":2} was set to 2, and a merge patch's
+// duplicate was applied as whichever value came last.
+func TestDuplicateKeysRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	b.must(201, b.do(dev, "POST", "/instances", `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`))
+	for _, tc := range []struct{ token, method, path, body, field string }{
+		{b.admin, "PUT", "/quotas/a", `{"instances":1,"instances":2}`, "instances"},
+		{dev, "POST", "/instances", `{"name":"x","name":"y","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`, "name"},
+		{dev, "PATCH", "/instances/db?namespace=a", `{"spec":{"parameters":{"n":1,"n":2}}}`, "spec.parameters.n"},
+		{b.admin, "PATCH", "/brokers/bindery", `{"url":"http://a","url":"http://b"}`, "url"},
+		{dev, "POST", "/bindings", `{"name":"app","namespace":"a","spec":{"instanceRef":{"name":"db"},"secretTransforms":[{"removeKey":{"key":"a","key":"b"}}]}}`, "spec.secretTransforms[0].removeKey.key"},
+	} {
+		if r := b.do(tc.token, tc.method, tc.path, tc.body); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("%s %s %s: %d field %q, want 400 naming %s: %.300s", tc.method, tc.path, tc.body, r.status, r.str("field"), tc.field, r.raw)
+		}
+	}
+	b.must(404, b.do(b.admin, "GET", "/quotas/a", "")) // the refused quota was not set
+}
+
 // TestCraftedContinueRefused: a continue token this API did not make is a
 // 400 naming continue. One without a broker id used to end in a 500 for
 // classes and plans, whose pages are ordered by broker, and one without a

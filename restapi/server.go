@@ -5,6 +5,7 @@
 package restapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -388,7 +390,46 @@ func readBody(c echo.Context) ([]byte, error) {
 	if len(body) > maxBody {
 		return nil, apiError(http.StatusRequestEntityTooLarge, "too_large", "request body: larger than the limit of %d bytes (4 MiB)", maxBody)
 	}
+	if name, ok := duplicateName(body); ok {
+		return nil, &APIError{Status: http.StatusBadRequest, Code: "invalid", Field: name,
+			Message: fmt.Sprintf("%s is given more than once: give it once.", message.Capitalise(message.Field(name)))}
+	}
 	return body, nil
+}
+
+// duplicateName finds a name given twice in one object of body, as a
+// field path (spec.parameters.n, items[0].key). encoding/json would keep
+// the last value without a word; what is no JSON is left to the decoder.
+func duplicateName(body []byte) (string, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowInvalidUTF8(true))
+	for {
+		_, err := dec.ReadToken()
+		var se *jsontext.SyntacticError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName):
+			return fieldPath(se.JSONPointer), true
+		}
+		return "", false
+	}
+}
+
+// fieldPath writes a JSON pointer as the API names fields: names joined
+// by dots, array indexes in brackets.
+func fieldPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
 }
 
 func decodeBytes(body []byte, v any) error {
