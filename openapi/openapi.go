@@ -210,11 +210,20 @@ func undeclaredQuery(req *http.Request, route *routers.Route) error {
 		these = strings.Join(takes, ", ")
 	}
 	var errs openapi3.MultiError
-	for _, name := range slices.Sorted(maps.Keys(req.URL.Query())) {
-		if !slices.Contains(takes, name) {
+	query := req.URL.Query()
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		// No parameter of the API is a list: a second value would be
+		// dropped without a word.
+		switch {
+		case !slices.Contains(takes, name):
 			errs = append(errs, &openapi3filter.RequestError{
 				Parameter: &openapi3.Parameter{Name: name, In: openapi3.ParameterInQuery},
 				Err:       fmt.Errorf("this request takes no such query parameter (it takes: %s)", these),
+			})
+		case len(query[name]) > 1:
+			errs = append(errs, &openapi3filter.RequestError{
+				Parameter: &openapi3.Parameter{Name: name, In: openapi3.ParameterInQuery},
+				Err:       fmt.Errorf("is given %d times: give it once", len(query[name])),
 			})
 		}
 	}

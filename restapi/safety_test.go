@@ -200,6 +200,24 @@ func TestBadNamespaceQueryRefused(t *testing.T) {
 	b.must(200, b.do(dev, "GET", "/instances?namespace=", ""))
 }
 
+// TestRepeatedQueryRefused: a query parameter given twice is a 400 naming
+// it. ?limit=1&limit=2 used to answer a page of 1, the second value
+// dropped without a word.
+func TestRepeatedQueryRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dev := b.token("developer")
+	for _, tc := range []struct{ path, field string }{
+		{"/instances?limit=1&limit=2", "limit"},
+		{"/bindings?namespace=a&namespace=b", "namespace"},
+		{"/export/instances?labelSelector=a%3D1&labelSelector=b%3D2", "labelSelector"},
+	} {
+		if r := b.do(dev, "GET", tc.path, ""); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("GET %s: %d field %q, want 400 naming %s: %.300s", tc.path, r.status, r.str("field"), tc.field, r.raw)
+		}
+	}
+}
+
 // TestDatabaseOutage: with the database unreachable, requests answer 503
 // with Retry-After (as /readyz says), not 500.
 func TestDatabaseOutage(t *testing.T) {
