@@ -36,6 +36,11 @@ func readListQuery(c echo.Context) (listQuery, error) {
 		}
 		q.Limit = n
 	}
+	if q.Namespace != "" {
+		if p := namespaceSyntax(q.Namespace); p != "" {
+			return q, echo.NewHTTPError(http.StatusBadRequest, p)
+		}
+	}
 	if q.Namespace != "" && !allowsNamespace(c, q.Namespace) {
 		sess, _ := sessionOf(c)
 		return q, echo.NewHTTPError(http.StatusForbidden, "Your token is limited to the namespace(s) "+strings.Join(sess.Namespaces, ", ")+": choose one of them.")

@@ -1,0 +1,19 @@
+package web_test
+
+import (
+	"net/http"
+	"testing"
+)
+
+// TestListNamespaceChecked: a list page's namespace that cannot name one is
+// a 400, the same for the page and its live stream. The stream used to
+// answer 200 and stay open, following a namespace no object can be in.
+func TestListNamespaceChecked(t *testing.T) {
+	b := setup(t, setupOptions{})
+	c := b.client(t, "admin")
+	for _, path := range []string{"/live/instances?namespace=A_B", "/live/bindings?namespace=-a", "/instances?namespace=A_B"} {
+		if res := c.get(path); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET %s: %d, want 400", path, res.StatusCode)
+		}
+	}
+}
