@@ -110,13 +110,19 @@ func validateBroker(b *Broker, auth *BrokerAuth) field.ErrorList {
 	return append(errs, validateBrokerAuth(auth)...)
 }
 
-// validateBrokerURL checks a broker's URL: absolute, http or https, and
-// without credentials.
+// maxBrokerURL bounds a broker's URL: it is stored, shown and sent in
+// every request to the broker.
+const maxBrokerURL = 2048
+
+// validateBrokerURL checks a broker's URL: absolute, http or https, at
+// most maxBrokerURL bytes, and without credentials.
 func validateBrokerURL(path *field.Path, raw string) field.ErrorList {
 	u, err := url.Parse(raw)
 	switch {
 	case raw == "":
 		return field.ErrorList{field.Required(path, "")}
+	case len(raw) > maxBrokerURL:
+		return field.ErrorList{bad(path, fmt.Sprintf("must be at most %d characters", maxBrokerURL))}
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return field.ErrorList{bad(path, "must be an absolute http or https URL")}
 	case u.User != nil:

@@ -238,3 +238,16 @@ func TestNamespacedBrokerSecret(t *testing.T) {
 		t.Errorf("a broker in an invalid namespace: %v", err)
 	}
 }
+
+// TestBrokerURLBound: a broker's URL is at most 2,048 characters, whatever
+// door it comes through; it is stored, shown and sent to the broker.
+func TestBrokerURLBound(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "http://x/" + strings.Repeat("a", 2040)}}
+	b.Name = "long"
+	_, err := s.CreateBroker(context.Background(), b, nil)
+	if v, ok := catalog.AsValidation(err); !ok || !strings.Contains(v.Error(), "spec.url") {
+		t.Errorf("a URL of 2,049 characters: %v, want a validation error naming spec.url", err)
+	}
+}

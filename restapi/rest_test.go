@@ -131,6 +131,10 @@ func TestBrokerValidation(t *testing.T) {
 		strings.Contains(r.str("message"), "caBundle") || !strings.Contains(string(r.raw), `"field":"caBundle"`) {
 		t.Errorf("domain problems not named: %s", r.raw)
 	}
+	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x/" + strings.Repeat("a", 70000)}))
+	if r.str("field") != "url" {
+		t.Errorf("a URL of 70,000 characters not named: %.300s", r.raw)
+	}
 	r = b.must(400, b.do(b.admin, "POST", "/brokers", map[string]any{"name": "x", "url": "http://x", "colour": "blue"}))
 	if r.str("field") != "colour" {
 		t.Errorf("unknown field not named: %s", r.raw)
