@@ -283,6 +283,8 @@ func describe(err error) errorBody {
 				}
 			case re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 				add(fieldError{"", "request body: a JSON object is required"})
+			case re.RequestBody != nil && re.Reason == "failed to decode request body":
+				add(fieldError{"", "request body: is not a JSON document (" + bodyCause(re.Err) + ")"})
 			default:
 				add(fieldError{"", "request body: " + re.Error()})
 			}
@@ -311,6 +313,16 @@ func describe(err error) errorBody {
 	}
 	out.Message = strings.Join(msgs, "; ")
 	return out
+}
+
+// bodyCause is what a body that is no JSON document has wrong, without
+// the decoder's own framing.
+func bodyCause(err error) string {
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) && pe.Cause != nil {
+		return pe.Cause.Error()
+	}
+	return err.Error()
 }
 
 func parameterMessage(re *openapi3filter.RequestError) string {

@@ -531,3 +531,16 @@ func TestDeepBodyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyNotJSONNamed: a body that is no JSON document (cut short, or
+// text) is a 400 that says so in words, not the decoder's.
+func TestBodyNotJSONNamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, body := range []string{`{"name":`, `name=db`} {
+		r := b.do(b.admin, "POST", "/brokers", body)
+		if msg := r.str("message"); r.status != 400 || !strings.Contains(msg, "is not a JSON document") || strings.Contains(msg, "failed to") {
+			t.Errorf("POST /brokers %s: %d %q, want 400 saying the body is not a JSON document", body, r.status, msg)
+		}
+	}
+}
