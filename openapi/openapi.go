@@ -394,7 +394,7 @@ func schemaProblem(se *openapi3.SchemaError) fieldError {
 	case msg == "":
 		msg = fmt.Sprintf("does not match the schema (%s)", se.SchemaField)
 	}
-	return fieldError{Field: dotted(path), Message: msg}
+	return fieldError{Field: Dotted(path), Message: msg}
 }
 
 // invalidMessage is what a schema's x-bindery-invalid says of a value it
@@ -407,9 +407,9 @@ func invalidMessage(s *openapi3.Schema) string {
 	return msg
 }
 
-// dotted writes a JSON pointer's tokens as the API names fields:
+// Dotted writes a JSON pointer's tokens as the API names fields:
 // spec.catalogRestrictions.serviceClass[0].
-func dotted(path []string) string {
+func Dotted(path []string) string {
 	var b strings.Builder
 	for _, p := range path {
 		if _, err := strconv.Atoi(p); err == nil {

@@ -409,27 +409,10 @@ func duplicateName(body []byte) (string, bool) {
 		case err == nil:
 			continue
 		case errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName):
-			return fieldPath(se.JSONPointer), true
+			return openapi.Dotted(slices.Collect(se.JSONPointer.Tokens())), true
 		}
 		return "", false
 	}
-}
-
-// fieldPath writes a JSON pointer as the API names fields: names joined
-// by dots, array indexes in brackets.
-func fieldPath(p jsontext.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if _, err := strconv.Atoi(tok); err == nil {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	return b.String()
 }
 
 func decodeBytes(body []byte, v any) error {
