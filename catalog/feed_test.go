@@ -325,10 +325,10 @@ func TestPruneBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool := newStoreAndPool(t)
-	long := strings.Repeat("z", 4<<10) // a message is cut to 1 KiB, a broker's URL is not
+	long := strings.Repeat("z", 4<<10) // a message is cut to 1 KiB, a broker's URL (up to 2 KiB) is not
 	var revs []int64
 	for i := range 40 {
-		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1/"+long[:2<<10]+fmt.Sprint(i), "")
+		register(t, s, fmt.Sprintf("b-%d", i), "http://127.0.0.1:1/"+long[:1900]+fmt.Sprint(i), "")
 		rev, err := s.Revision(ctx)
 		if err != nil {
 			t.Fatal(err)
