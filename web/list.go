@@ -36,16 +36,26 @@ func readListQuery(c echo.Context) (listQuery, error) {
 		}
 		q.Limit = n
 	}
-	if q.Namespace != "" {
-		if p := namespaceSyntax(q.Namespace); p != "" {
-			return q, echo.NewHTTPError(http.StatusBadRequest, p)
-		}
+	if err := checkNamespace(q.Namespace); err != nil {
+		return q, err
 	}
 	if q.Namespace != "" && !allowsNamespace(c, q.Namespace) {
 		sess, _ := sessionOf(c)
 		return q, echo.NewHTTPError(http.StatusForbidden, "Your token is limited to the namespace(s) "+strings.Join(sess.Namespaces, ", ")+": choose one of them.")
 	}
 	return q, nil
+}
+
+// checkNamespace refuses (400) a namespace that cannot name one; "" is
+// none.
+func checkNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if p := namespaceSyntax(ns); p != "" {
+		return echo.NewHTTPError(http.StatusBadRequest, p)
+	}
+	return nil
 }
 
 // options are the catalog's list options of the query, narrowed to the

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +18,12 @@ func TestListNamespaceChecked(t *testing.T) {
 		if code, _ := c.getSoon(path); code != http.StatusBadRequest {
 			t.Errorf("GET %s: %d, want 400", path, code)
 		}
+	}
+	// The quotas page's namespace too, shown or removed.
+	if code, _ := c.getSoon("/quotas?namespace=A_B"); code != http.StatusBadRequest {
+		t.Errorf("GET /quotas?namespace=A_B: %d, want 400", code)
+	}
+	if res := c.post("/quotas/delete", url.Values{"namespace": {strings.Repeat("a", 300)}}); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST /quotas/delete of a 300-character namespace: %d, want 400", res.StatusCode)
 	}
 }

@@ -41,6 +41,9 @@ func (s *Server) quotaList(c echo.Context) error {
 	}
 	f := quotaForm{PaidPlans: true}
 	if ns, def := c.QueryParam("namespace"), c.QueryParam("default") == "true"; ns != "" || def {
+		if err := checkNamespace(ns); err != nil {
+			return err
+		}
 		q, err := s.store.GetQuota(c.Request().Context(), ns)
 		if err != nil {
 			return err

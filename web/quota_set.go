@@ -117,6 +117,9 @@ func (s *Server) quotaDelete(c echo.Context) error {
 		return err
 	}
 	ns := c.FormValue("namespace")
+	if err := checkNamespace(ns); err != nil {
+		return err
+	}
 	if err := s.store.DeleteQuota(c.Request().Context(), ns); err != nil {
 		return err
 	}
