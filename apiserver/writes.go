@@ -339,8 +339,9 @@ func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidat
 // markCascade writes catalog.CascadeAnnotation on the instance, for a
 // Foreground delete. The catalog writes it and the deletion in two
 // transactions, so undo, called when the deletion failed, takes the
-// annotation off again when it was not there before; only if nothing wrote the instance in between (its
-// resourceVersion), so it removes no one else's.
+// annotation off again when it was not there before, and only if nothing
+// wrote the instance in between (its resourceVersion), so that it removes
+// no one else's.
 func (s *instanceStorage) markCascade(ctx context.Context, id string) (undo func(), err error) {
 	had := false
 	in, err := s.store.UpdateInstanceMeta(ctx, id, 0, func(m *catalog.Meta) error {
