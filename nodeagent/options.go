@@ -41,9 +41,10 @@ type CSIOptions struct {
 	APIServerCA     string
 	Audience        string
 	RefreshInterval time.Duration
-	// MaxVolumes and MaxVolumesPerPod bound the volumes the driver
-	// publishes on the node and for one Pod.
-	MaxVolumes, MaxVolumesPerPod int
+	// MaxVolumes, MaxVolumesPerNamespace and MaxVolumesPerPod bound the
+	// volumes the driver publishes on the node, for one namespace and for
+	// one Pod.
+	MaxVolumes, MaxVolumesPerNamespace, MaxVolumesPerPod int
 }
 
 // AddFlags registers the node agent's flags.
@@ -60,6 +61,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Audience, "csi-audience", csi.DefaultAudience, "audience of the Pods' service-account tokens the CSI driver uses (the CSIDriver's tokenRequests; the API server's --credentials-audience)")
 	fs.DurationVar(&o.RefreshInterval, "csi-refresh-interval", csi.DefaultRefreshInterval, "how often the CSI driver reads mounted credentials again, besides the kubelet's republish; 0: only then")
 	fs.IntVar(&o.MaxVolumes, "csi-max-volumes", csi.DefaultMaxVolumes, "the most volumes the CSI driver publishes on this node; beyond, a Pod's volume waits (RESOURCE_EXHAUSTED, retried by the kubelet)")
+	fs.IntVar(&o.MaxVolumesPerNamespace, "csi-max-volumes-per-namespace", csi.DefaultMaxVolumesPerNamespace, "the most volumes of the CSI driver the Pods of one namespace may have published on this node")
 	fs.IntVar(&o.MaxVolumesPerPod, "csi-max-volumes-per-pod", csi.DefaultMaxVolumesPerPod, "the most volumes of the CSI driver one Pod may have published")
 }
 
@@ -82,8 +84,8 @@ func (o *Options) Validate() error {
 		if o.RefreshInterval < 0 {
 			errs = append(errs, errors.New("--csi-refresh-interval must not be negative"))
 		}
-		if o.MaxVolumes < 0 || o.MaxVolumesPerPod < 0 {
-			errs = append(errs, errors.New("--csi-max-volumes and --csi-max-volumes-per-pod must not be negative (0: the default)"))
+		if o.MaxVolumes < 0 || o.MaxVolumesPerNamespace < 0 || o.MaxVolumesPerPod < 0 {
+			errs = append(errs, errors.New("--csi-max-volumes, --csi-max-volumes-per-namespace and --csi-max-volumes-per-pod must not be negative (0: the default)"))
 		}
 	}
 	if o.DevicePluginDir == "" && (o.ConfigFile != "" || !o.CSI) {
@@ -131,7 +133,7 @@ func (o *Options) Config(log *slog.Logger) (*AgentConfig, error) {
 			APIServer:       o.APIServer, APIServerCA: o.APIServerCA,
 			Audience:        o.Audience,
 			RefreshInterval: refresh,
-			MaxVolumes:      o.MaxVolumes, MaxVolumesPerPod: o.MaxVolumesPerPod,
+			MaxVolumes:      o.MaxVolumes, MaxVolumesPerNamespace: o.MaxVolumesPerNamespace, MaxVolumesPerPod: o.MaxVolumesPerPod,
 			Logger: log.With("driver", csi.Name),
 		}
 	}

@@ -39,13 +39,16 @@ const (
 	// DefaultRefreshInterval is how often the driver reads the credentials
 	// of every volume again, besides the kubelet's republish.
 	DefaultRefreshInterval = 10 * time.Second
-	// DefaultMaxVolumes and DefaultMaxVolumesPerPod bound the volumes the
-	// driver serves on a node, and for one Pod: each is a tmpfs mount and
-	// a read of the API server every refresh interval, and a Pod may
-	// name any number of inline volumes (neither the scheduler nor the
-	// kubelet counts them).
-	DefaultMaxVolumes       = 1000
-	DefaultMaxVolumesPerPod = 32
+	// DefaultMaxVolumes, DefaultMaxVolumesPerNamespace and
+	// DefaultMaxVolumesPerPod bound the volumes the driver serves on a
+	// node, for one namespace's Pods and for one Pod: each is a tmpfs
+	// mount and a read of the API server every refresh interval, and a
+	// Pod may name any number of inline volumes (neither the scheduler
+	// nor the kubelet counts them). A namespace's bound is a quarter of
+	// the node's, so one tenant's Pods leave the node to the others.
+	DefaultMaxVolumes             = 1000
+	DefaultMaxVolumesPerNamespace = 250
+	DefaultMaxVolumesPerPod       = 32
 )
 
 // Options configure the driver.
@@ -69,10 +72,11 @@ type Options struct {
 	// the driver itself; DefaultRefreshInterval when zero, never when
 	// negative (the kubelet's republish only).
 	RefreshInterval time.Duration
-	// MaxVolumes and MaxVolumesPerPod bound the volumes published on the
-	// node and for one Pod (DefaultMaxVolumes and DefaultMaxVolumesPerPod
-	// when not positive): a publish beyond is RESOURCE_EXHAUSTED.
-	MaxVolumes, MaxVolumesPerPod int
+	// MaxVolumes, MaxVolumesPerNamespace and MaxVolumesPerPod bound the
+	// volumes published on the node, for one namespace and for one Pod
+	// (their Default when not positive): a publish beyond is
+	// RESOURCE_EXHAUSTED.
+	MaxVolumes, MaxVolumesPerNamespace, MaxVolumesPerPod int
 	// Logger receives the driver's logs; nothing is logged when nil.
 	Logger *slog.Logger
 	// Registerer receives the driver's metrics; none when nil.
@@ -98,6 +102,7 @@ type Driver struct {
 	mu      sync.Mutex
 	volumes map[string]*volume // by target path
 	perPod  map[string]int     // volumes by Pod UID
+	perNS   map[string]int     // volumes by Pod namespace
 }
 
 // New checks the options and builds the driver; Run serves it.
@@ -119,6 +124,9 @@ func New(opts Options) (*Driver, error) {
 	if opts.MaxVolumes <= 0 {
 		opts.MaxVolumes = DefaultMaxVolumes
 	}
+	if opts.MaxVolumesPerNamespace <= 0 {
+		opts.MaxVolumesPerNamespace = DefaultMaxVolumesPerNamespace
+	}
 	if opts.MaxVolumesPerPod <= 0 {
 		opts.MaxVolumesPerPod = DefaultMaxVolumesPerPod
 	}
@@ -129,6 +137,7 @@ func New(opts Options) (*Driver, error) {
 		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		volumes:   map[string]*volume{},
 		perPod:    map[string]int{},
+		perNS:     map[string]int{},
 	}
 	for _, s := range []string{d.socket, d.regSocket} {
 		if len(s) > 107 {

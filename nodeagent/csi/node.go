@@ -217,6 +217,9 @@ func (d *Driver) volume(p *publish) (*volume, error) {
 		switch {
 		case len(d.volumes) >= d.opts.MaxVolumes:
 			return nil, status.Errorf(codes.ResourceExhausted, "the node has %d volumes of %s published, the most it serves (--csi-max-volumes)", len(d.volumes), Name)
+		case d.perNS[p.pod.namespace] >= d.opts.MaxVolumesPerNamespace:
+			return nil, status.Errorf(codes.ResourceExhausted, "namespace %s has %d volumes of %s published on the node, the most one namespace may have (--csi-max-volumes-per-namespace)",
+				p.pod.namespace, d.perNS[p.pod.namespace], Name)
 		case d.perPod[p.pod.uid] >= d.opts.MaxVolumesPerPod:
 			return nil, status.Errorf(codes.ResourceExhausted, "Pod %s has %d volumes of %s published, the most one Pod may have (--csi-max-volumes-per-pod)",
 				p.pod.String(), d.perPod[p.pod.uid], Name)
@@ -224,6 +227,7 @@ func (d *Driver) volume(p *publish) (*volume, error) {
 		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding, group: p.group}
 		d.volumes[p.target] = v
 		d.perPod[p.pod.uid]++
+		d.perNS[p.pod.namespace]++
 		d.metrics.volumes.Set(float64(len(d.volumes)))
 	}
 	return v, nil
@@ -236,11 +240,17 @@ func (d *Driver) forget(v *volume) {
 	defer d.mu.Unlock()
 	if d.volumes[v.target] == v {
 		delete(d.volumes, v.target)
-		if d.perPod[v.pod.uid]--; d.perPod[v.pod.uid] <= 0 {
-			delete(d.perPod, v.pod.uid)
-		}
+		countOut(d.perPod, v.pod.uid)
+		countOut(d.perNS, v.pod.namespace)
 	}
 	d.metrics.volumes.Set(float64(len(d.volumes)))
+}
+
+// countOut takes one from a party's count, dropping the party at none.
+func countOut(counts map[string]int, party string) {
+	if counts[party]--; counts[party] <= 0 {
+		delete(counts, party)
+	}
 }
 
 // refreshLoop reads every volume's credentials again each

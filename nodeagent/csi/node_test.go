@@ -220,48 +220,58 @@ func TestPublishGroup(t *testing.T) {
 }
 
 // TestVolumeBounds: the driver publishes at most MaxVolumesPerPod volumes
-// for one Pod and MaxVolumes on the node (RESOURCE_EXHAUSTED beyond,
-// naming which), counts a volume out when it is unpublished, still
+// for one Pod, MaxVolumesPerNamespace for one namespace's Pods and
+// MaxVolumes on the node (RESOURCE_EXHAUSTED beyond, naming which), so
+// another namespace is served beside one at its bound, counts a volume out when it is unpublished, still
 // answers a republish of a volume it holds at its bound, and tells the
 // kubelet its bound.
 func TestVolumeBounds(t *testing.T) {
 	t.Parallel()
 	d := setupDriver(t)
-	d.opts.MaxVolumes, d.opts.MaxVolumesPerPod = 3, 2
-	publish := func(pod, volume string) (*csipb.NodePublishVolumeRequest, error) {
+	d.opts.MaxVolumes, d.opts.MaxVolumesPerNamespace, d.opts.MaxVolumesPerPod = 4, 3, 2
+	publish := func(namespace, pod, volume string) (*csipb.NodePublishVolumeRequest, error) {
 		req := goodRequest()
-		req.VolumeId, req.VolumeContext[keyPodUID] = volume, pod
+		req.VolumeId, req.VolumeContext[keyPodNamespace], req.VolumeContext[keyPodUID] = volume, namespace, pod
 		req.TargetPath = filepath.Join(t.TempDir(), "mount")
 		unpublishAll(t, d, req.TargetPath)
 		_, err := d.NodePublishVolume(t.Context(), req)
 		return req, err
 	}
-	first, err := publish("u1", "a")
+	exhausted := func(err error, bound, what string) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), bound) {
+			t.Errorf("%s: %v, want ResourceExhausted naming %q", what, err, bound)
+		}
+	}
+	first, err := publish("shop", "u1", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish("u1", "b"); err != nil {
+	if _, err := publish("shop", "u1", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish("u1", "c"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "the most one Pod may have") {
-		t.Errorf("a third volume of one Pod: %v, want ResourceExhausted naming the Pod's bound", err)
-	}
-	if _, err := publish("u2", "d"); err != nil {
+	_, err = publish("shop", "u1", "c")
+	exhausted(err, "the most one Pod may have", "a third volume of one Pod")
+	if _, err := publish("shop", "u2", "d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish("u3", "e"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "the most it serves") {
-		t.Errorf("a fourth volume on the node: %v, want ResourceExhausted naming the node's bound", err)
+	_, err = publish("shop", "u3", "e")
+	exhausted(err, "the most one namespace may have", "a fourth volume of one namespace")
+	if _, err := publish("other", "u4", "f"); err != nil {
+		t.Errorf("another namespace's volume beside a namespace at its bound: %v", err)
 	}
+	_, err = publish("other", "u5", "g")
+	exhausted(err, "the most it serves", "a fifth volume on the node")
 	if _, err := d.NodePublishVolume(t.Context(), first); err != nil {
 		t.Errorf("a republish at the bound: %v", err)
 	}
 	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: "a", TargetPath: first.TargetPath}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish("u3", "e"); err != nil {
+	if _, err := publish("shop", "u3", "e"); err != nil {
 		t.Errorf("a volume once another was unpublished: %v", err)
 	}
-	if info, _ := d.NodeGetInfo(t.Context(), nil); info.GetMaxVolumesPerNode() != 3 {
-		t.Errorf("max_volumes_per_node %d, want 3", info.GetMaxVolumesPerNode())
+	if info, _ := d.NodeGetInfo(t.Context(), nil); info.GetMaxVolumesPerNode() != 4 {
+		t.Errorf("max_volumes_per_node %d, want 4", info.GetMaxVolumesPerNode())
 	}
 }
