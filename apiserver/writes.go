@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 
@@ -313,61 +312,22 @@ func (s *instanceStorage) Update(ctx context.Context, name string, objInfo rest.
 // serve, so it is refused while there are any, saying what to do instead.
 func (s *instanceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	return s.remove(ctx, name, deleteValidation, s.strategy, opts, func(ctx context.Context, _ runtime.Object, id string) (runtime.Object, bool, error) {
-		undo := func() {}
+		del := s.store.DeleteInstance
 		switch propagation(opts) {
 		case metav1.DeletePropagationOrphan:
 			if err := s.refuseOrphans(ctx, name, id); err != nil {
 				return nil, false, err
 			}
 		case metav1.DeletePropagationForeground:
-			u, err := s.markCascade(ctx, id)
-			if err != nil {
-				return nil, false, err
-			}
-			undo = u
+			del = s.store.DeleteInstanceCascading
 		}
-		in, err := s.store.DeleteInstance(ctx, id)
+		in, err := del(ctx, id)
 		if err != nil {
-			undo()
 			return nil, false, err
 		}
 		out, err := typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
 		return out, false, err
 	})
-}
-
-// markCascade writes catalog.CascadeAnnotation on the instance, for a
-// Foreground delete. The catalog writes it and the deletion in two
-// transactions, so undo, called when the deletion failed, takes the
-// annotation off again when it was not there before, and only if nothing
-// wrote the instance in between (its resourceVersion), so that it removes
-// no one else's.
-func (s *instanceStorage) markCascade(ctx context.Context, id string) (undo func(), err error) {
-	had := false
-	in, err := s.store.UpdateInstanceMeta(ctx, id, 0, func(m *catalog.Meta) error {
-		_, had = m.Annotations[catalog.CascadeAnnotation]
-		m.Annotations = maps.Clone(m.Annotations)
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[catalog.CascadeAnnotation] = "true"
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return func() {
-		if had {
-			return
-		}
-		// The request's context may be what ended; the undo still runs.
-		ctx := context.WithoutCancel(ctx)
-		_, _ = s.store.UpdateInstanceMeta(ctx, id, in.ResourceVersion, func(m *catalog.Meta) error {
-			m.Annotations = maps.Clone(m.Annotations)
-			delete(m.Annotations, catalog.CascadeAnnotation)
-			return nil
-		})
-	}, nil
 }
 
 // propagation is the delete's propagation policy, from the deprecated

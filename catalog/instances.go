@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -459,6 +460,18 @@ func refName(r *ObjectRef) string {
 // DeleteInstance marks an instance for deletion; the engine deprovisions it
 // (after its bindings are gone) and then removes it.
 func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error) {
+	return s.deleteInstance(ctx, id, false)
+}
+
+// DeleteInstanceCascading marks an instance for deletion as DeleteInstance
+// does, and CascadeAnnotation on it in the same transaction, so its
+// bindings are deleted first; it is the Kubernetes API's Foreground delete.
+// An instance already being deleted gets the annotation.
+func (s *Store) DeleteInstanceCascading(ctx context.Context, id string) (*Instance, error) {
+	return s.deleteInstance(ctx, id, true)
+}
+
+func (s *Store) deleteInstance(ctx context.Context, id string, cascade bool) (*Instance, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, ErrNotFound
 	}
@@ -469,21 +482,49 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error
 			return err
 		}
 		out = in
-		if in.DeletionTimestamp != nil {
+		mark := cascade && in.Annotations[CascadeAnnotation] != "true"
+		if in.DeletionTimestamp != nil && !mark {
 			return nil
 		}
-		now := s.now().UTC()
-		in.DeletionTimestamp = &now
-		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET deletion_timestamp = $2 WHERE id = $1`, id, now); err != nil {
+		meta, err := cascadeMeta(in, mark)
+		if err != nil {
+			return err
+		}
+		deleting := in.DeletionTimestamp == nil
+		if deleting {
+			now := s.now().UTC()
+			in.DeletionTimestamp = &now
+		}
+		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET deletion_timestamp = $2, metadata = coalesce($3, metadata) WHERE id = $1`,
+			id, in.DeletionTimestamp, meta); err != nil {
 			return mapErr(err)
 		}
-		if err := addEvent(ctx, w, KindInstance, id, "Normal", "DeletionRequested", "The instance will be deprovisioned.", ""); err != nil {
-			return err
+		if deleting {
+			if err := addEvent(ctx, w, KindInstance, id, "Normal", "DeletionRequested", "The instance will be deprovisioned.", ""); err != nil {
+				return err
+			}
 		}
 		w.changed(Modified, in)
 		return nil
 	})
 	return out, err
+}
+
+// cascadeMeta puts CascadeAnnotation on the instance when mark is set and
+// returns its metadata column then; nil, for no change, when not.
+func cascadeMeta(in *Instance, mark bool) ([]byte, error) {
+	if !mark {
+		return nil, nil
+	}
+	in.Annotations = maps.Clone(in.Annotations)
+	if in.Annotations == nil {
+		in.Annotations = map[string]string{}
+	}
+	in.Annotations[CascadeAnnotation] = "true"
+	if err := invalid(validateMeta(&in.Meta)); err != nil {
+		return nil, err
+	}
+	return encodeMeta(&in.Meta)
 }
 
 // UpdateInstanceMeta changes an instance's labels, annotations, finalizers
