@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,4 +111,28 @@ func isJSON(req *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// plainSelectors refuses, with 400 naming it, a labelSelector or
+// fieldSelector of the API's resources that holds a NUL. k8s.io/apimachinery's
+// selector parser reads a NUL as the end of the text: labelSelector=%00 would
+// select every object, and a delete of the collection with it would delete
+// them all.
+func plainSelectors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info, ok := genericapirequest.RequestInfoFrom(req.Context())
+		if ok && info.IsResourceRequest && info.APIGroup == v1beta1.GroupName {
+			q := req.URL.Query()
+			for _, name := range []string{"labelSelector", "fieldSelector"} {
+				for _, v := range q[name] {
+					if strings.IndexByte(v, 0) >= 0 {
+						err := apierrors.NewBadRequest(fmt.Sprintf("%s %.100q: contains a NUL character", name, v))
+						responsewriters.ErrorNegotiated(err, codecs, v1beta1.SchemeGroupVersion, w, req)
+						return
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
 }

@@ -207,6 +207,51 @@ func TestUnstorableSelectorRefused(t *testing.T) {
 	}
 }
 
+// TestSelectorWithNULRefused: a label or field selector holding a NUL is
+// 400 naming it, for lists, watches and deletes of a collection; the
+// selector parser read a NUL as the end of its text, so labelSelector=%00
+// selected every object, and a delete of the collection deleted them all.
+func TestSelectorWithNULRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	for _, opts := range []metav1.ListOptions{
+		{LabelSelector: "\x00"},
+		{LabelSelector: "a in (x\x00)"},
+		{FieldSelector: "\x00"},
+		{LabelSelector: "\x00", Limit: 1},
+		{LabelSelector: "\x00", ResourceVersion: "0"},
+	} {
+		name := "labelSelector"
+		if opts.FieldSelector != "" {
+			name = "fieldSelector"
+		}
+		if _, err := c.ServiceInstances("a").List(ctx, opts); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), name) {
+			t.Errorf("list with %+v: %v, want 400 naming %s", opts, err, name)
+		}
+		if _, err := c.ServiceInstances("").List(ctx, opts); !apierrors.IsBadRequest(err) {
+			t.Errorf("list of every namespace with %+v: %v, want 400", opts, err)
+		}
+		w, err := c.ServiceInstances("a").Watch(ctx, opts)
+		if err == nil {
+			w.Stop()
+		}
+		if !apierrors.IsBadRequest(err) {
+			t.Errorf("watch with %+v: %v, want 400", opts, err)
+		}
+		if err := c.ServiceInstances("a").DeleteCollection(ctx, metav1.DeleteOptions{}, opts); !apierrors.IsBadRequest(err) {
+			t.Errorf("delete of the collection with %+v: %v, want 400", opts, err)
+		}
+	}
+	if in, err := c.ServiceInstances("a").Get(ctx, "db", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if in.DeletionTimestamp != nil {
+		t.Error("a refused delete of the collection deleted the instance")
+	}
+}
+
 // TestOutOfRangeNumberRefused: a parameter number no float64 holds (1e400)
 // is 400 naming it, for creates and updates of instances and bindings; it
 // used to make the field manager panic, and the client got a reset stream.
