@@ -8,9 +8,13 @@ VERSION   ?= $(shell tools/version.sh 2>/dev/null || echo v0.0.0-unknown)
 LDFLAGS   := -X github.com/bindery-dev/bindery/internal/version.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
+.PHONY: help modules bench-scale all build image run test test-compose lint docs bench deps node-deps browser clean kube bin/kube-apiserver cni helm screenshots
 
 all: build
+
+## help: the targets, each with the first line of what it does
+help:
+	@sed -n 's/^## \([a-z-]*\): /  \1: /p' $(firstword $(MAKEFILE_LIST))
 
 # What the binaries are built from: this module's files (embedded templates,
 # migrations and catalogues included), not the other modules under tools/ and
@@ -48,9 +52,9 @@ $(BIN)/.version: FORCE
 
 FORCE:
 
-## image: the OCI image of bindery and bindery-cni as dist/bindery.tar, for
-## docker load, podman load and ctr images import (no container engine needed);
-## its binaries are compiled with `make build`'s flags (static, -trimpath), so a
+## image: the OCI image of bindery and bindery-cni as dist/bindery.tar
+## (for docker load, podman load and ctr images import; no container engine
+## needed); its binaries are compiled with `make build`'s flags (static, -trimpath), so a
 ## warm build cache leaves only the linking (stripped) to do
 image:
 	@mkdir -p dist
@@ -58,7 +62,7 @@ image:
 
 ## run: Bindery on this machine (embedded PostgreSQL unless DATABASE_URL is set)
 run: deps
-	@$(MAKE) --no-print-directory $(BIN)/bindery VERSION_DEP=
+	@$(MAKE) -s --no-print-directory $(BIN)/bindery VERSION_DEP=
 	@echo "make: starting Bindery (bin/bindery up; Ctrl-C stops it)"
 	@$(BIN)/bindery up
 
@@ -67,8 +71,8 @@ test: deps node-deps kube cni helm browser modules
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
-## modules: the repository's other Go modules build from their own go.mod and
-## go.sum (-mod=readonly, as a clean clone does): bench/ is built and vetted;
+## modules: check that the repository's other Go modules build
+## from their own go.mod and go.sum (-mod=readonly, as a clean clone does): bench/ is built and vetted;
 ## the modules under tools/ only have every package of their programs loaded
 ## (go list -deps), for building tools/kube or Helm takes 5+ minutes
 modules:
@@ -87,8 +91,8 @@ screenshots: deps browser
 	WEB_ARTIFACTS=$(CURDIR)/web/testdata/screenshots $(GO) test -count=1 -run 'TestBrowserScreens|TestBrowserReconnect' ./web/
 	@echo "make: the screenshots are in web/testdata/screenshots"
 
-## test-compose: docs/install.md's Docker Compose steps for real (not part of test): Compose v2 built
-## from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
+## test-compose: docs/install.md's Docker Compose steps for real (not part of test)
+## with Compose v2 built from the Go module proxy, the Docker engine that answers or a private one (root, dockerd), and
 ## PostgreSQL from Debian's packages when no registry serves postgres:17
 test-compose:
 	tools/compose/test.sh
@@ -141,8 +145,8 @@ kube bin/kube-apiserver:
 	tools/kube/build.sh
 	tools/svcat/build.sh
 
-## helm: Helm v4 (bin/helm) and v3 (bin/helm3) from the Go module proxy, which the chart in
-## deploy/helm/bindery is tested with (tools/helm; rebuilt only when its go.mod or go.sum change)
+## helm: Helm v4 (bin/helm) and v3 (bin/helm3) from the Go module proxy
+## for the tests of the chart in deploy/helm/bindery (tools/helm; rebuilt only when its go.mod or go.sum change)
 helm:
 	tools/helm/build.sh
 
