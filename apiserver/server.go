@@ -253,10 +253,10 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	}
 	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server, lists: &listServer{}}
 	// Lists are answered inside the filter chain, before k8s.io/apiserver's
-	// handlers (list.go), and writes whose bodies nest too deep are refused
-	// there (decode.go).
+	// handlers (list.go), and selectors with a NUL and writes whose bodies
+	// nest too deep are refused there (decode.go).
 	cfg.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(c.lists.wrap(shallowBodies(h, gc.MaxRequestBodyBytes)), gc)
+		return genericapiserver.DefaultBuildHandlerChain(plainSelectors(c.lists.wrap(shallowBodies(h, gc.MaxRequestBodyBytes))), gc)
 	}
 	if o.TLSCertFile == "" {
 		c.CAData = p.caPEM
