@@ -493,3 +493,43 @@ func TestDeepBodyRefused(t *testing.T) {
 		t.Errorf("a create with parameters 200 levels deep: %v, want 400", err)
 	}
 }
+
+// TestStatusValuesChecked: a status written through the status subresource
+// holds only the operations, states and conditions the engine knows, and
+// no negative generation (422 naming the field, as Service Catalog's
+// validation answered); a value left as it was passes.
+func TestStatusValuesChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	app := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "a"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}
+	if _, err := c.ServiceBindings("a").Create(ctx, app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, patch, field string }{
+		{"serviceinstances/db", `{"status":{"currentOperation":"Bogus"}}`, "status.currentOperation"},
+		{"serviceinstances/db", `{"status":{"provisionStatus":"Maybe"}}`, "status.provisionStatus"},
+		{"serviceinstances/db", `{"status":{"deprovisionStatus":"Later"}}`, "status.deprovisionStatus"},
+		{"serviceinstances/db", `{"status":{"conditions":[{"type":"Ready","status":"Maybe"}]}}`, "status.conditions[0].status"},
+		{"serviceinstances/db", `{"status":{"conditions":[{"type":"","status":"True"}]}}`, "status.conditions[0].type"},
+		{"serviceinstances/db", `{"status":{"observedGeneration":-5}}`, "status.observedGeneration"},
+		{"servicebindings/app", `{"status":{"currentOperation":"Provision"}}`, "status.currentOperation"},
+		{"servicebindings/app", `{"status":{"unbindStatus":"Perhaps"}}`, "status.unbindStatus"},
+		{"servicebindings/app", `{"status":{"reconciledGeneration":-1}}`, "status.reconciledGeneration"},
+	} {
+		var code int
+		raw, _ := c.RESTClient().Patch(types.MergePatchType).AbsPath("/apis/servicecatalog.k8s.io/v1beta1/namespaces/a", tc.path, "status").
+			Body([]byte(tc.patch)).Do(ctx).StatusCode(&code).Raw()
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(raw), `"field":"`+tc.field+`"`) {
+			t.Errorf("PATCH %s/status %s: %d %.300s, want 422 naming %s", tc.path, tc.patch, code, raw, tc.field)
+		}
+	}
+	// A write that leaves the values as they are, and one of known values.
+	for _, patch := range []string{`{"status":{"lastError":"seen"}}`, `{"status":{"conditions":[{"type":"Ready","status":"Unknown"}],"provisionStatus":"Provisioned"}}`} {
+		if _, err := c.ServiceInstances("a").Patch(ctx, "db", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("PATCH status %s: %v", patch, err)
+		}
+	}
+}

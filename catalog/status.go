@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Status: the engine's half of each object. Users own spec, the engine
@@ -341,14 +343,14 @@ func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV 
 		}
 		// Clients that do not know the engine's backoff (the v1beta1
 		// status has no retries) must not reset it by writing status.
-		retries := in.Status.Retries
+		old := in.Status
 		if err := fn(in); err != nil {
 			return err
 		}
 		if in.Status.Retries == nil {
-			in.Status.Retries = retries
+			in.Status.Retries = old.Retries
 		}
-		return nil
+		return invalid(clientInstanceStatus(&old, &in.Status))
 	})
 }
 
@@ -361,15 +363,68 @@ func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV i
 		if expectRV != 0 && b.ResourceVersion != expectRV {
 			return stale("binding", b.Namespace, b.Name)
 		}
-		retries := b.Status.Retries
+		old := b.Status
 		if err := fn(b); err != nil {
 			return err
 		}
 		if b.Status.Retries == nil {
-			b.Status.Retries = retries
+			b.Status.Retries = old.Retries
 		}
-		return nil
+		return invalid(clientBindingStatus(&old, &b.Status))
 	}, nil)
+}
+
+// clientInstanceStatus checks the values of a status a client of the
+// status subresource wrote, as Service Catalog's validation did: its
+// operation, provision and deprovision states, and conditions are among
+// those the engine knows, and its generations are not negative. A value
+// the client left as it was is not checked again.
+func clientInstanceStatus(old, st *InstanceStatus) field.ErrorList {
+	path := field.NewPath("status")
+	errs := oneOf(path.Child("currentOperation"), st.CurrentOperation, old.CurrentOperation, "", OperationProvision, OperationUpdate, OperationDeprovision)
+	errs = append(errs, oneOf(path.Child("provisionStatus"), st.ProvisionStatus, old.ProvisionStatus, "", ProvisionStatusProvisioned, ProvisionStatusNotProvisioned)...)
+	errs = append(errs, oneOf(path.Child("deprovisionStatus"), st.DeprovisionStatus, old.DeprovisionStatus,
+		DeprovisionNotRequired, DeprovisionRequired, DeprovisionSucceeded, DeprovisionFailed)...)
+	return append(errs, clientStatusCommon(path, st.Conditions, st.ObservedGeneration, st.ReconciledGeneration)...)
+}
+
+// clientBindingStatus is clientInstanceStatus for a binding.
+func clientBindingStatus(old, st *BindingStatus) field.ErrorList {
+	path := field.NewPath("status")
+	errs := oneOf(path.Child("currentOperation"), st.CurrentOperation, old.CurrentOperation, "", OperationBind, OperationUnbind)
+	errs = append(errs, oneOf(path.Child("unbindStatus"), st.UnbindStatus, old.UnbindStatus,
+		UnbindNotRequired, UnbindRequired, UnbindSucceeded, UnbindFailed)...)
+	return append(errs, clientStatusCommon(path, st.Conditions, st.ObservedGeneration, st.ReconciledGeneration)...)
+}
+
+// oneOf refuses v, changed from old, when it is none of valid.
+func oneOf(path *field.Path, v, old string, valid ...string) field.ErrorList {
+	if v == old || slices.Contains(valid, v) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, v, valid)}
+}
+
+// clientStatusCommon checks the conditions' types and states and the
+// generations of a status.
+func clientStatusCommon(path *field.Path, conds []Condition, observed, reconciled int64) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range conds {
+		p := path.Child("conditions").Index(i)
+		if c.Type == "" {
+			errs = append(errs, field.Required(p.Child("type"), ""))
+		}
+		if c.Status != ConditionTrue && c.Status != ConditionFalse && c.Status != ConditionUnknown {
+			errs = append(errs, field.NotSupported(p.Child("status"), c.Status, []string{ConditionTrue, ConditionFalse, ConditionUnknown}))
+		}
+	}
+	if observed < 0 {
+		errs = append(errs, bad(path.Child("observedGeneration"), "must not be negative"))
+	}
+	if reconciled < 0 {
+		errs = append(errs, bad(path.Child("reconciledGeneration"), "must not be negative"))
+	}
+	return errs
 }
 
 // Retry is the engine's backoff for one operation of an object that keeps
