@@ -382,6 +382,10 @@ func schemaProblem(se *openapi3.SchemaError) fieldError {
 	path := se.JSONPointer()
 	msg := se.Reason
 	switch {
+	case len(path) == 0 && (se.SchemaField == "type" || se.SchemaField == "nullable") && se.Schema != nil && se.Schema.Type.Is(openapi3.TypeObject):
+		// The body itself is no object ([], null, "x"): kin-openapi's
+		// words ("value must be an object") name nothing.
+		return fieldError{Message: "request body: must be a JSON object"}
 	case se.SchemaField == "required":
 		msg = "required"
 	case se.SchemaField == "properties" && strings.HasSuffix(msg, " is unsupported"):

@@ -533,7 +533,10 @@ func TestDeepBodyRefused(t *testing.T) {
 }
 
 // TestBodyNotJSONNamed: a body that is no JSON document (cut short, or
-// text) is a 400 that says so in words, not the decoder's.
+// text) is a 400 that says so in words, not the decoder's; one that is
+// JSON but no object (a merge patch of [] or null too) is a 400 that names
+// the request body and says it must be an object. Those used to say only
+// "value must be an object" or "Value is not nullable", naming nothing.
 func TestBodyNotJSONNamed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -541,6 +544,22 @@ func TestBodyNotJSONNamed(t *testing.T) {
 		r := b.do(b.admin, "POST", "/brokers", body)
 		if msg := r.str("message"); r.status != 400 || !strings.Contains(msg, "is not a JSON document") || strings.Contains(msg, "failed to") {
 			t.Errorf("POST /brokers %s: %d %q, want 400 saying the body is not a JSON document", body, r.status, msg)
+		}
+	}
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	b.must(201, b.do(dev, "POST", "/instances", `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`))
+	for _, tc := range []struct{ token, method, path string }{
+		{dev, "PATCH", "/instances/db?namespace=a"},
+		{b.admin, "PATCH", "/brokers/bindery"},
+		{dev, "POST", "/instances"},
+		{b.admin, "PUT", "/quotas/a"},
+	} {
+		for _, body := range []string{`[]`, `null`, `"db"`, `3`, `[{"name":"db"}]`} {
+			r := b.do(tc.token, tc.method, tc.path, body)
+			if msg := r.str("message"); r.status != 400 || msg != "request body: must be a JSON object" {
+				t.Errorf("%s %s %s: %d %q, want 400 saying the request body must be a JSON object", tc.method, tc.path, body, r.status, msg)
+			}
 		}
 	}
 }
