@@ -193,7 +193,7 @@ func (r *catalogueReader) resolveNew(ctx context.Context, spec *InstanceSpec, na
 		return resolveNew(ctx, r.q, spec, namespace, path, errs)
 	}
 	clearRefs(spec)
-	n, nerrs := naming(spec, namespace, path)
+	n, nerrs := newNaming(spec, namespace, path)
 	if len(nerrs) > 0 {
 		*errs = append(*errs, nerrs...)
 		return nil, nil

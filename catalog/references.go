@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/osb"
 )
 
 // References between objects are level-triggered, as in Kubernetes and
@@ -119,6 +122,33 @@ func naming(spec *InstanceSpec, namespace string, path *field.Path) (planNaming,
 		return n, field.ErrorList{field.Required(path.Child(n.classField), "")}
 	}
 	return n, nil
+}
+
+// newNaming is naming for a new instance, which may also not name a class
+// or plan past what any can be named: an object name past Kubernetes'
+// bound, an external name or id past the bound a broker's catalogue is
+// read to (osb.MaxCatalogID). Such an instance would otherwise be recorded
+// to wait for what cannot come.
+func newNaming(spec *InstanceSpec, namespace string, path *field.Path) (planNaming, field.ErrorList) {
+	n, errs := naming(spec, namespace, path)
+	if len(errs) > 0 {
+		return n, errs
+	}
+	return n, n.bounds(path)
+}
+
+func (n planNaming) bounds(path *field.Path) field.ErrorList {
+	limit, what := osb.MaxCatalogID, "no broker's catalogue can hold a longer one"
+	if n.byName {
+		limit, what = validation.DNS1123SubdomainMaxLength, "no object's name is longer"
+	}
+	var errs field.ErrorList
+	for _, f := range []struct{ name, v string }{{n.classField, n.classVal}, {n.planField, n.planVal}} {
+		if len(f.v) > limit {
+			errs = append(errs, bad(path.Child(f.name), fmt.Sprintf("must be at most %d bytes: %s", limit, what)))
+		}
+	}
+	return errs
 }
 
 // setPlanName names plan in the spec in the naming's way.
@@ -306,7 +336,7 @@ func collect[T any, P interface {
 // plan, a class of several plans with none named) is a field error.
 func resolveNew(ctx context.Context, q querier, spec *InstanceSpec, namespace string, path *field.Path, errs *field.ErrorList) (*ServicePlan, error) {
 	clearRefs(spec)
-	n, nerrs := naming(spec, namespace, path)
+	n, nerrs := newNaming(spec, namespace, path)
 	if len(nerrs) > 0 {
 		*errs = append(*errs, nerrs...)
 		return nil, nil

@@ -563,3 +563,37 @@ func TestBodyNotJSONNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceNamesBounded: an instance naming its class or plan by a
+// name or id longer than any a broker's catalogue can hold (255 bytes,
+// osb.MaxCatalogID; 253 for an object name) is a 400 naming the field and
+// the bound. It used to be recorded, waiting for a class that could never
+// come.
+func TestReferenceNamesBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	long, wide := strings.Repeat("x", 300), strings.Repeat("é", 128) // 256 bytes in 128 characters
+	for i, tc := range []struct {
+		spec  map[string]any
+		field string
+	}{
+		{map[string]any{"clusterServiceClassExternalName": long, "clusterServicePlanExternalName": "small"}, "spec.clusterServiceClassExternalName"},
+		{map[string]any{"clusterServiceClassExternalName": wide}, "spec.clusterServiceClassExternalName"},
+		{map[string]any{"clusterServiceClassExternalName": "postgresql", "clusterServicePlanExternalName": long}, "spec.clusterServicePlanExternalName"},
+		{map[string]any{"clusterServiceClassExternalID": long, "clusterServicePlanExternalID": "x"}, "spec.clusterServiceClassExternalID"},
+		{map[string]any{"clusterServiceClassName": long}, "spec.clusterServiceClassName"},
+		{map[string]any{"serviceClassExternalName": "x", "servicePlanExternalName": wide}, "spec.servicePlanExternalName"},
+		{map[string]any{"serviceClassExternalID": long}, "spec.serviceClassExternalID"},
+		{map[string]any{"serviceClassName": "x", "servicePlanName": long}, "spec.servicePlanName"},
+	} {
+		r := b.do(dev, "POST", "/instances", map[string]any{"name": fmt.Sprintf("db%d", i), "namespace": "a", "spec": tc.spec})
+		if r.status != 400 || r.str("field") != tc.field || !strings.Contains(r.str("message"), "at most 25") {
+			t.Errorf("spec %.80v: %d field %q, want 400 naming %s and its bound: %.300s", tc.spec, r.status, r.str("field"), tc.field, r.raw)
+		}
+	}
+	// At the bound, a name no broker offers yet is recorded and waits.
+	b.must(201, b.do(dev, "POST", "/instances", map[string]any{"name": "waits", "namespace": "a",
+		"spec": map[string]any{"clusterServiceClassExternalName": strings.Repeat("x", 255), "clusterServicePlanExternalName": strings.Repeat("é", 127)}}))
+}
