@@ -434,7 +434,7 @@ func TestRequestValidator(t *testing.T) {
 		{name: "broker array item", method: "POST", path: "/brokers", body: `{"name":"b","url":"http://x","catalogRestrictions":{"serviceClass":[1]}}`, status: 400, field: "catalogRestrictions.serviceClass[0]"},
 		{name: "no body", method: "POST", path: "/brokers", status: 400},
 		{name: "not JSON", method: "POST", path: "/brokers", body: `{"name":`, status: 400},
-		{name: "wrong content type", method: "POST", path: "/brokers", contentType: "text/plain", body: `{}`, status: 400},
+		{name: "wrong content type", method: "POST", path: "/brokers", contentType: "text/plain", body: `{}`, status: 415, field: "Content-Type"},
 		{name: "limit", method: "GET", path: "/brokers?limit=10", status: 418},
 		{name: "limit empty", method: "GET", path: "/brokers?limit=", status: 418},
 		{name: "limit too big", method: "GET", path: "/brokers?limit=1001", status: 400, field: "limit"},
@@ -490,7 +490,11 @@ func TestRequestValidator(t *testing.T) {
 			if err := json.Unmarshal(raw, &eb); err != nil {
 				t.Fatalf("%v: %s", err, raw)
 			}
-			if eb.Error != "invalid" || eb.Message == "" || eb.Field != tt.field {
+			code := "invalid"
+			if tt.status == http.StatusUnsupportedMediaType {
+				code = "unsupported_media_type"
+			}
+			if eb.Error != code || eb.Message == "" || eb.Field != tt.field {
 				t.Errorf("error %q, field %q (want %q), message %q", eb.Error, eb.Field, tt.field, eb.Message)
 			}
 			if tt.fields > 0 && len(eb.Fields) != tt.fields {

@@ -127,13 +127,21 @@ func (b *bundle) do(token, method, path string, body any) response {
 		raw, _ := json.Marshal(v)
 		rdr = bytes.NewReader(raw)
 	}
-	req, _ := http.NewRequest(method, b.url+path, rdr)
+	header := http.Header{}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		header.Set("Authorization", "Bearer "+token)
 	}
 	if rdr != nil {
-		req.Header.Set("Content-Type", "application/json")
+		header.Set("Content-Type", "application/json")
 	}
+	return b.doHeader(header, method, path, rdr)
+}
+
+// doHeader sends a request with exactly the header given.
+func (b *bundle) doHeader(header http.Header, method, path string, body io.Reader) response {
+	b.t.Helper()
+	req, _ := http.NewRequest(method, b.url+path, body)
+	req.Header = header
 	res, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
