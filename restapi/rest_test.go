@@ -3,6 +3,7 @@ package restapi_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -105,6 +106,39 @@ func TestAuthentication(t *testing.T) {
 }
 
 func admin(b *bundle) string { return b.admin }
+
+// TestAuthorizationForms: an Authorization header that carries no token
+// of ours, in whatever form, is a 401 with an error body and
+// WWW-Authenticate. Two Authorization headers are refused too: the first
+// used to be taken and the second ignored, so which credential a request
+// ran as depended on the order a proxy wrote them in.
+func TestAuthorizationForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	viewer := b.token("viewer")
+	for _, tc := range []struct {
+		name   string
+		values []string
+	}{
+		{"scheme only", []string{"Bearer"}},
+		{"empty token", []string{"Bearer   "}},
+		{"basic", []string{"Basic dXNlcjpwYXNz"}},
+		{"invalid UTF-8", []string{"Bearer bdy_\xff\xfe"}},
+		{"10 KB", []string{"Bearer bdy_" + strings.Repeat("a", 10<<10)}},
+		{"two, valid first", []string{"Bearer " + viewer, "Bearer bdy_nope"}},
+		{"two, valid last", []string{"Bearer bdy_nope", "Bearer " + viewer}},
+		{"two, both valid", []string{"Bearer " + viewer, "Bearer " + b.admin}},
+	} {
+		r := b.doHeader(http.Header{"Authorization": tc.values}, "GET", "/brokers", nil)
+		if r.status != 401 || r.str("error") != "unauthorized" || r.str("message") == "" || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer ") {
+			t.Errorf("%s: %d WWW-Authenticate %q, want 401 with an error body: %.300s", tc.name, r.status, r.header.Get("WWW-Authenticate"), r.raw)
+		}
+	}
+	r := b.doHeader(http.Header{"Authorization": {"Bearer " + viewer, "Bearer " + viewer}}, "GET", "/brokers", nil)
+	if !strings.Contains(r.str("message"), "one Authorization header") {
+		t.Errorf("two Authorization headers: %d %s, want it said that one is taken", r.status, r.raw)
+	}
+}
 
 func TestBrokerValidation(t *testing.T) {
 	t.Parallel()

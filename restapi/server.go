@@ -313,6 +313,12 @@ func notFoundMessage(c echo.Context) string {
 func (s *Server) require(role string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if hs := c.Request().Header.Values("Authorization"); len(hs) > 1 {
+				// Which one to take would be a guess (RFC 9110 11.6.2
+				// allows one credential).
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_request"`)
+				return apiError(http.StatusUnauthorized, "unauthorized", "The request has %d Authorization headers: send one Authorization header, Authorization: Bearer <token>.", len(hs))
+			}
 			h := c.Request().Header.Get("Authorization")
 			if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
