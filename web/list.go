@@ -28,7 +28,7 @@ type listQuery struct {
 }
 
 func readListQuery(c echo.Context) (listQuery, error) {
-	q := listQuery{Namespace: strings.TrimSpace(c.QueryParam("namespace")), Limit: pageSize, Continue: c.QueryParam("continue")}
+	q := listQuery{Namespace: c.QueryParam("namespace"), Limit: pageSize, Continue: c.QueryParam("continue")}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxPageSize {
