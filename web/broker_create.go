@@ -22,7 +22,14 @@ var brokerInputs = []string{"name", "namespace", "url", "auth", "username", "pas
 func (s *Server) brokerCreate(c echo.Context) error {
 	p := s.posted(c)
 	f := brokerForm{Name: p.Value("name"), Namespace: p.Value("namespace"), URL: p.Value("url"), Username: p.Value("username"), Auth: p.Value("auth")}
-	if f.Auth != "basic" && f.Auth != "bearer" {
+	switch f.Auth {
+	case "basic", "bearer", "none":
+	case "":
+		f.Auth = "none"
+	default:
+		// Read as none, it registered the broker without the credentials
+		// posted beside it.
+		p.Add("auth", "must be basic, bearer or none")
 		f.Auth = "none"
 	}
 	if _, bad := p.Problems["namespace"]; f.Namespace == "" && !bad {

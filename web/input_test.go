@@ -69,6 +69,7 @@ func TestUnstorableInput(t *testing.T) {
 		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1/" + bad}, "auth": {"none"}}, "b-url-error", "UTF-8"},
 		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"basic"}, "username": {"u"}, "password": {nul}}, "b-pass-error", "NUL"},
 		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"bearer"}, "token": {bad}}, "b-token-error", "UTF-8"},
+		{"/brokers", url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {nul}}, "b-auth-error", "NUL"},
 		{"/brokers/" + b.broker.ID + "/relist", url.Values{"note": {nul}}, "", "note&#34; contains a NUL"},
 		{"/bindings/" + b.binding.ID + "/reveal", url.Values{"why": {bad}}, "", "why&#34; is not valid UTF-8"},
 		{"/login", url.Values{"token": {nul}}, "token-error", "NUL"},
@@ -133,5 +134,25 @@ func TestUnstorableInput(t *testing.T) {
 	}
 	if strings.Contains(b.logs.String(), "web request failed") {
 		t.Errorf("a request failed:\n%s", b.logs.String())
+	}
+}
+
+// TestBrokerAuthChecked: an auth the registration form does not offer
+// is a 400 shown next to the credentials. auth=Basic (or any other word)
+// was read as none, and the broker registered without the credentials
+// posted beside it.
+func TestBrokerAuthChecked(t *testing.T) {
+	b := inputSetup(t)
+	for _, form := range []url.Values{
+		{"name": {"choice"}, "url": {"http://127.0.0.1:1"}, "auth": {"Basic"}, "username": {"u"}, "password": {"p"}},
+		{"name": {"choice"}, "url": {"http://127.0.0.1:1"}, "auth": {"oauth"}, "token": {"t"}},
+	} {
+		res := b.admin.post("/brokers", form)
+		if page := body(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(page, `id="b-auth-error">must be basic, bearer or none`) {
+			t.Errorf("POST /brokers auth=%q: %d, want 400 saying auth must be basic, bearer or none", form.Get("auth"), res.StatusCode)
+		}
+	}
+	if l, _ := b.store.ListBrokers(t.Context(), catalog.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d brokers: a refused registration was recorded", len(l.Items))
 	}
 }
