@@ -156,3 +156,32 @@ func TestBrokerAuthChecked(t *testing.T) {
 		t.Errorf("%d brokers: a refused registration was recorded", len(l.Items))
 	}
 }
+
+// TestQuotaChoicesChecked: a value the quota form's radio (default) or
+// checkbox (paid) does not have is a 400 naming it. paid=yes was read as
+// unchecked and set a quota that refuses paid plans; default=yes set a
+// namespace's quota.
+func TestQuotaChoicesChecked(t *testing.T) {
+	b := inputSetup(t)
+	for _, tc := range []struct {
+		form   url.Values
+		phrase string
+	}{
+		{url.Values{"namespace": {"team"}, "instances": {"1"}, "paid": {"yes"}}, "paid: must be true, or not posted"},
+		{url.Values{"namespace": {"team"}, "instances": {"1"}, "default": {"yes"}}, "default: must be true or false"},
+	} {
+		res := b.admin.post("/quotas", tc.form)
+		if page := body(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(page, tc.phrase) {
+			t.Errorf("POST /quotas %q: %d, want 400 saying %q", tc.form, res.StatusCode, tc.phrase)
+		}
+	}
+	if _, err := b.store.GetQuota(t.Context(), "team"); err == nil {
+		t.Errorf("a refused quota was set")
+	}
+	if status, page := b.admin.getSoon("/quotas?default=yes"); status != http.StatusBadRequest || !strings.Contains(page, "default must be true or false") {
+		t.Errorf("GET /quotas?default=yes: %d, want 400 naming default", status)
+	}
+	if status, _ := b.admin.getSoon("/quotas?default=false"); status != http.StatusOK {
+		t.Errorf("GET /quotas?default=false: %d, want 200", status)
+	}
+}

@@ -40,6 +40,9 @@ func (s *Server) quotaList(c echo.Context) error {
 		return err
 	}
 	f := quotaForm{PaidPlans: true}
+	if v := c.QueryParam("default"); v != "" && v != "true" && v != "false" {
+		return echo.NewHTTPError(http.StatusBadRequest, "The query parameter default must be true or false.")
+	}
 	if ns, def := c.QueryParam("namespace"), c.QueryParam("default") == "true"; ns != "" || def {
 		if err := checkNamespace(ns); err != nil {
 			return err

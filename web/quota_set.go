@@ -36,6 +36,14 @@ func parseQuotaForm(c echo.Context) (quotaForm, *catalog.Quota) {
 	for k, p := range inputProblems(c) {
 		f.Errors[k] = p
 	}
+	// A radio's and a checkbox's values are the form's own: another one
+	// was read as false (a quota refusing paid plans) without a word.
+	if v := c.FormValue("default"); v != "" && v != "true" && v != "false" && f.Errors["default"] == "" {
+		f.Errors["default"] = "must be true or false"
+	}
+	if v := c.FormValue("paid"); v != "" && v != "true" && f.Errors["paid"] == "" {
+		f.Errors["paid"] = "must be true, or not posted"
+	}
 	q := &catalog.Quota{Namespace: f.Namespace, PaidPlans: f.PaidPlans}
 	if f.Default {
 		q.Namespace = ""
