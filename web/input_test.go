@@ -185,3 +185,19 @@ func TestQuotaChoicesChecked(t *testing.T) {
 		t.Errorf("GET /quotas?default=false: %d, want 200", status)
 	}
 }
+
+// TestUnknownPlanNamed: an instance form naming a plan that does not
+// exist is a 404 that says the plan is missing; it said "That instance
+// does not exist", of an instance not created yet.
+func TestUnknownPlanNamed(t *testing.T) {
+	b := inputSetup(t)
+	for _, plan := range []string{"nosuch", strings.Repeat("p", 10_000)} {
+		res := b.admin.post("/instances", url.Values{"plan": {plan}, "name": {"db"}})
+		if page := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(page, "That service plan does not exist") {
+			t.Errorf("POST /instances plan=%.20s: %d, want 404 saying the plan does not exist", plan, res.StatusCode)
+		}
+	}
+	if status, page := b.admin.getSoon("/instances/new?plan=nosuch"); status != http.StatusNotFound || !strings.Contains(page, "That service plan does not exist") {
+		t.Errorf("GET /instances/new?plan=nosuch: %d, want 404 saying the plan does not exist", status)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/web/form"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) instanceNew(c echo.Context) error {
 	}
 	plan, class, err := s.planAndClass(c, c.QueryParam("plan"), ns)
 	if err != nil {
-		return err
+		return planGone(err)
 	}
 	fields, err := form.Fields(plan.Spec.InstanceCreateParameterSchema, paramsPrefix, nil, nil)
 	if err != nil {
@@ -81,6 +82,15 @@ func (s *Server) planAndClass(c echo.Context, id, ns string) (*catalog.ServicePl
 	return plan, class, nil
 }
 
+// planGone says that the plan an instance form names is not found: the
+// page's own kind (an instance) is not what is missing.
+func planGone(err error) error {
+	if errors.Is(err, catalog.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, message.Gone("serviceplans"))
+	}
+	return err
+}
+
 // postedPlan reads the plan an instance form names: one of the cluster's,
 // or else one of the instance's namespace's own brokers (as Service
 // Catalog resolves a namespaced class in its instance's namespace).
@@ -112,7 +122,7 @@ func (s *Server) instanceCreate(c echo.Context) error {
 	}
 	plan, class, err := s.postedPlan(c, p.Value("plan"), p.Value("namespace"))
 	if err != nil {
-		return err
+		return planGone(err)
 	}
 	f := newInstanceForm(plan, class)
 	f.Name, f.Namespace = p.Value("name"), p.Value("namespace")
