@@ -201,3 +201,27 @@ func TestUnknownPlanNamed(t *testing.T) {
 		t.Errorf("GET /instances/new?plan=nosuch: %d, want 404 saying the plan does not exist", status)
 	}
 }
+
+// TestMarketplaceQueryChecked: a price the marketplace's filter does not
+// offer, or a page number that is none, is a 400 naming the parameter;
+// they were read as no filter and the first page without a word.
+func TestMarketplaceQueryChecked(t *testing.T) {
+	b := inputSetup(t)
+	for _, tc := range []struct{ path, param string }{
+		{"/?price=cheap", "price"},
+		{"/?page=abc", "page"},
+		{"/?page=0", "page"},
+		{"/?page=-1", "page"},
+		{"/?page=1000001", "page"},
+	} {
+		if status, page := b.admin.getSoon(tc.path); status != http.StatusBadRequest || !strings.Contains(page, "The query parameter "+tc.param+" must be") {
+			t.Errorf("GET %s: %d, want 400 naming %s", tc.path, status, tc.param)
+		}
+	}
+	// What the page itself sends is taken.
+	for _, p := range []string{"/?price=free", "/?price=paid&page=2", "/?price=", "/?page=1"} {
+		if status, _ := b.admin.getSoon(p); status != http.StatusOK {
+			t.Errorf("GET %s: %d, want 200", p, status)
+		}
+	}
+}

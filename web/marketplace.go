@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 // marketPageSize is how many services a marketplace page shows: a
 // catalogue of any size costs one page to read and to send.
 const marketPageSize = 100
+
+// maxMarketPage is the last page number the marketplace takes.
+const maxMarketPage = 1_000_000
 
 type marketFilter struct {
 	Q, Tag, Broker, Price string
@@ -93,10 +97,16 @@ func (s *Server) marketplace(c echo.Context) error {
 		return err
 	}
 	f := marketFilter{Q: strings.TrimSpace(c.QueryParam("q")), Tag: c.QueryParam("tag"), Broker: c.QueryParam("broker"), Price: c.QueryParam("price"), Page: 1}
-	if f.Price != "free" && f.Price != "paid" {
-		f.Price = ""
+	// The filter's own choices and the pages' links: anything else used
+	// to be read as no filter, or the first page, without a word.
+	if f.Price != "" && f.Price != "free" && f.Price != "paid" {
+		return echo.NewHTTPError(http.StatusBadRequest, "The query parameter price must be free or paid (or empty, for both).")
 	}
-	if p, err := strconv.Atoi(c.QueryParam("page")); err == nil && p > 1 && p <= 1_000_000 {
+	if v := c.QueryParam("page"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 || p > maxMarketPage {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("The query parameter page must be a whole number from 1 to %d.", maxMarketPage))
+		}
 		f.Page = p
 	}
 	sess, _ := sessionOf(c)
