@@ -163,7 +163,7 @@ func RequestValidator(router routers.Router) echo.MiddlewareFunc {
 				return c.JSON(http.StatusBadRequest, describe(err))
 			}
 			if len(body) > 0 {
-				if status, eb, ok := unsupportedBodyType(req, route); ok {
+				if status, eb, ok := unsupportedBodyType(req, route, c.Response().Header()); ok {
 					return c.JSON(status, eb)
 				}
 			}
@@ -244,8 +244,11 @@ func undeclaredQuery(req *http.Request, route *routers.Route) error {
 // listed for the operation's body, or JSON in a charset other than UTF-8
 // (RFC 8259 8.1: JSON is UTF-8, and it is read as such); 400 for two
 // Content-Types (RFC 9110 5.3: it is no list). kin-openapi's own check
-// answered 400 in words of its own, and took any charset.
-func unsupportedBodyType(req *http.Request, route *routers.Route) (int, errorBody, bool) {
+// answered 400 in words of its own, and took any charset. A body in a
+// content coding (gzip, br) is a 415 with Accept-Encoding: identity in
+// header (RFC 9110 15.5.16): nothing decodes it, and it was read as it
+// came.
+func unsupportedBodyType(req *http.Request, route *routers.Route, header http.Header) (int, errorBody, bool) {
 	rb := route.Operation.RequestBody
 	if rb == nil || rb.Value == nil {
 		return 0, errorBody{}, false
@@ -259,6 +262,16 @@ func unsupportedBodyType(req *http.Request, route *routers.Route) (int, errorBod
 		msg := fmt.Sprintf(format, args...)
 		return status, errorBody{Code: code, Message: "Content-Type: " + msg, Field: "Content-Type",
 			Fields: []fieldError{{Field: "Content-Type", Message: msg}}}, true
+	}
+	for _, v := range req.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				header.Set("Accept-Encoding", "identity")
+				msg := fmt.Sprintf("%q is not taken: send the body as it is (identity)", coding)
+				return http.StatusUnsupportedMediaType, errorBody{Code: "unsupported_media_type", Message: "Content-Encoding: " + msg,
+					Field: "Content-Encoding", Fields: []fieldError{{Field: "Content-Encoding", Message: msg}}}, true
+			}
+		}
 	}
 	values := req.Header.Values("Content-Type")
 	switch {

@@ -640,3 +640,23 @@ func TestBodyMediaTypeRefused(t *testing.T) {
 	b.must(200, send(dev, "PATCH", "/instances/db?namespace=a", `{"labels":{"a":"b"}}`, "application/merge-patch+json;charset=utf-8"))
 	b.must(200, send(b.admin, "PUT", "/quotas/a", `{"instances":5}`, "Application/JSON"))
 }
+
+// TestBodyEncodingRefused: a body in a content coding the API does not
+// decode (gzip, br) is a 415 naming Content-Encoding, with
+// Accept-Encoding: identity (RFC 9110 15.5.16). A gzip body was a 400
+// "is not a JSON document", and a plain body declared as br was read as
+// if no coding had been named.
+func TestBodyEncodingRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, coding := range []string{"gzip", "br", "deflate, identity", "x-unknown"} {
+		h := http.Header{"Authorization": {"Bearer " + b.admin}, "Content-Type": {"application/json"}, "Content-Encoding": {coding}}
+		r := b.doHeader(h, "PUT", "/quotas/a", strings.NewReader(`{"instances":3}`))
+		if r.status != 415 || r.str("field") != "Content-Encoding" || r.header.Get("Accept-Encoding") != "identity" {
+			t.Errorf("Content-Encoding %s: %d field %q Accept-Encoding %q, want 415 naming Content-Encoding: %.300s", coding, r.status, r.str("field"), r.header.Get("Accept-Encoding"), r.raw)
+		}
+	}
+	b.must(404, b.do(b.admin, "GET", "/quotas/a", "")) // none was set
+	h := http.Header{"Authorization": {"Bearer " + b.admin}, "Content-Type": {"application/json"}, "Content-Encoding": {"identity"}}
+	b.must(200, b.doHeader(h, "PUT", "/quotas/a", strings.NewReader(`{"instances":3}`)))
+}
