@@ -162,6 +162,12 @@ func RequestValidator(router routers.Router) echo.MiddlewareFunc {
 			if err := undeclaredQuery(req, route); err != nil {
 				return c.JSON(http.StatusBadRequest, describe(err))
 			}
+			if len(body) > 0 && route.Operation.RequestBody == nil {
+				// It would be ignored, and the client left to think that
+				// what it sent ({"force":true} to a delete) was heeded.
+				return c.JSON(http.StatusBadRequest, errorBody{Code: "invalid",
+					Message: fmt.Sprintf("request body: %s %s takes no body: send none", req.Method, req.URL.Path)})
+			}
 			if len(body) > 0 {
 				if status, eb, ok := unsupportedBodyType(req, route, c.Response().Header()); ok {
 					return c.JSON(status, eb)

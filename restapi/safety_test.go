@@ -660,3 +660,29 @@ func TestBodyEncodingRefused(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer " + b.admin}, "Content-Type": {"application/json"}, "Content-Encoding": {"identity"}}
 	b.must(200, b.doHeader(h, "PUT", "/quotas/a", strings.NewReader(`{"instances":3}`)))
 }
+
+// TestBodyWhereNoneTaken: a body sent to an operation that takes none (a
+// delete, a relist, an abandon, a read) is a 400 saying so. It was
+// ignored: DELETE with {"force":true} deleted as if nothing had been
+// asked beyond it, and answered 202.
+func TestBodyWhereNoneTaken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	b.must(201, b.do(dev, "POST", "/instances", `{"name":"db","namespace":"a","spec":{"clusterServiceClassExternalName":"postgresql","clusterServicePlanExternalName":"small"}}`))
+	for _, tc := range []struct{ token, method, path, body string }{
+		{dev, "DELETE", "/instances/db?namespace=a", `{"force":true}`},
+		{dev, "POST", "/instances/db/abandon?namespace=a", `{}`},
+		{b.admin, "POST", "/brokers/bindery/relist", `{"full":true}`},
+		{dev, "GET", "/instances", `{"namespace":"a"}`},
+		{b.admin, "DELETE", "/quotas/a", `null`},
+	} {
+		r := b.do(tc.token, tc.method, tc.path, tc.body)
+		if r.status != 400 || !strings.Contains(r.str("message"), "takes no body") {
+			t.Errorf("%s %s with a body: %d, want 400 saying it takes no body: %.300s", tc.method, tc.path, r.status, r.raw)
+		}
+	}
+	b.must(200, b.do(dev, "GET", "/instances/db?namespace=a", "")) // not deleted
+	b.must(202, b.do(dev, "DELETE", "/instances/db?namespace=a", ""))
+}
