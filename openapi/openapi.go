@@ -399,6 +399,9 @@ func parameterMessage(re *openapi3filter.RequestError) string {
 		return "required"
 	case errors.Is(re.Err, openapi3filter.ErrInvalidEmptyValue):
 		return "must not be empty"
+	case errors.As(re.Err, &se) && invalidMessage(se.Schema) != "":
+		// The words the server uses, not the regular expression.
+		return invalidMessage(se.Schema)
 	case errors.As(re.Err, &se) && se.Reason != "":
 		return se.Reason
 	case errors.As(re.Err, &pe):

@@ -179,21 +179,27 @@ func TestCraftedContinueRefused(t *testing.T) {
 }
 
 // TestBadNamespaceQueryRefused: a namespace no object can be in is a 400
-// naming the parameter. A list, an export or a lookup by name used to
-// answer 200 with nothing found, as if the namespace were merely empty.
+// naming the parameter and saying, in words, what a namespace is. A list,
+// an export or a lookup by name used to answer 200 with nothing found, as
+// if the namespace were merely empty; then the 400 quoted the regular
+// expression it failed.
 func TestBadNamespaceQueryRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	dev := b.token("developer")
-	for _, path := range []string{
-		"/instances?namespace=A_B",
-		"/bindings?namespace=" + strings.Repeat("a", 64),
-		"/export/instances?namespace=team%20a",
-		"/instances/db?namespace=-a",
-		"/bindings/app/events?namespace=A",
+	for _, tc := range []struct{ token, method, path, field string }{
+		{dev, "GET", "/instances?namespace=A_B", "namespace"},
+		{dev, "GET", "/bindings?namespace=" + strings.Repeat("a", 64), "namespace"},
+		{dev, "GET", "/export/instances?namespace=team%20a", "namespace"},
+		{dev, "GET", "/instances/db?namespace=-a", "namespace"},
+		{dev, "GET", "/bindings/app/events?namespace=A", "namespace"},
+		{dev, "GET", "/serviceplans?visibleIn=A_B", "visibleIn"},
+		{b.admin, "GET", "/quotas/A_B", "namespace"},
+		{b.admin, "DELETE", "/quotas/_Default", "namespace"},
 	} {
-		if r := b.do(dev, "GET", path, ""); r.status != 400 || r.str("field") != "namespace" {
-			t.Errorf("GET %.80s: %d field %q, want 400 naming namespace: %.300s", path, r.status, r.str("field"), r.raw)
+		r := b.do(tc.token, tc.method, tc.path, nil)
+		if msg := r.str("message"); r.status != 400 || r.str("field") != tc.field || !strings.Contains(msg, "must be a DNS label") || strings.Contains(msg, "regular expression") {
+			t.Errorf("%s %.80s: %d field %q, want 400 naming %s and saying what a namespace is: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.field, r.raw)
 		}
 	}
 	b.must(200, b.do(dev, "GET", "/instances?namespace=team-a", ""))
