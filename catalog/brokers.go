@@ -165,6 +165,13 @@ func validateAuthSecretRef(b *Broker, ref *ObjectRef) field.ErrorList {
 	return errs
 }
 
+// MaxBrokerCredential bounds each of a broker's credentials (user name,
+// password, token), in bytes. They travel in the Authorization header of
+// every request to the broker, and HTTP servers refuse a header longer
+// than about 8 KiB (nginx, Apache, Tomcat): a longer one was stored, and
+// every call to the broker then failed.
+const MaxBrokerCredential = 8 << 10
+
 // validateBrokerAuth checks credentials given with the broker (sealed
 // apart); nil is none.
 func validateBrokerAuth(auth *BrokerAuth) field.ErrorList {
@@ -173,20 +180,22 @@ func validateBrokerAuth(auth *BrokerAuth) field.ErrorList {
 	}
 	var errs field.ErrorList
 	creds := field.NewPath("auth")
+	check := func(p *field.Path, v string) {
+		switch {
+		case v == "":
+			errs = append(errs, field.Required(p, ""))
+		case len(v) > MaxBrokerCredential:
+			errs = append(errs, bad(p, fmt.Sprintf("must be at most %d bytes: it is sent in an HTTP header to the broker", MaxBrokerCredential)))
+		}
+	}
 	switch {
 	case auth.Basic != nil && auth.Bearer != nil:
 		errs = append(errs, bad(creds, "give basic or bearer, not both"))
 	case auth.Basic != nil:
-		if auth.Basic.Username == "" {
-			errs = append(errs, field.Required(creds.Child("basic", "username"), ""))
-		}
-		if auth.Basic.Password == "" {
-			errs = append(errs, field.Required(creds.Child("basic", "password"), ""))
-		}
+		check(creds.Child("basic", "username"), auth.Basic.Username)
+		check(creds.Child("basic", "password"), auth.Basic.Password)
 	case auth.Bearer != nil:
-		if auth.Bearer.Token == "" {
-			errs = append(errs, field.Required(creds.Child("bearer", "token"), ""))
-		}
+		check(creds.Child("bearer", "token"), auth.Bearer.Token)
 	}
 	return errs
 }

@@ -90,6 +90,16 @@ func TestUnstorableInput(t *testing.T) {
 	if r.status != 400 || r.str("field") != "url" || strings.Contains(string(r.raw), "hunter2") {
 		t.Errorf("a broker URL with credentials: %d %s", r.status, r.raw)
 	}
+	// Credentials past what an HTTP header to the broker can carry.
+	for _, tc := range []struct{ method, path, body, field string }{
+		{"POST", "/brokers", `{"name":"big","url":"http://127.0.0.1:1","auth":{"basic":{"username":"u","password":"` + strings.Repeat("p", 8193) + `"}}}`, "auth.basic.password"},
+		{"POST", "/brokers", `{"name":"big","url":"http://127.0.0.1:1","auth":{"basic":{"username":"` + strings.Repeat("é", 4097) + `","password":"p"}}}`, "auth.basic.username"},
+		{"PATCH", "/brokers/bindery", `{"auth":{"bearer":{"token":"` + strings.Repeat("t", 100_000) + `"}}}`, "auth.bearer.token"},
+	} {
+		if r := b.do(b.admin, tc.method, tc.path, tc.body); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("%s %s with a credential past 8 KiB: %d field %q, want 400 naming %s: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.field, r.raw)
+		}
+	}
 	// A port or a host name no connection could use.
 	for _, u := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "http://" + strings.Repeat("a", 254)} {
 		if r := b.do(b.token("admin"), "POST", "/brokers", map[string]any{"name": "unusable", "url": u}); r.status != 400 || r.str("field") != "url" {

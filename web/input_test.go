@@ -225,3 +225,102 @@ func TestMarketplaceQueryChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFormFieldChecked: in every form's fields that TestUnstorableInput
+// does not cover, and in every field for an over-long value, a NUL
+// character, invalid UTF-8 and a 100,000-character value are a 400 that
+// names the field (next to it where the form shows one, in the page's
+// sentence otherwise), and nothing is stored. A form posted without its
+// CSRF token, or with another session's, is a 403 on every POST route.
+func TestEveryFormFieldChecked(t *testing.T) {
+	b := inputSetup(t)
+	in, binding, broker := "/instances/"+b.in.ID, "/bindings/"+b.binding.ID, "/brokers/"+b.broker.ID
+	basic := url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"basic"}, "username": {"u"}, "password": {"p"}}
+	bearer := url.Values{"name": {"ok"}, "url": {"http://127.0.0.1:1"}, "auth": {"bearer"}, "token": {"t"}}
+	quota := url.Values{"namespace": {"team"}, "instances": {"1"}, "bindings": {"1"}, "plans": {""}, "default": {"false"}, "paid": {"true"}}
+	for _, tc := range []struct {
+		path  string
+		form  url.Values
+		field string
+		// shown is the id of the element that shows the problem, or ""
+		// when the page's sentence names the field.
+		shown string
+		// unstorableOnly: a long value is no problem of this field's own
+		// (it is refused otherwise: a token that is none is a 401).
+		unstorableOnly bool
+	}{
+		{"/login", url.Values{"token": {"x"}, "next": {"/"}}, "next", "", true},
+		{"/logout", url.Values{"note": {"x"}}, "note", "", true},
+		{"/brokers", basic, "name", "b-name-error", false},
+		{"/brokers", basic, "namespace", "b-namespace-error", false},
+		{"/brokers", basic, "url", "b-url-error", false},
+		{"/brokers", basic, "auth", "b-auth-error", false},
+		{"/brokers", basic, "username", "b-user-error", false},
+		{"/brokers", basic, "password", "b-pass-error", false},
+		{"/brokers", bearer, "token", "b-token-error", false},
+		{broker + "/delete", url.Values{"confirm": {"fake"}}, "confirm", "confirm-error", false},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "namespace": {"default"}}, "name", "f-name-error", false},
+		{"/instances", url.Values{"plan": {b.plan.ID}, "name": {"ok"}, "namespace": {"default"}}, "namespace", "f-namespace-error", false},
+		{in, url.Values{"plan": {b.plan.ID}}, "plan", "f-plan-error", false},
+		{in + "/delete", url.Values{"confirm": {"target"}}, "confirm", "confirm-error", false},
+		{in + "/abandon", url.Values{"confirm": {"target"}}, "confirm", "confirm-error", false},
+		{in + "/bindings", url.Values{"name": {"ok"}}, "name", "bind-name-error", false},
+		{binding + "/delete", url.Values{"confirm": {"target-app"}}, "confirm", "confirm-error", false},
+		{binding + "/abandon", url.Values{"confirm": {"target-app"}}, "confirm", "confirm-error", false},
+		{"/quotas", quota, "namespace", "q-namespace-error", false},
+		{"/quotas", quota, "instances", "q-instances-error", false},
+		{"/quotas", quota, "bindings", "q-bindings-error", false},
+		{"/quotas", quota, "plans", "q-plans-error", false},
+		{"/quotas", quota, "default", "", false},
+		{"/quotas", quota, "paid", "", false},
+		{"/quotas/delete", url.Values{"namespace": {"team"}}, "namespace", "", false},
+	} {
+		for _, v := range []string{"a\x00b", "a\xffb", strings.Repeat("x", 100_000)} {
+			long := len(v) > 3
+			if long && tc.unstorableOnly {
+				continue
+			}
+			form := url.Values{}
+			for k, vs := range tc.form {
+				form[k] = vs
+			}
+			form.Set(tc.field, v)
+			res := b.admin.post(tc.path, form)
+			page := body(t, res)
+			named := strings.Contains(page, `id="`+tc.shown+`"`)
+			if tc.shown == "" {
+				named = strings.Contains(page, "&#34;"+tc.field+"&#34;") || strings.Contains(page, tc.field+": ") ||
+					strings.Contains(page, "The "+tc.field+" ") || strings.Contains(page, "The namespace &#34;")
+			}
+			if res.StatusCode != http.StatusBadRequest || !named {
+				t.Errorf("POST %s with %s of %d bytes: %d, named %v; want 400 naming %s", tc.path, tc.field, len(v), res.StatusCode, named, tc.field)
+			}
+		}
+	}
+	// Without the CSRF token, or with one that is not the session's.
+	for _, path := range []string{"/login", "/logout", "/brokers", broker + "/relist", broker + "/delete", "/instances", in, in + "/delete",
+		in + "/abandon", in + "/bindings", binding + "/reveal", binding + "/delete", binding + "/abandon", "/quotas", "/quotas/delete"} {
+		for _, token := range []string{"", "forged"} {
+			form := url.Values{"confirm": {"x"}, "name": {"x"}}
+			if token != "" {
+				form.Set(csrf.FieldName, token)
+			}
+			res, err := b.admin.http.Post(b.url+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page := body(t, res); res.StatusCode != http.StatusForbidden || page == "" {
+				t.Errorf("POST %s with CSRF token %q: %d, want 403 with a page", path, token, res.StatusCode)
+			}
+		}
+	}
+	if l, _ := b.store.ListInstances(t.Context(), catalog.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d instances", len(l.Items))
+	}
+	if l, _ := b.store.ListBrokers(t.Context(), catalog.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d brokers", len(l.Items))
+	}
+	if _, err := b.store.GetQuota(t.Context(), "team"); err == nil {
+		t.Errorf("a refused quota was set")
+	}
+}
