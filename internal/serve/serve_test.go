@@ -142,3 +142,20 @@ func TestRunCancelsLingeringRequests(t *testing.T) {
 		t.Errorf("the cancelled request answered %d, want the handler's 503", code)
 	}
 }
+
+// TestJSONAsGiven: a JSON answer keeps &, < and > as they are (a
+// credential's URL reads as the broker gave it), and says nosniff.
+func TestJSONAsGiven(t *testing.T) {
+	e := serve.NewEcho(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	e.GET("/credentials", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"jdbcUrl": "jdbc:postgresql://db/x?user=a&password=<b>"})
+	})
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/credentials", nil))
+	if got, want := strings.TrimSpace(rec.Body.String()), `{"jdbcUrl":"jdbc:postgresql://db/x?user=a&password=<b>"}`; got != want {
+		t.Errorf("body %s, want %s", got, want)
+	}
+	if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+	}
+}
