@@ -133,10 +133,19 @@ func (o *Options) where() (*Database, error) {
 	switch {
 	case o.DBs == nil:
 		return nil, nil
-	case db.URL != "" || dirGiven || statErr == nil:
+	case db.URL != "" || dirGiven:
 		return db, nil
 	}
-	if _, err := o.F.Client(); err == nil {
+	c, err := o.F.Client()
+	if statErr == nil {
+		if err == nil {
+			// Found, not asked for: say so, for the login points elsewhere.
+			fmt.Fprintf(o.F.IO.ErrOut, "bindery: tokens of the database of %s, not the server logged in to (%s); --data-dir or DATABASE_URL name another\n",
+				db.DataDir, c.BaseURL)
+		}
+		return db, nil
+	}
+	if err == nil {
 		return nil, nil
 	}
 	return nil, cmdutil.Usagef("no Bindery to work on: no data directory %s here (run `bindery up`, or give --data-dir), "+

@@ -17,7 +17,8 @@ var errOpened = errors.New("opened")
 
 // TestWhere: the token commands work on DATABASE_URL, else on the data
 // directory named or found in the working directory, else over the REST
-// API when logged in; with none of these, they say where they looked.
+// API when logged in; with none of these, they say where they looked. A
+// data directory found here while logged in is said to win.
 func TestWhere(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -27,6 +28,7 @@ func TestWhere(t *testing.T) {
 		want     *Database
 		usage    string // a usage error saying this
 		wantREST bool
+		note     string // said on stderr
 	}{
 		{name: "DATABASE_URL wins", args: []string{"--data-dir", "d"}, env: map[string]string{"DATABASE_URL": "postgres://x", "BINDERY_URL": "http://127.0.0.1:1"}, dataDir: true,
 			want: &Database{URL: "postgres://x", DataDir: "d"}},
@@ -39,7 +41,7 @@ func TestWhere(t *testing.T) {
 		{name: "BINDERY_DATA_DIR", env: map[string]string{"BINDERY_DATA_DIR": "fromenv", "BINDERY_URL": "http://127.0.0.1:1"},
 			want: &Database{DataDir: "fromenv"}},
 		{name: "the data directory here over a login", env: map[string]string{"BINDERY_URL": "http://127.0.0.1:1"}, dataDir: true,
-			want: &Database{DataDir: ".bindery"}},
+			want: &Database{DataDir: ".bindery"}, note: "the database of .bindery, not the server logged in to (http://127.0.0.1:1)"},
 		{name: "a login away from data directories", env: map[string]string{"BINDERY_URL": "http://127.0.0.1:1"}, wantREST: true},
 		{name: "nothing at all", usage: "no data directory .bindery here"},
 	} {
@@ -81,6 +83,9 @@ func TestWhere(t *testing.T) {
 				if !errors.Is(err, errOpened) || !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("opened %+v (error %v), want %+v", got, err, tc.want)
 				}
+			}
+			if note := errOut.String(); (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+				t.Errorf("stderr %q, want %q", note, tc.note)
 			}
 		})
 	}
