@@ -404,12 +404,33 @@ func parameterMessage(re *openapi3filter.RequestError) string {
 		return invalidMessage(se.Schema)
 	case errors.As(re.Err, &se) && se.Reason != "":
 		return se.Reason
+	case errors.As(re.Err, &pe) && pe.Kind == openapi3filter.KindInvalidFormat && parameterType(re) != "":
+		// "value ten: an invalid integer: invalid syntax" is Go's.
+		return fmt.Sprintf("must be %s, not %.40q", parameterType(re), fmt.Sprint(pe.Value))
 	case errors.As(re.Err, &pe):
 		return pe.Error()
 	case re.Err != nil:
 		return re.Err.Error()
 	}
 	return re.Reason
+}
+
+// parameterType is what a parameter's schema says it is, as a noun with
+// its article ("an integer"); "" when it says nothing simple.
+func parameterType(re *openapi3filter.RequestError) string {
+	if re.Parameter == nil || re.Parameter.Schema == nil || re.Parameter.Schema.Value == nil {
+		return ""
+	}
+	t := re.Parameter.Schema.Value.Type
+	switch {
+	case t.Is(openapi3.TypeInteger):
+		return "an integer"
+	case t.Is(openapi3.TypeNumber):
+		return "a number"
+	case t.Is(openapi3.TypeBoolean):
+		return "true or false"
+	}
+	return ""
 }
 
 func hasSchemaError(err error) bool {

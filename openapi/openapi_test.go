@@ -425,6 +425,7 @@ func TestRequestValidator(t *testing.T) {
 		status                                int    // 418: passed to the handler
 		field                                 string // the first bad field
 		fields                                int
+		message                               string // what the message says, when given
 	}{
 		{name: "broker", method: "POST", path: "/brokers", body: `{"name":"b","url":"http://x","auth":{"basic":{"username":"u","password":"p"}}}`, status: 418},
 		{name: "broker unknown field", method: "POST", path: "/brokers", body: `{"name":"b","url":"http://x","colour":"red"}`, status: 400, field: "colour"},
@@ -438,7 +439,8 @@ func TestRequestValidator(t *testing.T) {
 		{name: "limit", method: "GET", path: "/brokers?limit=10", status: 418},
 		{name: "limit empty", method: "GET", path: "/brokers?limit=", status: 418},
 		{name: "limit too big", method: "GET", path: "/brokers?limit=1001", status: 400, field: "limit"},
-		{name: "limit not a number", method: "GET", path: "/serviceplans?limit=ten", status: 400, field: "limit"},
+		{name: "limit not a number", method: "GET", path: "/serviceplans?limit=ten", status: 400, field: "limit", message: `limit: must be an integer, not "ten"`},
+		{name: "free not a boolean", method: "GET", path: "/serviceplans?free=maybe", status: 400, field: "free", message: `free: must be true or false, not "maybe"`},
 		{name: "free", method: "GET", path: "/serviceplans?free=true&includeRemoved=1", status: 418},
 		{name: "free not boolean", method: "GET", path: "/serviceplans?free=maybe", status: 400, field: "free"},
 		{name: "broker patch", method: "PATCH", path: "/brokers/b", contentType: "application/merge-patch+json", body: `{"relistDuration":null,"labels":{"a":null},"auth":{"bearer":{"token":"t"}}}`, status: 418},
@@ -496,6 +498,9 @@ func TestRequestValidator(t *testing.T) {
 			}
 			if eb.Error != code || eb.Message == "" || eb.Field != tt.field {
 				t.Errorf("error %q, field %q (want %q), message %q", eb.Error, eb.Field, tt.field, eb.Message)
+			}
+			if tt.message != "" && eb.Message != tt.message {
+				t.Errorf("message %q, want %q", eb.Message, tt.message)
 			}
 			if tt.fields > 0 && len(eb.Fields) != tt.fields {
 				t.Errorf("%d fields, want %d: %s", len(eb.Fields), tt.fields, raw)
