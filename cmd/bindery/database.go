@@ -199,6 +199,24 @@ func (o *brokerCalls) storeOptions() ([]catalog.Option, error) {
 	}, nil
 }
 
+// snapshots is --snapshot-limit of the processes that read long lists
+// from one snapshot: the REST API's exports and the Kubernetes API's lists
+// read in chunks.
+type snapshots struct{ limit time.Duration }
+
+func (o *snapshots) addFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.limit, "snapshot-limit", catalog.DefaultSnapshotLimit,
+		"how long an export or a list read in chunks may hold its database snapshot, which holds back vacuum; a reader slower than that is cut off")
+}
+
+// storeOption checks the flag and gives the store's option for it.
+func (o *snapshots) storeOption() (catalog.Option, error) {
+	if o.limit <= 0 {
+		return nil, errors.New("--snapshot-limit: must be positive")
+	}
+	return catalog.WithSnapshotLimit(o.limit), nil
+}
+
 // openStore is newStore for the processes that seal or open the catalog's
 // secrets: it refuses keys that are not the ones the catalog was sealed
 // with (keyring VerifyCanary), before anything is written with them.

@@ -175,6 +175,7 @@ func TestServeAPIServerConfigErrors(t *testing.T) {
 		{"several kubeconfigs", []string{db, "KUBECONFIG=/a" + string(os.PathListSeparator) + "/b"}, nil, "name one file"},
 		{"certificate standalone", []string{db}, []string{"--tls-cert-file", "c.crt", "--tls-private-key-file", "c.key"}, "only behind a cluster"},
 		{"certificate without key", []string{db, "KUBECONFIG=/a"}, []string{"--tls-cert-file", "c.crt"}, "give both or neither"},
+		{"no snapshot time", []string{db}, []string{"--snapshot-limit", "0s"}, "--snapshot-limit: must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := start(t, tc.env, append([]string{"serve", "apiserver", "--listen", "127.0.0.1:0"}, tc.args...)...)

@@ -638,3 +638,20 @@ func printed(out string) map[string]string {
 	}
 	return m
 }
+
+// TestSnapshotLimitChecked: the processes that read long lists from one
+// snapshot take --snapshot-limit, and refuse one that is not positive
+// before they start.
+func TestSnapshotLimitChecked(t *testing.T) {
+	t.Parallel()
+	db := "DATABASE_URL=postgres://x@127.0.0.1:1/x"
+	for _, args := range [][]string{
+		{"serve", "catalog", "--listen", "127.0.0.1:0", "--snapshot-limit", "-1s"},
+		{"up", "--data-dir", t.TempDir(), "--snapshot-limit", "0s"},
+	} {
+		p := start(t, []string{db, "BINDERY_ENCRYPTION_KEY=" + keyring.Generate()}, args...)
+		if err := p.wait(t); err == nil || !strings.Contains(p.stderr.String(), "--snapshot-limit: must be positive") {
+			t.Errorf("%v: %v\n%s", args, err, p.stderr.String())
+		}
+	}
+}

@@ -116,14 +116,26 @@ type brokerCaller interface {
 // startBrokerCaller is server.start for a component that calls brokers:
 // its flags (--listen defaulting to listen), the broker-call flags and the
 // catalog's schema; it gives the store's options too.
-func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
+func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string, snap *snapshots) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
 	var bc brokerCalls
 	var storeOpts []catalog.Option
 	log, pool, keys, err := s.start(ctx, e, name, args, sealsSecrets,
-		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", listen); bc.addFlags(fs, false) },
+		func(fs *flag.FlagSet) {
+			o.AddFlags(fs, "listen", listen)
+			bc.addFlags(fs, false)
+			if snap != nil {
+				snap.addFlags(fs)
+			}
+		},
 		func(*dbOptions) (err error) {
 			storeOpts, err = bc.storeOptions()
-			return errors.Join(o.Validate(), err)
+			errs := []error{o.Validate(), err}
+			if snap != nil {
+				opt, err := snap.storeOption()
+				storeOpts = append(storeOpts, opt)
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
 		}, migrations.Catalog)
 	return log, pool, keys, storeOpts, err
 }
@@ -131,7 +143,7 @@ func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args
 func runServeCatalog(ctx context.Context, e env, args []string) error {
 	var s server
 	var o restapi.Options
-	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve catalog", args, &o, ":8080")
+	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve catalog", args, &o, ":8080", &snapshots{})
 	if err != nil {
 		return err
 	}
@@ -150,7 +162,7 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 func runServeController(ctx context.Context, e env, args []string) error {
 	var s server
 	var o controller.Options
-	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve controller", args, &o, ":8082")
+	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve controller", args, &o, ":8082", nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bindery-dev/bindery/apiserver"
+	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/migrations"
 )
@@ -23,6 +24,8 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	// The keys are optional here: only the credentials subresource opens
 	// credentials, and without keys it answers 503 saying so.
 	var ko keyOptions
+	var snap snapshots
+	var snapOpt catalog.Option
 	var fs *flag.FlagSet
 	var keys *keyring.Keyring
 	log, pool, _, err := s.start(ctx, e, "serve apiserver", args, "",
@@ -30,9 +33,12 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 			fs = set
 			f.AddFlags(set)
 			ko.addFlags(set, "binding credentials")
+			snap.addFlags(set)
 		},
 		func(*dbOptions) error {
-			errs := []error{f.Complete(), f.Validate()}
+			var err error
+			snapOpt, err = snap.storeOption()
+			errs := []error{f.Complete(), f.Validate(), err}
 			if ko.complete(fs); ko.encryptionKey != "" {
 				var err error
 				keys, err = ko.keyring()
@@ -46,7 +52,7 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	defer pool.Close()
 	// k8s.io/apiserver logs through klog: send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "apiserver"))
-	store := newStore(pool, keys, log)
+	store := newStore(pool, keys, log, snapOpt)
 	opts := &f.Options
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
 		if opts.Delegated() {

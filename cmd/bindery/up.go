@@ -60,6 +60,7 @@ type upOptions struct {
 	catalog    restapi.Options
 	controller controller.Options
 	brokers    brokerCalls
+	snapshots  snapshots
 	apiListen  string
 	// webhook is the servicebinding.io webhook and controller, run when a
 	// cluster is configured and --webhook-listen is not empty.
@@ -80,6 +81,7 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	o.catalog.AddFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
 	o.brokers.addFlags(fs, true)
+	o.snapshots.addFlags(fs)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
 	fs.StringVar(&o.webhook.Listen, "webhook-listen", "127.0.0.1:9443", "HOST:PORT of the servicebinding.io webhook (HTTPS), run with a cluster (--kubeconfig); the cluster's API server must reach it. Port 0 picks a free one; empty: no webhook")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")
