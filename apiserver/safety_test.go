@@ -153,6 +153,8 @@ func TestUnstorableSpecRefused(t *testing.T) {
 		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"cls"},"spec":{"clusterServiceClassExternalName":"fake-service\u0000","clusterServicePlanExternalName":"sync"}}`, "spec.clusterServiceClassExternalName"},
 		{"POST", "namespaces/a/serviceinstances?dryRun=All", "application/json", `{"metadata":{"name":"pln"},"spec":{"clusterServiceClassExternalName":"fake-service","clusterServicePlanExternalName":"\u0000"}}`, "spec.clusterServicePlanExternalName"},
 		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"byk8s"},"spec":{"clusterServiceClassName":"x\u0000","clusterServicePlanName":"y"}}`, "spec.clusterServiceClassName"},
+		// Longer than any catalogue's name: no class can ever match.
+		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"long"},"spec":{"clusterServiceClassExternalName":"` + strings.Repeat("p", 300) + `","clusterServicePlanExternalName":"sync"}}`, "spec.clusterServiceClassExternalName"},
 		{"POST", "namespaces/a/serviceinstances", "application/json", `{"metadata":{"name":"ns"},"spec":{"serviceClassExternalName":"x\u0000","servicePlanExternalName":"y"}}`, "spec.serviceClassExternalName"},
 		{"PATCH", "namespaces/a/serviceinstances/db", string(types.MergePatchType), `{"spec":{"clusterServicePlanExternalName":"async\u0000"}}`, "spec.clusterServicePlanExternalName"},
 		{"POST", "namespaces/a/servicebindings", "application/json", `{"metadata":{"name":"ref"},"spec":{"instanceRef":{"name":"db\u0000"}}}`, "spec.instanceRef.name"},
