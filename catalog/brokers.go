@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -165,12 +166,13 @@ func validateAuthSecretRef(b *Broker, ref *ObjectRef) field.ErrorList {
 	return errs
 }
 
-// MaxBrokerCredential bounds each of a broker's credentials (user name,
-// password, token), in bytes. They travel in the Authorization header of
-// every request to the broker, and HTTP servers refuse a header longer
-// than about 8 KiB (nginx, Apache, Tomcat): a longer one was stored, and
-// every call to the broker then failed.
-const MaxBrokerCredential = 8 << 10
+// MaxBrokerAuthorization bounds the Authorization header a broker's
+// credentials make ("Basic " and the base64 of user:password, or "Bearer "
+// and the token), in bytes: it is sent with every request to the broker,
+// and HTTP servers refuse a header longer than about 8 KiB (nginx, Apache,
+// Tomcat), so a longer one was stored and every call to the broker then
+// failed.
+const MaxBrokerAuthorization = 8 << 10
 
 // validateBrokerAuth checks credentials given with the broker (sealed
 // apart); nil is none.
@@ -180,22 +182,35 @@ func validateBrokerAuth(auth *BrokerAuth) field.ErrorList {
 	}
 	var errs field.ErrorList
 	creds := field.NewPath("auth")
-	check := func(p *field.Path, v string) {
-		switch {
-		case v == "":
+	required := func(p *field.Path, v string) bool {
+		if v == "" {
 			errs = append(errs, field.Required(p, ""))
-		case len(v) > MaxBrokerCredential:
-			errs = append(errs, bad(p, fmt.Sprintf("must be at most %d bytes: it is sent in an HTTP header to the broker", MaxBrokerCredential)))
 		}
+		return v != ""
+	}
+	tooLong := func(p *field.Path) {
+		errs = append(errs, bad(p, fmt.Sprintf("is too long: the Authorization header it makes must be at most %d bytes, as HTTP servers take", MaxBrokerAuthorization)))
 	}
 	switch {
 	case auth.Basic != nil && auth.Bearer != nil:
 		errs = append(errs, bad(creds, "give basic or bearer, not both"))
 	case auth.Basic != nil:
-		check(creds.Child("basic", "username"), auth.Basic.Username)
-		check(creds.Child("basic", "password"), auth.Basic.Password)
+		user, pass := creds.Child("basic", "username"), creds.Child("basic", "password")
+		hasUser, hasPass := required(user, auth.Basic.Username), required(pass, auth.Basic.Password)
+		if hasUser && hasPass {
+			header := func(n int) int { return len("Basic ") + base64.StdEncoding.EncodedLen(n) }
+			switch {
+			case header(len(auth.Basic.Username)+1) > MaxBrokerAuthorization:
+				tooLong(user)
+			case header(len(auth.Basic.Username)+1+len(auth.Basic.Password)) > MaxBrokerAuthorization:
+				tooLong(pass)
+			}
+		}
 	case auth.Bearer != nil:
-		check(creds.Child("bearer", "token"), auth.Bearer.Token)
+		token := creds.Child("bearer", "token")
+		if required(token, auth.Bearer.Token) && len("Bearer ")+len(auth.Bearer.Token) > MaxBrokerAuthorization {
+			tooLong(token)
+		}
 	}
 	return errs
 }

@@ -95,9 +95,13 @@ func TestUnstorableInput(t *testing.T) {
 		{"POST", "/brokers", `{"name":"big","url":"http://127.0.0.1:1","auth":{"basic":{"username":"u","password":"` + strings.Repeat("p", 8193) + `"}}}`, "auth.basic.password"},
 		{"POST", "/brokers", `{"name":"big","url":"http://127.0.0.1:1","auth":{"basic":{"username":"` + strings.Repeat("é", 4097) + `","password":"p"}}}`, "auth.basic.username"},
 		{"PATCH", "/brokers/bindery", `{"auth":{"bearer":{"token":"` + strings.Repeat("t", 100_000) + `"}}}`, "auth.bearer.token"},
+		// Each within 8 KiB, but not the header they make: "Bearer " and
+		// the token, "Basic " and the base64 of user:password.
+		{"PATCH", "/brokers/bindery", `{"auth":{"bearer":{"token":"` + strings.Repeat("t", 8192-len("Bearer ")+1) + `"}}}`, "auth.bearer.token"},
+		{"POST", "/brokers", `{"name":"big","url":"http://127.0.0.1:1","auth":{"basic":{"username":"u","password":"` + strings.Repeat("p", 6200) + `"}}}`, "auth.basic.password"},
 	} {
 		if r := b.do(b.admin, tc.method, tc.path, tc.body); r.status != 400 || r.str("field") != tc.field {
-			t.Errorf("%s %s with a credential past 8 KiB: %d field %q, want 400 naming %s: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.field, r.raw)
+			t.Errorf("%s %s with a credential whose header is past 8 KiB: %d field %q, want 400 naming %s: %.300s", tc.method, tc.path, r.status, r.str("field"), tc.field, r.raw)
 		}
 	}
 	// A port or a host name no connection could use.
