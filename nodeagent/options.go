@@ -61,7 +61,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Audience, "csi-audience", csi.DefaultAudience, "audience of the Pods' service-account tokens the CSI driver uses (the CSIDriver's tokenRequests; the API server's --credentials-audience)")
 	fs.DurationVar(&o.RefreshInterval, "csi-refresh-interval", csi.DefaultRefreshInterval, "how often the CSI driver reads mounted credentials again, besides the kubelet's republish; 0: only then")
 	fs.IntVar(&o.MaxVolumes, "csi-max-volumes", csi.DefaultMaxVolumes, "the most volumes the CSI driver publishes on this node; beyond, a Pod's volume waits (RESOURCE_EXHAUSTED, retried by the kubelet)")
-	fs.IntVar(&o.MaxVolumesPerNamespace, "csi-max-volumes-per-namespace", csi.DefaultMaxVolumesPerNamespace, "the most volumes of the CSI driver the Pods of one namespace may have published on this node")
+	fs.IntVar(&o.MaxVolumesPerNamespace, "csi-max-volumes-per-namespace", 0, "the most volumes of the CSI driver the Pods of one namespace may have published on this node (0: a quarter of --csi-max-volumes)")
 	fs.IntVar(&o.MaxVolumesPerPod, "csi-max-volumes-per-pod", csi.DefaultMaxVolumesPerPod, "the most volumes of the CSI driver one Pod may have published")
 }
 

@@ -39,16 +39,15 @@ const (
 	// DefaultRefreshInterval is how often the driver reads the credentials
 	// of every volume again, besides the kubelet's republish.
 	DefaultRefreshInterval = 10 * time.Second
-	// DefaultMaxVolumes, DefaultMaxVolumesPerNamespace and
-	// DefaultMaxVolumesPerPod bound the volumes the driver serves on a
-	// node, for one namespace's Pods and for one Pod: each is a tmpfs
-	// mount and a read of the API server every refresh interval, and a
-	// Pod may name any number of inline volumes (neither the scheduler
-	// nor the kubelet counts them). A namespace's bound is a quarter of
-	// the node's, so one tenant's Pods leave the node to the others.
-	DefaultMaxVolumes             = 1000
-	DefaultMaxVolumesPerNamespace = 250
-	DefaultMaxVolumesPerPod       = 32
+	// DefaultMaxVolumes and DefaultMaxVolumesPerPod bound the volumes the
+	// driver serves on a node and for one Pod: each is a tmpfs mount and
+	// a read of the API server every refresh interval, and a Pod may name
+	// any number of inline volumes (neither the scheduler nor the kubelet
+	// counts them). One namespace's Pods may have a quarter of the node's
+	// bound unless told otherwise (Options.MaxVolumesPerNamespace), so one
+	// tenant's Pods leave the node to the others.
+	DefaultMaxVolumes       = 1000
+	DefaultMaxVolumesPerPod = 32
 )
 
 // Options configure the driver.
@@ -74,8 +73,8 @@ type Options struct {
 	RefreshInterval time.Duration
 	// MaxVolumes, MaxVolumesPerNamespace and MaxVolumesPerPod bound the
 	// volumes published on the node, for one namespace and for one Pod
-	// (their Default when not positive): a publish beyond is
-	// RESOURCE_EXHAUSTED.
+	// (when not positive: DefaultMaxVolumes, a quarter of MaxVolumes and
+	// DefaultMaxVolumesPerPod): a publish beyond is RESOURCE_EXHAUSTED.
 	MaxVolumes, MaxVolumesPerNamespace, MaxVolumesPerPod int
 	// Logger receives the driver's logs; nothing is logged when nil.
 	Logger *slog.Logger
@@ -125,7 +124,7 @@ func New(opts Options) (*Driver, error) {
 		opts.MaxVolumes = DefaultMaxVolumes
 	}
 	if opts.MaxVolumesPerNamespace <= 0 {
-		opts.MaxVolumesPerNamespace = DefaultMaxVolumesPerNamespace
+		opts.MaxVolumesPerNamespace = max(1, opts.MaxVolumes/4)
 	}
 	if opts.MaxVolumesPerPod <= 0 {
 		opts.MaxVolumesPerPod = DefaultMaxVolumesPerPod

@@ -275,3 +275,25 @@ func TestVolumeBounds(t *testing.T) {
 		t.Errorf("max_volumes_per_node %d, want 4", info.GetMaxVolumesPerNode())
 	}
 }
+
+// TestNamespaceBoundFollowsNode: unless given, one namespace's bound is a
+// quarter of the node's, whatever the node's is, and at least one.
+func TestNamespaceBoundFollowsNode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ node, namespace, want int }{
+		{0, 0, DefaultMaxVolumes / 4},
+		{2000, 0, 500},
+		{100, 0, 25},
+		{2, 0, 1},
+		{2000, 7, 7},
+	} {
+		d, err := New(Options{NodeID: "n", APIServer: "https://127.0.0.1:1", PluginDir: t.TempDir(), RegistrationDir: t.TempDir(),
+			MaxVolumes: tc.node, MaxVolumesPerNamespace: tc.namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.opts.MaxVolumesPerNamespace; got != tc.want {
+			t.Errorf("node %d, namespace %d: a namespace's bound %d, want %d", tc.node, tc.namespace, got, tc.want)
+		}
+	}
+}
