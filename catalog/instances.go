@@ -486,9 +486,11 @@ func (s *Store) deleteInstance(ctx context.Context, id string, cascade bool) (*I
 		if in.DeletionTimestamp != nil && !mark {
 			return nil
 		}
-		meta, err := cascadeMeta(in, mark)
-		if err != nil {
-			return err
+		var meta []byte // nil: the column as it is
+		if mark {
+			if meta, err = cascadeMeta(in); err != nil {
+				return err
+			}
 		}
 		deleting := in.DeletionTimestamp == nil
 		if deleting {
@@ -510,12 +512,9 @@ func (s *Store) deleteInstance(ctx context.Context, id string, cascade bool) (*I
 	return out, err
 }
 
-// cascadeMeta puts CascadeAnnotation on the instance when mark is set and
-// returns its metadata column then; nil, for no change, when not.
-func cascadeMeta(in *Instance, mark bool) ([]byte, error) {
-	if !mark {
-		return nil, nil
-	}
+// cascadeMeta puts CascadeAnnotation on the instance and returns its
+// metadata column then.
+func cascadeMeta(in *Instance) ([]byte, error) {
 	in.Annotations = maps.Clone(in.Annotations)
 	if in.Annotations == nil {
 		in.Annotations = map[string]string{}

@@ -260,41 +260,41 @@ func unsupportedBodyType(req *http.Request, route *routers.Route, header http.He
 		return 0, errorBody{}, false
 	}
 	takes := strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), " or ")
-	refuse := func(status int, format string, args ...any) (int, errorBody, bool) {
+	// refuse answers status naming the header at fault.
+	refuse := func(status int, name, format string, args ...any) (int, errorBody, bool) {
 		code := "unsupported_media_type"
 		if status == http.StatusBadRequest {
 			code = "invalid"
 		}
 		msg := fmt.Sprintf(format, args...)
-		return status, errorBody{Code: code, Message: "Content-Type: " + msg, Field: "Content-Type",
-			Fields: []fieldError{{Field: "Content-Type", Message: msg}}}, true
+		return status, errorBody{Code: code, Message: name + ": " + msg, Field: name,
+			Fields: []fieldError{{Field: name, Message: msg}}}, true
 	}
 	for _, v := range req.Header.Values("Content-Encoding") {
 		for _, coding := range strings.Split(v, ",") {
 			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
 				header.Set("Accept-Encoding", "identity")
-				msg := fmt.Sprintf("%q is not taken: send the body as it is (identity)", coding)
-				return http.StatusUnsupportedMediaType, errorBody{Code: "unsupported_media_type", Message: "Content-Encoding: " + msg,
-					Field: "Content-Encoding", Fields: []fieldError{{Field: "Content-Encoding", Message: msg}}}, true
+				return refuse(http.StatusUnsupportedMediaType, "Content-Encoding", "%q is not taken: send the body as it is (identity)", coding)
 			}
 		}
 	}
-	values := req.Header.Values("Content-Type")
+	const ct = "Content-Type"
+	values := req.Header.Values(ct)
 	switch {
 	case len(values) > 1:
-		return refuse(http.StatusBadRequest, "is given %d times: give it once (this request takes %s)", len(values), takes)
+		return refuse(http.StatusBadRequest, ct, "is given %d times: give it once (this request takes %s)", len(values), takes)
 	case len(values) == 0 || strings.TrimSpace(values[0]) == "":
-		return refuse(http.StatusUnsupportedMediaType, "required with a body: this request takes %s", takes)
+		return refuse(http.StatusUnsupportedMediaType, ct, "required with a body: this request takes %s", takes)
 	}
 	mt, params, err := mime.ParseMediaType(values[0])
 	switch {
 	case err != nil:
-		return refuse(http.StatusUnsupportedMediaType, "%q is no media type: this request takes %s", values[0], takes)
+		return refuse(http.StatusUnsupportedMediaType, ct, "%q is no media type: this request takes %s", values[0], takes)
 	case rb.Value.Content.Get(mt) == nil || strings.Contains(mt, "*"):
-		return refuse(http.StatusUnsupportedMediaType, "this request takes %s, not %s", takes, mt)
+		return refuse(http.StatusUnsupportedMediaType, ct, "this request takes %s, not %s", takes, mt)
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return refuse(http.StatusUnsupportedMediaType, "charset %q is not taken: this request takes %s in UTF-8 (charset=utf-8, or none)", cs, takes)
+		return refuse(http.StatusUnsupportedMediaType, ct, "charset %q is not taken: this request takes %s in UTF-8 (charset=utf-8, or none)", cs, takes)
 	}
 	return 0, errorBody{}, false
 }
