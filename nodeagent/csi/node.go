@@ -79,7 +79,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 		d.metrics.publishes.WithLabelValues("invalid").Inc()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	v, err := d.volume(p)
+	v, made, err := d.volume(p)
 	if err != nil {
 		d.metrics.publishes.WithLabelValues(result(err)).Inc()
 		return nil, err
@@ -89,14 +89,23 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 	if v.gone {
 		return nil, status.Error(codes.Aborted, "the volume was unpublished meanwhile")
 	}
+	// A first publish that fails leaves nothing published. A volume
+	// published before (a republish, or a mount kept from before the
+	// driver started) stays published until the kubelet unpublishes it,
+	// so it keeps its place in the bounds.
+	failed := func(err error, mountedBefore bool) (*csipb.NodePublishVolumeResponse, error) {
+		if made && !mountedBefore {
+			d.forget(v)
+		}
+		d.metrics.publishes.WithLabelValues(result(err)).Inc()
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Dir(p.target)); err != nil {
-		d.forget(v)
-		return nil, status.Errorf(codes.NotFound, "the parent of target_path %s: %v", p.target, err)
+		return failed(status.Errorf(codes.NotFound, "the parent of target_path %s: %v", p.target, err), false)
 	}
 	fresh, err := d.ensureMounted(p.target, p.group)
 	if err != nil {
-		d.forget(v)
-		return nil, err
+		return failed(err, false)
 	}
 	v.token = p.token
 	if v.current == "" {
@@ -106,14 +115,12 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 		v.current = p.binding
 	}
 	if err := d.fill(ctx, v); err != nil {
-		d.metrics.publishes.WithLabelValues(result(err)).Inc()
 		if fresh {
 			// Nothing a Pod could have seen: the next attempt starts over.
 			_ = unmountAndRemove(p.target)
-			d.forget(v)
 		}
 		d.log.Warn("publish volume", "volume", p.volumeID, "pod", p.pod.String(), "binding", p.binding, "err", err)
-		return nil, err
+		return failed(err, !fresh)
 	}
 	d.metrics.publishes.WithLabelValues("ok").Inc()
 	d.metrics.publishSeconds.Observe(time.Since(began).Seconds())
@@ -200,37 +207,38 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublish
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
 }
 
-// volume returns the record of the request's target path, making one. A
+// volume returns the record of the request's target path, making one
+// (made) unless the path is published already. A
 // target path published for another binding, volume or Pod is not taken
 // over: the CSI spec's ALREADY_EXISTS for a volume published at the
 // target with incompatible parameters
 // (https://github.com/container-storage-interface/spec/blob/master/spec.md#nodepublishvolume-errors).
-func (d *Driver) volume(p *publish) (*volume, error) {
+func (d *Driver) volume(p *publish) (v *volume, made bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v := d.volumes[p.target]
-	if v != nil && (v.binding != p.binding || v.id != p.volumeID || v.pod.uid != p.pod.uid) {
-		return nil, status.Errorf(codes.AlreadyExists, "target_path %s: published already for volume %s (binding %q of Pod %s); unpublish it first",
-			p.target, v.id, v.binding, v.pod.String())
-	}
-	if v == nil {
-		switch {
-		case len(d.volumes) >= d.opts.MaxVolumes:
-			return nil, status.Errorf(codes.ResourceExhausted, "the node has %d volumes of %s published, the most it serves (--csi-max-volumes)", len(d.volumes), Name)
-		case d.perNS[p.pod.namespace] >= d.opts.MaxVolumesPerNamespace:
-			return nil, status.Errorf(codes.ResourceExhausted, "namespace %s has %d volumes of %s published on the node, the most one namespace may have (--csi-max-volumes-per-namespace)",
-				p.pod.namespace, d.perNS[p.pod.namespace], Name)
-		case d.perPod[p.pod.uid] >= d.opts.MaxVolumesPerPod:
-			return nil, status.Errorf(codes.ResourceExhausted, "Pod %s has %d volumes of %s published, the most one Pod may have (--csi-max-volumes-per-pod)",
-				p.pod.String(), d.perPod[p.pod.uid], Name)
+	if v = d.volumes[p.target]; v != nil {
+		if v.binding != p.binding || v.id != p.volumeID || v.pod.uid != p.pod.uid {
+			return nil, false, status.Errorf(codes.AlreadyExists, "target_path %s: published already for volume %s (binding %q of Pod %s); unpublish it first",
+				p.target, v.id, v.binding, v.pod.String())
 		}
-		v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding, group: p.group}
-		d.volumes[p.target] = v
-		d.perPod[p.pod.uid]++
-		d.perNS[p.pod.namespace]++
-		d.metrics.volumes.Set(float64(len(d.volumes)))
+		return v, false, nil
 	}
-	return v, nil
+	switch {
+	case len(d.volumes) >= d.opts.MaxVolumes:
+		return nil, false, status.Errorf(codes.ResourceExhausted, "the node has %d volumes of %s published, the most it serves (--csi-max-volumes)", len(d.volumes), Name)
+	case d.perNS[p.pod.namespace] >= d.opts.MaxVolumesPerNamespace:
+		return nil, false, status.Errorf(codes.ResourceExhausted, "namespace %s has %d volumes of %s published on the node, the most one namespace may have (--csi-max-volumes-per-namespace)",
+			p.pod.namespace, d.perNS[p.pod.namespace], Name)
+	case d.perPod[p.pod.uid] >= d.opts.MaxVolumesPerPod:
+		return nil, false, status.Errorf(codes.ResourceExhausted, "Pod %s has %d volumes of %s published, the most one Pod may have (--csi-max-volumes-per-pod)",
+			p.pod.String(), d.perPod[p.pod.uid], Name)
+	}
+	v = &volume{id: p.volumeID, target: p.target, pod: p.pod, binding: p.binding, group: p.group}
+	d.volumes[p.target] = v
+	d.perPod[p.pod.uid]++
+	d.perNS[p.pod.namespace]++
+	d.metrics.volumes.Set(float64(len(d.volumes)))
+	return v, true, nil
 }
 
 // forget drops a volume's record; the caller holds v.mu.

@@ -146,7 +146,7 @@ func TestNoSecretsLogged(t *testing.T) {
 	d.log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	req := publishedRequest(t, d)
 	target := req.TargetPath
-	v, _ := d.volume(&publish{target: target, volumeID: req.VolumeId, binding: "orders", pod: podInfo{uid: "u"}})
+	v, _, _ := d.volume(&publish{target: target, volumeID: req.VolumeId, binding: "orders", pod: podInfo{uid: "u"}})
 	d.refresh(t.Context(), v)
 	bad := goodRequest()
 	bad.TargetPath = filepath.Join(t.TempDir(), "other")
@@ -295,5 +295,69 @@ func TestNamespaceBoundFollowsNode(t *testing.T) {
 		if got := d.opts.MaxVolumesPerNamespace; got != tc.want {
 			t.Errorf("node %d, namespace %d: a namespace's bound %d, want %d", tc.node, tc.namespace, got, tc.want)
 		}
+	}
+}
+
+// TestFailedRepublishKeepsVolume: a republish that fails (here the target
+// was unmounted and replaced by a file behind the driver's back) leaves
+// the volume published, as the CSI spec has it until the kubelet
+// unpublishes it: it still counts toward the bounds, and unpublishing it
+// frees its place.
+func TestFailedRepublishKeepsVolume(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	d.opts.MaxVolumesPerNamespace = 1
+	req := publishedRequest(t, d)
+	if err := unix.Unmount(req.TargetPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(req.TargetPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(req.TargetPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NodePublishVolume(t.Context(), req); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("republish onto a file: %v, want FailedPrecondition", err)
+	}
+	other := goodRequest()
+	other.VolumeId, other.VolumeContext[keyPodUID] = "other", "u-other"
+	other.TargetPath = filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, other.TargetPath)
+	if _, err := d.NodePublishVolume(t.Context(), other); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a second volume of the namespace while the first is published: %v, want ResourceExhausted", err)
+	}
+	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: req.VolumeId, TargetPath: req.TargetPath}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NodePublishVolume(t.Context(), other); err != nil {
+		t.Errorf("a second volume of the namespace once the first is unpublished: %v", err)
+	}
+}
+
+// TestRestartedDriverKeepsMountedVolume: after a restart, the kubelet's
+// republish of a volume still mounted counts it toward the bounds even
+// when its credentials cannot be read (the API server is down): the
+// volume is published, and its files stay.
+func TestRestartedDriverKeepsMountedVolume(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	req := publishedRequest(t, d)
+	restarted, err := New(Options{NodeID: "n", APIServer: "https://127.0.0.1:1", PluginDir: t.TempDir(), RegistrationDir: t.TempDir(), MaxVolumesPerNamespace: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.NodePublishVolume(t.Context(), req); err == nil {
+		t.Fatal("a republish with the API server down succeeded")
+	}
+	if b, err := os.ReadFile(filepath.Join(req.TargetPath, "password")); err != nil || string(b) != "pw-orders" {
+		t.Errorf("the files after a failed republish: %q, %v", b, err)
+	}
+	other := goodRequest()
+	other.VolumeId, other.VolumeContext[keyPodUID] = "other", "u-other"
+	other.TargetPath = filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, restarted, other.TargetPath)
+	if _, err := restarted.NodePublishVolume(t.Context(), other); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a second volume of the namespace beside the mounted one: %v, want ResourceExhausted", err)
 	}
 }
