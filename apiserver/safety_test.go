@@ -497,8 +497,8 @@ func TestDeepBodyRefused(t *testing.T) {
 }
 
 // TestStatusValuesChecked: a status written through the status subresource
-// holds only the operations, states and conditions the engine knows, and
-// no negative generation (422 naming the field, as Service Catalog's
+// holds only the operations, states and conditions the engine knows, no
+// dashboard URL but an http or https one, and no negative generation (422 naming the field, as Service Catalog's
 // validation answered); a value left as it was passes.
 func TestStatusValuesChecked(t *testing.T) {
 	t.Parallel()
@@ -517,6 +517,7 @@ func TestStatusValuesChecked(t *testing.T) {
 		{"serviceinstances/db", `{"status":{"conditions":[{"type":"Ready","status":"Maybe"}]}}`, "status.conditions[0].status"},
 		{"serviceinstances/db", `{"status":{"conditions":[{"type":"","status":"True"}]}}`, "status.conditions[0].type"},
 		{"serviceinstances/db", `{"status":{"observedGeneration":-5}}`, "status.observedGeneration"},
+		{"serviceinstances/db", `{"status":{"dashboardURL":"javascript:alert(document.cookie)"}}`, "status.dashboardURL"},
 		{"servicebindings/app", `{"status":{"currentOperation":"Provision"}}`, "status.currentOperation"},
 		{"servicebindings/app", `{"status":{"unbindStatus":"Perhaps"}}`, "status.unbindStatus"},
 		{"servicebindings/app", `{"status":{"reconciledGeneration":-1}}`, "status.reconciledGeneration"},

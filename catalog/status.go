@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bindery-dev/bindery/internal/osb"
 )
 
 // Status: the engine's half of each object. Users own spec, the engine
@@ -385,6 +387,11 @@ func clientInstanceStatus(old, st *InstanceStatus) field.ErrorList {
 	errs = append(errs, oneOf(path.Child("provisionStatus"), st.ProvisionStatus, old.ProvisionStatus, "", ProvisionStatusProvisioned, ProvisionStatusNotProvisioned)...)
 	errs = append(errs, oneOf(path.Child("deprovisionStatus"), st.DeprovisionStatus, old.DeprovisionStatus,
 		DeprovisionNotRequired, DeprovisionRequired, DeprovisionSucceeded, DeprovisionFailed)...)
+	if st.DashboardURL != old.DashboardURL && st.DashboardURL != "" {
+		if p := osb.DashboardURLProblem(st.DashboardURL); p != "" {
+			errs = append(errs, bad(path.Child("dashboardURL"), p))
+		}
+	}
 	return append(errs, clientStatusCommon(path, st.Conditions, st.ObservedGeneration, st.ReconciledGeneration)...)
 }
 

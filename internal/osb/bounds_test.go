@@ -93,7 +93,8 @@ func TestErrorTextBounded(t *testing.T) {
 // TestOperationAnswersBounded: success answers are read up to MaxAnswer
 // (MaxBindingAnswer for bindings); an operation longer than OSB's 10,000
 // characters or credentials larger than MaxCredentials make the answer
-// malformed; a dashboard_url longer than MaxDashboardURL is ignored; a
+// malformed; a dashboard_url longer than MaxDashboardURL, or not an
+// absolute http or https URL, is ignored; a
 // poll's description is cut.
 func TestOperationAnswersBounded(t *testing.T) {
 	t.Parallel()
@@ -112,6 +113,12 @@ func TestOperationAnswersBounded(t *testing.T) {
 	res, err = provision(answering(t, 201, jsonOf(map[string]string{"dashboard_url": "https://d.example/" + strings.Repeat("a", MaxDashboardURL)})))
 	if err != nil || res.DashboardURL != "" {
 		t.Fatalf("a long dashboard URL: %v %+v", err, res)
+	}
+	for _, u := range []string{"javascript:alert(1)", "data:text/html,x", "//d.example/x", "/x", "https://", "ftp://d.example/x"} {
+		res, err = provision(answering(t, 201, jsonOf(map[string]string{"dashboard_url": u})))
+		if err != nil || res.DashboardURL != "" {
+			t.Errorf("a dashboard URL %q: %v %+v, want it ignored", u, err, res)
+		}
 	}
 	res, err = provision(answering(t, 201, jsonOf(map[string]string{"dashboard_url": "https://d.example/x"})))
 	if err != nil || res.DashboardURL != "https://d.example/x" {

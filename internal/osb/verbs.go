@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -335,7 +336,7 @@ func (c *Client) operation(ctx context.Context, method, path string, async bool,
 		if err := checkOperation(doc.Operation); err != nil {
 			return nil, &MalformedError{Status: res.status, Err: err}
 		}
-		if len(doc.DashboardURL) > MaxDashboardURL || pgtext.Problem(doc.DashboardURL) != "" {
+		if doc.DashboardURL != "" && DashboardURLProblem(doc.DashboardURL) != "" {
 			doc.DashboardURL = ""
 		}
 		out.Async, out.Operation, out.DashboardURL = res.status == http.StatusAccepted, doc.Operation, doc.DashboardURL
@@ -473,4 +474,23 @@ func decodeStrictObject(body []byte, v any) error {
 		return errors.New("not a JSON object")
 	}
 	return json.Unmarshal(body, v)
+}
+
+// DashboardURLProblem says why u cannot be a dashboard URL, or is "": a
+// dashboard is a web page, so an absolute http or https URL of at most
+// MaxDashboardURL bytes of text PostgreSQL can store. Anything else (a
+// javascript: or data: URL a client would follow) is refused by the
+// catalog and ignored in a broker's answer.
+func DashboardURLProblem(u string) string {
+	if len(u) > MaxDashboardURL {
+		return fmt.Sprintf("must be at most %d bytes", MaxDashboardURL)
+	}
+	if p := pgtext.Problem(u); p != "" {
+		return p
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || (!strings.EqualFold(parsed.Scheme, "http") && !strings.EqualFold(parsed.Scheme, "https")) || parsed.Host == "" {
+		return "must be an absolute http or https URL"
+	}
+	return ""
 }
