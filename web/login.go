@@ -12,6 +12,10 @@ import (
 	"github.com/bindery-dev/bindery/web/session"
 )
 
+// maxNext bounds a post-sign-in destination, in bytes: the longest of
+// this site's pages with a query is far shorter.
+const maxNext = 2 << 10
+
 type loginView struct {
 	Next  string
 	Error string
@@ -21,9 +25,11 @@ type loginView struct {
 // no control character and no backslash anywhere. Browsers drop tabs and
 // newlines from URLs and read a backslash as a slash, so "/\t/host" and
 // "/\\host" lead to another site; the query string that carries next is
-// decoded once already, so an escaped "%09" stays a harmless path.
+// decoded once already, so an escaped "%09" stays a harmless path. One
+// longer than maxNext is not a page of this site, and would make a
+// Location header that proxies refuse: it goes to "/" too.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || len(next) > maxNext {
 		return "/"
 	}
 	for _, r := range next {
