@@ -320,10 +320,7 @@ func TestFailedRepublishKeepsVolume(t *testing.T) {
 	if _, err := d.NodePublishVolume(t.Context(), req); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("republish onto a file: %v, want FailedPrecondition", err)
 	}
-	other := goodRequest()
-	other.VolumeId, other.VolumeContext[keyPodUID] = "other", "u-other"
-	other.TargetPath = filepath.Join(t.TempDir(), "mount")
-	unpublishAll(t, d, other.TargetPath)
+	other := otherPodRequest(t, d)
 	if _, err := d.NodePublishVolume(t.Context(), other); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("a second volume of the namespace while the first is published: %v, want ResourceExhausted", err)
 	}
@@ -353,11 +350,18 @@ func TestRestartedDriverKeepsMountedVolume(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(req.TargetPath, "password")); err != nil || string(b) != "pw-orders" {
 		t.Errorf("the files after a failed republish: %q, %v", b, err)
 	}
-	other := goodRequest()
-	other.VolumeId, other.VolumeContext[keyPodUID] = "other", "u-other"
-	other.TargetPath = filepath.Join(t.TempDir(), "mount")
-	unpublishAll(t, restarted, other.TargetPath)
+	other := otherPodRequest(t, restarted)
 	if _, err := restarted.NodePublishVolume(t.Context(), other); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("a second volume of the namespace beside the mounted one: %v, want ResourceExhausted", err)
 	}
+}
+
+// otherPodRequest is goodRequest for another Pod of the same namespace,
+// at a new target path unpublished when the test ends.
+func otherPodRequest(t *testing.T, d *Driver) *csipb.NodePublishVolumeRequest {
+	req := goodRequest()
+	req.VolumeId, req.VolumeContext[keyPodUID] = "other", "u-other"
+	req.TargetPath = filepath.Join(t.TempDir(), "mount")
+	unpublishAll(t, d, req.TargetPath)
+	return req
 }
