@@ -100,7 +100,7 @@ func run(ctx context.Context, f *cmdutil.Factory, name string, args []string, sr
 	root := NewRoot(f, name, srv)
 	root.SetArgs(args)
 	started := false
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { started = true; return nil }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { started = true; return f.CheckNamespace() }
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

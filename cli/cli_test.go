@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,4 +275,10 @@ func TestCompletionAndPlugin(t *testing.T) {
 	w.must(ExitUsage, "frobnicate")
 	w.must(ExitUsage, "provision")
 	w.must(ExitUsage, "instances", "--no-such-flag")
+	// A -n that names no namespace, named as the flag whichever query
+	// would carry it.
+	for _, args := range [][]string{{"marketplace"}, {"provision", "db", "-c", "postgresql", "-p", "small"}, {"instances"}} {
+		r := w.must(ExitUsage, append([]string{"-n", "bad ns"}, args...)...)
+		contains(t, fmt.Sprint(args, " -n 'bad ns'"), r.errOut, `--namespace "bad ns": must be a DNS label`)
+	}
 }

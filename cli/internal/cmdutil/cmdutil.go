@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/config"
@@ -74,6 +75,16 @@ func (f *Factory) NS() string {
 		return "default"
 	}
 	return f.Namespace
+}
+
+// CheckNamespace refuses a -n that names no namespace before any request,
+// naming the flag: the server would refuse it under the name of whichever
+// query parameter carried it (?visibleIn= for the marketplace).
+func (f *Factory) CheckNamespace() error {
+	if f.Namespace != "" && len(validation.IsDNS1123Label(f.Namespace)) > 0 {
+		return Usagef("--namespace %q: must be a DNS label: lower case letters, digits and '-', at most 63 characters", f.Namespace)
+	}
+	return nil
 }
 
 // NSQuery is ?namespace=NS, for looking an object up by name.
