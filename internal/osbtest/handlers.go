@@ -1,6 +1,7 @@
 package osbtest
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -174,13 +175,16 @@ func (b *Broker) authorized(r *http.Request) bool {
 	}
 	if o.token != "" {
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && token == o.token {
+		if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(token), []byte(o.token)) == 1 {
 			return true
 		}
 	}
 	if o.username != "" {
 		user, password, ok := r.BasicAuth()
-		return ok && user == o.username && password == o.password
+		// Both compared, in constant time, as a broker must.
+		u := subtle.ConstantTimeCompare([]byte(user), []byte(o.username))
+		p := subtle.ConstantTimeCompare([]byte(password), []byte(o.password))
+		return ok && u&p == 1
 	}
 	return false
 }
