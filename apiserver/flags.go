@@ -14,6 +14,8 @@ type Flags struct {
 	Options
 	// hosts is --tls-hosts, comma-separated, until Complete splits it.
 	hosts string
+	// maxWatches is --max-watches-per-user, 0 for no bound.
+	maxWatches int
 }
 
 // AddFlags registers the server's flags.
@@ -27,6 +29,7 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
 	fs.StringVar(&f.CredentialsAudience, "credentials-audience", DefaultCredentialsAudience, "audience of the Pods' service-account tokens that may read a ServiceBinding's credentials subresource directly (the CSIDriver csi.bindery.dev's tokenRequests); behind a cluster only")
 	fs.DurationVar(&f.BookmarkInterval, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
+	fs.IntVar(&f.maxWatches, "max-watches-per-user", DefaultMaxWatchesPerUser, "the most watches one user may hold open at once (system:masters is not bounded); one more is answered 429 with Retry-After; 0 for no bound")
 }
 
 // Complete turns the flags into Options: the list of hosts, the in-cluster
@@ -40,6 +43,10 @@ func (f *Flags) Complete() error {
 		}
 	}
 	f.InCluster = f.ClusterKubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	f.MaxWatchesPerUser = f.maxWatches
+	if f.maxWatches == 0 {
+		f.MaxWatchesPerUser = -1 // Options' 0 is the default
+	}
 	return f.Options.Complete()
 }
 
@@ -49,6 +56,9 @@ func (f *Flags) Validate() error {
 	if f.BookmarkInterval <= 0 {
 		// Options take 0 for the default; a flag says what it means.
 		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
+	}
+	if f.maxWatches < 0 {
+		errs = append(errs, errors.New("--max-watches-per-user: must not be negative (0: no bound)"))
 	}
 	return errors.Join(append(errs, f.Options.Validate())...)
 }

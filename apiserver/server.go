@@ -105,6 +105,10 @@ type Options struct {
 	// subresource of a ServiceBinding (delegated mode only);
 	// DefaultCredentialsAudience when empty.
 	CredentialsAudience string
+	// MaxWatchesPerUser bounds the watches one user holds open at once
+	// (watchShare); DefaultMaxWatchesPerUser when 0, no bound when
+	// negative.
+	MaxWatchesPerUser int
 }
 
 // The least of the change feed the server keeps: the catalog's.
@@ -135,6 +139,9 @@ func (o *Options) Complete() error {
 	}
 	if o.PruneInterval == 0 {
 		o.PruneInterval = time.Minute
+	}
+	if o.MaxWatchesPerUser == 0 {
+		o.MaxWatchesPerUser = DefaultMaxWatchesPerUser
 	}
 	if o.CredentialsAudience == "" {
 		o.CredentialsAudience = DefaultCredentialsAudience
@@ -186,7 +193,8 @@ type Config struct {
 	store   *catalog.Store
 	log     *slog.Logger
 	// lists answers list requests; its storages are set by New.
-	lists *listServer
+	lists   *listServer
+	watches *watchShare
 	// Server is the URL clients reach the server at, as the kubeconfig says.
 	Server string
 	// CAData is the PEM bundle that verifies the serving certificate the
@@ -251,12 +259,14 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 		l.Close()
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
-	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server, lists: &listServer{}}
+	c := &Config{opts: *o, generic: rc, store: store, log: log, Server: server, lists: &listServer{},
+		watches: newWatchShare(o.MaxWatchesPerUser)}
 	// Lists are answered inside the filter chain, before k8s.io/apiserver's
-	// handlers (list.go), and selectors with a NUL and writes whose bodies
-	// nest too deep are refused there (decode.go).
+	// handlers (list.go), selectors with a NUL and writes whose bodies
+	// nest too deep are refused there (decode.go), and a user's watches
+	// past its share (watchshare.go).
 	cfg.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(plainSelectors(c.lists.wrap(shallowBodies(h, gc.MaxRequestBodyBytes))), gc)
+		return genericapiserver.DefaultBuildHandlerChain(plainSelectors(c.watches.wrap(c.lists.wrap(shallowBodies(h, gc.MaxRequestBodyBytes)))), gc)
 	}
 	if o.TLSCertFile == "" {
 		c.CAData = p.caPEM

@@ -53,8 +53,8 @@ func setup(t testing.TB) *bundle {
 }
 
 // serve starts an API server on store (another replica when store's
-// database already has one).
-func serve(t testing.TB, store *catalog.Store, b *catalog.Broker) *bundle {
+// database already has one), with its options changed by each of set.
+func serve(t testing.TB, store *catalog.Store, b *catalog.Broker, set ...func(*apiserver.Options)) *bundle {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,6 +62,9 @@ func serve(t testing.TB, store *catalog.Store, b *catalog.Broker) *bundle {
 		t.Fatal(err)
 	}
 	opts := &apiserver.Options{Listener: l, DataDir: filepath.Join(dir, "apiserver"), BookmarkInterval: 100 * time.Millisecond}
+	for _, f := range set {
+		f(opts)
+	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runServer(t, opts, store, log)
 	kubeconfig := filepath.Join(opts.DataDir, "kubeconfig")
