@@ -176,6 +176,7 @@ func TestServeAPIServerConfigErrors(t *testing.T) {
 		{"certificate standalone", []string{db}, []string{"--tls-cert-file", "c.crt", "--tls-private-key-file", "c.key"}, "only behind a cluster"},
 		{"certificate without key", []string{db, "KUBECONFIG=/a"}, []string{"--tls-cert-file", "c.crt"}, "give both or neither"},
 		{"no snapshot time", []string{db}, []string{"--snapshot-limit", "0s"}, "--snapshot-limit: must be positive"},
+		{"negative watch bound", []string{db}, []string{"--max-watches-per-user", "-1"}, "--max-watches-per-user: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := start(t, tc.env, append([]string{"serve", "apiserver", "--listen", "127.0.0.1:0"}, tc.args...)...)
