@@ -36,7 +36,8 @@ const previousRelease = "84587b1d8a8d96921d936ac77d0598c13c4bb215"
 // through the previous release's catalog stops at once on this release's
 // (which keeps checked tokens, told of removals by migration 0013's
 // trigger); a replica of the previous release restarted on the new schema
-// serves with --no-migrate; and deleting through the previous release
+// serves with --no-migrate; each release's Kubernetes API watches what
+// the other's creates (bothKubernetesAPIs); and deleting through the previous release
 // removes what this one created, and the reverse. Last, this release restarts on a schema
 // a later release migrated and serves on it.
 func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
@@ -70,6 +71,7 @@ func TestUpgradeWithPreviousReleaseRunning(t *testing.T) {
 	third := provisionAndRead(after, "db3", "app3")
 	after.sameCredentials(second)
 	before.sameCredentials(third)
+	bothKubernetesAPIs(t, old, dbURL)
 
 	// A token revoked through the previous release stops on this one, which
 	// had checked (and kept) it a moment before.
