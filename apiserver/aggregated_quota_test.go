@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -163,6 +164,45 @@ func (a *aggregated) checkPlanVisibility(sc versioned.Interface) {
 	ref := a.kubectl(carol, nil, "get", "serviceinstance", "hidden", "-n", team, "-o", "jsonpath={.spec.clusterServicePlanRef}")
 	if ref != "" {
 		t.Errorf("an instance of a plan hidden from its namespace resolved to %s", ref)
+	}
+	a.checkHiddenPlanWatch(sc, name)
+}
+
+// checkHiddenPlanWatch: a change of a plan hidden from Carol before and
+// after it (restricted to team-b, then to team-b and team-c) sends her
+// watch nothing, neither the plan nor the namespaces it is restricted to;
+// made visible to team-a, it is ADDED; hidden again, it is DELETED with
+// no more of it than its name.
+func (a *aggregated) checkHiddenPlanWatch(sc versioned.Interface, name string) {
+	t, ctx := a.t, a.t.Context()
+	plans := sc.ServicecatalogV1beta1().ClusterServicePlans()
+	l, err := plans.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := plans.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, namespaces := range [][]string{{"team-b", "team-c"}, {team}, {"team-b", "team-secret"}} {
+		if _, err := a.store.SetPlanVisibility(ctx, name, namespaces); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []watch.EventType{watch.Added, watch.Deleted} {
+		select {
+		case ev := <-w.ResultChan():
+			p, _ := ev.Object.(*v1beta1.ClusterServicePlan)
+			switch {
+			case ev.Type != want || p == nil || p.Name != name:
+				t.Fatalf("carol's watch sent %s %+v, want %s of plan %s", ev.Type, ev.Object, want, name)
+			case want == watch.Deleted && (len(p.Annotations) > 0 || p.Spec.ExternalName != ""):
+				t.Errorf("carol's watch sent the plan she lost sight of as it is now: %+v", p)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("carol's watch sent no %s of plan %s", want, name)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
 )
 
 // attrs is what a selector looks at of an object, with its Extra (which
@@ -27,6 +28,10 @@ type attrs struct {
 	labels labelSet
 	fields fieldSet
 	extra  string
+	// visibleIn is a cluster plan's catalog.VisibleInAnnotation, nil when
+	// it has none (every other object): whom the plan was hidden from
+	// before a change (predicate.transition).
+	visibleIn *string
 }
 
 func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
@@ -34,7 +39,22 @@ func attrsOf(obj runtime.Object, extra json.RawMessage) *attrs {
 	if err != nil {
 		return &attrs{extra: string(extra)}
 	}
-	return &attrs{labels: labelSetOf(m.GetLabels()), fields: fieldSetOf(obj), extra: string(extra)}
+	a := &attrs{labels: labelSetOf(m.GetLabels()), fields: fieldSetOf(obj), extra: string(extra)}
+	if _, ok := obj.(*v1beta1.ClusterServicePlan); ok {
+		if v, ok := m.GetAnnotations()[catalog.VisibleInAnnotation]; ok {
+			a.visibleIn = &v
+		}
+	}
+	return a
+}
+
+// restriction is the namespaces a cluster plan was restricted to, and
+// whether it was, as restrictedTo reads them of the plan.
+func (a *attrs) restriction() ([]string, bool) {
+	if a.visibleIn == nil {
+		return nil, false
+	}
+	return catalog.VisibleNamespaces(&catalog.Meta{Annotations: map[string]string{catalog.VisibleInAnnotation: *a.visibleIn}})
 }
 
 // namespace is the object's namespace, empty for a cluster-scoped one.

@@ -77,16 +77,41 @@ type planAccess struct {
 	authz authorizer.Authorizer
 }
 
-// hidden returns, for the request of ctx, whether a cluster plan is hidden
-// from its user; nil when nothing is hidden from them. Decisions are kept
-// for the request's life (the authorizer keeps them longer).
-func (pa *planAccess) hidden(ctx context.Context) func(runtime.Object) bool {
+// planHider says, for the user of a request, whether a cluster plan
+// restricted to namespaces is hidden from them; nil when nothing is. It
+// judges the restriction alone, so a plan's state before a change (attrs)
+// is judged as the plan is.
+type planHider func(namespaces []string) bool
+
+// object tells whether obj is a cluster plan hidden from the user.
+func (h planHider) object(obj runtime.Object) bool {
+	if h == nil {
+		return false
+	}
+	namespaces, restricted := restrictedTo(obj)
+	return restricted && h(namespaces)
+}
+
+// before tells whether an object, as it was before a change, was a
+// cluster plan hidden from the user.
+func (h planHider) before(a *attrs) bool {
+	if h == nil {
+		return false
+	}
+	namespaces, restricted := a.restriction()
+	return restricted && h(namespaces)
+}
+
+// hidden returns the planHider of the request of ctx: nil when nothing is
+// hidden from its user. Decisions are kept for the request's life (the
+// authorizer keeps them longer).
+func (pa *planAccess) hidden(ctx context.Context) planHider {
 	if pa == nil || pa.authz == nil {
 		return nil
 	}
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return func(obj runtime.Object) bool { _, r := restrictedTo(obj); return r }
+		return func([]string) bool { return true }
 	}
 	// A watch asks for as long as it lasts: what RBAC said is asked
 	// again after accessTTL.
@@ -103,9 +128,8 @@ func (pa *planAccess) hidden(ctx context.Context) func(runtime.Object) bool {
 		may[ns] = err == nil && d == authorizer.DecisionAllow
 		return may[ns]
 	}
-	return func(obj runtime.Object) bool {
-		namespaces, restricted := restrictedTo(obj)
-		if !restricted || allowed("") {
+	return func(namespaces []string) bool {
+		if allowed("") {
 			return false
 		}
 		for _, ns := range namespaces {

@@ -17,8 +17,10 @@ import (
 
 // TestPlanAccess: a cluster plan restricted to namespaces is hidden from
 // a user unless RBAC lets them create instances in one of them, or in
-// every namespace; a watch turns a change of a plan hidden from its user
-// into DELETED and drops its other events.
+// every namespace; a watch turns a change that hides a plan from its user
+// into DELETED (of the plan's name alone), one that shows it into ADDED,
+// and sends nothing of a plan hidden before and after, or whose state
+// before is unknown.
 func TestPlanAccess(t *testing.T) {
 	t.Parallel()
 	var asked []string
@@ -55,7 +57,7 @@ func TestPlanAccess(t *testing.T) {
 	} {
 		ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: tc.user})
 		hide := pa.hidden(ctx)
-		got := [4]bool{hide(plan(nil)), hide(plan(&a)), hide(plan(&b)), hide(plan(&none))}
+		got := [4]bool{hide.object(plan(nil)), hide.object(plan(&a)), hide.object(plan(&b)), hide.object(plan(&none))}
 		if want := [4]bool{tc.public, tc.inA, tc.inB, tc.inNone}; got != want {
 			t.Errorf("%s: hidden %v, want %v", tc.user, got, want)
 		}
@@ -65,7 +67,7 @@ func TestPlanAccess(t *testing.T) {
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "carol"})
 	hide := pa.hidden(ctx)
 	for range 3 {
-		hide(plan(&b))
+		hide.object(plan(&b))
 	}
 	if len(asked) != 2 || asked[0] != "carol@" || asked[1] != "carol@team-b" {
 		t.Errorf("asked %v", asked)
@@ -73,22 +75,36 @@ func TestPlanAccess(t *testing.T) {
 
 	pred := newPredicate("", nil)
 	pred.hide = pa.hidden(ctx)
+	unknown := "unknown"
 	for _, tc := range []struct {
-		typ     watch.EventType
-		visible *string
-		want    watch.EventType
-		sent    bool
+		typ           watch.EventType
+		before, after *string // unknown: the state before is not known
+		want          watch.EventType
+		sent          bool
 	}{
-		{watch.Added, &b, "", false},
-		{watch.Modified, &b, watch.Deleted, true},
-		{watch.Deleted, &b, "", false},
-		{watch.Added, &a, watch.Added, true},
-		{watch.Modified, &a, watch.Modified, true},
-		{watch.Modified, nil, watch.Modified, true},
+		{watch.Added, nil, &b, "", false},
+		{watch.Modified, &a, &b, watch.Deleted, true},
+		{watch.Modified, nil, &b, watch.Deleted, true},
+		{watch.Modified, &b, &b, "", false},
+		{watch.Modified, &none, &b, "", false},
+		{watch.Modified, &unknown, &b, "", false},
+		{watch.Deleted, &b, &b, "", false},
+		{watch.Added, nil, &a, watch.Added, true},
+		{watch.Modified, &b, &a, watch.Added, true},
+		{watch.Modified, &a, &a, watch.Modified, true},
+		{watch.Modified, &unknown, &a, watch.Modified, true},
+		{watch.Modified, nil, nil, watch.Modified, true},
 	} {
-		typ, sent := pred.transition(hubEvent{typ: tc.typ, obj: plan(tc.visible)})
-		if typ != tc.want || sent != tc.sent {
-			t.Errorf("%s of a plan visible in %v: %q %v, want %q %v", tc.typ, tc.visible, typ, sent, tc.want, tc.sent)
+		ev := hubEvent{typ: tc.typ, obj: plan(tc.after)}
+		if tc.before != &unknown {
+			ev.prev = attrsOf(plan(tc.before), nil)
+		}
+		got, sent := pred.event(ev, ev.obj)
+		if got.Type != tc.want || sent != tc.sent {
+			t.Errorf("%s of a plan visible in %v, before in %v: %q %v, want %q %v", tc.typ, tc.after, tc.before, got.Type, sent, tc.want, tc.sent)
+		}
+		if p := got.Object.(*v1beta1.ClusterServicePlan); sent && got.Type == watch.Deleted && (p.Name != "p" || len(p.Annotations) > 0) {
+			t.Errorf("a plan hidden by a change is sent as %+v, want its name alone", p)
 		}
 	}
 	// Standalone (no authorizer): nothing hidden.

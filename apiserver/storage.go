@@ -114,7 +114,7 @@ func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 		return nil, apierrors.NewInternalError(err)
 	}
 	st.hub.waitFor(ctx, raw.ResourceVersion)
-	if hide := st.access.hidden(ctx); hide != nil && hide(obj) {
+	if st.access.hidden(ctx).object(obj) {
 		return nil, apierrors.NewNotFound(st.resource, name)
 	}
 	return obj, nil
@@ -136,7 +136,7 @@ type predicate struct {
 	field     fields.Selector
 	// hide, when not nil, leaves out what the user may not see (a cluster
 	// plan restricted to namespaces: planAccess).
-	hide func(runtime.Object) bool
+	hide planHider
 }
 
 // storableSelector refuses a field selector value PostgreSQL cannot hold
@@ -179,7 +179,7 @@ func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
 }
 
 func (p predicate) matches(obj runtime.Object) bool {
-	if p.hide != nil && p.hide(obj) {
+	if p.hide.object(obj) {
 		return false
 	}
 	m, err := meta.Accessor(obj)
@@ -215,16 +215,21 @@ func (p predicate) selects() bool { return !p.label.Empty() || !p.field.Empty() 
 // its new state); when the state before the change is unknown (ev.prev
 // nil), the object is taken to have matched as it does now.
 func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
-	if p.hide != nil && p.hide(ev.obj) {
-		// Hidden from the watcher now: a change may have hidden what it
-		// saw (DELETED, which a client that never saw it ignores); what it
-		// never saw it does not learn of.
-		if ev.typ == watch.Modified {
+	if p.hide.object(ev.obj) {
+		// Hidden from the watcher now: a change that hid what it saw
+		// (known from the state before it) is DELETED; of what it never
+		// saw, or may not have, it learns nothing, not even that it
+		// changed.
+		if ev.typ == watch.Modified && ev.prev != nil && !p.hide.before(ev.prev) && p.matchesAttrs(ev.prev) {
 			return watch.Deleted, true
 		}
 		return "", false
 	}
 	cur := p.matches(ev.obj)
+	if cur && ev.typ == watch.Modified && ev.prev != nil && p.hide.before(ev.prev) {
+		// Made visible to the watcher: new to it.
+		return watch.Added, true
+	}
 	if ev.typ != watch.Modified || ev.prev == nil || !p.selects() {
 		return ev.typ, cur
 	}
@@ -237,6 +242,29 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 		return watch.Deleted, true
 	}
 	return "", false
+}
+
+// event is the event a watch with this predicate sends for a change, if
+// any, carrying sent (the change's object as it is sent). A plan hidden
+// from the watcher by the change is sent as no more than its name and
+// resourceVersion: its state now (the namespaces it is restricted to, its
+// spec) is not the watcher's to read.
+func (p predicate) event(ev hubEvent, sent runtime.Object) (watch.Event, bool) {
+	typ, ok := p.transition(ev)
+	if ok && typ == watch.Deleted && ev.typ == watch.Modified && p.hide.object(ev.obj) {
+		sent = tombstone(ev.obj)
+	}
+	return watch.Event{Type: typ, Object: sent}, ok
+}
+
+// tombstone is a cluster plan reduced to what names it.
+func tombstone(obj runtime.Object) runtime.Object {
+	p, ok := obj.(*v1beta1.ClusterServicePlan)
+	if !ok {
+		return obj
+	}
+	return &v1beta1.ClusterServicePlan{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion}}
 }
 
 // List reads a page of objects, filtered by label and field selectors.

@@ -158,12 +158,12 @@ func (s *subscription) handOver(ev hubEvent) bool {
 	if ev.rev <= d.covered {
 		return true
 	}
-	typ, ok := d.pred.transition(ev)
+	e, ok := d.pred.event(ev, ev.shared)
 	if !ok {
 		return true
 	}
 	select {
-	case d.result <- watch.Event{Type: typ, Object: ev.shared}:
+	case d.result <- e:
 		s.handed = max(s.handed, ev.rev)
 		return true
 	default:
@@ -636,7 +636,7 @@ func (r *watchRun) backlog() (int64, bool) {
 		id := c.Object.ID
 		ev.prev = prevs[id]
 		prevs[id] = attrsOf(ev.obj, nil)
-		if typ, ok := req.pred.transition(ev); ok && !r.send(watch.Event{Type: typ, Object: ev.obj}) {
+		if e, ok := req.pred.event(ev, ev.obj); ok && !r.send(e) {
 			return 0, false
 		}
 	}
@@ -663,7 +663,7 @@ func (r *watchRun) follow(covered int64) {
 				continue // in the list or backlog already
 			}
 			last = max(last, ev.rev)
-			if typ, ok := r.req.pred.transition(ev); ok && !r.send(watch.Event{Type: typ, Object: ev.shared}) {
+			if e, ok := r.req.pred.event(ev, ev.shared); ok && !r.send(e) {
 				return false
 			}
 		}
@@ -750,11 +750,12 @@ func (st *storage) sendInitial(ctx context.Context, req watchRequest, send func(
 }
 
 // statesAt reads what the objects a backlog modifies were at the revision
-// the watch starts from, for a watch with a selector (the others need no
-// prev): nil for what the feed no longer knows.
+// the watch starts from, for a watch with a selector or one that hides
+// plans from its user (the others need no prev): nil for what the feed no
+// longer knows.
 func (st *storage) statesAt(ctx context.Context, req watchRequest, changes []catalog.Change) (map[string]*attrs, error) {
 	prevs := map[string]*attrs{}
-	if !req.pred.selects() {
+	if !req.pred.selects() && req.pred.hide == nil {
 		return prevs, nil
 	}
 	seen := map[string]bool{}
