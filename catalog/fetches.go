@@ -12,7 +12,9 @@ import (
 // and every relist asked for meanwhile shares it. So any number of relists
 // asked for during a fetch make one more fetch, not one each. Across
 // brokers, at most MaxCatalogueFetches run at once; the others wait their
-// turn. A catalogue costs about its size in memory while it is stored
+// turn, the brokers' namespaces (the cluster's brokers being one more)
+// taking turns (turns): a namespace asking for many fetches at once delays
+// another's by at most a fetch, not by all of its own. A catalogue costs about its size in memory while it is stored
 // (osb.Catalogue), so these bound what fetches hold: MaxCatalogueFetches ×
 // osb.MaxCatalog at worst.
 //
@@ -28,7 +30,7 @@ const DefaultCatalogueFetches = 2
 func WithCatalogueFetches(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
-			s.fetches.slots = make(chan struct{}, n)
+			s.fetches.slots = newTurns(n)
 		}
 	}
 }
@@ -38,8 +40,9 @@ func WithCatalogueFetches(n int) Option {
 type fetches struct {
 	mu      sync.Mutex
 	brokers map[string]*brokerRounds
-	// slots holds a token per fetch running, up to the limit.
-	slots chan struct{}
+	// slots are the fetches that may run at once, which the brokers'
+	// namespaces take in turns.
+	slots *turns
 }
 
 type brokerRounds struct {
@@ -135,13 +138,17 @@ func (s *Store) runRounds(id string, br *brokerRounds) {
 // fetchRound takes a slot and relists; then, the slot given back (icons
 // are small and bounded on their own), it refreshes the services' icons.
 func (s *Store) fetchRound(ctx context.Context, id string) (*Broker, error) {
-	select {
-	case s.fetches.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	// A broker gone (or no broker) gets its answer from relist, which
+	// records nothing then: the cluster's turn for it is as good as any.
+	var ns string
+	if b, err := getBy[Broker](ctx, s.pool, `id = $1`, id); err == nil {
+		ns = b.Namespace
+	}
+	if err := s.fetches.slots.acquire(ctx, ns); err != nil {
+		return nil, err
 	}
 	b, err := s.relist(ctx, id)
-	<-s.fetches.slots
+	s.fetches.slots.release()
 	if err == nil {
 		s.refreshIcons(ctx, id)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,4 +172,60 @@ func TestRelistGivenUpWhileQueued(t *testing.T) {
 	if n := fake.Count(osbtest.VerbCatalog); n != 2 {
 		t.Errorf("%d fetches, want the first and one for the later relist", n)
 	}
+}
+
+// TestCatalogueFetchesTakeTurns: the fetch slots are shared by the
+// brokers' namespaces in turns, not in the order the fetches were asked
+// for. Namespace team-a asks for 6 slow fetches (the Kubernetes API's
+// relistRequests does so without waiting), and team-b's relist, asked
+// for after them, is fetched after the one under way and at most one more
+// of team-a's (whose turn it was), rather than after all of them.
+func TestCatalogueFetchesTakeTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, catalog.WithCatalogueFetches(1))
+	var mu sync.Mutex
+	var started []string
+	var slow atomic.Bool
+	broker := func(name string) string {
+		doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
+			"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			started = append(started, name)
+			mu.Unlock()
+			if slow.Load() {
+				time.Sleep(400 * time.Millisecond)
+			}
+			_, _ = w.Write([]byte(doc))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	var flood []*catalog.Broker
+	for i := range 6 {
+		flood = append(flood, registerIn(t, s, "team-a", fmt.Sprintf("a-%d", i), broker(fmt.Sprintf("a-%d", i))))
+	}
+	other := registerIn(t, s, "team-b", "b", broker("b"))
+	mu.Lock()
+	started = nil
+	mu.Unlock()
+	slow.Store(true)
+	for _, b := range flood {
+		s.RequestRelist(b.ID)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) == 1 })
+	time.Sleep(150 * time.Millisecond) // team-a's other fetches wait for the slot
+	begin := time.Now()
+	if _, err := s.Relist(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(begin)
+	mu.Lock()
+	order := slices.Clone(started)
+	mu.Unlock()
+	if i := slices.Index(order, "b"); i < 1 || i > 2 {
+		t.Errorf("team-b's fetch started after %d of team-a's (%v, %s), want after the one under way and at most one more", i, order, took)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) == 7 })
 }

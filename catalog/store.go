@@ -85,7 +85,7 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit}
-	s.fetches.slots = make(chan struct{}, DefaultCatalogueFetches)
+	s.fetches.slots = newTurns(DefaultCatalogueFetches)
 	for _, o := range opts {
 		o(s)
 	}
