@@ -229,3 +229,45 @@ func TestCatalogueFetchesTakeTurns(t *testing.T) {
 	}
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) == 7 })
 }
+
+// TestScheduledRelistsTakeTurns: the relister takes the due brokers of
+// the namespaces in turns. Namespace team-a's 5 slow brokers fell due
+// before team-b's one, which is relisted second, not after all of them.
+func TestScheduledRelistsTakeTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	var mu sync.Mutex
+	var started []string
+	broker := func(ns, name string) {
+		doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
+			"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			started = append(started, name)
+			mu.Unlock()
+			time.Sleep(200 * time.Millisecond)
+			_, _ = w.Write([]byte(doc))
+		}))
+		t.Cleanup(srv.Close)
+		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: srv.URL, RelistDuration: "1h"}}
+		b.Name, b.Namespace = name, ns
+		// Not relisted here: due at once, in the order registered.
+		if _, err := s.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		broker("team-a", fmt.Sprintf("a-%d", i))
+	}
+	broker("team-b", "b")
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.RunRelister(rctx, 20*time.Millisecond)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) == 6 })
+	mu.Lock()
+	defer mu.Unlock()
+	if i := slices.Index(started, "b"); i != 1 {
+		t.Errorf("team-b's broker was relisted after %d of team-a's (%v), want after one", i, started)
+	}
+}

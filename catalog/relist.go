@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -615,13 +617,18 @@ func sameJSON(a, b any) bool {
 
 // RunRelister relists every broker whose relist is due, until ctx ends.
 // Each relist is claimed in the database first, so with several replicas
-// one of them relists a given broker at a time.
+// one of them relists a given broker at a time. The namespaces whose
+// brokers are due (the cluster's brokers being one more) take turns: a
+// namespace with many brokers due, or slow ones, delays another's by one
+// relist, not by all of its own.
 func (s *Store) RunRelister(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// served is the namespaces relisted in this turn.
+	served := map[string]bool{}
 	for {
 		for {
-			id, err := s.claimRelist(ctx)
+			id, ns, err := s.claimRelist(ctx, slices.Collect(maps.Keys(served)))
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.WarnContext(ctx, "claim a relist", "error", err)
@@ -631,8 +638,14 @@ func (s *Store) RunRelister(ctx context.Context, every time.Duration) {
 			if id == "" {
 				break
 			}
+			if served[ns] {
+				// Every namespace with a broker due had its turn.
+				clear(served)
+			}
+			served[ns] = true
 			_, _ = s.Relist(ctx, id) // failures are in the broker's status and the log
 		}
+		clear(served)
 		select {
 		case <-ctx.Done():
 			return
@@ -641,19 +654,23 @@ func (s *Store) RunRelister(ctx context.Context, every time.Duration) {
 	}
 }
 
-// claimRelist takes one due broker for this process for two minutes;
-// brokers whose credentials are in Secrets only when the store reads them.
-func (s *Store) claimRelist(ctx context.Context) (string, error) {
-	var id string
-	err := s.pool.QueryRow(ctx, `UPDATE catalog.brokers SET relist_claimed_until = now() + interval '2 minutes'
+// claimRelist takes one due broker for this process for two minutes, one
+// of a namespace not in served if any is due (the one due longest
+// otherwise), and returns its id and namespace; brokers whose credentials
+// are in Secrets only when the store reads them.
+func (s *Store) claimRelist(ctx context.Context, served []string) (id, namespace string, err error) {
+	if served == nil {
+		served = []string{}
+	}
+	err = s.pool.QueryRow(ctx, `UPDATE catalog.brokers SET relist_claimed_until = now() + interval '2 minutes'
 		WHERE id = (SELECT id FROM catalog.brokers
 			WHERE deletion_timestamp IS NULL AND next_relist_at <= now()
 			  AND (relist_claimed_until IS NULL OR relist_claimed_until < now())
 			  AND ($1 OR (spec #> '{authInfo,basic,secretRef}' IS NULL AND spec #> '{authInfo,bearer,secretRef}' IS NULL))
-			ORDER BY next_relist_at LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
-		RETURNING id`, s.secrets != nil).Scan(&id)
+			ORDER BY namespace = ANY($2::text[]), next_relist_at LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
+		RETURNING id, namespace`, s.secrets != nil, served).Scan(&id, &namespace)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return "", "", nil
 	}
-	return id, mapErr(err)
+	return id, namespace, mapErr(err)
 }
