@@ -3,9 +3,12 @@ package restapi
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -61,4 +64,37 @@ func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(bindingsLim, prometheus.GaugeValue, float64(*l), u.Namespace, u.Bindings.Source)
 		}
 	}
+}
+
+// MountMetrics serves /metrics on e: reg's metrics to every scrape, and
+// the namespaces' usage (NewQuotaCollector) only to a scrape whose bearer
+// token is one for all namespaces. The usage names every namespace and
+// what it holds, which a token limited to namespaces may not learn (GET
+// /namespaces shows it its own), and /metrics is on the address tenants
+// reach the API and the web UI at. A scrape without such a token gets the
+// rest, as before, rather than a refusal.
+func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, usage prometheus.Collector) {
+	private := prometheus.NewRegistry()
+	private.MustRegister(usage)
+	public := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	all := promhttp.HandlerFor(prometheus.Gatherers{reg, private}, promhttp.HandlerOpts{Registry: reg})
+	e.GET("/metrics", func(c echo.Context) error {
+		h := public
+		if s.forAllNamespaces(c) {
+			h = all
+		}
+		h.ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
+}
+
+// forAllNamespaces tells whether the request carries one bearer token,
+// valid and for all namespaces (of any role).
+func (s *Server) forAllNamespaces(c echo.Context) bool {
+	hs := c.Request().Header.Values("Authorization")
+	if len(hs) != 1 || len(hs[0]) < 8 || !strings.EqualFold(hs[0][:7], "bearer ") {
+		return false
+	}
+	tok, err := s.tokens.Lookup(c.Request().Context(), strings.TrimSpace(hs[0][7:]))
+	return err == nil && tok.AllNamespaces()
 }

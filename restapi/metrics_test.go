@@ -2,13 +2,19 @@ package restapi_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/restapi"
 )
 
@@ -56,4 +62,78 @@ bindery_namespace_instances_limit{namespace="team-b",source="ResourceQuota/objec
 	if err := testutil.CollectAndCompare(restapi.NewQuotaCollector(bb.store, nil), strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestNamespaceMetricsNeedATokenForAllNamespaces: the server's /metrics
+// names the namespaces and what each holds only to a scrape with a token
+// for all namespaces. Without a token, or with one limited to team-a, it
+// has the process's metrics but no namespace's, as GET /namespaces shows
+// such a token only its own.
+func TestNamespaceMetricsNeedATokenForAllNamespaces(t *testing.T) {
+	t.Parallel()
+	bb := setup(t)
+	bb.registerBindery("bindery")
+	ctx := t.Context()
+	for _, in := range []map[string]any{instanceIn("team-a", "db", "small"), instanceIn("team-b", "secret", "small")} {
+		bb.must(http.StatusCreated, bb.do(bb.admin, "POST", "/instances", in))
+	}
+	limited, _, err := bb.store.IssueToken(ctx, catalog.TokenRequest{Role: catalog.RoleAdmin, Namespaces: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- restapi.Run(runCtx, &restapi.Config{Store: bb.store, Logger: slog.New(slog.DiscardHandler), RelistCheck: time.Minute}, l)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	scrape := func(token string) string {
+		t.Helper()
+		var body string
+		eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+l.Addr().String()+"/metrics", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET /metrics: %d %v", resp.StatusCode, err)
+			}
+			body = string(b)
+			return nil
+		})
+		return body
+	}
+	for who, token := range map[string]string{"no token": "", "a token of team-a": limited, "a token that is no token": "bdy_nope"} {
+		got := scrape(token)
+		if strings.Contains(got, "bindery_namespace_") || strings.Contains(got, "team-b") {
+			t.Errorf("/metrics with %s names the namespaces:\n%s", who, grepLines(got, "namespace"))
+		}
+		if !strings.Contains(got, "go_goroutines") || !strings.Contains(got, "bindery_api_token_requests") {
+			t.Errorf("/metrics with %s lacks the process's metrics", who)
+		}
+	}
+	if got := scrape(bb.admin); !strings.Contains(got, `bindery_namespace_instances{namespace="team-b"} 1`) {
+		t.Errorf("/metrics with a token for all namespaces lacks the namespaces' usage:\n%s", grepLines(got, "namespace"))
+	}
+}
+
+// grepLines is the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }

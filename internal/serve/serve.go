@@ -32,7 +32,8 @@ func NewRegistry() *prometheus.Registry {
 }
 
 // NewEcho returns an echo instance that logs every request to log (see
-// RequestLog), with the probes and metrics mounted. ready checks are run on
+// RequestLog), with the probes and metrics mounted (reg's; no /metrics for a
+// nil reg, for a server that mounts its own). ready checks are run on
 // every /readyz request.
 func NewEcho(log *slog.Logger, reg *prometheus.Registry, ready ...Check) *echo.Echo {
 	e := echo.New()
@@ -57,7 +58,9 @@ func NewEcho(log *slog.Logger, reg *prometheus.Registry, ready ...Check) *echo.E
 		}
 		return c.String(http.StatusOK, "ok\n")
 	})
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	if reg != nil {
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	}
 	return e
 }
 
