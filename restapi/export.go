@@ -81,6 +81,43 @@ func (s *Server) exportBrokers(c echo.Context) error {
 	return s.export(c, kind, opts)
 }
 
+// exportSlot takes one of the exports the server sends at once for the
+// request's token, which may read one at a time: one party's slow exports
+// would otherwise hold every slot, and every other party's export be
+// refused. done gives it back; a token reading one already, or a server
+// sending as many as it may, is answered 429.
+func (s *Server) exportSlot(c echo.Context) (done func(), err error) {
+	var id string
+	if t := tokenOf(c); t != nil {
+		id = t.ID
+	}
+	s.exportMu.Lock()
+	busy := id != "" && s.exporting[id]
+	if !busy && id != "" {
+		s.exporting[id] = true
+	}
+	s.exportMu.Unlock()
+	if busy {
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		return nil, apiError(http.StatusTooManyRequests, "too_many_requests",
+			"This token is reading an export already, and reads one at a time; try again once it ends, or read the list in pages.")
+	}
+	release := func() {
+		s.exportMu.Lock()
+		delete(s.exporting, id)
+		s.exportMu.Unlock()
+	}
+	select {
+	case s.exports <- struct{}{}:
+		return func() { <-s.exports; release() }, nil
+	default:
+		release()
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		return nil, apiError(http.StatusTooManyRequests, "too_many_requests",
+			"This server is sending %d exports already, as many as it sends at once; try again in %s seconds, or read the list in pages.", cap(s.exports), retryAfterSeconds)
+	}
+}
+
 // exportOptions reads namespace and labelSelector. An export takes no
 // other parameter (openapi/openapi.yaml): one that asks for a page (limit,
 // continue) is refused before it gets here, rather than sent everything.
@@ -99,17 +136,14 @@ func exportOptions(c echo.Context) (catalog.ListOptions, error) {
 
 // export streams the objects of kind that opts select.
 func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) error {
-	select {
-	case s.exports <- struct{}{}:
-		defer func() { <-s.exports }()
-	default:
-		c.Response().Header().Set("Retry-After", retryAfterSeconds)
-		return apiError(http.StatusTooManyRequests, "too_many_requests",
-			"This server is sending %d exports already, as many as it sends at once; try again in %s seconds, or read the list in pages.", cap(s.exports), retryAfterSeconds)
+	done, err := s.exportSlot(c)
+	if err != nil {
+		return err
 	}
+	defer done()
 	w := c.Response()
 	var line []byte
-	err := s.store.ScanRaw(ctx(c), kind, opts, func(rev int64, _ string, items []*catalog.RawObject) error {
+	err = s.store.ScanRaw(ctx(c), kind, opts, func(rev int64, _ string, items []*catalog.RawObject) error {
 		if !w.Committed {
 			w.Header().Set(echo.HeaderContentType, ndjson)
 			w.Header().Set(revisionHeader, strconv.FormatInt(rev, 10))

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/openapi/openapitest"
@@ -382,4 +383,62 @@ func TestExportCutShort(t *testing.T) {
 	if raw, err := io.ReadAll(rest); err != nil || bytes.Count(raw, []byte("\n")) != 1199 {
 		t.Errorf("an export read at once: %v, %d lines", err, bytes.Count(raw, []byte("\n"))+1)
 	}
+}
+
+// TestExportsShared: a token reads one export at a time, so one team's
+// slow exports cannot hold every export the server sends at once. Team
+// a's token holds one open and is refused a second (429); team b's token
+// still gets its own, and team a's gets another once its first ends.
+func TestExportsShared(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	createInstances(t, b.store, "team-a", "db", 1200)
+	createInstances(t, b.store, "team-b", "db", 1)
+	tokenOf := func(ns string) string {
+		tok, _, err := b.store.IssueToken(ctx, catalog.TokenRequest{Role: catalog.RoleViewer, Namespaces: []string{ns}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	teamA, teamB := tokenOf("team-a"), tokenOf("team-b")
+	base, client := slowAPI(t, b.store, 2)
+	first, _ := startExport(t, client, base, teamA)
+	if !snapshotOpen(t, b) {
+		t.Fatal("team a's export read everything before its first line was read: it holds nothing")
+	}
+	b.must(http.StatusOK, b.do(teamB, "GET", "/instances", nil))
+	// status begins an export and says how it was answered; one answered
+	// 200 is left open, unread but for its start, as a slow client's.
+	status := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/export/instances", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		if res.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, res.Body)
+		} else if _, err := bufio.NewReaderSize(res.Body, 512).ReadBytes('\n'); err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode
+	}
+	if got := status(teamA); got != http.StatusTooManyRequests {
+		t.Errorf("team a's second export while its first is read: %d, want 429", got)
+	}
+	if got := status(teamB); got != http.StatusOK {
+		t.Errorf("team b's export while team a's is read: %d, want 200", got)
+	}
+	_, _ = io.Copy(io.Discard, first.Body)
+	first.Body.Close()
+	eventually.Succeeds(t, 10*time.Second, func(context.Context) error {
+		if got := status(teamA); got != http.StatusOK {
+			return fmt.Errorf("team a's export after its first ended: %d", got)
+		}
+		return nil
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -41,8 +42,11 @@ type Server struct {
 	// blockedAfter is how long an object may wait for something missing
 	// before its progress says blocked (SetBlockedAfter).
 	blockedAfter time.Duration
-	// exports holds a slot for each export being served (export.go).
-	exports chan struct{}
+	// exports holds a slot for each export being served (export.go);
+	// exporting, the tokens reading one (one each).
+	exports   chan struct{}
+	exportMu  sync.Mutex
+	exporting map[string]bool
 	// share bounds each token's requests served at once, here and in
 	// what is mounted beside the API (internal/share).
 	share *share.Share
@@ -51,7 +55,7 @@ type Server struct {
 // New returns a REST API server over store. Until Run is called, it checks
 // every request's token in the database.
 func New(store *catalog.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports),
+	return &Server{store: store, log: log, tokens: store.NewTokenCache(0), exports: make(chan struct{}, DefaultExports), exporting: map[string]bool{},
 		share: share.New(DefaultMaxInflightPerToken)}
 }
 
