@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
@@ -12,7 +14,7 @@ import (
 // named. Without the check, a bad transform was found only once the broker
 // had bound, when the engine built the Secret, leaving credentials at the
 // broker that no Secret could hold.
-func validateSecretTransforms(ts []SecretTransform) field.ErrorList {
+func validateSecretTransforms(ts []SecretTransform, namespace string) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range ts {
 		p := field.NewPath("spec", "secretTransforms").Index(i)
@@ -31,6 +33,7 @@ func validateSecretTransforms(ts []SecretTransform) field.ErrorList {
 				errs = append(errs, field.Required(p.Child("addKeysFrom", "secretRef"), "name a Secret in the binding's namespace"))
 			} else {
 				errs = append(errs, validateName(p.Child("addKeysFrom", "secretRef", "name"), t.AddKeysFrom.SecretRef.Name)...)
+				errs = append(errs, ownNamespace(p.Child("addKeysFrom", "secretRef", "namespace"), t.AddKeysFrom.SecretRef.Namespace, namespace, "Secret")...)
 			}
 		case t.RemoveKey != nil:
 			errs = append(errs, validateSecretKey(p.Child("removeKey", "key"), t.RemoveKey.Key)...)
@@ -72,4 +75,16 @@ func validateSecretKey(p *field.Path, key string) field.ErrorList {
 		return field.ErrorList{bad(p, "must be a Secret key: letters, digits, '-', '_' and '.', at most 253 characters")}
 	}
 	return nil
+}
+
+// ownNamespace refuses a reference's namespace (at path) other than the
+// referring object's own, ns: a binding binds an instance of its own
+// namespace and reads Secrets of its own namespace only. One that names
+// another namespace would be recorded as if it referred there, while it
+// refers to the object of that name in its own.
+func ownNamespace(path *field.Path, ref, ns, what string) field.ErrorList {
+	if ref == "" || ref == ns {
+		return nil
+	}
+	return field.ErrorList{bad(path, fmt.Sprintf("must be the binding's own namespace %q, or left out: a binding refers to the %s of that name in its own namespace only", ns, what))}
 }

@@ -706,3 +706,26 @@ func TestBodyWhereNoneTaken(t *testing.T) {
 	b.must(200, b.do(dev, "GET", "/instances/db?namespace=a", "")) // not deleted
 	b.must(202, b.do(dev, "DELETE", "/instances/db?namespace=a", ""))
 }
+
+// TestBindingNamesItsOwnNamespace: a binding binds an instance of its own
+// namespace and reads Secrets of its own namespace, so an instanceRef or
+// an addKeysFrom Secret naming another namespace is a 400 naming the
+// field, rather than a binding recorded as if it referred to team b's
+// instance while it waits for one of that name in its own.
+func TestBindingNamesItsOwnNamespace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerBindery("bindery")
+	dev := b.token("developer")
+	for _, tc := range []struct{ spec, field string }{
+		{`{"instanceRef":{"name":"db","namespace":"team-b"}}`, "spec.instanceRef.namespace"},
+		{`{"instanceRef":{"name":"db"},"secretTransforms":[{"addKeysFrom":{"secretRef":{"name":"s","namespace":"team-b"}}}]}`,
+			"spec.secretTransforms[0].addKeysFrom.secretRef.namespace"},
+	} {
+		if r := b.do(dev, "POST", "/bindings", `{"name":"app","namespace":"team-a","spec":`+tc.spec+`}`); r.status != 400 || r.str("field") != tc.field {
+			t.Errorf("a binding of team-a with %s: %d %s, want 400 naming %s", tc.spec, r.status, r.raw, tc.field)
+		}
+	}
+	b.must(201, b.do(dev, "POST", "/bindings", `{"name":"app","namespace":"team-a","spec":{"instanceRef":{"name":"db","namespace":"team-a"},`+
+		`"secretTransforms":[{"addKeysFrom":{"secretRef":{"name":"s","namespace":"team-a"}}}]}}`))
+}
