@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/catalog"
 )
 
 // TestDryRunUpdateChecked: an update or a patch with dryRun=All answers
@@ -71,5 +72,46 @@ func TestDryRunUpdateChecked(t *testing.T) {
 	if err != nil || stored.ResourceVersion != created.ResourceVersion || stored.Spec.Parameters != nil || stored.DeletionTimestamp != nil || history() != entries {
 		t.Errorf("after dry runs: %v, resourceVersion %s (was %s), parameters %v, %d history entries (were %d)",
 			err, stored.ResourceVersion, created.ResourceVersion, stored.Spec.Parameters, history(), entries)
+	}
+}
+
+// TestDryRunChecksQuota: a dry run answers a namespace's quota as the
+// write would: a create past it, of an instance or a binding, and one
+// of a name taken, are refused (kubectl apply --dry-run=server
+// and admission previews rely on it), and the quota's count does not move.
+func TestDryRunChecksQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	app := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "a"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}
+	if _, err := c.ServiceBindings("a").Create(ctx, app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	taken := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	_, real := c.ServiceInstances("a").Create(ctx, taken.DeepCopy(), metav1.CreateOptions{})
+	if _, err := c.ServiceInstances("a").Create(ctx, taken, dry); !apierrors.IsAlreadyExists(err) || real == nil || err.Error() != real.Error() {
+		t.Errorf("a dry-run create of a name taken: %v, want what the create answers: %v", err, real)
+	}
+	one := 1
+	if _, err := b.store.SetQuota(ctx, &catalog.Quota{Namespace: "a", Instances: &one, Bindings: &one, PaidPlans: true}); err != nil {
+		t.Fatal(err)
+	}
+	other := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "a"},
+		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}
+	_, real = c.ServiceInstances("a").Create(ctx, other.DeepCopy(), metav1.CreateOptions{})
+	if _, err := c.ServiceInstances("a").Create(ctx, other, dry); !apierrors.IsForbidden(err) || real == nil || err.Error() != real.Error() {
+		t.Errorf("a dry-run create of a second instance past a quota of one: %v, want what the create answers: %v", err, real)
+	}
+	second := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "a"}, Spec: app.Spec}
+	if _, err := c.ServiceBindings("a").Create(ctx, second, dry); !apierrors.IsForbidden(err) {
+		t.Errorf("a dry-run create of a second binding past a quota of one: %v, want 403", err)
+	}
+	st, err := b.store.QuotaStatus(ctx, "a")
+	if err != nil || st.Instances.Used != 1 || st.Bindings.Used != 1 {
+		t.Errorf("the quota's counts after the dry runs: %+v %+v, %v; want 1 and 1", st.Instances, st.Bindings, err)
 	}
 }

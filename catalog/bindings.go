@@ -327,11 +327,8 @@ func (s *Store) UpdateBindingMeta(ctx context.Context, id string, expectRV int64
 	return updateMeta[Binding](ctx, s, id, expectRV, fn)
 }
 
-// CheckBinding validates a new binding as CreateBinding does, without
-// recording it, for a dry run.
+// CheckBinding is CheckInstance for a binding.
 func (s *Store) CheckBinding(ctx context.Context, b *Binding) error {
-	if _, err := s.validateNewBinding(ctx, &catalogueReader{q: s.pool}, b); err != nil {
-		return err
-	}
-	return s.nameFree(ctx, KindBinding, b.Namespace, b.Name)
+	_, err := s.CreateBinding(WithDryRun(ctx), b)
+	return err
 }

@@ -534,12 +534,11 @@ func (s *Store) UpdateInstanceMeta(ctx context.Context, id string, expectRV int6
 	return updateMeta[Instance](ctx, s, id, expectRV, fn)
 }
 
-// CheckInstance validates a new instance as CreateInstance does (name,
-// namespace, plan, parameters, a free name) without recording it, for a
-// dry run. It fills in the references the plan resolves to.
+// CheckInstance is CreateInstance in a dry run (WithDryRun): every check
+// a creation makes (name, namespace, plan, parameters, a free name, the
+// namespace's quota), and nothing recorded. It fills in in as the
+// creation would.
 func (s *Store) CheckInstance(ctx context.Context, in *Instance) error {
-	if _, err := s.validateNewInstance(ctx, &catalogueReader{q: s.pool}, in); err != nil {
-		return err
-	}
-	return s.nameFree(ctx, KindInstance, in.Namespace, in.Name)
+	_, err := s.CreateInstance(WithDryRun(ctx), in)
+	return err
 }

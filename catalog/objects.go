@@ -473,17 +473,3 @@ func updateMeta[T any, P interface {
 	})
 	return out, err
 }
-
-// nameFree returns ErrConflict when an object of kind has the name in the
-// namespace.
-func (s *Store) nameFree(ctx context.Context, kind, namespace, name string) error {
-	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+tables[kind]+` WHERE namespace = $1 AND name = $2)`,
-		namespace, name).Scan(&taken); err != nil {
-		return fmt.Errorf("check %s %s/%s: %w", kind, namespace, name, mapErr(err))
-	}
-	if taken {
-		return nameTaken(kind, name, namespace)
-	}
-	return nil
-}

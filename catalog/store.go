@@ -277,7 +277,9 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 		return 0, err
 	}
 	if isDryRun(ctx) {
-		return 0, nil // w.end rolls back
+		// The queued statements hold checks (a quota, a revision) and
+		// rows whose constraints refuse: they run, then w.end rolls back.
+		return 0, w.flush(ctx)
 	}
 	var rev int64
 	var sql string
