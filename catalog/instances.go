@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -19,24 +18,64 @@ import (
 // DefaultNamespace is where objects go when a request names none.
 const DefaultNamespace = "default"
 
-// schemas caches compiled plan schemas by plan id, schema kind and the
-// plan's resourceVersion.
-type schemaCache struct{ m sync.Map }
+// schemaCache keeps compiled plan schemas by plan id and schema kind, at
+// the plan's newest resourceVersion: a plan its broker changed replaces
+// its entry, and at most maxCachedSchemas are kept, so a broker that
+// changes its plans at every fetch, or names new plans each time, does
+// not grow the process.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSchema
+}
+
+// cachedSchema is a plan's schema compiled at one of its resourceVersions.
+type cachedSchema struct {
+	rv     int64
+	schema *params.Schema
+}
+
+// maxCachedSchemas bounds the compiled schemas kept: three kinds of schema
+// for a catalogue's worth of plans.
+const maxCachedSchemas = 1024
 
 func (c *schemaCache) get(plan *ServicePlan, which string, raw json.RawMessage) (*params.Schema, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	key := plan.ID + "/" + which + "/" + strconv.FormatInt(plan.ResourceVersion, 10)
-	if s, ok := c.m.Load(key); ok {
-		return s.(*params.Schema), nil
+	key := plan.ID + "/" + which
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && e.rv == plan.ResourceVersion {
+		return e.schema, nil
 	}
 	s, err := params.Compile(raw, false)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s has an invalid %s schema: %w", plan.Spec.ExternalName, which, err)
 	}
-	c.m.Store(key, s)
+	c.put(key, cachedSchema{rv: plan.ResourceVersion, schema: s})
 	return s, nil
+}
+
+// put keeps e unless a newer version of the plan is kept already; when
+// the cache is full, an arbitrary entry makes room.
+func (c *schemaCache) put(key string, e cachedSchema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedSchema{}
+	}
+	if old, ok := c.m[key]; ok {
+		if old.rv > e.rv {
+			return
+		}
+	} else if len(c.m) >= maxCachedSchemas {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = e
 }
 
 var schemas schemaCache
