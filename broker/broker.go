@@ -56,6 +56,10 @@ type Config struct {
 	// ShutdownGrace is how long Run lets running operations go on once
 	// its context ends. Default DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// OperationRetention is how long finished operations are kept (the
+	// newest of a live instance or binding longer). Default
+	// DefaultOperationRetention.
+	OperationRetention time.Duration
 }
 
 // PlanConfigValidator is implemented by drivers that can check a plan's
@@ -75,6 +79,8 @@ type Broker struct {
 	river      *river.Client[pgx.Tx]
 	opTimeout  time.Duration
 	opDeadline time.Duration
+	// opRetention is Config.OperationRetention, for PruneOperations.
+	opRetention time.Duration
 	// shutdownGrace is Config.ShutdownGrace, for Run.
 	shutdownGrace time.Duration
 	metrics       *metrics
@@ -144,6 +150,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if cfg.OperationRetention <= 0 {
+		cfg.OperationRetention = DefaultOperationRetention
+	}
 	b := &Broker{
 		pool:          cfg.Pool,
 		catalog:       cfg.Catalog,
@@ -153,6 +162,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		log:           cfg.Logger,
 		opTimeout:     cfg.OperationTimeout,
 		opDeadline:    cfg.OperationDeadline,
+		opRetention:   cfg.OperationRetention,
 		shutdownGrace: cfg.ShutdownGrace,
 		metrics:       newMetrics(cfg.Registry),
 	}
@@ -165,6 +175,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &operationWorker{b: b})
+	river.AddWorker(workers, &pruneWorker{b: b})
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Schema:               migrations.Broker,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
@@ -172,6 +183,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		JobTimeout:           cfg.OperationTimeout,
 		MaxAttempts:          cfg.MaxAttempts,
 		RescueStuckJobsAfter: b.rescueAfter(),
+		PeriodicJobs:         []*river.PeriodicJob{pruneJob()},
 		Logger:               cfg.Logger.With("component", "river"),
 	})
 	if err != nil {

@@ -39,6 +39,8 @@ type Options struct {
 	// broker is told to stop; then they are cancelled, to be resumed by
 	// the next broker process.
 	ShutdownGrace time.Duration
+	// OperationRetention is how long finished operations are kept.
+	OperationRetention time.Duration
 }
 
 // AddFlags registers the broker's flags; listenFlag names the listen
@@ -53,6 +55,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.IntVar(&o.TargetReserved, "target-reserved-connections", DefaultTargetReserved, "connection slots of the target cluster kept for Bindery's own sessions: the plans' connection limits together get max_connections less these and the superusers' reserved slots")
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
 	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
+	fs.DurationVar(&o.OperationRetention, "operation-retention", DefaultOperationRetention, "how long finished operations are kept for last_operation (the newest of a live instance or binding longer, and at most 16 of each)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "how long running operations may go on when the broker stops; then they are cancelled and resumed by the next broker process")
 }
@@ -94,6 +97,9 @@ func (o *Options) Validate() error {
 	if o.OperationDeadline < o.OperationTimeout {
 		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))
 	}
+	if o.OperationRetention != 0 && o.OperationRetention < o.OperationDeadline { // 0: the default
+		errs = append(errs, errors.New("--operation-retention: must be at least --operation-deadline"))
+	}
 	if o.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("--shutdown-grace: must not be negative"))
 	}
@@ -112,17 +118,18 @@ func (o *Options) Config(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Lo
 		return Config{}, err
 	}
 	return Config{
-		Pool:              pool,
-		Catalog:           catalog,
-		Drivers:           map[string]Driver{},
-		Keys:              keys,
-		Auth:              Auth{Username: o.Username, Password: o.Password, Token: o.Token},
-		Logger:            log,
-		Registry:          serve.NewRegistry(),
-		OperationTimeout:  o.OperationTimeout,
-		OperationDeadline: o.OperationDeadline,
-		Workers:           o.Workers,
-		ShutdownGrace:     o.ShutdownGrace,
+		Pool:               pool,
+		Catalog:            catalog,
+		Drivers:            map[string]Driver{},
+		Keys:               keys,
+		Auth:               Auth{Username: o.Username, Password: o.Password, Token: o.Token},
+		Logger:             log,
+		Registry:           serve.NewRegistry(),
+		OperationTimeout:   o.OperationTimeout,
+		OperationDeadline:  o.OperationDeadline,
+		Workers:            o.Workers,
+		ShutdownGrace:      o.ShutdownGrace,
+		OperationRetention: o.OperationRetention,
 	}, nil
 }
 

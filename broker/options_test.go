@@ -25,6 +25,10 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--operation-deadline: must be at least --operation-timeout") {
 		t.Errorf("a deadline shorter than one attempt: %v", err)
 	}
+	o = broker.Options{Token: "t", OperationTimeout: time.Minute, OperationDeadline: time.Hour, OperationRetention: time.Minute, Workers: 1}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--operation-retention: must be at least --operation-deadline") {
+		t.Errorf("operations pruned before their deadline: %v", err)
+	}
 	o = broker.Options{OperationTimeout: time.Minute, OperationDeadline: time.Hour, Workers: 1}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "no broker credentials") {
 		t.Errorf("no credentials: %v", err)

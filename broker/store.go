@@ -384,3 +384,25 @@ func finishOperation(ctx context.Context, q querier, op *operation) (bool, error
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// pruneOperations removes at most limit finished operations: those past
+// the newest kept of their instance or binding, and those finished before
+// retention ago, unless one is the newest of an instance or binding that
+// still exists (last_operation answers from it). The newest are in the
+// order lastOperation reads them.
+func pruneOperations(ctx context.Context, q querier, retention time.Duration, kept, limit int) (int64, error) {
+	tag, err := q.Exec(ctx, `DELETE FROM broker.operations WHERE id IN (
+		SELECT id FROM (
+			SELECT o.id, o.state, o.updated_at, o.instance_id, o.binding_id,
+				row_number() OVER (PARTITION BY o.instance_id, o.binding_id ORDER BY o.created_at DESC, o.id) AS newest
+			FROM broker.operations o) f
+		WHERE f.state <> 'in progress' AND (f.newest > $2
+			OR (f.updated_at < now() - make_interval(secs => $1) AND NOT (f.newest = 1 AND CASE
+				WHEN f.binding_id IS NULL THEN EXISTS (SELECT FROM broker.instances i WHERE i.id = f.instance_id)
+				ELSE EXISTS (SELECT FROM broker.bindings b WHERE b.id = f.binding_id) END)))
+		LIMIT $3)`, retention.Seconds(), kept, limit)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return tag.RowsAffected(), nil
+}
