@@ -65,7 +65,10 @@ const (
 
 // gate is one broker's slots, waiting line and breaker.
 type gate struct {
-	id, name, kind string
+	id, name, kind, namespace string
+	// forgotten: the broker was deleted; its probes stop and its slots
+	// count nothing any more.
+	forgotten bool
 	// client is the broker's client the last reconcile used, for probes.
 	client   *osb.Client
 	inflight int
@@ -170,7 +173,7 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 		if b.Namespace != "" {
 			name = b.Namespace + "/" + b.Name
 		}
-		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), limit: gs.max, waiting: newFairLine(), parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
+		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), namespace: b.Namespace, limit: gs.max, waiting: newFairLine(), parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
 		gs.byID[b.ID] = g
 	}
 	return g
@@ -269,6 +272,10 @@ func (gs *gates) pop(g *gate) (objectKey, bool) {
 // handOff gives a slot of g that its holder is done with to the first
 // object in line, or frees it. gs.mu is held.
 func (gs *gates) handOff(g *gate) {
+	if g.forgotten {
+		g.inflight--
+		return
+	}
 	if !g.open && g.inflight <= g.limit {
 		if key, ok := gs.pop(g); ok {
 			gs.reserve(g, key)
@@ -352,6 +359,9 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 	}
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
+	if g.forgotten {
+		return // its broker was deleted
+	}
 	first := verb
 	if l, ok := gs.bypass[r.key]; ok && (l.verb == verb || breakerFailure(err)) {
 		// Lifted until the request that failed first is made again; a
@@ -406,22 +416,37 @@ func (gs *gates) schedule(g *gate) {
 	time.AfterFunc(d, func() { gs.probe(g) })
 }
 
-// probe asks the broker's catalogue whether it answers again.
+// probe asks the broker's catalogue whether it answers again, unless the
+// broker was deleted meanwhile (its deletion may have gone past this
+// process unseen, as when the change feed was pruned before it was read):
+// a deleted broker is forgotten instead, and probed no more.
 func (gs *gates) probe(g *gate) {
 	if gs.ctx.Err() != nil {
 		return
 	}
 	gs.mu.Lock()
-	cl := g.client
+	cl, forgotten := g.client, g.forgotten
 	gs.mu.Unlock()
+	if forgotten {
+		return
+	}
 	ctx, cancel := context.WithTimeout(gs.ctx, min(probeTimeout, gs.c.timeout))
-	err := cl.Probe(ctx)
+	_, err := gs.c.store.Store.GetBrokerIn(ctx, g.namespace, g.id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		cancel()
+		gs.forget(g.id)
+		return
+	}
+	err = cl.Probe(ctx)
 	cancel()
 	if gs.ctx.Err() != nil {
 		return
 	}
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
+	if g.forgotten {
+		return
+	}
 	if err != nil {
 		gs.probes.WithLabelValues(g.name, "failed").Inc()
 		g.opens++
@@ -445,6 +470,37 @@ func (gs *gates) probe(g *gate) {
 	}
 	clear(g.failing)
 	gs.close(g)
+}
+
+// forget drops the gate of broker id, which was deleted: its probes
+// stop, its metric series go, and the objects in its line are queued, to
+// find their broker gone. A reconcile holding one of its slots gives it
+// back to nobody.
+func (gs *gates) forget(id string) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	g := gs.byID[id]
+	if g == nil {
+		return
+	}
+	delete(gs.byID, id)
+	g.forgotten = true
+	for key, res := range gs.reserved {
+		if res.g == g {
+			delete(gs.reserved, key)
+			gs.c.queue.Add(key)
+		}
+	}
+	for key := range g.parked {
+		gs.c.queue.Add(key)
+	}
+	clear(g.parked)
+	g.waiting = newFairLine()
+	clear(g.failing)
+	gs.inflight.DeleteLabelValues(g.name)
+	gs.waitingGauge.DeleteLabelValues(g.name)
+	gs.circuit.DeleteLabelValues(g.name)
+	gs.probes.DeletePartialMatch(prometheus.Labels{"broker": g.name})
 }
 
 // close closes g's breaker and hands it to the objects in line, their

@@ -292,6 +292,9 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 			switch ch.Kind {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
 				c.store.ForgetCached()
+				if ch.Type == catalog.Deleted {
+					c.gates.forget(ch.Object.ID)
+				}
 				continue
 			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
 				// Before the changes after it are handed to the workers.
