@@ -40,10 +40,17 @@ func (s Session) AllowsNamespace(ns string) bool {
 	return s.AllNamespaces() || slices.Contains(s.Namespaces, ns)
 }
 
+// MaxSessionsPerToken is how many sessions one API token keeps at most:
+// signing in once more signs its oldest session out, so a token's holder
+// signing in without end (without the last session's cookie) does not
+// grow the sessions table for the whole of their lifetime.
+const MaxSessionsPerToken = 64
+
 // CreateSession checks an API token and opens a session for it that lasts
 // ttl. It returns the session id, the one thing the browser keeps: the
 // store holds its SHA-256 and the token's hash, never either in clear.
-// Expired sessions are removed on the way.
+// Expired sessions are removed on the way, and the token's oldest
+// sessions beyond MaxSessionsPerToken.
 func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Duration) (string, Session, error) {
 	if !strings.HasPrefix(token, tokenPrefix) {
 		return "", Session{}, ErrBadToken
@@ -59,12 +66,20 @@ func (s *Store) CreateSession(ctx context.Context, token string, ttl time.Durati
 	if _, err := s.PruneSessions(ctx); err != nil {
 		return "", Session{}, err
 	}
-	err := s.pool.QueryRow(ctx, `INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
-		SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 AND (expires_at IS NULL OR expires_at > $4)
-		RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2),
-			(SELECT coalesce(namespaces, '{}') FROM catalog.api_tokens WHERE hash = $2),
-			(SELECT id::text FROM catalog.api_tokens WHERE hash = $2), (SELECT name FROM catalog.api_tokens WHERE hash = $2)`,
-		sum[:], tokenSum[:], sess.Expires, s.now()).Scan(&sess.Role, &sess.Namespaces, &sess.TokenID, &sess.TokenName)
+	// The token's oldest sessions beyond the bound go in the same
+	// statement, which does not see the new one: the newest
+	// MaxSessionsPerToken-1 stay beside it.
+	err := s.pool.QueryRow(ctx, `WITH opened AS (
+			INSERT INTO catalog.web_sessions (hash, token_hash, expires_at)
+			SELECT $1, hash, $3 FROM catalog.api_tokens WHERE hash = $2 AND (expires_at IS NULL OR expires_at > $4)
+			RETURNING (SELECT role FROM catalog.api_tokens WHERE hash = $2),
+				(SELECT coalesce(namespaces, '{}') FROM catalog.api_tokens WHERE hash = $2),
+				(SELECT id::text FROM catalog.api_tokens WHERE hash = $2), (SELECT name FROM catalog.api_tokens WHERE hash = $2)),
+		oldest AS (
+			DELETE FROM catalog.web_sessions WHERE hash IN (SELECT hash FROM catalog.web_sessions
+				WHERE token_hash = $2 ORDER BY created_at DESC, expires_at DESC, hash OFFSET $5 - 1))
+		SELECT * FROM opened`,
+		sum[:], tokenSum[:], sess.Expires, s.now(), MaxSessionsPerToken).Scan(&sess.Role, &sess.Namespaces, &sess.TokenID, &sess.TokenName)
 	if err != nil {
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return "", Session{}, ErrBadToken

@@ -126,3 +126,49 @@ func TestSessionNamespaces(t *testing.T) {
 		t.Fatalf("session of an unlimited token: %+v %v", sess, err)
 	}
 }
+
+// TestSessionsBoundedPerToken: signing in again and again with one token
+// (each sign-in from a browser without the last one's cookie) keeps at
+// most MaxSessionsPerToken sessions of it, signing the oldest out; another
+// token's sessions are not touched.
+func TestSessionsBoundedPerToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	tok, err := s.CreateToken(ctx, catalog.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.CreateToken(ctx, catalog.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _, err := s.CreateSession(ctx, other, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = catalog.MaxSessionsPerToken
+	var ids []string
+	for range 3 * limit {
+		id, _, err := s.CreateSession(ctx, tok, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM catalog.web_sessions`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != limit+1 {
+		t.Errorf("%d sessions after %d sign-ins with one token and one with another; want %d", n, 3*limit, limit+1)
+	}
+	if _, err := s.LookupSession(ctx, ids[0]); !errors.Is(err, catalog.ErrNoSession) {
+		t.Errorf("the oldest session: %v, want ErrNoSession", err)
+	}
+	for _, id := range append(ids[len(ids)-limit:], kept) {
+		if _, err := s.LookupSession(ctx, id); err != nil {
+			t.Fatalf("a session among the newest: %v", err)
+		}
+	}
+}
