@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/bindery-dev/bindery/internal/pgtext"
@@ -91,4 +92,54 @@ func (s *Store) Events(ctx context.Context, objectID string, limit int) ([]Event
 type ObjectEvent struct {
 	Event
 	Name, Namespace string
+}
+
+// historyPruneLock is the advisory lock (as pruneLock) that a round of
+// pruning deleted objects' history holds, and historyPruneBatch how many
+// entries one of its transactions removes.
+const (
+	historyPruneLock  = "catalog.events: prune"
+	historyPruneBatch = 5000
+)
+
+// PruneDeletedHistory removes the history entries of brokers, instances
+// and bindings that no longer exist, once they are older than olderThan
+// (their last occurrence), unless another process is pruning them (then
+// it does nothing). It returns how many it removed.
+func (s *Store) PruneDeletedHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
+	var total int64
+	for {
+		n, mine, err := s.pruneHistoryBatch(ctx, olderThan)
+		total += n
+		if err != nil || !mine || n < historyPruneBatch {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) pruneHistoryBatch(ctx context.Context, olderThan time.Duration) (removed int64, mine bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("begin: %w", mapErr(err))
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7))`, historyPruneLock).Scan(&mine); err != nil {
+		return 0, false, fmt.Errorf("claim pruning the history: %w", mapErr(err))
+	}
+	if !mine {
+		return 0, false, nil
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM catalog.events WHERE id IN (
+		SELECT e.id FROM catalog.events e WHERE e.last_time < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT FROM catalog.instances i WHERE i.id = e.object_id)
+			AND NOT EXISTS (SELECT FROM catalog.bindings b WHERE b.id = e.object_id)
+			AND NOT EXISTS (SELECT FROM catalog.brokers r WHERE r.id = e.object_id)
+		LIMIT $2)`, olderThan.Seconds(), historyPruneBatch)
+	if err != nil {
+		return 0, true, fmt.Errorf("prune deleted objects' history: %w", mapErr(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, true, fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return tag.RowsAffected(), true, nil
 }

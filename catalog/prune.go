@@ -44,7 +44,21 @@ type Retention struct {
 	MaxBytes int64
 	// Every is how often RunPruner prunes (default a minute).
 	Every time.Duration
+	// DeletedHistory is how long the history of a deleted broker,
+	// instance or binding is kept after its last entry (default
+	// DeletedHistoryRetention); RunPruner prunes it once an hour.
+	DeletedHistory time.Duration
 }
+
+// DeletedHistoryRetention is how long the history of a deleted object is
+// kept by default. Only an operator reads it once the object is gone (an
+// abandon's entry says who left what behind at the broker): long enough
+// for that, and a bound, since objects are created and deleted without
+// end and each keeps up to HistoryLimit entries.
+const DeletedHistoryRetention = 30 * 24 * time.Hour
+
+// historyEvery is how often RunPruner prunes deleted objects' history.
+const historyEvery = time.Hour
 
 func (r Retention) withDefaults() Retention {
 	if r.MinAge == 0 {
@@ -59,6 +73,9 @@ func (r Retention) withDefaults() Retention {
 	if r.Every <= 0 {
 		r.Every = time.Minute
 	}
+	if r.DeletedHistory <= 0 {
+		r.DeletedHistory = DeletedHistoryRetention
+	}
 	return r
 }
 
@@ -68,7 +85,8 @@ const pruneLock = "catalog.changes: prune"
 
 // RunPruner prunes the change feed every r.Every until ctx ends, keeping
 // what r says (zero fields take the defaults: 10 minutes and 100,000
-// changes within 256 MiB, every minute). Each process that owns the catalog (the catalog
+// changes within 256 MiB, every minute), and deleted objects' history
+// at its first round and every hour after. Each process that owns the catalog (the catalog
 // server, the engine, the Kubernetes API server) calls it from its Run:
 // every topology then prunes, and the rounds are claimed in PostgreSQL so
 // that one replica prunes at a time while the others skip.
@@ -76,11 +94,20 @@ func (f *Feed) RunPruner(ctx context.Context, r Retention) {
 	r = r.withDefaults()
 	t := time.NewTicker(r.Every)
 	defer t.Stop()
+	var historyDue time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := time.Now(); !now.Before(historyDue) {
+			historyDue = now.Add(historyEvery)
+			if n, err := f.s.PruneDeletedHistory(ctx, r.DeletedHistory); err != nil && ctx.Err() == nil {
+				f.s.log.WarnContext(ctx, "prune deleted objects' history", "error", err)
+			} else if n > 0 {
+				f.s.log.DebugContext(ctx, "pruned deleted objects' history", "entries", n)
+			}
 		}
 		before, n, err := f.PruneKeeping(ctx, r)
 		switch {
