@@ -358,6 +358,11 @@ func (c *Controller) interrupt(ctx context.Context, key objectKey, ch catalog.Ch
 // concern are the page's to look up (watch).
 func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	ns, id := ch.Object.Namespace, ch.Object.ID
+	if ch.Type == catalog.Deleted {
+		// A removed object writes no status that would drop its poll
+		// state (writeInstance, writeBinding).
+		c.forgetPolls(id)
+	}
 	switch ch.Kind {
 	case catalog.KindInstance:
 		key := instanceKey(ns, id)
