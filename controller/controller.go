@@ -77,7 +77,17 @@ type Config struct {
 	// --broker-breaker-wait).
 	BreakerFailures int
 	BreakerWait     time.Duration
+	// KubeTimeout bounds each request of the engine's own to
+	// kube-apiserver (Secrets read and written; default
+	// DefaultKubeTimeout): reconciles have no deadline of their own, and
+	// a request that a lost connection or a stuck kube-apiserver never
+	// answers would hold its object for good.
+	KubeTimeout time.Duration
 }
+
+// DefaultKubeTimeout is Config.KubeTimeout's default: kube-apiserver ends
+// a request it cannot serve after a minute by default, most far sooner.
+const DefaultKubeTimeout = 30 * time.Second
 
 // Controller is the engine.
 type Controller struct {
@@ -107,6 +117,8 @@ type Controller struct {
 	// slots are the workers: a reconcile holds one, except while it waits
 	// on a broker (run.go).
 	slots chan struct{}
+	// kubeTimeout is Config.KubeTimeout.
+	kubeTimeout time.Duration
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -146,6 +158,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.BrokerTimeout <= 0 {
 		cfg.BrokerTimeout = 60 * time.Second
+	}
+	if cfg.KubeTimeout <= 0 {
+		cfg.KubeTimeout = DefaultKubeTimeout
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "bindery"
@@ -196,6 +211,7 @@ func New(cfg Config) (*Controller, error) {
 		now:       time.Now,
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
+	c.kubeTimeout = cfg.KubeTimeout
 	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil
 }
@@ -491,6 +507,8 @@ type KubeSecrets struct{ Kube kubernetes.Interface }
 
 // SecretData returns the Secret's data.
 func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultKubeTimeout)
+	defer cancel()
 	s, err := k.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err

@@ -53,6 +53,8 @@ type engineOptions struct {
 	maxInflight     int
 	breakerFailures int
 	breakerWait     time.Duration
+	// kubeTimeout bounds each Kubernetes call (0: the default).
+	kubeTimeout time.Duration
 }
 
 // setup gives a test a catalog on its own database and a running engine.
@@ -87,7 +89,8 @@ func (e *env) start() {
 	engine, err := controller.New(controller.Config{Store: e.store, Kube: e.opts.kube, Logger: log,
 		BrokerTimeout: e.opts.timeout, Workers: e.opts.workers, Registry: reg,
 		RetryBase: e.opts.retryBase, RetryCap: e.opts.retryCap, MaxPollingDuration: e.opts.maxPolling,
-		BrokerMaxInflight: e.opts.maxInflight, BreakerFailures: e.opts.breakerFailures, BreakerWait: e.opts.breakerWait})
+		BrokerMaxInflight: e.opts.maxInflight, BreakerFailures: e.opts.breakerFailures, BreakerWait: e.opts.breakerWait,
+		KubeTimeout: e.opts.kubeTimeout})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -216,22 +216,35 @@ type timedSecrets struct {
 
 func (t timedSecrets) done(start time.Time) { t.c.since(partKube, start) }
 
+// bounded is ctx bounded by the engine's Kubernetes timeout.
+func (t timedSecrets) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, t.c.kubeTimeout)
+}
+
 func (t timedSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
 	defer t.done(time.Now())
+	ctx, cancel := t.bounded(ctx)
+	defer cancel()
 	return t.s.Get(ctx, name, opts)
 }
 
 func (t timedSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
 	defer t.done(time.Now())
+	ctx, cancel := t.bounded(ctx)
+	defer cancel()
 	return t.s.Create(ctx, s, opts)
 }
 
 func (t timedSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
 	defer t.done(time.Now())
+	ctx, cancel := t.bounded(ctx)
+	defer cancel()
 	return t.s.Update(ctx, s, opts)
 }
 
 func (t timedSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	defer t.done(time.Now())
+	ctx, cancel := t.bounded(ctx)
+	defer cancel()
 	return t.s.Delete(ctx, name, opts)
 }
