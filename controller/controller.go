@@ -402,15 +402,18 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 }
 
 // dispatch hands each key of the queue to a reconcile of its own once a
-// worker is free, until the queue shuts down.
+// worker is free, until the queue shuts down. It takes the key first and
+// the worker then: a worker taken while the queue is empty would stand
+// idle, and a reconcile whose broker answered, waiting for a worker again
+// (brokerCall), would wait for the next key to come, with one worker for
+// ever.
 func (c *Controller) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 	for {
-		c.slots <- struct{}{}
 		key, quit := c.queue.Get()
 		if quit {
-			<-c.slots
 			return
 		}
+		c.slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-c.slots }()
 			c.process(ctx, key)
