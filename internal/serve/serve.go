@@ -125,6 +125,18 @@ const drainGrace = time.Second
 // inside Kubernetes' default grace period of 30 seconds.
 const stopWait = 5 * time.Second
 
+// IdleTimeout is how long a server keeps a connection that waits for its
+// next request. Without one, net/http keeps it for good (its idle timeout
+// falls back to ReadTimeout, which would cut event streams and watches,
+// and is not set): whoever can reach a port could hold a file descriptor
+// and a goroutine of the process per connection opened and left idle.
+// 90 s is the idle timeout of Go's and client-go's own transports, so a
+// client's pooled connections are not closed under it as a rule.
+const IdleTimeout = 90 * time.Second
+
+// idleTimeout is IdleTimeout, shortened by tests.
+var idleTimeout = IdleTimeout
+
 // Run serves h on l until ctx ends, then shuts down gracefully: requests in
 // flight get a second to finish on their own, then their contexts are
 // cancelled — a catalogue fetch from a broker that does not answer, or an
@@ -136,6 +148,7 @@ func Run(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) 
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 	}

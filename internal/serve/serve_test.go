@@ -159,3 +159,40 @@ func TestJSONAsGiven(t *testing.T) {
 		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
 	}
 }
+
+// TestRunClosesIdleConnections: a connection kept open after its request,
+// with nothing more sent, is closed after the idle timeout, so that
+// whoever can reach a port cannot hold file descriptors and goroutines of
+// the process for good by opening connections and leaving them idle.
+func TestRunClosesIdleConnections(t *testing.T) {
+	defer serve.SetIdleTimeout(300 * time.Millisecond)()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serve.Run(ctx, l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }), slog.New(slog.DiscardHandler))
+	}()
+	defer func() { cancel(); <-done }()
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The answer, then the end of the connection: the server closes it.
+	rest, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("the idle connection was kept open for 5 s (read %q): %v", rest, err)
+	}
+	if !strings.Contains(string(rest), "200 OK") {
+		t.Fatalf("no answer: %q", rest)
+	}
+}

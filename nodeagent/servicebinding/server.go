@@ -33,6 +33,7 @@ import (
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 	sbv1beta1 "github.com/bindery-dev/bindery/apis/servicebinding/v1beta1"
+	"github.com/bindery-dev/bindery/internal/serve"
 )
 
 // MutatePath is the URL path of the mutating webhook; the webhook
@@ -245,7 +246,7 @@ func (s *listenerServer) Start(ctx context.Context) error {
 	}
 	go func() { _ = w.Start(ctx) }()
 	cfg := &tls.Config{NextProtos: []string{"h2", "http/1.1"}, GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12}
-	srv := &http.Server{Handler: s.WebhookMux(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.WebhookMux(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: serve.IdleTimeout}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
