@@ -309,7 +309,7 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
 				c.store.ForgetCached()
 				if ch.Type == catalog.Deleted {
-					c.gates.forget(ch.Object.ID)
+					c.brokerDeleted(ch.Object.ID)
 				}
 				continue
 			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
@@ -517,6 +517,20 @@ func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (ma
 		return nil, err
 	}
 	return s.Data, nil
+}
+
+// brokerDeleted forgets what the engine keeps of a deleted broker: its
+// gate (bulkhead.go) and its cached client, whose idle connections are
+// closed.
+func (c *Controller) brokerDeleted(id string) {
+	c.gates.forget(id)
+	c.mu.Lock()
+	cached, ok := c.clients[id]
+	delete(c.clients, id)
+	c.mu.Unlock()
+	if ok {
+		cached.client.CloseIdleConnections()
+	}
 }
 
 // client returns the OSB client of a broker, cached per broker version

@@ -142,6 +142,10 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
+// CloseIdleConnections closes the client's connections to its broker
+// that carry no request now, as when the broker is deleted.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
 // authorize sets the request's credentials and OSB headers.
 func (c *Client) authorize(req *http.Request) {
 	req.Header.Set("X-Broker-API-Version", APIVersion)
