@@ -1,0 +1,1 @@
+DROP INDEX catalog.web_sessions_token_idx;
