@@ -457,9 +457,73 @@ func (cw *catalogueWriter) removeUnseen(ctx context.Context) error {
 	}, func(c *ServiceClass) any { return c.Status }); err != nil {
 		return err
 	}
-	return markRemoved[ServicePlan](ctx, cw.w, cw.b.ID, "catalog.service_plans", cw.seenPlan, func(p *ServicePlan) *bool {
+	if err := markRemoved[ServicePlan](ctx, cw.w, cw.b.ID, "catalog.service_plans", cw.seenPlan, func(p *ServicePlan) *bool {
 		return &p.Status.RemovedFromBrokerCatalog
-	}, func(p *ServicePlan) any { return p.Status })
+	}, func(p *ServicePlan) any { return p.Status }); err != nil {
+		return err
+	}
+	return cw.dropUnheld(ctx)
+}
+
+// Removed plans and classes nothing holds, which dropUnheld deletes: no
+// instance names them, and no one set who sees a plan or how many of its
+// instances a namespace may have (those would be lost with the row, and a
+// plan offered again would come back unrestricted).
+const (
+	unheldPlan = `broker_id = $1 AND removed
+		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.plan_id = service_plans.id)
+		AND NOT EXISTS (SELECT 1 FROM catalog.quota_plans q WHERE q.plan_id = service_plans.id)
+		AND metadata -> 'annotations' -> '` + VisibleInAnnotation + `' IS NULL`
+	unheldClass = `broker_id = $1 AND removed
+		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.class_id = service_classes.id)
+		AND NOT EXISTS (SELECT 1 FROM catalog.service_plans p WHERE p.class_id = service_classes.id)`
+)
+
+// dropUnheld deletes the broker's removed plans, then classes, that
+// nothing holds, as Service Catalog deleted a removed plan without
+// instances: a broker that offers its plans under new ids at every fetch
+// would otherwise grow the tables without end. Watchers see them DELETED.
+func (cw *catalogueWriter) dropUnheld(ctx context.Context) error {
+	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", unheldPlan, cw.b.ID); err != nil {
+		return err
+	}
+	return dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", unheldClass, cw.b.ID)
+}
+
+// dropWhere deletes the rows of table that cond (on $1, the broker) picks,
+// 500 to a statement, and stages their deletions. They are at most the
+// rows of the catalogues fetched since the last relist.
+func dropWhere[T any, P interface {
+	*T
+	object
+}](ctx context.Context, w *txn, table, cond, broker string) error {
+	l, err := list[T, P](ctx, w, &filter{conds: []string{cond}, args: []any{broker}}, "position", nil, nil, ListOptions{})
+	if err != nil {
+		return err
+	}
+	for items := l.Items; len(items) > 0; {
+		n := min(500, len(items))
+		ids := make([]string, n)
+		changes := make([]change, n)
+		for i, o := range items[:n] {
+			ids[i], changes[i] = o.meta().ID, change{Deleted, o}
+		}
+		items = items[n:]
+		if _, err := w.Exec(ctx, `DELETE FROM `+table+` WHERE id = ANY($1::uuid[])`, ids); err != nil {
+			return mapErr(err)
+		}
+		if w.staged != nil {
+			// Marked removed by this relist a moment before: the change
+			// the feed records is the deletion.
+			if _, err := w.Exec(ctx, `DELETE FROM pg_temp.staged_changes WHERE object_id = ANY($1::uuid[])`, ids); err != nil {
+				return mapErr(err)
+			}
+		}
+		if err := w.stage(ctx, changes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // markRemoved marks the rows of table of broker whose external ids are not

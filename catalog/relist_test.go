@@ -47,9 +47,9 @@ func ready(b *catalog.Broker) catalog.Condition {
 }
 
 // TestRelistRemovesAndRestores changes a broker's catalogue between
-// relists: a plan that disappears is marked removed (its instances keep
-// working, new ones are refused) and comes back when the broker offers it
-// again; the order follows the broker's.
+// relists: a plan that disappears is marked removed while an instance
+// holds it (its instances keep working, new ones are refused) and comes
+// back when the broker offers it again; the order follows the broker's.
 func TestRelistRemovesAndRestores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -89,8 +89,10 @@ func TestRelistRemovesAndRestores(t *testing.T) {
 			removed++
 		}
 	}
-	if removed != 2 {
-		t.Errorf("%d plans marked removed, want 2", removed)
+	// The dropped plan with an instance is kept, marked removed; the
+	// other, which nothing holds, is deleted (TestRelistDropsUnheld).
+	if removed != 1 || len(all.Items) != 3 {
+		t.Errorf("%d plans marked removed of %d, want 1 of 3", removed, len(all.Items))
 	}
 	if _, err := s.GetInstanceByName(ctx, catalog.DefaultNamespace, "kept"); err != nil {
 		t.Errorf("the instance of a removed plan is gone: %v", err)
@@ -393,5 +395,76 @@ func TestPublishEvents(t *testing.T) {
 	}
 	if len(got) != 2 || got[1].Name != "db" || got[1].Namespace != "team" || got[1].Reason != "ProvisionCallFailed" {
 		t.Errorf("published for an unchanged instance: %+v", got)
+	}
+}
+
+// TestRelistDropsUnheld: a broker that offers its plans under new ids at
+// every fetch does not grow the catalog. A removed plan is deleted unless
+// an instance names it, a quota limits it or its visibility was set
+// (those would be lost with it); a removed class once no plan or instance
+// is left. A watcher of the feed is told DELETED.
+func TestRelistDropsUnheld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	full := fake.Catalog()
+	plans := full[0].Plans
+	if _, err := s.SetPlanVisibility(ctx, plans[1].ID, []string{"team-a"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.ListPlans(ctx, catalog.PlanFilter{IncludeRemoved: true}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := first.ResourceVersion
+	for round := range 5 {
+		renamed := []osbtest.Service{full[0]}
+		renamed[0].Plans = nil
+		for i, p := range plans {
+			if i == 1 && round == 0 {
+				continue // dropped once, with its visibility set: kept
+			}
+			p.ID = fmt.Sprintf("%s-%d", p.ID, round)
+			renamed[0].Plans = append(renamed[0].Plans, p)
+		}
+		fake.SetCatalog(renamed)
+		if _, err := s.Relist(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ListPlans(ctx, catalog.PlanFilter{IncludeRemoved: true}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, p := range all.Items {
+		if p.Status.RemovedFromBrokerCatalog {
+			removed++
+			if p.Spec.ExternalID != plans[1].ID {
+				t.Errorf("removed plan %s kept, though nothing holds it", p.Spec.ExternalID)
+			}
+		}
+	}
+	if removed != 1 || len(all.Items) != len(plans)+1 {
+		t.Errorf("%d plans, %d of them removed, after 5 fetches renaming %d plans; want %d and 1 (the one whose visibility was set)",
+			len(all.Items), removed, len(plans), len(plans)+1)
+	}
+	changes, err := s.Feed().Since(ctx, rev, []string{catalog.KindServicePlan}, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, c := range changes {
+		if c.Type == catalog.Deleted {
+			deleted++
+		}
+	}
+	if want := 4 * len(plans); deleted < want {
+		t.Errorf("the feed told %d plans deleted, want at least %d", deleted, want)
 	}
 }
