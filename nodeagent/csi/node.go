@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/bindery-dev/bindery/internal/version"
 )
@@ -65,6 +67,11 @@ type volume struct {
 	current string // whose credentials the files hold: binding or a rotation of it
 	token   token
 	gone    bool // unpublished: the map no longer holds it
+	// retry is the wait after a refresh that failed, doubled at each
+	// failure in a row (nil after a success); the next refresh waits
+	// until notBefore.
+	retry     *wait.Backoff
+	notBefore time.Time
 }
 
 // NodePublishVolume mounts a tmpfs at the target path and writes the
@@ -291,17 +298,31 @@ func (d *Driver) refreshLoop(ctx context.Context) {
 // tokenMargin is how long a token must still be valid to be used.
 const tokenMargin = 30 * time.Second
 
+// refreshLimit is the longest a volume whose refreshes keep failing
+// waits between two.
+const refreshLimit = 5 * time.Minute
+
 func (d *Driver) refresh(ctx context.Context, v *volume) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.gone || (!v.token.expires.IsZero() && time.Until(v.token.expires) < tokenMargin) {
+	now := time.Now()
+	if v.gone || now.Before(v.notBefore) || (!v.token.expires.IsZero() && v.token.expires.Sub(now) < tokenMargin) {
 		return
 	}
 	if err := d.fill(ctx, v); err != nil {
+		// An API server that is down is not asked again by every volume
+		// of every node each interval, nor by all at once when it is back:
+		// the volume waits twice as long after each failure, and a random
+		// share more (the kubelet's republish is not held back).
+		if v.retry == nil {
+			v.retry = &wait.Backoff{Duration: d.opts.RefreshInterval, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: refreshLimit}
+		}
+		v.notBefore = now.Add(v.retry.Step())
 		d.metrics.refreshes.WithLabelValues(result(err)).Inc()
-		d.log.Warn("refresh volume", "volume", v.id, "pod", v.pod.String(), "binding", v.current, "err", err)
+		d.log.Warn("refresh volume", "volume", v.id, "pod", v.pod.String(), "binding", v.current, "next", v.notBefore, "err", err)
 		return
 	}
+	v.retry, v.notBefore = nil, time.Time{}
 	d.metrics.refreshes.WithLabelValues("ok").Inc()
 }
 

@@ -1,6 +1,7 @@
 package csi
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -26,14 +29,24 @@ import (
 // the driver's handling of what the kubelet asks).
 func setupDriver(t *testing.T) *Driver {
 	t.Helper()
+	return setupDriverWith(t, http.HandlerFunc(answerCredentials))
+}
+
+// answerCredentials answers a binding's credentials subresource with the
+// password "pw-" and the binding's name.
+func answerCredentials(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(r.URL.Path, "/")
+	name := parts[len(parts)-2]
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "ServiceBindingCredentials",
+		"metadata": map[string]any{"name": name}, "data": map[string][]byte{"password": []byte("pw-" + name)}})
+}
+
+// setupDriverWith is setupDriver with api as the API server.
+func setupDriverWith(t *testing.T, api http.Handler) *Driver {
+	t.Helper()
 	roottest.Require(t, "the CSI driver (it mounts a tmpfs per volume)")
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(r.URL.Path, "/")
-		name := parts[len(parts)-2]
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "ServiceBindingCredentials",
-			"metadata": map[string]any{"name": name}, "data": map[string][]byte{"password": []byte("pw-" + name)}})
-	}))
+	srv := httptest.NewTLSServer(api)
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
@@ -364,4 +377,42 @@ func otherPodRequest(t *testing.T, d *Driver) *csipb.NodePublishVolumeRequest {
 	req.TargetPath = filepath.Join(t.TempDir(), "mount")
 	unpublishAll(t, d, req.TargetPath)
 	return req
+}
+
+// TestRefreshBacksOff: a volume whose refreshes fail (the API server
+// answers 503) waits twice as long after each failure, and a random share
+// more, instead of asking again every interval; a success ends the wait.
+func TestRefreshBacksOff(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	var asked atomic.Int64
+	d := setupDriverWith(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			asked.Add(1)
+			http.Error(w, `{"kind":"Status","code":503}`, http.StatusServiceUnavailable)
+			return
+		}
+		answerCredentials(w, r)
+	}))
+	d.opts.RefreshInterval = 10 * time.Millisecond
+	req := publishedRequest(t, d)
+	down.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	d.refreshLoop(ctx)
+	// Every 10 ms, a second is 100 reads; doubling from 10 ms, at most 7.
+	if n := asked.Load(); n < 2 || n > 10 {
+		t.Errorf("%d reads of a failing API server in a second, refreshing every 10 ms; want the doubling waits' 2 to 10", n)
+	}
+	down.Store(false)
+	d.mu.Lock()
+	v := d.volumes[req.TargetPath]
+	d.mu.Unlock()
+	v.mu.Lock()
+	v.notBefore = time.Time{}
+	v.mu.Unlock()
+	d.refresh(t.Context(), v)
+	if v.retry != nil || !v.notBefore.IsZero() {
+		t.Errorf("a refresh that succeeded left a wait: %+v until %v", v.retry, v.notBefore)
+	}
 }
