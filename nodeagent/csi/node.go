@@ -182,6 +182,7 @@ func (d *Driver) fill(ctx context.Context, v *volume) error {
 		d.log.Info("credentials written", "pod", v.pod.String(), "binding", creds.Name, "keys", len(creds.Data), "resourceVersion", creds.ResourceVersion)
 	}
 	v.current = creds.Name
+	v.retry, v.notBefore = nil, time.Time{} // a failed refresh's wait is over
 	return nil
 }
 
@@ -322,7 +323,6 @@ func (d *Driver) refresh(ctx context.Context, v *volume) {
 		d.log.Warn("refresh volume", "volume", v.id, "pod", v.pod.String(), "binding", v.current, "next", v.notBefore, "err", err)
 		return
 	}
-	v.retry, v.notBefore = nil, time.Time{}
 	d.metrics.refreshes.WithLabelValues("ok").Inc()
 }
 

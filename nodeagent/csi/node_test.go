@@ -381,7 +381,8 @@ func otherPodRequest(t *testing.T, d *Driver) *csipb.NodePublishVolumeRequest {
 
 // TestRefreshBacksOff: a volume whose refreshes fail (the API server
 // answers 503) waits twice as long after each failure, and a random share
-// more, instead of asking again every interval; a success ends the wait.
+// more, instead of asking again every interval; the kubelet's republish
+// that reads them ends the wait.
 func TestRefreshBacksOff(t *testing.T) {
 	t.Parallel()
 	var down atomic.Bool
@@ -408,11 +409,12 @@ func TestRefreshBacksOff(t *testing.T) {
 	d.mu.Lock()
 	v := d.volumes[req.TargetPath]
 	d.mu.Unlock()
+	if _, err := d.NodePublishVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
 	v.mu.Lock()
-	v.notBefore = time.Time{}
-	v.mu.Unlock()
-	d.refresh(t.Context(), v)
+	defer v.mu.Unlock()
 	if v.retry != nil || !v.notBefore.IsZero() {
-		t.Errorf("a refresh that succeeded left a wait: %+v until %v", v.retry, v.notBefore)
+		t.Errorf("the kubelet's republish, which read the credentials, left the refreshes waiting: %+v until %v", v.retry, v.notBefore)
 	}
 }
