@@ -110,6 +110,17 @@ func TestDryRunChecksQuota(t *testing.T) {
 	if _, err := c.ServiceBindings("a").Create(ctx, second, dry); !apierrors.IsForbidden(err) {
 		t.Errorf("a dry-run create of a second binding past a quota of one: %v, want 403", err)
 	}
+	// A plan change past the plan's limit, dry and not (its checks are
+	// not queued: this guards the update path, which answered right).
+	if _, err := b.store.SetQuota(ctx, &catalog.Quota{Namespace: "a", PaidPlans: true,
+		Plans: []catalog.PlanQuota{{Class: "fake-service", Plan: "async", Instances: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	change := []byte(`{"spec":{"clusterServicePlanExternalName":"async"}}`)
+	_, real = c.ServiceInstances("a").Patch(ctx, "db", types.MergePatchType, change, metav1.PatchOptions{})
+	if _, err := c.ServiceInstances("a").Patch(ctx, "db", types.MergePatchType, change, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) || real == nil || err.Error() != real.Error() {
+		t.Errorf("a dry-run plan change past the plan's limit: %v, want what the change answers: %v", err, real)
+	}
 	st, err := b.store.QuotaStatus(ctx, "a")
 	if err != nil || st.Instances.Used != 1 || st.Bindings.Used != 1 {
 		t.Errorf("the quota's counts after the dry runs: %+v %+v, %v; want 1 and 1", st.Instances, st.Bindings, err)
