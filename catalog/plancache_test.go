@@ -112,12 +112,7 @@ func TestCreationRoundTrips(t *testing.T) {
 func TestCreationFollowsCatalogueChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, fake, b := listedFake(t)
 	instance := func(name string) error {
 		in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanSync}}
 		in.Name = name

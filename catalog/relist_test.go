@@ -53,12 +53,7 @@ func ready(b *catalog.Broker) catalog.Condition {
 func TestRelistRemovesAndRestores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, fake, b := listedFake(t)
 	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanFixed}}
 	in.Name = "kept"
 	if _, err := s.CreateInstance(ctx, in); err != nil {
@@ -406,12 +401,7 @@ func TestPublishEvents(t *testing.T) {
 func TestRelistDropsUnheld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, fake, b := listedFake(t)
 	full := fake.Catalog()
 	plans := full[0].Plans
 	if _, err := s.SetPlanVisibility(ctx, plans[1].ID, []string{"team-a"}); err != nil {
@@ -467,4 +457,17 @@ func TestRelistDropsUnheld(t *testing.T) {
 	if want := 4 * len(plans); deleted < want {
 		t.Errorf("the feed told %d plans deleted, want at least %d", deleted, want)
 	}
+}
+
+// listedFake is a store with a fake broker registered and its catalogue
+// fetched.
+func listedFake(t *testing.T) (*catalog.Store, *osbtest.Broker, *catalog.Broker) {
+	t.Helper()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(context.Background(), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	return s, fake, b
 }

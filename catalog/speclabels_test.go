@@ -28,12 +28,7 @@ func sha224(s string) string {
 func TestSpecLabels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, fake, b := listedFake(t)
 	serviceID, syncID := fake.IDs(osbtest.DefaultService, osbtest.PlanSync)
 	class, err := s.GetClass(ctx, serviceID)
 	if err != nil {
