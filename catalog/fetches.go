@@ -14,7 +14,8 @@ import (
 // brokers, at most MaxCatalogueFetches run at once; the others wait their
 // turn, the brokers' namespaces (the cluster's brokers being one more)
 // taking turns (turns): a namespace asking for many fetches at once delays
-// another's by at most a fetch, not by all of its own. A catalogue costs about its size in memory while it is stored
+// another's by at most a fetch, not by all of its own. A catalogue costs
+// about its size in memory while it is stored
 // (osb.Catalogue), so these bound what fetches hold: MaxCatalogueFetches ×
 // osb.MaxCatalog at worst.
 //
@@ -141,9 +142,7 @@ func (s *Store) fetchRound(ctx context.Context, id string) (*Broker, error) {
 	// A broker gone (or no broker) gets its answer from relist, which
 	// records nothing then: the cluster's turn for it is as good as any.
 	var ns string
-	if b, err := getBy[Broker](ctx, s.pool, `id = $1`, id); err == nil {
-		ns = b.Namespace
-	}
+	_ = s.pool.QueryRow(ctx, `SELECT namespace FROM catalog.brokers WHERE id = $1::uuid`, id).Scan(&ns)
 	if err := s.fetches.slots.acquire(ctx, ns); err != nil {
 		return nil, err
 	}

@@ -449,55 +449,54 @@ func (cw *catalogueWriter) send(ctx context.Context, batch *pgx.Batch) error {
 	return nil
 }
 
-// removeUnseen marks the classes and plans the catalogue no longer offers
-// (or its restrictions filter out) removed, a chunk at a time.
+// removeUnseen deletes the classes and plans the catalogue no longer
+// offers (or its restrictions filter out) that nothing holds, and marks
+// the others removed, a chunk at a time.
 func (cw *catalogueWriter) removeUnseen(ctx context.Context) error {
+	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", unheldPlan, cw.b.ID, cw.seenPlan); err != nil {
+		return err
+	}
+	if err := dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", unheldClass, cw.b.ID, cw.seenClass); err != nil {
+		return err
+	}
 	if err := markRemoved[ServiceClass](ctx, cw.w, cw.b.ID, "catalog.service_classes", cw.seenClass, func(c *ServiceClass) *bool {
 		return &c.Status.RemovedFromBrokerCatalog
 	}, func(c *ServiceClass) any { return c.Status }); err != nil {
 		return err
 	}
-	if err := markRemoved[ServicePlan](ctx, cw.w, cw.b.ID, "catalog.service_plans", cw.seenPlan, func(p *ServicePlan) *bool {
+	return markRemoved[ServicePlan](ctx, cw.w, cw.b.ID, "catalog.service_plans", cw.seenPlan, func(p *ServicePlan) *bool {
 		return &p.Status.RemovedFromBrokerCatalog
-	}, func(p *ServicePlan) any { return p.Status }); err != nil {
-		return err
-	}
-	return cw.dropUnheld(ctx)
+	}, func(p *ServicePlan) any { return p.Status })
 }
 
-// Removed plans and classes nothing holds, which dropUnheld deletes: no
-// instance names them, and no one set who sees a plan or how many of its
-// instances a namespace may have (those would be lost with the row, and a
-// plan offered again would come back unrestricted).
+// The classes and plans of broker $1 not offered (removed, or not among
+// the external ids $2 of this fetch) that nothing holds, which
+// removeUnseen deletes rather than marks, as Service Catalog deleted a
+// removed plan without instances: a broker that offers its plans under new
+// ids at every fetch would otherwise grow the tables without end. Nothing
+// holds a plan when no instance names it and no one set who sees it or how
+// many of its instances a namespace may have (those would be lost with the
+// row, and a plan offered again would come back unrestricted); a class,
+// when no instance names it and it has no plan left.
 const (
-	unheldPlan = `broker_id = $1 AND removed
+	unheldPlan = `broker_id = $1 AND (removed OR NOT (external_id = ANY($2)))
 		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.plan_id = service_plans.id)
 		AND NOT EXISTS (SELECT 1 FROM catalog.quota_plans q WHERE q.plan_id = service_plans.id)
 		AND metadata -> 'annotations' -> '` + VisibleInAnnotation + `' IS NULL`
-	unheldClass = `broker_id = $1 AND removed
+	unheldClass = `broker_id = $1 AND (removed OR NOT (external_id = ANY($2)))
 		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.class_id = service_classes.id)
 		AND NOT EXISTS (SELECT 1 FROM catalog.service_plans p WHERE p.class_id = service_classes.id)`
 )
 
-// dropUnheld deletes the broker's removed plans, then classes, that
-// nothing holds, as Service Catalog deleted a removed plan without
-// instances: a broker that offers its plans under new ids at every fetch
-// would otherwise grow the tables without end. Watchers see them DELETED.
-func (cw *catalogueWriter) dropUnheld(ctx context.Context) error {
-	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", unheldPlan, cw.b.ID); err != nil {
-		return err
-	}
-	return dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", unheldClass, cw.b.ID)
-}
-
-// dropWhere deletes the rows of table that cond (on $1, the broker) picks,
-// 500 to a statement, and stages their deletions. They are at most the
-// rows of the catalogues fetched since the last relist.
+// dropWhere deletes the rows of table that cond (on $1, the broker, and
+// $2, the external ids seen) picks, 500 to a statement, and stages their
+// deletions. They are at most the rows of the catalogues fetched since
+// the last relist.
 func dropWhere[T any, P interface {
 	*T
 	object
-}](ctx context.Context, w *txn, table, cond, broker string) error {
-	l, err := list[T, P](ctx, w, &filter{conds: []string{cond}, args: []any{broker}}, "position", nil, nil, ListOptions{})
+}](ctx context.Context, w *txn, table, cond, broker string, seen map[string]bool) error {
+	l, err := list[T, P](ctx, w, &filter{conds: []string{cond}, args: []any{broker, seenIDs(seen)}}, "position", nil, nil, ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -512,18 +511,17 @@ func dropWhere[T any, P interface {
 		if _, err := w.Exec(ctx, `DELETE FROM `+table+` WHERE id = ANY($1::uuid[])`, ids); err != nil {
 			return mapErr(err)
 		}
-		if w.staged != nil {
-			// Marked removed by this relist a moment before: the change
-			// the feed records is the deletion.
-			if _, err := w.Exec(ctx, `DELETE FROM pg_temp.staged_changes WHERE object_id = ANY($1::uuid[])`, ids); err != nil {
-				return mapErr(err)
-			}
-		}
 		if err := w.stage(ctx, changes); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// seenIDs are the external ids of seen, never nil: ANY of a NULL array
+// would match no row, not every row.
+func seenIDs(seen map[string]bool) []string {
+	return slices.AppendSeq(make([]string, 0, len(seen)), maps.Keys(seen))
 }
 
 // markRemoved marks the rows of table of broker whose external ids are not
@@ -532,11 +530,7 @@ func markRemoved[T any, P interface {
 	*T
 	object
 }](ctx context.Context, w *txn, broker, table string, seen map[string]bool, removed func(P) *bool, status func(P) any) error {
-	keep := make([]string, 0, len(seen))
-	for ext := range seen {
-		keep = append(keep, ext)
-	}
-	rows, err := w.Query(ctx, `SELECT id::text FROM `+table+` WHERE broker_id = $1 AND NOT removed AND NOT (external_id = ANY($2))`, broker, keep)
+	rows, err := w.Query(ctx, `SELECT id::text FROM `+table+` WHERE broker_id = $1 AND NOT removed AND NOT (external_id = ANY($2))`, broker, seenIDs(seen))
 	if err != nil {
 		return mapErr(err)
 	}
