@@ -118,17 +118,11 @@ func (s *Store) PruneDeletedHistory(ctx context.Context, olderThan time.Duration
 }
 
 func (s *Store) pruneHistoryBatch(ctx context.Context, olderThan time.Duration) (removed int64, mine bool, err error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, false, fmt.Errorf("begin: %w", mapErr(err))
+	tx, err := s.beginClaimed(ctx, historyPruneLock, "pruning the history")
+	if tx == nil {
+		return 0, false, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7))`, historyPruneLock).Scan(&mine); err != nil {
-		return 0, false, fmt.Errorf("claim pruning the history: %w", mapErr(err))
-	}
-	if !mine {
-		return 0, false, nil
-	}
 	tag, err := tx.Exec(ctx, `DELETE FROM catalog.events WHERE id IN (
 		SELECT e.id FROM catalog.events e WHERE e.last_time < now() - make_interval(secs => $1)
 			AND NOT EXISTS (SELECT FROM catalog.instances i WHERE i.id = e.object_id)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Pruning: the change feed is kept long enough for readers to resume from
@@ -119,6 +121,26 @@ func (f *Feed) RunPruner(ctx context.Context, r Retention) {
 	}
 }
 
+// beginClaimed begins a transaction that holds the advisory lock key (as
+// pg_try_advisory_xact_lock's key, in the namespace Claimer's keys hash
+// into, what naming the work in errors). When another transaction holds
+// it, it returns no transaction and no error: that one does the work.
+func (s *Store) beginClaimed(ctx context.Context, key, what string) (pgx.Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", mapErr(err))
+	}
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7))`, key).Scan(&mine); err != nil || !mine {
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", what, mapErr(err))
+		}
+		return nil, nil
+	}
+	return tx, nil
+}
+
 // PruneKeeping prunes the change feed, keeping every change younger than
 // r.MinAge and at least the newest r.MinCount changes (the newest one
 // always) within r.MaxBytes (Retention), unless another process is
@@ -131,18 +153,11 @@ func (f *Feed) PruneKeeping(ctx context.Context, r Retention) (before, removed i
 	if maxBytes <= 0 {
 		maxBytes = MaxChangeBytes
 	}
-	tx, err := f.s.pool.Begin(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("begin: %w", mapErr(err))
+	tx, err := f.s.beginClaimed(ctx, pruneLock, "pruning the change feed")
+	if tx == nil {
+		return 0, 0, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
-	var mine bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7))`, pruneLock).Scan(&mine); err != nil {
-		return 0, 0, fmt.Errorf("claim pruning the change feed: %w", mapErr(err))
-	}
-	if !mine {
-		return 0, 0, nil
-	}
 	// Revisions are taken in a write's last round trip and created_at is
 	// the transaction's start: every change before the oldest young
 	// revision is old. The bound in bytes walks the feed from the newest
