@@ -3,7 +3,6 @@ package restapi
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -91,10 +90,10 @@ func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, usage prom
 // forAllNamespaces tells whether the request carries one bearer token,
 // valid and for all namespaces (of any role).
 func (s *Server) forAllNamespaces(c echo.Context) bool {
-	hs := c.Request().Header.Values("Authorization")
-	if len(hs) != 1 || len(hs[0]) < 8 || !strings.EqualFold(hs[0][:7], "bearer ") {
+	token, _, ok := bearer(c.Request())
+	if !ok {
 		return false
 	}
-	tok, err := s.tokens.Lookup(c.Request().Context(), strings.TrimSpace(hs[0][7:]))
+	tok, err := s.tokens.Lookup(c.Request().Context(), token)
 	return err == nil && tok.AllNamespaces()
 }

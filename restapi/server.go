@@ -312,23 +312,34 @@ func notFoundMessage(c echo.Context) string {
 	return message.NotFound(resource, id, ns)
 }
 
+// bearer is the token of the request's Authorization header, ok when
+// there is one header and it is a Bearer credential; headers is how many
+// Authorization headers came.
+func bearer(r *http.Request) (token string, headers int, ok bool) {
+	hs := r.Header.Values("Authorization")
+	if len(hs) != 1 || len(hs[0]) < 8 || !strings.EqualFold(hs[0][:7], "bearer ") {
+		return "", len(hs), false
+	}
+	return strings.TrimSpace(hs[0][7:]), 1, true
+}
+
 // require authenticates the bearer token and checks its role before
 // anything of the request body is read.
 func (s *Server) require(role string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if hs := c.Request().Header.Values("Authorization"); len(hs) > 1 {
+			token, headers, ok := bearer(c.Request())
+			if headers > 1 {
 				// Which one to take would be a guess (RFC 9110 11.6.2
 				// allows one credential).
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_request"`)
-				return apiError(http.StatusUnauthorized, "unauthorized", "The request has %d Authorization headers: send one Authorization header, Authorization: Bearer <token>.", len(hs))
+				return apiError(http.StatusUnauthorized, "unauthorized", "The request has %d Authorization headers: send one Authorization header, Authorization: Bearer <token>.", headers)
 			}
-			h := c.Request().Header.Get("Authorization")
-			if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") {
+			if !ok {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
 				return apiError(http.StatusUnauthorized, "unauthorized", "An API token is required: send Authorization: Bearer <token> (create one with `bindery token create --role viewer|developer|admin`).")
 			}
-			tok, err := s.tokens.Lookup(c.Request().Context(), strings.TrimSpace(h[7:]))
+			tok, err := s.tokens.Lookup(c.Request().Context(), token)
 			if errors.Is(err, catalog.ErrBadToken) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery", error="invalid_token"`)
 				return apiError(http.StatusUnauthorized, "unauthorized", "The API token is not valid (unknown, revoked or expired).")
