@@ -188,19 +188,12 @@ func TestCatalogueFetchesTakeTurns(t *testing.T) {
 	var started []string
 	var slow atomic.Bool
 	broker := func(name string) string {
-		doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
-			"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			started = append(started, name)
-			mu.Unlock()
+		return fetchedBroker(t, &mu, &started, name, func() time.Duration {
 			if slow.Load() {
-				time.Sleep(400 * time.Millisecond)
+				return 400 * time.Millisecond
 			}
-			_, _ = w.Write([]byte(doc))
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
+			return 0
+		})
 	}
 	var flood []*catalog.Broker
 	for i := range 6 {
@@ -240,17 +233,8 @@ func TestScheduledRelistsTakeTurns(t *testing.T) {
 	var mu sync.Mutex
 	var started []string
 	broker := func(ns, name string) {
-		doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
-			"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			started = append(started, name)
-			mu.Unlock()
-			time.Sleep(200 * time.Millisecond)
-			_, _ = w.Write([]byte(doc))
-		}))
-		t.Cleanup(srv.Close)
-		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: srv.URL, RelistDuration: "1h"}}
+		url := fetchedBroker(t, &mu, &started, name, func() time.Duration { return 200 * time.Millisecond })
+		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: url, RelistDuration: "1h"}}
 		b.Name, b.Namespace = name, ns
 		// Not relisted here: due at once, in the order registered.
 		if _, err := s.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}}); err != nil {
@@ -270,4 +254,21 @@ func TestScheduledRelistsTakeTurns(t *testing.T) {
 	if i := slices.Index(started, "b"); i != 1 {
 		t.Errorf("team-b's broker was relisted after %d of team-a's (%v), want after one", i, started)
 	}
+}
+
+// fetchedBroker serves a catalogue of one service named name, each fetch
+// of it noted in started (under mu) and answered after delay(); it
+// returns the broker's URL.
+func fetchedBroker(t *testing.T, mu *sync.Mutex, started *[]string, name string, delay func() time.Duration) string {
+	doc := `{"services":[{"id":"` + uuid.NewString() + `","name":"` + name + `","description":"d","bindable":true,
+		"plans":[{"id":"` + uuid.NewString() + `","name":"p","description":"d"}]}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*started = append(*started, name)
+		mu.Unlock()
+		time.Sleep(delay())
+		_, _ = w.Write([]byte(doc))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

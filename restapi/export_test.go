@@ -254,8 +254,8 @@ func slowAPI(t *testing.T, store *catalog.Store, exports int) (base string, clie
 	return srv.URL + "/api/v1", &http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}}
 }
 
-// startExport begins an export and reads its first line.
-func startExport(t *testing.T, client *http.Client, base, token string) (*http.Response, *bufio.Reader) {
+// openExport asks for an export; its body is closed when the test ends.
+func openExport(t *testing.T, client *http.Client, base, token string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/export/instances", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -264,6 +264,13 @@ func startExport(t *testing.T, client *http.Client, base, token string) (*http.R
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// startExport begins an export and reads its first line.
+func startExport(t *testing.T, client *http.Client, base, token string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	res := openExport(t, client, base, token)
 	if res.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(res.Body)
 		t.Fatalf("export: %d %s", res.StatusCode, raw)
@@ -413,13 +420,7 @@ func TestExportsShared(t *testing.T) {
 	// 200 is left open, unread but for its start, as a slow client's.
 	status := func(token string) int {
 		t.Helper()
-		req, _ := http.NewRequest("GET", base+"/export/instances", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { res.Body.Close() })
+		res := openExport(t, client, base, token)
 		if res.StatusCode != http.StatusOK {
 			_, _ = io.Copy(io.Discard, res.Body)
 		} else if _, err := bufio.NewReaderSize(res.Body, 512).ReadBytes('\n'); err != nil {
