@@ -85,10 +85,7 @@ func TestDryRunChecksQuota(t *testing.T) {
 	ctx := context.Background()
 	c := b.client.ServicecatalogV1beta1()
 	createDB(t, b)
-	app := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "a"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}
-	if _, err := c.ServiceBindings("a").Create(ctx, app, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	app := createApp(t, b)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	taken := &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "a"},
 		Spec: v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}}

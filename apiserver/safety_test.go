@@ -120,6 +120,16 @@ func createDB(t *testing.T, b *bundle) *v1beta1.ServiceInstance {
 	return created
 }
 
+// createApp creates binding app of instance db in namespace a.
+func createApp(t *testing.T, b *bundle) *v1beta1.ServiceBinding {
+	t.Helper()
+	app := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "a"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}
+	if _, err := b.client.ServicecatalogV1beta1().ServiceBindings("a").Create(context.Background(), app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
 // TestUnstorableSpecRefused: text PostgreSQL cannot store (a NUL, a lone
 // surrogate escape in the parameters' raw JSON) anywhere in a spec or in
 // the rest of the metadata is 422 Invalid naming the field, through every
@@ -498,18 +508,16 @@ func TestDeepBodyRefused(t *testing.T) {
 
 // TestStatusValuesChecked: a status written through the status subresource
 // holds only the operations, states and conditions the engine knows, no
-// dashboard URL but an http or https one, and no negative generation (422 naming the field, as Service Catalog's
-// validation answered); a value left as it was passes.
+// dashboard URL but an http or https one, and no negative generation (422
+// naming the field, as Service Catalog's validation answered); a value
+// left as it was passes.
 func TestStatusValuesChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	c := b.client.ServicecatalogV1beta1()
 	createDB(t, b)
-	app := &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "a"}, Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}
-	if _, err := c.ServiceBindings("a").Create(ctx, app, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createApp(t, b)
 	for _, tc := range []struct{ path, patch, field string }{
 		{"serviceinstances/db", `{"status":{"currentOperation":"Bogus"}}`, "status.currentOperation"},
 		{"serviceinstances/db", `{"status":{"provisionStatus":"Maybe"}}`, "status.provisionStatus"},
