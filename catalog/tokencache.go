@@ -65,6 +65,13 @@ func (s *Store) NewTokenCache(ttl time.Duration) *TokenCache {
 	return &TokenCache{s: s, ttl: ttl}
 }
 
+// ForAllNamespaces tells whether token is a live token for all namespaces
+// (of any role).
+func (c *TokenCache) ForAllNamespaces(ctx context.Context, token string) bool {
+	t, err := c.Lookup(ctx, token)
+	return err == nil && t.AllNamespaces()
+}
+
 // Lookup returns the live token a bearer token is, as LookupToken does:
 // unknown, revoked and expired tokens are ErrBadToken. The Token is
 // shared: never change it.

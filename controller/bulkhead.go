@@ -66,6 +66,8 @@ const (
 // gate is one broker's slots, waiting line and breaker.
 type gate struct {
 	id, name, kind, namespace string
+	// m are the metrics its series go to.
+	m *brokerMetrics
 	// forgotten: the broker was deleted; its probes stop and its slots
 	// count nothing any more.
 	forgotten bool
@@ -132,17 +134,23 @@ type gates struct {
 	// (or any failure), for a while at most.
 	bypass map[objectKey]lift
 
-	inflight, waitingGauge, circuit *prometheus.GaugeVec
-	probes                          *prometheus.CounterVec
+	// cluster are the metrics of the cluster's brokers, namespaced those
+	// of namespaced brokers, which name their namespace (gate.m).
+	cluster, namespaced *brokerMetrics
 }
 
-func newGates(c *Controller, reg prometheus.Registerer, maxInflight, failures int, wait time.Duration) *gates {
-	gs := &gates{c: c, max: maxInflight, failureLimit: failures, wait: wait, ctx: context.Background(),
-		byID: map[string]*gate{}, reserved: map[objectKey]reservation{}, bypass: map[objectKey]lift{},
+// brokerMetrics are the series of each broker's gate.
+type brokerMetrics struct {
+	inflight, waiting, circuit *prometheus.GaugeVec
+	probes                     *prometheus.CounterVec
+}
+
+func newBrokerMetrics(reg prometheus.Registerer) *brokerMetrics {
+	m := &brokerMetrics{
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bindery_controller_broker_inflight", Help: "Requests in flight to each broker from this engine (at most --broker-max-inflight).",
 		}, []string{"broker"}),
-		waitingGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bindery_controller_broker_waiting", Help: "Objects waiting for a slot of each broker, or for its breaker to close.",
 		}, []string{"broker"}),
 		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -152,7 +160,28 @@ func newGates(c *Controller, reg prometheus.Registerer, maxInflight, failures in
 			Name: "bindery_controller_broker_probes_total", Help: "Probes (GET /v2/catalog) of brokers whose breaker is open, by result.",
 		}, []string{"broker", "result"}),
 	}
-	reg.MustRegister(gs.inflight, gs.waitingGauge, gs.circuit, gs.probes)
+	reg.MustRegister(m.inflight, m.waiting, m.circuit, m.probes)
+	return m
+}
+
+// forget drops the series of the broker named name.
+func (m *brokerMetrics) forget(name string) {
+	m.inflight.DeleteLabelValues(name)
+	m.waiting.DeleteLabelValues(name)
+	m.circuit.DeleteLabelValues(name)
+	m.probes.DeletePartialMatch(prometheus.Labels{"broker": name})
+}
+
+// newGates returns the engine's gates. The series of namespaced brokers
+// go to namespaced (reg when nil), those of the cluster's to reg.
+func newGates(c *Controller, reg, namespaced prometheus.Registerer, maxInflight, failures int, wait time.Duration) *gates {
+	gs := &gates{c: c, max: maxInflight, failureLimit: failures, wait: wait, ctx: context.Background(),
+		byID: map[string]*gate{}, reserved: map[objectKey]reservation{}, bypass: map[objectKey]lift{},
+		cluster: newBrokerMetrics(reg)}
+	gs.namespaced = gs.cluster
+	if namespaced != nil {
+		gs.namespaced = newBrokerMetrics(namespaced)
+	}
 	return gs
 }
 
@@ -173,7 +202,10 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 		if b.Namespace != "" {
 			name = b.Namespace + "/" + b.Name
 		}
-		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), namespace: b.Namespace, limit: gs.max, waiting: newFairLine(), parked: map[objectKey]bool{}, failing: map[objectKey]string{}}
+		g = &gate{id: b.ID, name: name, kind: catalog.Kind(b), namespace: b.Namespace, limit: gs.max, waiting: newFairLine(), parked: map[objectKey]bool{}, failing: map[objectKey]string{}, m: gs.cluster}
+		if b.Namespace != "" {
+			g.m = gs.namespaced
+		}
 		gs.byID[b.ID] = g
 	}
 	return g
@@ -206,7 +238,7 @@ func (c *Controller) enter(ctx context.Context, b *catalog.Broker, cl *osb.Clien
 	case g.inflight < g.limit && g.waiting.len() == 0:
 		g.inflight++
 		r.gate = g
-		gs.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
+		g.m.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
 		return nil
 	}
 	gs.park(g, r.key)
@@ -246,7 +278,7 @@ func (gs *gates) fill(g *gate) {
 		g.inflight++
 		gs.reserve(g, key)
 	}
-	gs.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
+	g.m.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
 }
 
 // park puts key in g's waiting line. gs.mu is held.
@@ -254,7 +286,7 @@ func (gs *gates) park(g *gate, key objectKey) {
 	if !g.parked[key] {
 		g.parked[key] = true
 		g.waiting.push(key)
-		gs.waitingGauge.WithLabelValues(g.name).Set(float64(g.waiting.len()))
+		g.m.waiting.WithLabelValues(g.name).Set(float64(g.waiting.len()))
 	}
 }
 
@@ -265,7 +297,7 @@ func (gs *gates) pop(g *gate) (objectKey, bool) {
 		return objectKey{}, false
 	}
 	delete(g.parked, key)
-	gs.waitingGauge.WithLabelValues(g.name).Set(float64(g.waiting.len()))
+	g.m.waiting.WithLabelValues(g.name).Set(float64(g.waiting.len()))
 	return key, true
 }
 
@@ -283,7 +315,7 @@ func (gs *gates) handOff(g *gate) {
 		}
 	}
 	g.inflight--
-	gs.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
+	g.m.inflight.WithLabelValues(g.name).Set(float64(g.inflight))
 }
 
 // reserve hands a slot of g to key and queues it, before any other
@@ -397,7 +429,7 @@ func (gs *gates) open(g *gate) {
 	g.open = true
 	g.opens++
 	g.failures = 0
-	gs.circuit.WithLabelValues(g.name).Set(1)
+	g.m.circuit.WithLabelValues(g.name).Set(1)
 	msg := fmt.Sprintf("%d requests in a row failed or timed out (the last: %s); requests to the broker wait until a probe of its catalogue succeeds.",
 		gs.failureLimit, g.lastErr)
 	gs.c.log.Warn("broker not answering: its circuit breaker is open", "broker", g.name, "openings", g.opens, "last", g.lastErr)
@@ -448,13 +480,13 @@ func (gs *gates) probe(g *gate) {
 		return
 	}
 	if err != nil {
-		gs.probes.WithLabelValues(g.name, "failed").Inc()
+		g.m.probes.WithLabelValues(g.name, "failed").Inc()
 		g.opens++
 		g.lastErr, g.lastKind = shorten(err.Error(), 300), failureKind(err)
 		gs.schedule(g)
 		return
 	}
-	gs.probes.WithLabelValues(g.name, "ok").Inc()
+	g.m.probes.WithLabelValues(g.name, "ok").Inc()
 	// The objects the outage kept in their backoff join the line (and
 	// lifts nobody used, of objects gone meanwhile, are forgotten).
 	now := time.Now()
@@ -497,17 +529,14 @@ func (gs *gates) forget(id string) {
 	clear(g.parked)
 	g.waiting = newFairLine()
 	clear(g.failing)
-	gs.inflight.DeleteLabelValues(g.name)
-	gs.waitingGauge.DeleteLabelValues(g.name)
-	gs.circuit.DeleteLabelValues(g.name)
-	gs.probes.DeletePartialMatch(prometheus.Labels{"broker": g.name})
+	g.m.forget(g.name)
 }
 
 // close closes g's breaker and hands it to the objects in line, their
 // backoff lifted, one slot first. gs.mu is held.
 func (gs *gates) close(g *gate) {
 	g.open, g.probation, g.failures, g.limit = false, true, 0, 1
-	gs.circuit.WithLabelValues(g.name).Set(0)
+	g.m.circuit.WithLabelValues(g.name).Set(0)
 	gs.c.log.Info("broker answers again: its circuit breaker is closed", "broker", g.name, "open for", time.Since(g.since).Round(time.Second))
 	gs.record(g, true, fmt.Sprintf("The broker answers again, after %s; the objects waiting for it are retried.", time.Since(g.since).Round(time.Second)))
 	gs.fill(g)

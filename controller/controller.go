@@ -45,6 +45,10 @@ type Config struct {
 	ClusterID string
 	Logger    *slog.Logger
 	Registry  prometheus.Registerer
+	// NamespacedRegistry receives the series that name a namespace (those
+	// of namespaced brokers), which not every scrape may read; nil:
+	// Registry.
+	NamespacedRegistry prometheus.Registerer
 	// Workers is how many objects are reconciled at once (default 8).
 	Workers int
 	// Resync is how often every unsettled object is looked at again even
@@ -212,7 +216,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.store = timedStore{Store: cfg.Store, c: c}
 	c.kubeTimeout = cfg.KubeTimeout
-	c.gates = newGates(c, cfg.Registry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
+	c.gates = newGates(c, cfg.Registry, cfg.NamespacedRegistry, cfg.BrokerMaxInflight, cfg.BreakerFailures, cfg.BreakerWait)
 	return c, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -183,10 +185,12 @@ func (o *Options) Config(store *catalog.Store, cluster *Cluster, log *slog.Logge
 
 // Run runs the engine, with its health and metrics served on l, until ctx
 // ends; it returns once both have stopped. The engine's metrics are
-// registered on a registry of its own, which l's /metrics serves.
+// registered on registries of its own, which l's /metrics serves: those
+// of namespaced brokers, which name their namespace, only to a scrape
+// with a catalog token for all namespaces (serve.SplitMetrics).
 func Run(ctx context.Context, cfg Config, l net.Listener) error {
-	reg := serve.NewRegistry()
-	cfg.Registry = reg
+	reg, namespaced := serve.NewRegistry(), prometheus.NewRegistry()
+	cfg.Registry, cfg.NamespacedRegistry = reg, namespaced
 	engine, err := New(cfg)
 	if err != nil {
 		_ = l.Close()
@@ -201,7 +205,8 @@ func Run(ctx context.Context, cfg Config, l net.Listener) error {
 		return nil
 	})
 	g.Go(func() error {
-		e := serve.NewEcho(engine.log, reg, func(ctx context.Context) error { return cfg.Store.Ping(ctx) })
+		e := serve.NewEcho(engine.log, nil, func(ctx context.Context) error { return cfg.Store.Ping(ctx) })
+		e.GET("/metrics", echo.WrapHandler(serve.SplitMetrics(reg, namespaced, cfg.Store.NewTokenCache(0).ForAllNamespaces)))
 		engine.log.Info("serving health and metrics", "addr", l.Addr().String())
 		return serve.Run(gctx, l, e, engine.log)
 	})

@@ -55,6 +55,8 @@ type engineOptions struct {
 	breakerWait     time.Duration
 	// kubeTimeout bounds each Kubernetes call (0: the default).
 	kubeTimeout time.Duration
+	// noEngine: setup starts none; the test runs its own.
+	noEngine bool
 }
 
 // setup gives a test a catalog on its own database and a running engine.
@@ -74,8 +76,10 @@ func setup(t testing.TB, opts ...func(*engineOptions)) *env {
 	keys, _ := keyring.Parse(keyring.Generate())
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := &env{t: t, pool: pool, keys: keys, store: catalog.NewStore(pool, keys, log), logs: logs, opts: o}
-	e.start()
+	e := &env{t: t, pool: pool, keys: keys, store: catalog.NewStore(pool, keys, log), logs: logs, opts: o, stop: func() {}}
+	if !o.noEngine {
+		e.start()
+	}
 	t.Cleanup(func() { e.stop() })
 	return e
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/serve"
 )
 
 // quotaCollector exports every namespace's instances and bindings and the
@@ -67,33 +67,12 @@ func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
 
 // MountMetrics serves /metrics on e: reg's metrics to every scrape, and
 // the namespaces' usage (NewQuotaCollector) only to a scrape whose bearer
-// token is one for all namespaces. The usage names every namespace and
-// what it holds, which a token limited to namespaces may not learn (GET
-// /namespaces shows it its own), and /metrics is on the address tenants
-// reach the API and the web UI at. A scrape without such a token gets the
-// rest, as before, rather than a refusal.
+// token is one for all namespaces (serve.SplitMetrics). The usage names
+// every namespace and what it holds, which a token limited to namespaces
+// may not learn (GET /namespaces shows it its own), and /metrics is on the
+// address tenants reach the API and the web UI at.
 func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, usage prometheus.Collector) {
 	private := prometheus.NewRegistry()
 	private.MustRegister(usage)
-	public := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	all := promhttp.HandlerFor(prometheus.Gatherers{reg, private}, promhttp.HandlerOpts{Registry: reg})
-	e.GET("/metrics", func(c echo.Context) error {
-		h := public
-		if s.forAllNamespaces(c) {
-			h = all
-		}
-		h.ServeHTTP(c.Response(), c.Request())
-		return nil
-	})
-}
-
-// forAllNamespaces tells whether the request carries one bearer token,
-// valid and for all namespaces (of any role).
-func (s *Server) forAllNamespaces(c echo.Context) bool {
-	token, _, ok := bearer(c.Request())
-	if !ok {
-		return false
-	}
-	tok, err := s.tokens.Lookup(c.Request().Context(), token)
-	return err == nil && tok.AllNamespaces()
+	e.GET("/metrics", echo.WrapHandler(serve.SplitMetrics(reg, private, s.tokens.ForAllNamespaces)))
 }

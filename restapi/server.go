@@ -28,6 +28,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/message"
 	"github.com/bindery-dev/bindery/internal/pgtext"
+	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/internal/share"
 	"github.com/bindery-dev/bindery/openapi"
 )
@@ -312,23 +313,12 @@ func notFoundMessage(c echo.Context) string {
 	return message.NotFound(resource, id, ns)
 }
 
-// bearer is the token of the request's Authorization header, ok when
-// there is one header and it is a Bearer credential; headers is how many
-// Authorization headers came.
-func bearer(r *http.Request) (token string, headers int, ok bool) {
-	hs := r.Header.Values("Authorization")
-	if len(hs) != 1 || len(hs[0]) < 8 || !strings.EqualFold(hs[0][:7], "bearer ") {
-		return "", len(hs), false
-	}
-	return strings.TrimSpace(hs[0][7:]), 1, true
-}
-
 // require authenticates the bearer token and checks its role before
 // anything of the request body is read.
 func (s *Server) require(role string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			token, headers, ok := bearer(c.Request())
+			token, headers, ok := serve.Bearer(c.Request())
 			if headers > 1 {
 				// Which one to take would be a guess (RFC 9110 11.6.2
 				// allows one credential).
