@@ -25,10 +25,16 @@ import (
 // every replica can keep its own.
 //
 // The engine reads a reconcile's class, plan and broker through it
-// (CachedClassIn, CachedPlanIn, CachedBrokerIn) and has it forget them
-// when the change feed says one changed (ForgetCached): its writes check
-// their objects' own state, and a broker call made with a class or plan
-// changed a moment before is what any change racing a call makes.
+// (CachedClassIn, CachedPlanIn, CachedBrokerIn) and has it forget a
+// namespace's when the change feed says one of them changed
+// (ForgetCached): its writes check their objects' own state, and a broker
+// call made with a class or plan changed a moment before is what any
+// change racing a call makes. What is read by name is kept per namespace
+// ("" for the cluster's) and a namespace's reads name its own objects
+// only (a namespaced plan's broker is in its namespace, and an instance of
+// a cluster plan reads it, its class and broker under ""), so a change
+// forgets its namespace's alone: one team's broker that relists every
+// second leaves every other team's reads to the cache.
 
 // errCatalogueChanged says a creation used classes and plans read before
 // the catalogue last changed.
@@ -45,9 +51,16 @@ type planCache struct {
 	mu      sync.Mutex
 	version int64
 	entries map[string]resolvedPair
-	// epoch counts what was forgotten, so that a read by name begun before
-	// is not kept after.
-	epoch   uint64
+	// named is what was read by name, by namespace; nNamed counts its
+	// namespaces and entries.
+	named  map[string]*namedEntries
+	nNamed int
+}
+
+// namedEntries is what was read by name in one namespace. Forgetting the
+// namespace drops it, and a read keeps what it read only in the one it
+// began with: a read begun before a forget is not kept after.
+type namedEntries struct {
 	classes map[string]*ServiceClass
 	plans   map[string]*ServicePlan
 	brokers map[string]*Broker
@@ -83,32 +96,40 @@ func (c *planCache) put(key string, version int64, e resolvedPair) {
 	c.entries[key] = e
 }
 
-// maxCachedPlans bounds each map of the cache.
+// maxCachedPlans bounds the entries the cache keeps, and, apart, the
+// namespaces and entries it keeps read by name.
 const maxCachedPlans = 10000
 
 // forget drops every entry read at stale or before: the catalogue has
 // changed since; what a slower reader read at stale is not kept either.
-// What was read by name goes too.
+// What was read by name stays: the version moves with any namespace's
+// classes and plans, and the feed tells the engine which one changed
+// (ForgetCached).
 func (c *planCache) forget(stale int64) {
 	c.mu.Lock()
 	if c.version <= stale {
 		c.entries, c.version = nil, stale+1
 	}
-	c.forgetNamedLocked()
 	c.mu.Unlock()
 }
 
-func (c *planCache) forgetNamedLocked() {
-	c.epoch++
-	c.classes, c.plans, c.brokers = nil, nil, nil
+// forgetNamed drops what was read by name in namespace.
+func (c *planCache) forgetNamed(namespace string) {
+	c.mu.Lock()
+	if n, ok := c.named[namespace]; ok {
+		c.nNamed -= 1 + len(n.classes) + len(n.plans) + len(n.brokers)
+		delete(c.named, namespace)
+	}
+	c.mu.Unlock()
 }
 
-// cachedByName returns (*m)[name], or reads it and keeps it (what is not
-// found is read again each time).
-func cachedByName[T any](c *planCache, m *map[string]T, name string, read func() (T, error)) (T, error) {
+// cachedByName returns name from the map that pick chooses among
+// namespace's, or reads it and keeps it (what is not found is read again
+// each time).
+func cachedByName[T any](c *planCache, namespace, name string, pick func(*namedEntries) *map[string]T, read func() (T, error)) (T, error) {
 	c.mu.Lock()
-	v, ok := (*m)[name]
-	epoch := c.epoch
+	n := c.namedLocked(namespace)
+	v, ok := (*pick(n))[name]
 	c.mu.Unlock()
 	if ok {
 		return v, nil
@@ -118,9 +139,18 @@ func cachedByName[T any](c *planCache, m *map[string]T, name string, read func()
 		return v, err
 	}
 	c.mu.Lock()
-	if c.epoch == epoch {
-		if *m == nil || len(*m) >= maxCachedPlans {
+	if c.named[namespace] == n {
+		if c.nNamed >= maxCachedPlans {
+			// Full: start again, with this namespace's alone.
+			c.named = nil
+			n = c.namedLocked(namespace)
+		}
+		m := pick(n)
+		if *m == nil {
 			*m = map[string]T{}
+		}
+		if _, had := (*m)[name]; !had {
+			c.nNamed++
 		}
 		(*m)[name] = v
 	}
@@ -128,29 +158,46 @@ func cachedByName[T any](c *planCache, m *map[string]T, name string, read func()
 	return v, nil
 }
 
+// namedLocked returns what was read by name in namespace, empty at first.
+// A full cache starts again (namespaces, and their names, come and go).
+func (c *planCache) namedLocked(namespace string) *namedEntries {
+	n := c.named[namespace]
+	if n == nil {
+		if c.named == nil || c.nNamed >= maxCachedPlans {
+			c.named, c.nNamed = map[string]*namedEntries{}, 0
+		}
+		n = &namedEntries{}
+		c.named[namespace] = n
+		c.nNamed++
+	}
+	return n
+}
+
 // CachedClassIn is GetClassIn through the store's cache of classes and
-// plans: what was read is kept until ForgetCached (or a creation finds the
-// catalogue changed).
+// plans: what was read is kept until ForgetCached forgets its namespace.
 func (s *Store) CachedClassIn(ctx context.Context, namespace, name string) (*ServiceClass, error) {
-	return cachedByName(&s.plans, &s.plans.classes, namespace+"/"+name, func() (*ServiceClass, error) { return s.GetClassIn(ctx, namespace, name) })
+	return cachedByName(&s.plans, namespace, name, func(n *namedEntries) *map[string]*ServiceClass { return &n.classes },
+		func() (*ServiceClass, error) { return s.GetClassIn(ctx, namespace, name) })
 }
 
 // CachedPlanIn is GetPlanIn through the store's cache (CachedClassIn).
 func (s *Store) CachedPlanIn(ctx context.Context, namespace, name string) (*ServicePlan, error) {
-	return cachedByName(&s.plans, &s.plans.plans, namespace+"/"+name, func() (*ServicePlan, error) { return s.GetPlanIn(ctx, namespace, name) })
+	return cachedByName(&s.plans, namespace, name, func(n *namedEntries) *map[string]*ServicePlan { return &n.plans },
+		func() (*ServicePlan, error) { return s.GetPlanIn(ctx, namespace, name) })
 }
 
 // CachedBrokerIn is GetBrokerIn through the store's cache (CachedClassIn).
 func (s *Store) CachedBrokerIn(ctx context.Context, namespace, name string) (*Broker, error) {
-	return cachedByName(&s.plans, &s.plans.brokers, namespace+"/"+name, func() (*Broker, error) { return s.GetBrokerIn(ctx, namespace, name) })
+	return cachedByName(&s.plans, namespace, name, func(n *namedEntries) *map[string]*Broker { return &n.brokers },
+		func() (*Broker, error) { return s.GetBrokerIn(ctx, namespace, name) })
 }
 
-// ForgetCached drops what the store keeps of classes, plans and brokers
-// read by name: the change feed says one of them changed.
-func (s *Store) ForgetCached() {
-	s.plans.mu.Lock()
-	s.plans.forgetNamedLocked()
-	s.plans.mu.Unlock()
+// ForgetCached drops what the store keeps of the classes, plans and
+// brokers of namespace ("" for the cluster's) read by name: the change
+// feed says one of them changed. The other namespaces' stay: none of
+// their reads resolves through another namespace's objects.
+func (s *Store) ForgetCached(namespace string) {
+	s.plans.forgetNamed(namespace)
 }
 
 // catalogueReader resolves the classes and plans of new objects: through

@@ -311,14 +311,16 @@ func (c *Controller) watch(ctx context.Context, rev int64) {
 		for _, ch := range page {
 			switch ch.Kind {
 			case catalog.KindBroker, catalog.KindNamespacedBroker:
-				c.store.ForgetCached()
+				// Its namespace's alone (the cluster's is ""): no other
+				// namespace's reads go through it.
+				c.store.ForgetCached(ch.Object.Namespace)
 				if ch.Type == catalog.Deleted {
 					c.brokerDeleted(ch.Object.ID)
 				}
 				continue
 			case catalog.KindServiceClass, catalog.KindServicePlan, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan:
 				// Before the changes after it are handed to the workers.
-				c.store.ForgetCached()
+				c.store.ForgetCached(ch.Object.Namespace)
 				catalogue = catalogue || ch.Type != catalog.Deleted
 				continue
 			}

@@ -56,14 +56,16 @@ func (c *Controller) updateConflict(ctx context.Context, env *instanceEnv, err e
 
 // refetchCatalogue fetches the catalogue of env's broker now, beside the
 // workers; then, if the plan's maintenance_info is no longer sent, key is
-// retried at once.
+// retried at once. The fetch forgets what the engine keeps of the broker's
+// namespace at once, not when the feed brings it: the retry is queued
+// now, and must not send the version the broker refused again.
 func (c *Controller) refetchCatalogue(env *instanceEnv, key objectKey, sent string) {
 	broker, ns, plan := env.broker.ID, env.plan.Namespace, env.plan.Name
 	go func() {
 		ctx := c.gates.ctx
 		_, err, _ := c.refetches.Do(broker, func() (any, error) {
 			_, err := c.store.Store.Relist(ctx, broker)
-			c.store.Store.ForgetCached()
+			c.store.Store.ForgetCached(ns)
 			return nil, err
 		})
 		if err != nil {

@@ -101,7 +101,8 @@ type timedStore struct {
 func (s timedStore) done(start time.Time) { s.c.since(partCatalog, start) }
 
 // The class, plan and broker of a reconcile, through the store's cache of
-// them, which the engine has forget them when the feed says one changed.
+// them, which the engine has forget a namespace's when the feed says one
+// of them changed.
 
 func (c *Controller) getClass(ctx context.Context, namespace, name string) (*catalog.ServiceClass, error) {
 	defer c.store.done(time.Now())
