@@ -2,18 +2,14 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
-	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/osbtest"
+	"github.com/bindery-dev/bindery/internal/serve/servetest"
 )
 
 // TestNamespacedBrokerMetricsNeedATokenForAllNamespaces: the engine's
@@ -63,50 +59,18 @@ func TestNamespacedBrokerMetricsNeedATokenForAllNamespaces(t *testing.T) {
 	e.waitInstance(cluster.ID, "Ready", instanceReady)
 	e.waitInstance(team.ID, "Ready", instanceReady)
 
-	scrape := func(token string) string {
-		t.Helper()
-		var body string
-		eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+l.Addr().String()+"/metrics", nil)
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET /metrics: %d %v", resp.StatusCode, err)
-			}
-			body = string(b)
-			return nil
-		})
-		return body
-	}
+	scrape := func(token string) string { return servetest.Scrape(t, l.Addr().String(), token) }
 	const clusterSeries, teamSeries = `bindery_controller_broker_inflight{broker="fake"}`, `bindery_controller_broker_inflight{broker="team-a/secret-broker"}`
 	for who, token := range map[string]string{"no token": "", "team-b's token": teamB, "a token that is no token": "bdy_nope"} {
 		got := scrape(token)
 		if strings.Contains(got, "team-a") || strings.Contains(got, "secret-broker") {
-			t.Errorf("/metrics with %s names team-a's broker:\n%s", who, grepLines(got, "broker="))
+			t.Errorf("/metrics with %s names team-a's broker:\n%s", who, servetest.Lines(got, "broker="))
 		}
 		if !strings.Contains(got, clusterSeries) || !strings.Contains(got, "go_goroutines") {
-			t.Errorf("/metrics with %s lacks the cluster's broker or the process's series:\n%s", who, grepLines(got, "broker="))
+			t.Errorf("/metrics with %s lacks the cluster's broker or the process's series:\n%s", who, servetest.Lines(got, "broker="))
 		}
 	}
 	if got := scrape(all); !strings.Contains(got, teamSeries) || !strings.Contains(got, clusterSeries) {
-		t.Errorf("/metrics with a token for all namespaces lacks a broker:\n%s", grepLines(got, "broker="))
+		t.Errorf("/metrics with a token for all namespaces lacks a broker:\n%s", servetest.Lines(got, "broker="))
 	}
-}
-
-// grepLines is the lines of s that hold sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for line := range strings.Lines(s) {
-		if strings.Contains(line, sub) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "")
 }

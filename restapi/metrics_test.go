@@ -2,8 +2,6 @@ package restapi_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/internal/eventually"
+	"github.com/bindery-dev/bindery/internal/serve/servetest"
 	"github.com/bindery-dev/bindery/restapi"
 )
 
@@ -91,49 +89,17 @@ func TestNamespaceMetricsNeedATokenForAllNamespaces(t *testing.T) {
 		done <- restapi.Run(runCtx, &restapi.Config{Store: bb.store, Logger: slog.New(slog.DiscardHandler), RelistCheck: time.Minute}, l)
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	scrape := func(token string) string {
-		t.Helper()
-		var body string
-		eventually.Succeeds(t, 10*time.Second, func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+l.Addr().String()+"/metrics", nil)
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET /metrics: %d %v", resp.StatusCode, err)
-			}
-			body = string(b)
-			return nil
-		})
-		return body
-	}
+	scrape := func(token string) string { return servetest.Scrape(t, l.Addr().String(), token) }
 	for who, token := range map[string]string{"no token": "", "a token of team-a": limited, "a token that is no token": "bdy_nope"} {
 		got := scrape(token)
 		if strings.Contains(got, "bindery_namespace_") || strings.Contains(got, "team-b") {
-			t.Errorf("/metrics with %s names the namespaces:\n%s", who, grepLines(got, "namespace"))
+			t.Errorf("/metrics with %s names the namespaces:\n%s", who, servetest.Lines(got, "namespace"))
 		}
 		if !strings.Contains(got, "go_goroutines") || !strings.Contains(got, "bindery_api_token_requests") {
 			t.Errorf("/metrics with %s lacks the process's metrics", who)
 		}
 	}
 	if got := scrape(bb.admin); !strings.Contains(got, `bindery_namespace_instances{namespace="team-b"} 1`) {
-		t.Errorf("/metrics with a token for all namespaces lacks the namespaces' usage:\n%s", grepLines(got, "namespace"))
+		t.Errorf("/metrics with a token for all namespaces lacks the namespaces' usage:\n%s", servetest.Lines(got, "namespace"))
 	}
-}
-
-// grepLines is the lines of s that hold sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for line := range strings.Lines(s) {
-		if strings.Contains(line, sub) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "")
 }
