@@ -1,6 +1,7 @@
 package servicebinding
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -40,6 +42,10 @@ import (
 // configurations in deploy/servicebinding point at it.
 const MutatePath = "/mutate"
 
+// DefaultKubeTimeout is Options.KubeTimeout's default: kube-apiserver ends
+// a request it cannot serve after a minute by default, most far sooner.
+const DefaultKubeTimeout = 30 * time.Second
+
 // Options are the flags of `bindery serve webhook`.
 type Options struct {
 	// Listen is HOST:PORT of the TLS server: the webhook, /healthz,
@@ -56,6 +62,12 @@ type Options struct {
 	// Listen: `bindery up` opens it with its other listeners, before it
 	// writes anything to the cluster.
 	Listener net.Listener
+	// KubeTimeout bounds each request to kube-apiserver other than the
+	// informers' lists and watches (default DefaultKubeTimeout): reconciles
+	// have no deadline of their own, and the RESTMapper's discovery none
+	// at all, so a request a lost connection never answers would hold a
+	// worker, or every caller of the mapper, for good.
+	KubeTimeout time.Duration
 
 	host string
 	port int
@@ -179,7 +191,17 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		}
 	}
 	srv := &listenerServer{Server: webhook.NewServer(webhook.Options{WebhookMux: mux}), l: l, certDir: o.CertDir}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// The informers list and watch through a client of their own, without
+	// the timeout: it would cut every watch. Everything else (the client's
+	// writes and uncached reads, the API reader, the RESTMapper's
+	// discovery, events) goes through the manager's, bounded per request.
+	watchHTTP, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = cmp.Or(o.KubeTimeout, DefaultKubeTimeout)
+	mgr, err := ctrl.NewManager(bounded, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 logr.FromSlogHandler(log.Handler()),
 		WebhookServer:          srv,
@@ -193,6 +215,7 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		// informers the controller's watches start, not from the API server
 		// on every reconcile.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:  cache.Options{HTTPClient: watchHTTP},
 	})
 	if err != nil {
 		return fmt.Errorf("start manager: %w", err)

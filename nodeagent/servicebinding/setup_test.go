@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -87,6 +88,13 @@ const webhookUser = "bindery-webhook"
 // when user is empty.
 func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType, user string) *bundle {
 	t.Helper()
+	return setupWith(t, failurePolicy, user, nil)
+}
+
+// setupWith is setupAs with tweak, when not nil, changing the webhook's
+// options and cluster configuration before they run.
+func setupWith(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType, user string, tweak func(*servicebinding.Options, *rest.Config)) *bundle {
+	t.Helper()
 	cluster := kubetest.Start(t, kubetest.WithUser(webhookUser),
 		kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller", "clusterrole-aggregation-controller"))
 	scheme, err := servicebinding.Scheme()
@@ -126,6 +134,9 @@ func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyTy
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(o, runAs)
 	}
 	b := &bundle{
 		cluster: cluster, kube: cluster.Client(t), c: c,
