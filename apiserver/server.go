@@ -54,6 +54,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/openapi"
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
@@ -357,7 +358,15 @@ func (c *Config) delegate() error {
 	if err := core.ApplyTo(c.generic); err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(c.generic.ClientConfig)
+	// kube makes single requests only (TokenReviews, discovery, and the
+	// admission plugins' lookups of namespaces missing from their
+	// informers, which k8s.io/apiserver makes without a deadline): each is
+	// bounded, so that a request kube-apiserver never answers does not
+	// hold a request of this server, and its seat, for good. The informers
+	// list and watch through clients of their own (core.ApplyTo's, dyn).
+	bounded := restclient.CopyConfig(c.generic.ClientConfig)
+	bounded.Timeout = clusterRequestTimeout
+	kube, err := kubernetes.NewForConfig(bounded)
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
@@ -384,6 +393,11 @@ func (c *Config) delegate() error {
 	}
 	return nil
 }
+
+// clusterRequestTimeout bounds each single request of the server's own to
+// kube-apiserver: 10 s, as k8s.io/apiserver bounds its delegated
+// TokenReviews and SubjectAccessReviews.
+const clusterRequestTimeout = 10 * time.Second
 
 // missingPolicyAPIs names the admission policy plugins whose API
 // (admissionregistration.k8s.io/v1) the cluster does not serve: their
