@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
@@ -89,6 +90,9 @@ func down(ctx context.Context, log *slog.Logger, o *downOptions) error {
 	if err != nil {
 		return err
 	}
+	// down makes single requests only: each is bounded, so that one
+	// kube-apiserver never answers ends down with an error.
+	cfg.Timeout = servicebinding.DefaultKubeTimeout
 	m, err := webhookManifests()
 	if err != nil {
 		return err
@@ -96,9 +100,10 @@ func down(ctx context.Context, log *slog.Logger, o *downOptions) error {
 	if err := servicebinding.Uninstall(ctx, log, cfg, m); err != nil {
 		return fmt.Errorf("remove servicebinding.io: %w", err)
 	}
-	kube, err := o.controller.KubeClient()
+	cfg.QPS, cfg.Burst = 200, 400 // as the engine's client: many Secrets
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("cluster client: %w", err)
 	}
 	// The engine's Secrets: their owners are ServiceBindings of up's own
 	// API server, which the cluster's garbage collector cannot see.

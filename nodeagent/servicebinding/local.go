@@ -1,6 +1,7 @@
 package servicebinding
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -212,12 +213,17 @@ func RemoveWebhookConfiguration(ctx context.Context, cfg *rest.Config, m Manifes
 }
 
 // newClient is a client of the cluster for the types Scheme holds, without
-// the manager's cache: for the installer's few reads and writes.
+// the manager's cache: for the installer's few reads and writes. It
+// watches nothing, so each request is bounded (cfg's own timeout, else
+// DefaultKubeTimeout): a request kube-apiserver never answered would hold
+// `bindery up` before it serves, or `bindery down`, for good.
 func newClient(cfg *rest.Config) (client.Client, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultKubeTimeout)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("cluster client: %w", err)
