@@ -265,7 +265,7 @@ func (a *aggregated) startEngine(log *slog.Logger) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	events := controller.NewEvents(kube)
+	events := controller.NewEvents(kube, 0)
 	evCtx, stopEvents := context.WithCancel(context.Background())
 	a.t.Cleanup(stopEvents)
 	if err := events.Start(evCtx); err != nil {

@@ -3,9 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -26,10 +29,58 @@ type Events struct {
 }
 
 // NewEvents returns Events that write to kube's events.k8s.io API once
-// Start runs.
-func NewEvents(kube kubernetes.Interface) *Events {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+// Start runs, each write bounded by timeout (DefaultKubeTimeout when not
+// positive).
+func NewEvents(kube kubernetes.Interface, timeout time.Duration) *Events {
+	if timeout <= 0 {
+		timeout = DefaultKubeTimeout
+	}
+	sink := &boundedSink{sink: &events.EventSinkImpl{Interface: kube.EventsV1()}, timeout: timeout, slots: make(chan struct{}, eventWrites)}
+	b := events.NewBroadcaster(sink)
 	return &Events{broadcaster: b, recorder: b.NewRecorder(runtime.NewScheme(), "bindery.dev/controller")}
+}
+
+// eventWrites is how many Event writes are under way at once at most.
+const eventWrites = 16
+
+// boundedSink bounds client-go's writes of Events. The broadcaster writes
+// each Event from a goroutine of its own, with no deadline, retrying a
+// failed write 12 times 10 s apart, and writes the series' counts holding
+// the lock every new Event takes: against a kube-apiserver that never
+// answers, goroutines piled up, one per Event, for as long as it did not.
+// Here a write gives up after timeout and is retried as any failed write;
+// at most eventWrites are under way, and an Event that finds none free
+// within timeout is dropped (a 429, which the broadcaster does not retry),
+// as the broadcaster drops what overflows its queue.
+type boundedSink struct {
+	sink    events.EventSink
+	timeout time.Duration
+	slots   chan struct{}
+}
+
+func (s *boundedSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	return bounded(ctx, s, func(ctx context.Context) (*eventsv1.Event, error) { return s.sink.Create(ctx, ev) })
+}
+
+func (s *boundedSink) Update(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	return bounded(ctx, s, func(ctx context.Context) (*eventsv1.Event, error) { return s.sink.Update(ctx, ev) })
+}
+
+func (s *boundedSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	return bounded(ctx, s, func(ctx context.Context) (*eventsv1.Event, error) { return s.sink.Patch(ctx, ev, data) })
+}
+
+// bounded makes write in one of s's slots, within s's timeout.
+func bounded(ctx context.Context, s *boundedSink, write func(context.Context) (*eventsv1.Event, error)) (*eventsv1.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, apierrors.NewTooManyRequests("too many Event writes under way: this Event is dropped", 0)
+	}
+	defer func() { <-s.slots }()
+	return write(ctx)
 }
 
 // Start sends Events until ctx ends.

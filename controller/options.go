@@ -140,7 +140,7 @@ func (o *Options) ConnectCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil || kube == nil {
 		return nil, err
 	}
-	c := &Cluster{Kube: kube, events: NewEvents(kube)}
+	c := &Cluster{Kube: kube, events: NewEvents(kube, 0)}
 	if err := c.events.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return nil, fmt.Errorf("start recording Kubernetes Events: %w", err)
 	}
