@@ -25,3 +25,6 @@ func InstancePage(opts ListOptions) (string, []any, error) {
 // QuotaPlanIDsSQL is the statement that finds a quota's plans, whose plan
 // a test checks.
 const QuotaPlanIDsSQL = quotaPlanIDsSQL
+
+// QuotaUsageSQL is the statement of QuotaUsage, whose plan a test checks.
+const QuotaUsageSQL = quotaUsageSQL

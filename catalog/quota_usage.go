@@ -65,9 +65,20 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 			planIDs = append(planIDs, p.PlanID)
 		}
 	}
+	// The namespace's counts as admission reads them: its rows in
+	// catalog.namespace_counts, which the tables' triggers keep, where it
+	// has them (once a limit has applied to it, migration 0017); else its
+	// objects counted, as admission would the first time (coalesce counts
+	// only where there is no row). One statement reads one snapshot, and a
+	// row moves in the transaction that adds or removes the object, so the
+	// row and the count agree. A plan's instances are counted, as
+	// admission counts them: no row keeps them.
 	var perPlan []int64
-	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM catalog.instances WHERE namespace = $1),
-			(SELECT count(*) FROM catalog.bindings WHERE namespace = $1),
+	err = s.pool.QueryRow(ctx, `SELECT
+			coalesce((SELECT used FROM catalog.namespace_counts WHERE namespace = $1 AND resource = 'instances'),
+				(SELECT count(*) FROM catalog.instances WHERE namespace = $1)),
+			coalesce((SELECT used FROM catalog.namespace_counts WHERE namespace = $1 AND resource = 'bindings'),
+				(SELECT count(*) FROM catalog.bindings WHERE namespace = $1)),
 			(SELECT coalesce(array_agg((SELECT count(*) FROM catalog.instances i WHERE i.namespace = $1 AND i.plan_id = p.id) ORDER BY p.n), '{}')
 				FROM unnest($2::uuid[]) WITH ORDINALITY AS p(id, n))`, namespace, planIDs).
 		Scan(&st.Instances.Used, &st.Bindings.Used, &perPlan)
@@ -116,6 +127,37 @@ func limitOf(q *Quota, rqs []ResourceQuota, resource string) (*int64, string) {
 	return lim, source
 }
 
+// quotaUsageSQL is every namespace that has instances, bindings, a quota
+// of its own or a ResourceQuota, and the number of its instances and
+// bindings, in one snapshot: its rows in catalog.namespace_counts where it
+// has them, as QuotaStatus reads them, else its objects counted. A table's
+// objects are counted (in one pass, as before there were rows) only when
+// a namespace that has some of them has no row: i and b find the
+// namespaces that have objects by one descent of an index each (the least
+// namespace after the last one found), not by reading the objects. A row
+// at 0 (the namespace's objects all gone) lists no namespace.
+const quotaUsageSQL = `WITH RECURSIVE
+	i(ns) AS (SELECT min(namespace) FROM catalog.instances
+		UNION ALL SELECT (SELECT min(namespace) FROM catalog.instances WHERE namespace > i.ns) FROM i WHERE i.ns IS NOT NULL),
+	b(ns) AS (SELECT min(namespace) FROM catalog.bindings
+		UNION ALL SELECT (SELECT min(namespace) FROM catalog.bindings WHERE namespace > b.ns) FROM b WHERE b.ns IS NOT NULL)
+SELECT namespace, sum(i), sum(b) FROM (
+	SELECT namespace, used AS i, 0 AS b FROM catalog.namespace_counts WHERE resource = 'instances' AND used > 0
+	UNION ALL SELECT namespace, 0, used FROM catalog.namespace_counts WHERE resource = 'bindings' AND used > 0
+	UNION ALL SELECT namespace, count(*), 0 FROM catalog.instances
+		WHERE EXISTS (SELECT FROM i WHERE ns IS NOT NULL
+			AND NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = i.ns AND c.resource = 'instances'))
+		GROUP BY namespace
+		HAVING NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = instances.namespace AND c.resource = 'instances')
+	UNION ALL SELECT namespace, 0, count(*) FROM catalog.bindings
+		WHERE EXISTS (SELECT FROM b WHERE ns IS NOT NULL
+			AND NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = b.ns AND c.resource = 'bindings'))
+		GROUP BY namespace
+		HAVING NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = bindings.namespace AND c.resource = 'bindings')
+	UNION ALL SELECT namespace, 0, 0 FROM catalog.quotas WHERE namespace <> ''
+	UNION ALL SELECT namespace, 0, 0 FROM catalog.resource_quotas) AS u
+GROUP BY namespace ORDER BY namespace`
+
 // NamespaceUsage is one namespace's counts and limits, for metrics.
 type NamespaceUsage struct {
 	Namespace           string
@@ -126,12 +168,7 @@ type NamespaceUsage struct {
 // instances, bindings, a quota of its own or a ResourceQuota that limits
 // them, by namespace.
 func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT namespace, sum(i), sum(b) FROM (
-			SELECT namespace, count(*) AS i, 0 AS b FROM catalog.instances GROUP BY namespace
-			UNION ALL SELECT namespace, 0, count(*) FROM catalog.bindings GROUP BY namespace
-			UNION ALL SELECT namespace, 0, 0 FROM catalog.quotas WHERE namespace <> ''
-			UNION ALL SELECT namespace, 0, 0 FROM catalog.resource_quotas) AS c
-		GROUP BY namespace ORDER BY namespace`)
+	rows, err := s.pool.Query(ctx, quotaUsageSQL)
 	if err != nil {
 		return nil, mapErr(err)
 	}
