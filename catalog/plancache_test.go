@@ -41,8 +41,9 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 
 // TestCreationRoundTrips: once the store has read a plan, an instance of
 // it is created in one round trip and a binding in two (the read of its
-// instance, then the rest); a change of the catalogue costs the next
-// creation a read of it again, and no more.
+// instance, then the rest), after a relist that changed nothing too; a
+// change of the catalogue costs the next creation a read of it again, and
+// no more.
 func TestCreationRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -75,7 +76,18 @@ func TestCreationRoundTrips(t *testing.T) {
 	if in, bd := create("kept"); in != 1 || bd != 2 {
 		t.Errorf("round trips to create an instance and a binding of a plan read before: %d and %d, want 1 and 2", in, bd)
 	}
+	// A relist of an unchanged catalogue leaves what was read usable, as
+	// a namespace's broker that relists every second leaves the others'.
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if in, bd := create("after-quiet-relist"); in != 1 || bd != 2 {
+		t.Errorf("round trips after a relist of an unchanged catalogue: %d and %d, want 1 and 2", in, bd)
+	}
 	// The catalogue changes: the next creations see it and read it again.
+	services := fake.Catalog()
+	services[0].Description = "A fake service, described otherwise."
+	fake.SetCatalog(services)
 	if _, err := s.Relist(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}

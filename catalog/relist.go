@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,9 +394,15 @@ func (cw *catalogueWriter) class(batch *pgx.Batch, changes *[]change, pos int, s
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)`,
 			class.ID, b.ID, class.Name, svc.ID, svc.Name, pos, mustJSON(class.Spec), mustJSON(class.Status), []byte(svc.Raw), cw.now, b.Namespace)
 		*changes = append(*changes, change{Added, class})
-	case sameJSON(old.Spec, class.Spec) && !old.Status.RemovedFromBrokerCatalog && old.Name == class.Name:
+	case sameOffer(old.Spec, class.Spec) && !old.Status.RemovedFromBrokerCatalog && old.Name == class.Name:
+		// Only the order or the broker's document may have changed, and
+		// most fetches change neither: the row is left alone then. A row
+		// written again, even as it was, moves the catalogue's version
+		// (migrations/catalog 0026), which costs the next creation of
+		// every namespace a retry, and leaves a dead row behind.
 		class.Meta = old.Meta
-		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3 WHERE id = $1`, old.ID, pos, []byte(svc.Raw))
+		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3 WHERE id = $1 AND (position, osb) IS DISTINCT FROM ($2, $3)`,
+			old.ID, pos, []byte(svc.Raw))
 	default:
 		class.Meta = old.Meta
 		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
@@ -424,9 +432,11 @@ func (cw *catalogueWriter) plan(batch *pgx.Batch, changes *[]change, pos int, cl
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13)`,
 			plan.ID, b.ID, class.ID, plan.Name, p.ID, p.Name, pos, free, mustJSON(plan.Spec), mustJSON(plan.Status), []byte(p.Raw), cw.now, b.Namespace)
 		*changes = append(*changes, change{Added, plan})
-	case sameJSON(old.Spec, plan.Spec) && !old.Status.RemovedFromBrokerCatalog:
+	case sameOffer(old.Spec, plan.Spec) && !old.Status.RemovedFromBrokerCatalog:
+		// Left alone when unchanged, as a class is.
 		plan.Meta = old.Meta
-		batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3 WHERE id = $1`, old.ID, pos, []byte(p.Raw))
+		batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3 WHERE id = $1 AND (position, osb) IS DISTINCT FROM ($2, $3)`,
+			old.ID, pos, []byte(p.Raw))
 	default:
 		plan.Meta = old.Meta
 		batch.Queue(`UPDATE catalog.service_plans SET position = $2, osb = $3, spec = $4, status = '{}', removed = false,
@@ -671,6 +681,22 @@ func rawOrNil(v any) json.RawMessage {
 
 func sameJSON(a, b any) bool {
 	return string(mustJSON(a)) == string(mustJSON(b))
+}
+
+// sameOffer says whether the spec of a class or plan as stored is the one
+// a fetch made of it. Its JSON documents (metadata, schemas) come back
+// from jsonb with their keys in jsonb's order, not the encoder's, so
+// equal specs may differ in bytes: they are compared decoded then.
+func sameOffer(stored, fetched any) bool {
+	a, b := mustJSON(stored), mustJSON(fetched)
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var da, db any
+	if json.Unmarshal(a, &da) != nil || json.Unmarshal(b, &db) != nil {
+		return false
+	}
+	return reflect.DeepEqual(da, db)
 }
 
 // RunRelister relists every broker whose relist is due, until ctx ends.

@@ -351,3 +351,60 @@ func TestUpWaitsForALongMigration(t *testing.T) {
 		t.Fatalf("Up once the lock is free: %v", err)
 	}
 }
+
+// TestQuietCatalogueVersion: from 0026 the catalogue's version moves for a
+// statement on the classes or plans that wrote rows (a TRUNCATE too), not
+// for one that matched none; reverting 0026 brings back 0012's triggers,
+// which move it for every statement.
+func TestQuietCatalogueVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	version := func() int64 {
+		t.Helper()
+		var v int64
+		if err := pool.QueryRow(ctx, `SELECT value FROM catalog.catalogue_version`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	const broker, class = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+	steps := []struct {
+		name  string
+		sql   string
+		moves bool
+	}{
+		{"a broker written", `INSERT INTO catalog.brokers (id, name, spec, resource_version) VALUES ('` + broker + `', 'b', '{}', 1)`, false},
+		{"a class inserted", `INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, spec, osb, resource_version)
+			VALUES ('` + class + `', '` + broker + `', 'c', 'c', 'c', 0, '{}', '{}', 1)`, true},
+		{"an update of no class", `UPDATE catalog.service_classes SET position = 1 WHERE id = '` + class + `' AND position = 1`, false},
+		{"an update of no plan", `UPDATE catalog.service_plans SET position = 1 WHERE broker_id = '` + broker + `'`, false},
+		{"a deletion of no plan", `DELETE FROM catalog.service_plans WHERE broker_id = '` + broker + `'`, false},
+		{"an insertion of no plan", `INSERT INTO catalog.service_plans (id) SELECT id FROM catalog.service_plans WHERE false`, false},
+		{"a class updated", `UPDATE catalog.service_classes SET position = 1 WHERE id = '` + class + `'`, true},
+		{"a class updated twice in a transaction", `UPDATE catalog.service_classes SET position = 2; UPDATE catalog.service_classes SET position = 3`, true},
+		{"its broker deleted, the class with it", `DELETE FROM catalog.brokers WHERE id = '` + broker + `'`, true},
+		{"the plans truncated", `TRUNCATE catalog.service_plans CASCADE`, true},
+	}
+	for _, step := range steps {
+		before := version()
+		if _, err := pool.Exec(ctx, step.sql); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		after := version()
+		if moved := after != before; moved != step.moves || after > before+1 {
+			t.Errorf("%s: the catalogue's version went from %d to %d, want moved=%v (by one)", step.name, before, after, step.moves)
+		}
+	}
+	catalogDownTo(t, pool, 25)
+	before := version()
+	if _, err := pool.Exec(ctx, `UPDATE catalog.service_classes SET position = 1 WHERE false`); err != nil {
+		t.Fatal(err)
+	}
+	if after := version(); after != before+1 {
+		t.Errorf("after reverting 0026, an update of no class took the version from %d to %d, want 0012's step", before, after)
+	}
+}
