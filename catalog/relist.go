@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
@@ -686,17 +686,15 @@ func sameJSON(a, b any) bool {
 // sameOffer says whether the spec of a class or plan as stored is the one
 // a fetch made of it. Its JSON documents (metadata, schemas) come back
 // from jsonb with their keys in jsonb's order, not the encoder's, so
-// equal specs may differ in bytes: they are compared decoded then.
+// equal specs may differ in bytes: they are compared in RFC 8785's
+// canonical form then (keys sorted, numbers as float64 writes them, as a
+// decoding into any would compare them), cheaper than decoding both.
 func sameOffer(stored, fetched any) bool {
-	a, b := mustJSON(stored), mustJSON(fetched)
+	a, b := jsontext.Value(mustJSON(stored)), jsontext.Value(mustJSON(fetched))
 	if bytes.Equal(a, b) {
 		return true
 	}
-	var da, db any
-	if json.Unmarshal(a, &da) != nil || json.Unmarshal(b, &db) != nil {
-		return false
-	}
-	return reflect.DeepEqual(da, db)
+	return a.Canonicalize() == nil && b.Canonicalize() == nil && bytes.Equal(a, b)
 }
 
 // RunRelister relists every broker whose relist is due, until ctx ends.
