@@ -29,12 +29,7 @@ import (
 //	go test -run '^$' -bench RelistUnchanged ./catalog/
 func BenchmarkRelistUnchanged(b *testing.B) {
 	ctx := context.Background()
-	pool := pgtest.Pool(b)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		b.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	s, pool := newPoolStore(b)
 	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(10, 10)))
 	br := register(b, s, "fake", fake.URL(), "")
 	if _, err := s.Relist(ctx, br.ID); err != nil {

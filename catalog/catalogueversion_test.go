@@ -9,10 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
-	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/migrations"
 )
 
 // TestRelistMovesCatalogueVersionOnChange: a relist of a catalogue the
@@ -24,12 +21,7 @@ import (
 func TestRelistMovesCatalogueVersionOnChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	s, pool := newPoolStore(t)
 	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
 	// Metadata and schemas of several keys, as real brokers send: jsonb
 	// keeps keys in an order of its own.

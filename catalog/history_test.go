@@ -6,10 +6,7 @@ import (
 	"testing"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
-	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/migrations"
 )
 
 // TestHistoryFoldsAndKeepsFirst: identical entries become one with a
@@ -18,12 +15,7 @@ import (
 func TestHistoryFoldsAndKeepsFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	s, pool := newPoolStore(t)
 	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
 	b := register(t, s, "fake", fake.URL(), "")
 	if _, err := s.Relist(ctx, b.ID); err != nil {

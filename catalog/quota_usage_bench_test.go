@@ -9,10 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bindery-dev/bindery/catalog"
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
-	"github.com/bindery-dev/bindery/migrations"
 )
 
 // BenchmarkQuotaUsage reads the usage of every namespace (QuotaUsage, a
@@ -24,12 +22,7 @@ import (
 // besides the latency.
 func BenchmarkQuotaUsage(b *testing.B) {
 	ctx := context.Background()
-	pool := pgtest.Pool(b)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
-		b.Fatal(err)
-	}
-	keys, _ := keyring.Parse(keyring.Generate())
-	s := catalog.NewStore(pool, keys, nil)
+	s, pool := newPoolStore(b)
 	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"))
 	registerIn(b, s, "", "fake", fake.URL())
 	if _, err := s.CreateInstance(ctx, instanceOf("ns-00", "db", osbtest.PlanSync)); err != nil {

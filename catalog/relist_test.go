@@ -15,19 +15,28 @@ import (
 	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/migrations"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func newStore(t testing.TB, opts ...catalog.Option) *catalog.Store {
 	t.Helper()
-	ctx := context.Background()
+	s, _ := newPoolStore(t, opts...)
+	return s
+}
+
+// newPoolStore is a store on a database of its own, migrated, and its
+// pool.
+func newPoolStore(t testing.TB, opts ...catalog.Option) (*catalog.Store, *pgxpool.Pool) {
+	t.Helper()
 	pool := pgtest.Pool(t)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
-	return catalog.NewStore(pool, keys, nil, opts...)
+	return catalog.NewStore(pool, keys, nil, opts...), pool
 }
 
 func register(t testing.TB, s *catalog.Store, name, url string, relist string) *catalog.Broker {
