@@ -25,8 +25,13 @@ func TestDeletedBrokerForgotten(t *testing.T) {
 	})
 	fake := e.registerFake()
 	ctx := context.Background()
-	fake.Fail(osbtest.VerbProvision, osbtest.Failure{Status: 503, Description: "backend down"})
-	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: 503, Description: "backend down"})
+	// Every request fails, the orphan mitigation's deprovisions too: one
+	// that succeeded between two failed provisions would reset the
+	// breaker's count, which then opened only when two provisions happened
+	// to fail back to back.
+	for _, v := range []osbtest.Verb{osbtest.VerbProvision, osbtest.VerbDeprovision, osbtest.VerbCatalog} {
+		fake.Fail(v, osbtest.Failure{Status: 503, Description: "backend down"})
+	}
 	var ins []*catalog.Instance
 	for i := range 3 {
 		ins = append(ins, e.createInstance(fmt.Sprintf("db-%d", i), osbtest.DefaultService, osbtest.PlanSync, nil))
