@@ -93,19 +93,8 @@ func BenchmarkCreationsBesideRelists(b *testing.B) {
 				b.Fatal(err)
 			}
 			relister := catalog.NewStore(other, keys, nil)
-			cfg, err := pgxpool.ParseConfig(url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg.MaxConns = 1
 			trips := &checkedTrips{}
-			cfg.ConnConfig.Tracer = trips
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(pool.Close)
-			s := catalog.NewStore(pool, keys, nil)
+			s := catalog.NewStore(tracedPool(b, url, trips), keys, nil)
 
 			noisy := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(10, 10)))
 			quiet := osbtest.New(b, osbtest.WithBasicAuth("u", "p"))

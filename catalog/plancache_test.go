@@ -104,24 +104,31 @@ func TestCreationRoundTrips(t *testing.T) {
 // calls, which the counted ones then do not pay for.
 func tracedStore(t testing.TB) (*catalog.Store, *roundTrips) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
 	trips := &roundTrips{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Up(ctx, pool, migrations.Catalog); err != nil {
+	pool := tracedPool(t, pgtest.New(t), trips)
+	if err := migrations.Up(context.Background(), pool, migrations.Catalog); err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := keyring.Parse(keyring.Generate())
 	return catalog.NewStore(pool, keys, nil), trips
+}
+
+// tracedPool is a pool of one connection to url whose statements tracer
+// sees.
+func tracedPool(t testing.TB, url string, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // BenchmarkCachedBesideNoisyNamespace: what the engine reads to reconcile
