@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,11 +27,21 @@ import (
 // steps the catalogue's version takes (each one costs the next creation
 // of every namespace a retry). Run it alone: the WAL is the server's.
 //
-//	go test -run '^$' -bench RelistUnchanged ./catalog/
-func BenchmarkRelistUnchanged(b *testing.B) {
+//	go test -run '^$' -bench 'Relist(Unchanged|Reordered)' ./catalog/
+func BenchmarkRelistUnchanged(b *testing.B) { benchRelist(b, false) }
+
+// BenchmarkRelistReordered is BenchmarkRelistUnchanged with a catalogue
+// whose services come in the reverse order at every other fetch: every
+// row's position is written, and the catalogue's version stays.
+func BenchmarkRelistReordered(b *testing.B) { benchRelist(b, true) }
+
+func benchRelist(b *testing.B, reorder bool) {
 	ctx := context.Background()
 	s, pool := newPoolStore(b)
-	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(10, 10)))
+	orders := [2][]osbtest.Service{osbtest.GenerateCatalog(10, 10)}
+	orders[1] = slices.Clone(orders[0])
+	slices.Reverse(orders[1])
+	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(orders[0]))
 	br := register(b, s, "fake", fake.URL(), "")
 	if _, err := s.Relist(ctx, br.ID); err != nil {
 		b.Fatal(err)
@@ -39,6 +50,9 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	var wal, rewritten, n int64
 	for b.Loop() {
 		b.StopTimer()
+		if reorder {
+			fake.SetCatalog(orders[(n+1)%2])
+		}
 		rows := catalogueRows(b, pool)
 		var lsn string
 		if err := pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
@@ -70,16 +84,19 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 // BenchmarkCreationsBesideRelists creates instances of team-b's broker
 // while team-a's broker, whose catalogue does not change, is relisted
 // every 100 ms by another replica: back to back, and one every 100 ms (a
-// team that creates now and then). Reported with the attempts each
+// team that creates now and then); and one every 100 ms while team-a's
+// broker sends its services in the reverse order at every other fetch,
+// as a broker built on an unordered map may. Reported with the attempts each
 // creation took (a creation that used classes and plans read before the
 // catalogue's version moved is made again) and its round trips.
 //
 //	go test -run '^$' -bench CreationsBesideRelists -benchtime 200x ./catalog/
 func BenchmarkCreationsBesideRelists(b *testing.B) {
 	for _, bc := range []struct {
-		name  string
-		pause time.Duration
-	}{{"back-to-back", 0}, {"one-every-100ms", 100 * time.Millisecond}} {
+		name    string
+		pause   time.Duration
+		reorder bool
+	}{{"back-to-back", 0, false}, {"one-every-100ms", 100 * time.Millisecond, false}, {"one-every-100ms-reordered", 100 * time.Millisecond, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
 			url := pgtest.New(b)
@@ -96,7 +113,10 @@ func BenchmarkCreationsBesideRelists(b *testing.B) {
 			trips := &checkedTrips{}
 			s := catalog.NewStore(tracedPool(b, url, trips), keys, nil)
 
-			noisy := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(osbtest.GenerateCatalog(10, 10)))
+			orders := [2][]osbtest.Service{osbtest.GenerateCatalog(10, 10)}
+			orders[1] = slices.Clone(orders[0])
+			slices.Reverse(orders[1])
+			noisy := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(orders[0]))
 			quiet := osbtest.New(b, osbtest.WithBasicAuth("u", "p"))
 			auth := &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}}
 			var brokers [2]*catalog.Broker
@@ -128,11 +148,14 @@ func BenchmarkCreationsBesideRelists(b *testing.B) {
 			wg.Go(func() {
 				t := time.NewTicker(100 * time.Millisecond)
 				defer t.Stop()
-				for {
+				for i := 1; ; i++ {
 					select {
 					case <-relistCtx.Done():
 						return
 					case <-t.C:
+					}
+					if bc.reorder {
+						noisy.SetCatalog(orders[i%2])
 					}
 					if _, err := relister.Relist(relistCtx, brokers[0].ID); err != nil && relistCtx.Err() == nil {
 						b.Error(err)

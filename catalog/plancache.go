@@ -15,7 +15,7 @@ import (
 //
 // Creations check what they used: reading both for every creation was two
 // of an instance's four round trips and two of a binding's five, so the
-// cache notes the catalogue's version (migrations/catalog 0012, 0026) it read
+// cache notes the catalogue's version (migrations/catalog 0012, 0026, 0027) it read
 // them at (the version first, then the rows), and a creation that used
 // what was kept checks in its own transaction, with its other statements,
 // that the version has not moved since (catalog.expect_catalogue_version);

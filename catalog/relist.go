@@ -396,10 +396,11 @@ func (cw *catalogueWriter) class(batch *pgx.Batch, changes *[]change, pos int, s
 		*changes = append(*changes, change{Added, class})
 	case sameOffer(old.Spec, class.Spec) && !old.Status.RemovedFromBrokerCatalog && old.Name == class.Name:
 		// Only the order or the broker's document may have changed, and
-		// most fetches change neither: the row is left alone then. A row
-		// written again, even as it was, moves the catalogue's version
-		// (migrations/catalog 0026), which costs the next creation of
-		// every namespace a retry, and leaves a dead row behind.
+		// most fetches change neither: the row is left alone then, for a
+		// row written again, even as it was, leaves a dead row behind.
+		// Writing these two alone leaves the catalogue's version where it
+		// was (migrations/catalog 0026, 0027): nothing a creation
+		// resolves reads them.
 		class.Meta = old.Meta
 		batch.Queue(`UPDATE catalog.service_classes SET position = $2, osb = $3 WHERE id = $1 AND (position, osb) IS DISTINCT FROM ($2, $3)`,
 			old.ID, pos, []byte(svc.Raw))

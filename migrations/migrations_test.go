@@ -354,8 +354,10 @@ func TestUpWaitsForALongMigration(t *testing.T) {
 
 // TestQuietCatalogueVersion: from 0026 the catalogue's version moves for a
 // statement on the classes or plans that wrote rows (a TRUNCATE too), not
-// for one that matched none; reverting 0026 brings back 0012's triggers,
-// which move it for every statement.
+// for one that matched none, and from 0027 not for an update of their
+// position or broker's document (osb) alone; reverting 0027 moves it for
+// those again, and reverting 0026 brings back 0012's triggers, which move
+// it for every statement.
 func TestQuietCatalogueVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -384,8 +386,11 @@ func TestQuietCatalogueVersion(t *testing.T) {
 		{"an update of no plan", `UPDATE catalog.service_plans SET position = 1 WHERE broker_id = '` + broker + `'`, false},
 		{"a deletion of no plan", `DELETE FROM catalog.service_plans WHERE broker_id = '` + broker + `'`, false},
 		{"an insertion of no plan", `INSERT INTO catalog.service_plans (id) SELECT id FROM catalog.service_plans WHERE false`, false},
-		{"a class updated", `UPDATE catalog.service_classes SET position = 1 WHERE id = '` + class + `'`, true},
-		{"a class updated twice in a transaction", `UPDATE catalog.service_classes SET position = 2; UPDATE catalog.service_classes SET position = 3`, true},
+		{"a class's position alone updated", `UPDATE catalog.service_classes SET position = 1 WHERE id = '` + class + `'`, false},
+		{"a class's position and document alone updated", `UPDATE catalog.service_classes SET position = 2, osb = '{"id": "c"}'`, false},
+		{"a class updated", `UPDATE catalog.service_classes SET spec = '{"description": "d"}' WHERE id = '` + class + `'`, true},
+		{"a class updated with its position", `UPDATE catalog.service_classes SET position = 3, external_name = 'd'`, true},
+		{"a class updated twice in a transaction", `UPDATE catalog.service_classes SET removed = true; UPDATE catalog.service_classes SET removed = false`, true},
 		{"its broker deleted, the class with it", `DELETE FROM catalog.brokers WHERE id = '` + broker + `'`, true},
 		{"the plans truncated", `TRUNCATE catalog.service_plans CASCADE`, true},
 	}
@@ -399,8 +404,19 @@ func TestQuietCatalogueVersion(t *testing.T) {
 			t.Errorf("%s: the catalogue's version went from %d to %d, want moved=%v (by one)", step.name, before, after, step.moves)
 		}
 	}
-	catalogDownTo(t, pool, 25)
+	catalogDownTo(t, pool, 26)
+	if _, err := pool.Exec(ctx, steps[0].sql+"; "+steps[1].sql); err != nil {
+		t.Fatal(err)
+	}
 	before := version()
+	if _, err := pool.Exec(ctx, `UPDATE catalog.service_classes SET position = 4`); err != nil {
+		t.Fatal(err)
+	}
+	if after := version(); after != before+1 {
+		t.Errorf("after reverting 0027, an update of a class's position took the version from %d to %d, want 0026's step", before, after)
+	}
+	catalogDownTo(t, pool, 25)
+	before = version()
 	if _, err := pool.Exec(ctx, `UPDATE catalog.service_classes SET position = 1 WHERE false`); err != nil {
 		t.Fatal(err)
 	}
