@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bindery-dev/bindery/internal/kubecall"
 )
 
 // Flags bind Options to a command line: `bindery serve apiserver`'s flags.
@@ -16,6 +18,9 @@ type Flags struct {
 	hosts string
 	// maxWatches is --max-watches-per-user, 0 for no bound.
 	maxWatches int
+	// kubeTimeout is --kube-request-timeout, kept apart from Options'
+	// KubeTimeout (where 0 is the default) so that Validate sees a 0.
+	kubeTimeout time.Duration
 }
 
 // AddFlags registers the server's flags.
@@ -29,6 +34,8 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
 	fs.StringVar(&f.CredentialsAudience, "credentials-audience", DefaultCredentialsAudience, "audience of the Pods' service-account tokens that may read a ServiceBinding's credentials subresource directly (the CSIDriver csi.bindery.dev's tokenRequests); behind a cluster only")
 	fs.DurationVar(&f.BookmarkInterval, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
+	fs.DurationVar(&f.kubeTimeout, kubecall.Flag, kubecall.DelegatedTimeout,
+		"timeout of each request the server makes to the cluster's kube-apiserver (TokenReviews, discovery, admission's lookups); its informers' lists and watches are not bounded; behind a cluster only")
 	fs.IntVar(&f.maxWatches, "max-watches-per-user", DefaultMaxWatchesPerUser, "the most watches one user may hold open at once (system:masters is not bounded); one more is answered 429 with Retry-After; 0 for no bound")
 }
 
@@ -43,6 +50,7 @@ func (f *Flags) Complete() error {
 		}
 	}
 	f.InCluster = f.ClusterKubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	f.KubeTimeout = f.kubeTimeout
 	f.MaxWatchesPerUser = f.maxWatches
 	if f.maxWatches == 0 {
 		f.MaxWatchesPerUser = -1 // Options' 0 is the default
@@ -56,6 +64,9 @@ func (f *Flags) Validate() error {
 	if f.BookmarkInterval <= 0 {
 		// Options take 0 for the default; a flag says what it means.
 		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
+	}
+	if err := kubecall.Validate(f.kubeTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	if f.maxWatches < 0 {
 		errs = append(errs, errors.New("--max-watches-per-user: must not be negative (0: no bound)"))

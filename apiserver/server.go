@@ -59,6 +59,7 @@ import (
 	"github.com/bindery-dev/bindery/apis/servicecatalog/openapi"
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/version"
 )
 
@@ -110,6 +111,10 @@ type Options struct {
 	// (watchShare); DefaultMaxWatchesPerUser when 0, no bound when
 	// negative.
 	MaxWatchesPerUser int
+	// KubeTimeout bounds each single request of the server's own to the
+	// cluster (delegated mode only; kubecall.DelegatedTimeout when not
+	// positive).
+	KubeTimeout time.Duration
 }
 
 // The least of the change feed the server keeps: the catalog's.
@@ -146,6 +151,9 @@ func (o *Options) Complete() error {
 	}
 	if o.CredentialsAudience == "" {
 		o.CredentialsAudience = DefaultCredentialsAudience
+	}
+	if o.KubeTimeout <= 0 {
+		o.KubeTimeout = kubecall.DelegatedTimeout
 	}
 	return nil
 }
@@ -365,7 +373,7 @@ func (c *Config) delegate() error {
 	// hold a request of this server, and its seat, for good. The informers
 	// list and watch through clients of their own (core.ApplyTo's, dyn).
 	bounded := restclient.CopyConfig(c.generic.ClientConfig)
-	bounded.Timeout = clusterRequestTimeout
+	bounded.Timeout = cmp.Or(c.opts.KubeTimeout, kubecall.DelegatedTimeout)
 	kube, err := kubernetes.NewForConfig(bounded)
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
@@ -393,11 +401,6 @@ func (c *Config) delegate() error {
 	}
 	return nil
 }
-
-// clusterRequestTimeout bounds each single request of the server's own to
-// kube-apiserver: 10 s, as k8s.io/apiserver bounds its delegated
-// TokenReviews and SubjectAccessReviews.
-const clusterRequestTimeout = 10 * time.Second
 
 // missingPolicyAPIs names the admission policy plugins whose API
 // (admissionregistration.k8s.io/v1) the cluster does not serve: their

@@ -12,6 +12,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/catalog/resourcequota"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/osb"
 )
 
@@ -83,15 +85,11 @@ type Config struct {
 	BreakerWait     time.Duration
 	// KubeTimeout bounds each request of the engine's own to
 	// kube-apiserver (Secrets read and written; default
-	// DefaultKubeTimeout): reconciles have no deadline of their own, and
-	// a request that a lost connection or a stuck kube-apiserver never
-	// answers would hold its object for good.
+	// kubecall.DefaultTimeout: --kube-request-timeout): reconciles have no
+	// deadline of their own, and a request that a lost connection or a
+	// stuck kube-apiserver never answers would hold its object for good.
 	KubeTimeout time.Duration
 }
-
-// DefaultKubeTimeout is Config.KubeTimeout's default: kube-apiserver ends
-// a request it cannot serve after a minute by default, most far sooner.
-const DefaultKubeTimeout = 30 * time.Second
 
 // Controller is the engine.
 type Controller struct {
@@ -164,7 +162,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.BrokerTimeout = 60 * time.Second
 	}
 	if cfg.KubeTimeout <= 0 {
-		cfg.KubeTimeout = DefaultKubeTimeout
+		cfg.KubeTimeout = kubecall.DefaultTimeout
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "bindery"
@@ -511,12 +509,16 @@ const secretCredentialsTTL = 30 * time.Second
 
 // KubeSecrets reads Secrets from a cluster for the catalog
 // (catalog.ReadSecretsWith): the credentials of brokers registered
-// through the Kubernetes API.
-type KubeSecrets struct{ Kube kubernetes.Interface }
+// through the Kubernetes API. Timeout bounds each read
+// (kubecall.DefaultTimeout when 0).
+type KubeSecrets struct {
+	Kube    kubernetes.Interface
+	Timeout time.Duration
+}
 
 // SecretData returns the Secret's data.
 func (k KubeSecrets) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultKubeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(k.Timeout, kubecall.DefaultTimeout))
 	defer cancel()
 	s, err := k.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 )
 
 // Events makes the entries the catalog records in objects' histories
@@ -29,11 +30,11 @@ type Events struct {
 }
 
 // NewEvents returns Events that write to kube's events.k8s.io API once
-// Start runs, each write bounded by timeout (DefaultKubeTimeout when not
-// positive).
+// Start runs, each write bounded by timeout (kubecall.DefaultTimeout when
+// not positive).
 func NewEvents(kube kubernetes.Interface, timeout time.Duration) *Events {
 	if timeout <= 0 {
-		timeout = DefaultKubeTimeout
+		timeout = kubecall.DefaultTimeout
 	}
 	sink := &boundedSink{sink: &events.EventSinkImpl{Interface: kube.EventsV1()}, timeout: timeout, slots: make(chan struct{}, eventWrites)}
 	b := events.NewBroadcaster(sink)

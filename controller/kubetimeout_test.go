@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
@@ -62,4 +64,26 @@ func TestKubeCallsBounded(t *testing.T) {
 	})
 	stall.Store(false)
 	e.waitBinding(b.ID, "Ready once kube-apiserver answers", bindingReady)
+}
+
+// TestKubeSecretsBounded: a read of a broker's Secret that kube-apiserver
+// never answers gives up after KubeSecrets' Timeout (1 s here, well
+// before the 30 s default), instead of holding the catalogue fetch or
+// reconcile that needs the broker's credentials.
+func TestKubeSecretsBounded(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	kubeconfig := cluster.StallingKubeconfig(t, kubetest.Admin, func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets/broker-auth")
+	})
+	o := controller.Options{Kubeconfig: kubeconfig}
+	kube, err := o.KubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = controller.KubeSecrets{Kube: kube, Timeout: time.Second}.SecretData(t.Context(), "default", "broker-auth")
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 10*time.Second {
+		t.Fatalf("read of a Secret whose GET stalls: %v after %s; want the deadline within 10 s", err, took.Round(time.Second))
+	}
 }

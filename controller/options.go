@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/serve"
 )
 
@@ -39,6 +40,9 @@ type Options struct {
 	BrokerMaxInflight int
 	BreakerFailures   int
 	BreakerWait       time.Duration
+	// KubeTimeout bounds each request of the engine's own to the cluster
+	// (Config.KubeTimeout).
+	KubeTimeout time.Duration
 	// Retry holds the backoff and polling flags (RetryBase, RetryCap,
 	// MaxPollingDuration), which Config.AddFlags registers.
 	Retry Config
@@ -62,6 +66,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 		"requests to a broker in a row that may fail (5xx, 429, malformed) or time out before its circuit breaker opens and its requests are held back")
 	fs.DurationVar(&o.BreakerWait, "broker-breaker-wait", DefaultBreakerWait,
 		"wait before an open breaker's first probe (GET /v2/catalog); it doubles with each failed probe, up to 5m")
+	fs.DurationVar(&o.KubeTimeout, kubecall.Flag, kubecall.DefaultTimeout,
+		"timeout of each request the engine makes to kube-apiserver (Secrets of bindings and brokers' credentials, Events); the informer's list and watch are not bounded")
 	o.Retry.AddFlags(fs)
 	// On its own the engine runs a relister (several replicas share the
 	// work through claims), the only one that can read brokers'
@@ -88,6 +94,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BreakerWait <= 0 {
 		errs = append(errs, errors.New("--broker-breaker-wait: must be positive"))
+	}
+	if err := kubecall.Validate(o.KubeTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.Retry.ValidateFlags()...)
 	return errors.Join(errs...)
@@ -130,6 +139,8 @@ func (o *Options) KubeClient() (kubernetes.Interface, error) {
 type Cluster struct {
 	Kube   kubernetes.Interface
 	events *Events
+	// timeout bounds each read of a broker's Secret.
+	timeout time.Duration
 }
 
 // ConnectCluster returns the cluster of o, or nil when none is configured.
@@ -140,7 +151,7 @@ func (o *Options) ConnectCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil || kube == nil {
 		return nil, err
 	}
-	c := &Cluster{Kube: kube, events: NewEvents(kube, 0)}
+	c := &Cluster{Kube: kube, events: NewEvents(kube, o.KubeTimeout), timeout: o.KubeTimeout}
 	if err := c.events.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return nil, fmt.Errorf("start recording Kubernetes Events: %w", err)
 	}
@@ -154,7 +165,7 @@ func (c *Cluster) StoreOptions() []catalog.Option {
 	if c == nil {
 		return nil
 	}
-	return []catalog.Option{catalog.ReadSecretsWith(KubeSecrets{Kube: c.Kube}), catalog.PublishEventsTo(c.events.Publish)}
+	return []catalog.Option{catalog.ReadSecretsWith(KubeSecrets{Kube: c.Kube, Timeout: c.timeout}), catalog.PublishEventsTo(c.events.Publish)}
 }
 
 // Run sends Events until ctx ends, then stops the broadcaster. A nil
@@ -176,6 +187,7 @@ func (o *Options) Config(store *catalog.Store, cluster *Cluster, log *slog.Logge
 		Workers: o.Workers, Resync: o.Resync, BrokerTimeout: o.BrokerTimeout, RelistCheck: o.RelistCheck,
 		RetryBase: o.Retry.RetryBase, RetryCap: o.Retry.RetryCap, MaxPollingDuration: o.Retry.MaxPollingDuration,
 		BrokerMaxInflight: o.BrokerMaxInflight, BreakerFailures: o.BreakerFailures, BreakerWait: o.BreakerWait,
+		KubeTimeout: o.KubeTimeout,
 	}
 	if cluster != nil {
 		cfg.Kube = cluster.Kube

@@ -41,15 +41,56 @@ func TestOptionsRelistFlag(t *testing.T) {
 func TestOptionsValidateReportsAll(t *testing.T) {
 	o := controller.Options{Workers: 0, RelistCheck: -time.Second}
 	err := o.Validate()
-	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait"} {
+	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait", "--kube-request-timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, Retry: controller.Config{
+	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, KubeTimeout: time.Second, Retry: controller.Config{
 		RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
 	}}
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+}
+
+// TestOptionsKubeRequestTimeout: --kube-request-timeout reaches the
+// engine's Config, and one that is not positive is refused, naming the
+// flag, rather than read as "no bound".
+func TestOptionsKubeRequestTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+		err  string
+	}{
+		{"", 30 * time.Second, ""},
+		{"2s", 2 * time.Second, ""},
+		{"0s", 0, "--kube-request-timeout: must be positive"},
+		{"-1s", -time.Second, "--kube-request-timeout: must be positive"},
+	} {
+		t.Run(tc.arg, func(t *testing.T) {
+			t.Parallel()
+			fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+			var o controller.Options
+			o.AddFlags(fs, "listen", ":0")
+			var args []string
+			if tc.arg != "" {
+				args = []string{"--kube-request-timeout", tc.arg}
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Config(nil, nil, nil).KubeTimeout; got != tc.want {
+				t.Errorf("Config.KubeTimeout %s, want %s", got, tc.want)
+			}
+			err := o.Validate()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("valid options: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error lacks %q: %v", tc.err, err)
+			}
+		})
 	}
 }

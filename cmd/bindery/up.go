@@ -31,6 +31,7 @@ import (
 	"github.com/bindery-dev/bindery/controller"
 	"github.com/bindery-dev/bindery/deploy"
 	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/pgserver"
 	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/migrations"
@@ -80,6 +81,10 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	_ = grace.Value.Set(grace.DefValue)
 	o.catalog.AddFlags(fs, "catalog-listen", "127.0.0.1:8080")
 	o.controller.AddFlags(fs, "controller-listen", "127.0.0.1:8082")
+	// The engine's --kube-request-timeout bounds the webhook's requests
+	// too (validateWebhook): one cluster, one bound. The API server runs
+	// standalone and makes none.
+	fs.Lookup(kubecall.Flag).Usage = "timeout of each request to kube-apiserver of the engine (Secrets, Events) and of the servicebinding.io webhook, its controller and its installation; informers' lists and watches are not bounded"
 	o.brokers.addFlags(fs, true)
 	o.snapshots.addFlags(fs)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
@@ -383,12 +388,14 @@ func (u *up) printUp(catalogAddr, brokerAddr net.Addr, apiURL, kubeconfig string
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
 
-// validateWebhook checks --webhook-listen, unless it is empty.
+// validateWebhook checks --webhook-listen, unless it is empty, and gives
+// the webhook the engine's --kube-request-timeout.
 func (o *upOptions) validateWebhook() error {
 	if o.webhook.Listen == "" {
 		return nil
 	}
 	o.webhook.Controller = true
+	o.webhook.KubeTimeout = o.controller.KubeTimeout
 	if err := o.webhook.Complete(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/controller"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
 
@@ -71,8 +73,12 @@ func runDown(ctx context.Context, e env, args []string) error {
 	var o downOptions
 	fs := newFlagSet(e, "down")
 	fs.StringVar(&o.controller.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster `bindery up --kubeconfig` ran against (KUBECONFIG works too)")
+	fs.DurationVar(&o.controller.KubeTimeout, kubecall.Flag, kubecall.DefaultTimeout, "timeout of each request to kube-apiserver: down makes single requests only")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := kubecall.Validate(o.controller.KubeTimeout); err != nil {
 		return err
 	}
 	log, err := e.logger(o.level)
@@ -92,7 +98,7 @@ func down(ctx context.Context, log *slog.Logger, o *downOptions) error {
 	}
 	// down makes single requests only: each is bounded, so that one
 	// kube-apiserver never answers ends down with an error.
-	cfg.Timeout = servicebinding.DefaultKubeTimeout
+	cfg.Timeout = cmp.Or(o.controller.KubeTimeout, kubecall.DefaultTimeout)
 	m, err := webhookManifests()
 	if err != nil {
 		return err

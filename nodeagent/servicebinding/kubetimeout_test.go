@@ -2,7 +2,10 @@ package servicebinding_test
 
 import (
 	"context"
+	"flag"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -77,4 +80,54 @@ func TestKubeCallsBounded(t *testing.T) {
 	}
 	stall.Store(false)
 	waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+}
+
+// TestOptionsKubeRequestTimeout: --kube-request-timeout fills
+// KubeTimeout, and one that is not positive is refused, naming the flag,
+// rather than read as "no bound".
+func TestOptionsKubeRequestTimeout(t *testing.T) {
+	t.Parallel()
+	certDir := t.TempDir()
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+		err  string
+	}{
+		{"", 30 * time.Second, ""},
+		{"2s", 2 * time.Second, ""},
+		{"0s", 0, "--kube-request-timeout: must be positive"},
+		{"-1s", -time.Second, "--kube-request-timeout: must be positive"},
+	} {
+		t.Run(tc.arg, func(t *testing.T) {
+			t.Parallel()
+			fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+			var o servicebinding.Options
+			o.AddFlags(fs)
+			args := []string{"--listen", "127.0.0.1:0", "--cert-dir", certDir}
+			if tc.arg != "" {
+				args = append(args, "--kube-request-timeout", tc.arg)
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			if o.KubeTimeout != tc.want {
+				t.Errorf("KubeTimeout %s, want %s", o.KubeTimeout, tc.want)
+			}
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("valid options: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error lacks %q: %v", tc.err, err)
+			}
+		})
+	}
 }

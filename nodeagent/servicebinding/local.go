@@ -27,6 +27,7 @@ import (
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/pki"
 )
 
@@ -53,8 +54,8 @@ const (
 // same CA), which o then serves; the CRDs, applied and established; and the
 // webhook configuration, pointing the API server at
 // https://HOST:PORT/mutate with that CA. The cluster must reach the address
-// (a cluster on this machine, for the default 127.0.0.1:9443). It returns
-// the webhook's URL.
+// (a cluster on this machine, for the default 127.0.0.1:9443). Each of
+// its requests is bounded by o.KubeTimeout. It returns the webhook's URL.
 func InstallLocal(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Options, dir string, m Manifests) (string, error) {
 	host := o.host
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
@@ -76,7 +77,7 @@ func InstallLocal(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *Op
 	o.CertDir = dir
 	webhookURL := (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(o.Port())), Path: MutatePath}).String()
 
-	c, err := newClient(cfg)
+	c, err := newClient(cfg, o.KubeTimeout)
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +168,7 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 // ServiceBindings and mappings; and NamespaceLabel from the namespaces.
 // What is gone already is skipped, so it can be run again.
 func Uninstall(ctx context.Context, log *slog.Logger, cfg *rest.Config, m Manifests) error {
-	c, err := newClient(cfg)
+	c, err := newClient(cfg, 0)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func Uninstall(ctx context.Context, log *slog.Logger, cfg *rest.Config, m Manife
 // RemoveWebhookConfiguration deletes the MutatingWebhookConfiguration
 // InstallLocal applied, if it is there.
 func RemoveWebhookConfiguration(ctx context.Context, cfg *rest.Config, m Manifests) error {
-	c, err := newClient(cfg)
+	c, err := newClient(cfg, 0)
 	if err != nil {
 		return err
 	}
@@ -214,16 +215,17 @@ func RemoveWebhookConfiguration(ctx context.Context, cfg *rest.Config, m Manifes
 
 // newClient is a client of the cluster for the types Scheme holds, without
 // the manager's cache: for the installer's few reads and writes. It
-// watches nothing, so each request is bounded (cfg's own timeout, else
-// DefaultKubeTimeout): a request kube-apiserver never answered would hold
-// `bindery up` before it serves, or `bindery down`, for good.
-func newClient(cfg *rest.Config) (client.Client, error) {
+// watches nothing, so each request is bounded (by timeout, else cfg's own
+// timeout, else kubecall.DefaultTimeout): a request kube-apiserver never
+// answered would hold `bindery up` before it serves, or `bindery down`,
+// for good.
+func newClient(cfg *rest.Config, timeout time.Duration) (client.Client, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultKubeTimeout)
+	cfg.Timeout = cmp.Or(timeout, cfg.Timeout, kubecall.DefaultTimeout)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("cluster client: %w", err)

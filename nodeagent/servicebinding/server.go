@@ -35,16 +35,13 @@ import (
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
 	sbv1beta1 "github.com/bindery-dev/bindery/apis/servicebinding/v1beta1"
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/serve"
 )
 
 // MutatePath is the URL path of the mutating webhook; the webhook
 // configurations in deploy/servicebinding point at it.
 const MutatePath = "/mutate"
-
-// DefaultKubeTimeout is Options.KubeTimeout's default: kube-apiserver ends
-// a request it cannot serve after a minute by default, most far sooner.
-const DefaultKubeTimeout = 30 * time.Second
 
 // Options are the flags of `bindery serve webhook`.
 type Options struct {
@@ -63,10 +60,12 @@ type Options struct {
 	// writes anything to the cluster.
 	Listener net.Listener
 	// KubeTimeout bounds each request to kube-apiserver other than the
-	// informers' lists and watches (default DefaultKubeTimeout): reconciles
-	// have no deadline of their own, and the RESTMapper's discovery none
-	// at all, so a request a lost connection never answers would hold a
-	// worker, or every caller of the mapper, for good.
+	// informers' lists and watches (--kube-request-timeout, which Validate
+	// wants positive; RunWithConfig and InstallLocal take 0 for
+	// kubecall.DefaultTimeout): reconciles have no deadline of their own,
+	// and the RESTMapper's discovery none at all, so a request a lost
+	// connection never answers would hold a worker, or every caller of the
+	// mapper, for good.
 	KubeTimeout time.Duration
 
 	host string
@@ -79,6 +78,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", "", "`directory` holding tls.crt and tls.key of the webhook's serving certificate")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster; in-cluster configuration when empty")
 	fs.BoolVar(&o.Controller, "controller", true, "also run the controller that projects ServiceBindings into existing workloads")
+	fs.DurationVar(&o.KubeTimeout, kubecall.Flag, kubecall.DefaultTimeout,
+		"timeout of each request the webhook and the controller make to kube-apiserver (reads the cache cannot answer, writes, discovery, Events); the informers' lists and watches are not bounded")
 }
 
 // Complete fills in what follows from the flags.
@@ -120,6 +121,9 @@ func (o *Options) Port() int {
 func (o *Options) Validate() error {
 	var errs []error
 	if err := o.ValidateListen("--listen"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := kubecall.Validate(o.KubeTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if o.CertDir == "" {
@@ -200,7 +204,7 @@ func RunWithConfig(ctx context.Context, log *slog.Logger, cfg *rest.Config, o *O
 		return fmt.Errorf("cluster client: %w", err)
 	}
 	bounded := rest.CopyConfig(cfg)
-	bounded.Timeout = cmp.Or(o.KubeTimeout, DefaultKubeTimeout)
+	bounded.Timeout = cmp.Or(o.KubeTimeout, kubecall.DefaultTimeout)
 	mgr, err := ctrl.NewManager(bounded, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 logr.FromSlogHandler(log.Handler()),

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bindery-dev/bindery/internal/kubecall"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
@@ -128,7 +129,7 @@ func setupWith(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicy
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	o := &servicebinding.Options{Listen: "127.0.0.1:" + strconv.Itoa(port), CertDir: dir, Controller: true}
+	o := &servicebinding.Options{Listen: "127.0.0.1:" + strconv.Itoa(port), CertDir: dir, Controller: true, KubeTimeout: kubecall.DefaultTimeout}
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
 	}
