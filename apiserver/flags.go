@@ -18,9 +18,10 @@ type Flags struct {
 	hosts string
 	// maxWatches is --max-watches-per-user, 0 for no bound.
 	maxWatches int
-	// kubeTimeout is --kube-request-timeout, kept apart from Options'
-	// KubeTimeout (where 0 is the default) so that Validate sees a 0.
-	kubeTimeout time.Duration
+	// kubeTimeout is --kube-request-timeout and bookmarks
+	// --watch-bookmark-interval, kept apart from Options' KubeTimeout and
+	// BookmarkInterval (where 0 is the default) so that Validate sees a 0.
+	kubeTimeout, bookmarks time.Duration
 }
 
 // AddFlags registers the server's flags.
@@ -33,7 +34,7 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&f.hosts, "tls-hosts", "", "comma-separated extra DNS names and IP addresses for the serving certificate the server issues itself")
 	fs.StringVar(&f.CredentialsAudience, "credentials-audience", DefaultCredentialsAudience, "audience of the Pods' service-account tokens that may read a ServiceBinding's credentials subresource directly (the CSIDriver csi.bindery.dev's tokenRequests); behind a cluster only")
-	fs.DurationVar(&f.BookmarkInterval, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
+	fs.DurationVar(&f.bookmarks, "watch-bookmark-interval", time.Minute, "how often watches that allow bookmarks get one")
 	fs.DurationVar(&f.kubeTimeout, kubecall.Flag, kubecall.DelegatedTimeout,
 		"timeout of each request the server makes to the cluster's kube-apiserver (TokenReviews, discovery, admission's lookups); its informers' lists and watches are not bounded; behind a cluster only")
 	fs.IntVar(&f.maxWatches, "max-watches-per-user", DefaultMaxWatchesPerUser, "the most watches one user may hold open at once (system:masters is not bounded); one more is answered 429 with Retry-After; 0 for no bound")
@@ -50,7 +51,7 @@ func (f *Flags) Complete() error {
 		}
 	}
 	f.InCluster = f.ClusterKubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
-	f.KubeTimeout = f.kubeTimeout
+	f.KubeTimeout, f.BookmarkInterval = f.kubeTimeout, f.bookmarks
 	f.MaxWatchesPerUser = f.maxWatches
 	if f.maxWatches == 0 {
 		f.MaxWatchesPerUser = -1 // Options' 0 is the default
@@ -61,7 +62,7 @@ func (f *Flags) Complete() error {
 // Validate reports every problem of the flags at once.
 func (f *Flags) Validate() error {
 	var errs []error
-	if f.BookmarkInterval <= 0 {
+	if f.bookmarks <= 0 {
 		// Options take 0 for the default; a flag says what it means.
 		errs = append(errs, errors.New("--watch-bookmark-interval: must be positive"))
 	}

@@ -2,12 +2,10 @@ package apiserver_test
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,48 +68,4 @@ func TestKubeCallsBounded(t *testing.T) {
 		t.Fatalf("create in a namespace whose lookup stalls: %v after %s; want the server's own error within 7 s", err, took.Round(time.Second))
 	}
 	t.Logf("gave up after %s: %v", time.Since(start).Round(time.Second), err)
-}
-
-// TestKubeRequestTimeoutFlag: --kube-request-timeout (10 s by default)
-// reaches Options.KubeTimeout, and one that is not positive is refused,
-// naming the flag, rather than read as "no bound" or as the default.
-func TestKubeRequestTimeoutFlag(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		arg  string
-		want time.Duration
-		err  string
-	}{
-		{"", 10 * time.Second, ""},
-		{"2s", 2 * time.Second, ""},
-		{"0s", 0, "--kube-request-timeout: must be positive"},
-		{"-1s", 0, "--kube-request-timeout: must be positive"},
-	} {
-		t.Run(tc.arg, func(t *testing.T) {
-			t.Parallel()
-			fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
-			var f apiserver.Flags
-			f.AddFlags(fs)
-			args := []string{"--listen", "127.0.0.1:0"}
-			if tc.arg != "" {
-				args = append(args, "--kube-request-timeout", tc.arg)
-			}
-			if err := fs.Parse(args); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Complete(); err != nil {
-				t.Fatal(err)
-			}
-			err := f.Validate()
-			switch {
-			case tc.err == "" && err != nil:
-				t.Errorf("valid flags: %v", err)
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("error lacks %q: %v", tc.err, err)
-			}
-			if tc.err == "" && f.KubeTimeout != tc.want {
-				t.Errorf("Options.KubeTimeout %s, want %s", f.KubeTimeout, tc.want)
-			}
-		})
-	}
 }
