@@ -57,7 +57,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.DurationVar(&o.OperationRetention, "operation-retention", DefaultOperationRetention, "how long finished operations are kept for last_operation (the newest of a live instance or binding longer, and at most 16 of each)")
 	fs.IntVar(&o.Workers, "workers", 10, "operations run at once by this process")
-	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "how long running operations may go on when the broker stops; then they are cancelled and resumed by the next broker process")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "how long running operations may go on when the broker stops; then they are cancelled and resumed by the next broker process (0: cancelled at once)")
 }
 
 // DefaultTargetReserved is --target-reserved-connections' default: room
@@ -97,7 +97,7 @@ func (o *Options) Validate() error {
 	if o.OperationDeadline < o.OperationTimeout {
 		errs = append(errs, errors.New("--operation-deadline: must be at least --operation-timeout"))
 	}
-	if o.OperationRetention != 0 && o.OperationRetention < o.OperationDeadline { // 0: the default
+	if o.OperationRetention < o.OperationDeadline {
 		errs = append(errs, errors.New("--operation-retention: must be at least --operation-deadline"))
 	}
 	if o.ShutdownGrace < 0 {

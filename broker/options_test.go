@@ -29,7 +29,7 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--operation-retention: must be at least --operation-deadline") {
 		t.Errorf("operations pruned before their deadline: %v", err)
 	}
-	o = broker.Options{OperationTimeout: time.Minute, OperationDeadline: time.Hour, Workers: 1}
+	o = broker.Options{OperationTimeout: time.Minute, OperationDeadline: time.Hour, OperationRetention: broker.DefaultOperationRetention, Workers: 1}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "no broker credentials") {
 		t.Errorf("no credentials: %v", err)
 	}

@@ -83,6 +83,12 @@ func (o *Options) Validate() error {
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--controller-workers: must be positive"))
 	}
+	if o.Resync <= 0 {
+		errs = append(errs, errors.New("--resync: must be positive"))
+	}
+	if o.BrokerTimeout <= 0 {
+		errs = append(errs, errors.New("--broker-request-timeout: must be positive"))
+	}
 	if o.RelistCheck < 0 {
 		errs = append(errs, errors.New("--relist-check-interval: must not be negative"))
 	}

@@ -41,14 +41,15 @@ func TestOptionsRelistFlag(t *testing.T) {
 func TestOptionsValidateReportsAll(t *testing.T) {
 	o := controller.Options{Workers: 0, RelistCheck: -time.Second}
 	err := o.Validate()
-	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait", "--kube-request-timeout"} {
+	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait", "--kube-request-timeout", "--resync", "--broker-request-timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, KubeTimeout: time.Second, Retry: controller.Config{
-		RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
-	}}
+	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, KubeTimeout: time.Second,
+		Resync: time.Minute, BrokerTimeout: time.Minute, Retry: controller.Config{
+			RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
+		}}
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
 	}

@@ -96,16 +96,11 @@ type configRow struct {
 func configTable(ctx context.Context) (string, error) {
 	var rows []*configRow
 	for _, c := range configCommands {
-		var sets []*flag.FlagSet
-		e := env{stdout: io.Discard, stderr: io.Discard, flagSets: &sets}
-		cmd := commands()[c.args[0]]
-		if err := cmd.run(ctx, e, append(slices.Clone(c.args[1:]), "-h")); !errors.Is(err, flag.ErrHelp) {
-			return "", fmt.Errorf("bindery %s -h: %v", strings.Join(c.args, " "), err)
+		fs, err := commandFlags(ctx, c.args)
+		if err != nil {
+			return "", err
 		}
-		if len(sets) != 1 {
-			return "", fmt.Errorf("bindery %s -h parsed %d flag sets, want 1", strings.Join(c.args, " "), len(sets))
-		}
-		sets[0].VisitAll(func(f *flag.Flag) {
+		fs.VisitAll(func(f *flag.Flag) {
 			_, usage := flag.UnquoteUsage(f)
 			i := slices.IndexFunc(rows, func(r *configRow) bool { return r.name == f.Name && r.def == f.DefValue && r.usage == usage })
 			if i < 0 {
@@ -135,6 +130,21 @@ func configTable(ctx context.Context) (string, error) {
 		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s | %s |\n", r.name, envs, def, commands, markdownCell(r.usage))
 	}
 	return b.String(), nil
+}
+
+// commandFlags returns the flags of the command args names (`bindery
+// ARGS -h` parses them and runs nothing).
+func commandFlags(ctx context.Context, args []string) (*flag.FlagSet, error) {
+	var sets []*flag.FlagSet
+	e := env{stdout: io.Discard, stderr: io.Discard, flagSets: &sets}
+	cmd := commands()[args[0]]
+	if err := cmd.run(ctx, e, append(slices.Clone(args[1:]), "-h")); !errors.Is(err, flag.ErrHelp) {
+		return nil, fmt.Errorf("bindery %s -h: %v", strings.Join(args, " "), err)
+	}
+	if len(sets) != 1 {
+		return nil, fmt.Errorf("bindery %s -h parsed %d flag sets, want 1", strings.Join(args, " "), len(sets))
+	}
+	return sets[0], nil
 }
 
 // markdownCell escapes what would end a table cell or read as HTML.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bindery-dev/bindery/internal/keyring"
 	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 )
@@ -60,27 +59,5 @@ func TestClusterCallsBounded(t *testing.T) {
 				t.Errorf("stderr lacks %q and the timeout:\n%s", tc.want, got)
 			}
 		})
-	}
-}
-
-// TestKubeRequestTimeoutChecked: every command that takes
-// --kube-request-timeout refuses one that is not positive before it
-// starts, naming the flag: 0 is no bound, which no request may have.
-func TestKubeRequestTimeoutChecked(t *testing.T) {
-	t.Parallel()
-	env := []string{"DATABASE_URL=postgres://x@127.0.0.1:1/x", "BINDERY_ENCRYPTION_KEY=" + keyring.Generate()}
-	for _, args := range [][]string{
-		{"serve", "controller", "--listen", "127.0.0.1:0"},
-		{"serve", "webhook", "--listen", "127.0.0.1:0"},
-		{"serve", "apiserver", "--listen", "127.0.0.1:0"},
-		{"up", "--data-dir", t.TempDir()},
-		{"down", "--kubeconfig", "/nonexistent"},
-	} {
-		for _, v := range []string{"0s", "-1s"} {
-			p := start(t, env, append(args, "--kube-request-timeout", v)...)
-			if err := p.wait(t); err == nil || !strings.Contains(p.stderr.String(), "--kube-request-timeout: must be positive") {
-				t.Errorf("%v --kube-request-timeout %s: %v\n%s", args, v, err, p.stderr.String())
-			}
-		}
 	}
 }
