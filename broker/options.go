@@ -52,7 +52,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Token, "broker-token", "", "bearer token platforms may present instead of basic auth")
 	fs.StringVar(&o.CatalogFile, "catalog", "", "YAML catalogue file (default: the embedded PostgreSQL catalogue)")
 	fs.StringVar(&o.TargetURL, "target-database-url", "", "PostgreSQL cluster where instances are created (default: the cluster of --database-url)")
-	fs.IntVar(&o.TargetReserved, "target-reserved-connections", DefaultTargetReserved, "connection slots of the target cluster kept for Bindery's own sessions: the plans' connection limits together get max_connections less these and the superusers' reserved slots")
+	fs.IntVar(&o.TargetReserved, "target-reserved-connections", DefaultTargetReserved, "connection slots of the target cluster kept for Bindery's own sessions: the plans' connection limits together get max_connections less these and the superusers' reserved slots (0: none kept)")
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", 5*time.Minute, "longest one attempt of an operation may run; a crashed operation resumes after it")
 	fs.DurationVar(&o.OperationDeadline, "operation-deadline", DefaultOperationDeadline, "longest an operation may take over all its attempts before it ends as failed (a plan's maximum_polling_duration shortens it)")
 	fs.DurationVar(&o.OperationRetention, "operation-retention", DefaultOperationRetention, "how long finished operations are kept for last_operation (the newest of a live instance or binding longer, and at most 16 of each)")

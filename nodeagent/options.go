@@ -84,8 +84,14 @@ func (o *Options) Validate() error {
 		if o.RefreshInterval < 0 {
 			errs = append(errs, errors.New("--csi-refresh-interval must not be negative"))
 		}
-		if o.MaxVolumes < 0 || o.MaxVolumesPerNamespace < 0 || o.MaxVolumesPerPod < 0 {
-			errs = append(errs, errors.New("--csi-max-volumes, --csi-max-volumes-per-namespace and --csi-max-volumes-per-pod must not be negative (0: the default)"))
+		if o.MaxVolumes <= 0 {
+			errs = append(errs, errors.New("--csi-max-volumes must be positive"))
+		}
+		if o.MaxVolumesPerNamespace < 0 {
+			errs = append(errs, errors.New("--csi-max-volumes-per-namespace must not be negative (0: a quarter of --csi-max-volumes)"))
+		}
+		if o.MaxVolumesPerPod <= 0 {
+			errs = append(errs, errors.New("--csi-max-volumes-per-pod must be positive"))
 		}
 	}
 	if o.DevicePluginDir == "" && (o.ConfigFile != "" || !o.CSI) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bindery-dev/bindery/nodeagent"
+	"github.com/bindery-dev/bindery/nodeagent/csi"
 )
 
 // TestOptionsValidateReportsAll checks that every problem is reported in
@@ -28,7 +29,8 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 // TestOptionsCSI: --csi serves without --config, and its settings are
 // checked together; Config gives the driver the kubelet's directories.
 func TestOptionsCSI(t *testing.T) {
-	o := nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", KubeletDir: "/k", APIServer: "https://api:443"}}
+	o := nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", KubeletDir: "/k", APIServer: "https://api:443",
+		MaxVolumes: csi.DefaultMaxVolumes, MaxVolumesPerPod: csi.DefaultMaxVolumesPerPod}}
 	if err := o.Validate(); err != nil {
 		t.Errorf("--csi alone: %v", err)
 	}
@@ -42,7 +44,7 @@ func TestOptionsCSI(t *testing.T) {
 	}
 	o = nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", RefreshInterval: -time.Second, MaxVolumes: -1}}
 	err = o.Validate()
-	for _, want := range []string{"--csi-apiserver", "--csi-kubelet-dir", "--csi-refresh-interval", "--csi-max-volumes"} {
+	for _, want := range []string{"--csi-apiserver", "--csi-kubelet-dir", "--csi-refresh-interval", "--csi-max-volumes must", "--csi-max-volumes-per-pod"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,12 +11,16 @@ import (
 	"github.com/bindery-dev/bindery/internal/keyring"
 )
 
-// TestDurationFlagsChecked: every duration flag of every command refuses
-// a negative value, and 0 too unless its help says what 0 means ("0:
-// never"), before the command does anything, with an error naming the
-// flag. A flag that took 0 or -1s for its default, or for no bound, would
-// say one thing and do another.
-func TestDurationFlagsChecked(t *testing.T) {
+// zeroMeaning finds, in a flag's help, what 0 means ("0: never", "0 for
+// no bound").
+var zeroMeaning = regexp.MustCompile(`\b0(:| for )`)
+
+// TestNumericFlagsChecked: every duration and integer flag of every
+// command refuses a negative value, and 0 too unless its help says what 0
+// means, before the command does anything, with an error naming the flag.
+// A flag that took 0 or -1 for its default, or for no bound, would say one
+// thing and do another.
+func TestNumericFlagsChecked(t *testing.T) {
 	t.Parallel()
 	env := []string{"DATABASE_URL=postgres://x@127.0.0.1:1/x", "BINDERY_ENCRYPTION_KEY=" + keyring.Generate(),
 		"BINDERY_BROKER_USERNAME=osb-user", "BINDERY_BROKER_PASSWORD=osb-password-1234"}
@@ -35,7 +40,13 @@ func TestDurationFlagsChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 		fs.VisitAll(func(f *flag.Flag) {
-			if _, ok := f.Value.(flag.Getter).Get().(time.Duration); !ok {
+			var neg, zero string
+			switch f.Value.(flag.Getter).Get().(type) {
+			case time.Duration:
+				neg, zero = "-1s", "0s"
+			case int, int64:
+				neg, zero = "-1", "0"
+			default:
 				return
 			}
 			extra, ok := base[c.name]
@@ -43,9 +54,9 @@ func TestDurationFlagsChecked(t *testing.T) {
 				extra = []string{"--listen", free}
 			}
 			_, usage := flag.UnquoteUsage(f)
-			values := []string{"-1s"}
-			if !strings.Contains(usage, "0:") {
-				values = append(values, "0s")
+			values := []string{neg}
+			if !zeroMeaning.MatchString(usage) {
+				values = append(values, zero)
 			}
 			for _, v := range values {
 				checked++
@@ -60,7 +71,7 @@ func TestDurationFlagsChecked(t *testing.T) {
 			}
 		})
 	}
-	if checked < 30 {
-		t.Errorf("%d values of duration flags checked; the commands have more", checked)
+	if checked < 80 {
+		t.Errorf("%d values of numeric flags checked; the commands have more", checked)
 	}
 }
