@@ -22,7 +22,8 @@ import (
 // used: …, limited: …", so that clients and controllers that look for it
 // (a GitOps tool retrying its sync) see what they know. NAME is the
 // ResourceQuota's, or "bindery" for the namespace's own quota and
-// "bindery-default" for the default quota (`bindery quota get -n NS`).
+// "bindery-default" for the default quota (`bindery quota get -n NS`), or
+// the flag that bounds a namespace's brokers.
 
 // Names of Bindery's quotas in the Kubernetes API's refusals.
 const (
@@ -39,6 +40,9 @@ func quotaForbidden(gr schema.GroupResource, name string, q *catalog.QuotaError)
 	quota := q.ResourceQuota()
 	switch {
 	case quota != "":
+	case q.Source == catalog.SourceServer:
+		// No object of the cluster holds it: the flag says where it is.
+		quota = "--" + catalog.MaxBrokersFlag
 	case q.Source == catalog.SourceDefault:
 		quota = defaultQuotaName
 	default:
@@ -58,6 +62,8 @@ func quotaForbidden(gr schema.GroupResource, name string, q *catalog.QuotaError)
 		resource = "count/serviceinstances." + v1beta1.GroupName
 	case catalog.QuotaBindings:
 		resource = "count/servicebindings." + v1beta1.GroupName
+	case catalog.QuotaBrokers:
+		resource = "count/servicebrokers." + v1beta1.GroupName
 	}
 	return apierrors.NewForbidden(gr, name, fmt.Errorf("exceeded quota: %s, requested: %s=1, used: %s=%d, limited: %s=%d",
 		quota, resource, resource, q.Used, resource, q.Limit))

@@ -132,6 +132,8 @@ func TestQuotaForbidden(t *testing.T) {
 			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: bindery, requested: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=1, used: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=2, limited: large-id.clusterserviceplan.servicecatalog.k8s.io/serviceinstances=2`},
 		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaPaid, Source: catalog.SourceNamespace, Plan: "large", PlanName: "large-id"},
 			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: namespace team-a may not use paid plans, and plan large is not free`},
+		{catalog.QuotaError{Namespace: "team-a", Resource: catalog.QuotaBrokers, Limit: 16, Used: 16, Source: catalog.SourceServer},
+			`serviceinstances.servicecatalog.k8s.io "db" is forbidden: exceeded quota: --max-brokers-per-namespace, requested: count/servicebrokers.servicecatalog.k8s.io=1, used: count/servicebrokers.servicecatalog.k8s.io=16, limited: count/servicebrokers.servicecatalog.k8s.io=16`},
 	} {
 		err := apiError(&tc.q, gr, v1beta1.Kind("ServiceInstance"), "db", true)
 		if err.Error() != tc.want {

@@ -342,6 +342,9 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 		return nil, err
 	}
 	_, err = s.write(ctx, func(w *txn) error {
+		if err := s.roomForBroker(ctx, w, b.Namespace); err != nil {
+			return err
+		}
 		md, err := encodeMeta(&b.Meta)
 		if err != nil {
 			return err
@@ -361,6 +364,48 @@ func (s *Store) CreateBroker(ctx context.Context, b *Broker, auth *BrokerAuth) (
 		return nil, err
 	}
 	return b, nil
+}
+
+// DefaultMaxBrokersPerNamespace is how many brokers of its own a
+// namespace may have unless WithMaxBrokersPerNamespace says otherwise.
+// Every broker is fetched and relisted (as often as every second), keeps
+// a catalogue of up to 32 MiB and has its own bulkhead in each engine: a
+// team registers a few, and one that registered without end would take
+// the relister's turns, the database's room and the engine's memory from
+// every other. The cluster's brokers, which only its administrators
+// register, are not bounded.
+const DefaultMaxBrokersPerNamespace = 16
+
+// MaxBrokersFlag names the flag that sets the bound, as refusals say.
+const MaxBrokersFlag = "max-brokers-per-namespace"
+
+// WithMaxBrokersPerNamespace bounds the brokers of each namespace; 0: no
+// bound.
+func WithMaxBrokersPerNamespace(n int) Option {
+	return func(s *Store) { s.maxBrokers = max(n, 0) }
+}
+
+// roomForBroker refuses a new broker of namespace that has as many as it
+// may (a *QuotaError). Creations of one namespace's brokers wait for one
+// another here until commit, so that two cannot both take the last room;
+// they are rare.
+func (s *Store) roomForBroker(ctx context.Context, w *txn, namespace string) error {
+	if namespace == "" || s.maxBrokers == 0 {
+		return nil
+	}
+	// Two statements: each reads what was committed when it began, and
+	// the count must begin after the lock is held.
+	if _, err := w.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('catalog.brokers/' || $1, 7))`, namespace); err != nil {
+		return mapErr(err)
+	}
+	var used int64
+	if err := w.QueryRow(ctx, `SELECT count(*) FROM (SELECT FROM catalog.brokers WHERE namespace = $1 LIMIT $2) b`, namespace, s.maxBrokers).Scan(&used); err != nil {
+		return mapErr(err)
+	}
+	if used >= int64(s.maxBrokers) {
+		return &QuotaError{Namespace: namespace, Resource: QuotaBrokers, Limit: int64(s.maxBrokers), Used: used, Source: SourceServer}
+	}
+	return nil
 }
 
 // brokerExists is the conflict of a new broker whose name is taken.

@@ -72,12 +72,16 @@ const (
 	// SourceResourceQuota prefixes the name of a ResourceQuota of the
 	// namespace: "ResourceQuota/objects".
 	SourceResourceQuota = "ResourceQuota/"
+	// SourceServer is the server's own bound (WithMaxBrokersPerNamespace).
+	SourceServer = "server"
 )
 
 // Resources a QuotaError is about.
 const (
 	QuotaInstances = "instances"
 	QuotaBindings  = "bindings"
+	// QuotaBrokers is the bound of a namespace's own brokers.
+	QuotaBrokers = "brokers"
 	// QuotaPlan is the namespace's instances of one plan.
 	QuotaPlan = "plan"
 	// QuotaPaid is a paid plan in a namespace that may not use them.
@@ -94,7 +98,8 @@ const ReasonQuotaExceeded = "QuotaExceeded"
 // has 10".
 type QuotaError struct {
 	Namespace string
-	// Resource is QuotaInstances, QuotaBindings, QuotaPlan or QuotaPaid.
+	// Resource is QuotaInstances, QuotaBindings, QuotaBrokers, QuotaPlan
+	// or QuotaPaid.
 	Resource string
 	// Limit and Used are the limit and the namespace's count (of the plan's
 	// instances, for QuotaPlan) when the creation came.
@@ -117,6 +122,8 @@ func (e *QuotaError) Error() string {
 		s = message.QuotaExceeded(e.Namespace, e.Limit, "instance", "plan "+e.Plan, e.Used)
 	case QuotaBindings:
 		s = message.QuotaExceeded(e.Namespace, e.Limit, "binding", "", e.Used)
+	case QuotaBrokers:
+		return message.QuotaExceeded(e.Namespace, e.Limit, "broker", "", e.Used) + " (--" + MaxBrokersFlag + ")"
 	default:
 		s = message.QuotaExceeded(e.Namespace, e.Limit, "instance", "", e.Used)
 	}

@@ -43,6 +43,9 @@ type Store struct {
 	feed          *Feed
 	// snapshotLimit bounds how long a read holds a snapshot open.
 	snapshotLimit time.Duration
+	// maxBrokers bounds each namespace's own brokers (brokers.go); 0: no
+	// bound.
+	maxBrokers int
 	// notifier announces committed revisions (notify.go).
 	notifier notifier
 	// plans keeps the classes and plans new objects resolved to, and the
@@ -84,7 +87,8 @@ func NewStore(pool *pgxpool.Pool, keys *keyring.Keyring, log *slog.Logger, opts 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit}
+	s := &Store{pool: pool, keys: keys, log: log, now: time.Now, brokerTimeout: DefaultBrokerTimeout, snapshotLimit: DefaultSnapshotLimit,
+		maxBrokers: DefaultMaxBrokersPerNamespace}
 	s.fetches.slots = newTurns(DefaultCatalogueFetches)
 	for _, o := range opts {
 		o(s)

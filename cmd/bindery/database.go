@@ -199,22 +199,33 @@ func (o *brokerCalls) storeOptions() ([]catalog.Option, error) {
 	}, nil
 }
 
-// snapshots is --snapshot-limit of the processes that read long lists
-// from one snapshot: the REST API's exports and the Kubernetes API's lists
-// read in chunks.
-type snapshots struct{ limit time.Duration }
-
-func (o *snapshots) addFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&o.limit, "snapshot-limit", catalog.DefaultSnapshotLimit,
-		"how long an export or a list read in chunks may hold its database snapshot, which holds back vacuum; a reader slower than that is cut off")
+// storeLimits are the bounds of the processes whose stores serve the
+// doors: --snapshot-limit, for those that read long lists from one
+// snapshot (the REST API's exports and the Kubernetes API's lists read in
+// chunks), and --max-brokers-per-namespace, for those where brokers are
+// registered.
+type storeLimits struct {
+	snapshot   time.Duration
+	maxBrokers int
 }
 
-// storeOption checks the flag and gives the store's option for it.
-func (o *snapshots) storeOption() (catalog.Option, error) {
-	if o.limit <= 0 {
-		return nil, errors.New("--snapshot-limit: must be positive")
+func (o *storeLimits) addFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.snapshot, "snapshot-limit", catalog.DefaultSnapshotLimit,
+		"how long an export or a list read in chunks may hold its database snapshot, which holds back vacuum; a reader slower than that is cut off")
+	fs.IntVar(&o.maxBrokers, catalog.MaxBrokersFlag, catalog.DefaultMaxBrokersPerNamespace,
+		"the most brokers of its own a namespace may have registered (ServiceBrokers, and brokers of a namespace through the REST API); one more is refused as a quota is; the cluster's brokers are not bounded (0: no bound)")
+}
+
+// storeOptions checks the flags and gives the store's options for them.
+func (o *storeLimits) storeOptions() ([]catalog.Option, error) {
+	var errs []error
+	if o.snapshot <= 0 {
+		errs = append(errs, errors.New("--snapshot-limit: must be positive"))
 	}
-	return catalog.WithSnapshotLimit(o.limit), nil
+	if o.maxBrokers < 0 {
+		errs = append(errs, errors.New("--"+catalog.MaxBrokersFlag+": must not be negative (0: no bound)"))
+	}
+	return []catalog.Option{catalog.WithSnapshotLimit(o.snapshot), catalog.WithMaxBrokersPerNamespace(o.maxBrokers)}, errors.Join(errs...)
 }
 
 // openStore is newStore for the processes that seal or open the catalog's

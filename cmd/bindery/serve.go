@@ -116,23 +116,23 @@ type brokerCaller interface {
 // startBrokerCaller is server.start for a component that calls brokers:
 // its flags (--listen defaulting to listen), the broker-call flags and the
 // catalog's schema; it gives the store's options too.
-func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string, snap *snapshots) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
+func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string, limits *storeLimits) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
 	var bc brokerCalls
 	var storeOpts []catalog.Option
 	log, pool, keys, err := s.start(ctx, e, name, args, sealsSecrets,
 		func(fs *flag.FlagSet) {
 			o.AddFlags(fs, "listen", listen)
 			bc.addFlags(fs, false)
-			if snap != nil {
-				snap.addFlags(fs)
+			if limits != nil {
+				limits.addFlags(fs)
 			}
 		},
 		func(*dbOptions) (err error) {
 			storeOpts, err = bc.storeOptions()
 			errs := []error{o.Validate(), err}
-			if snap != nil {
-				opt, err := snap.storeOption()
-				storeOpts = append(storeOpts, opt)
+			if limits != nil {
+				opts, err := limits.storeOptions()
+				storeOpts = append(storeOpts, opts...)
 				errs = append(errs, err)
 			}
 			return errors.Join(errs...)
@@ -143,7 +143,7 @@ func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args
 func runServeCatalog(ctx context.Context, e env, args []string) error {
 	var s server
 	var o restapi.Options
-	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve catalog", args, &o, ":8080", &snapshots{})
+	log, pool, keys, storeOpts, err := s.startBrokerCaller(ctx, e, "serve catalog", args, &o, ":8080", &storeLimits{})
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,8 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	// The keys are optional here: only the credentials subresource opens
 	// credentials, and without keys it answers 503 saying so.
 	var ko keyOptions
-	var snap snapshots
-	var snapOpt catalog.Option
+	var limits storeLimits
+	var storeOpts []catalog.Option
 	var fs *flag.FlagSet
 	var keys *keyring.Keyring
 	log, pool, _, err := s.start(ctx, e, "serve apiserver", args, "",
@@ -33,11 +33,11 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 			fs = set
 			f.AddFlags(set)
 			ko.addFlags(set, "binding credentials")
-			snap.addFlags(set)
+			limits.addFlags(set)
 		},
 		func(*dbOptions) error {
 			var err error
-			snapOpt, err = snap.storeOption()
+			storeOpts, err = limits.storeOptions()
 			errs := []error{f.Complete(), f.Validate(), err}
 			if ko.complete(fs); ko.encryptionKey != "" {
 				var err error
@@ -52,7 +52,7 @@ func runServeAPIServer(ctx context.Context, e env, args []string) error {
 	defer pool.Close()
 	// k8s.io/apiserver logs through klog: send it to the same handler.
 	klog.SetSlogLogger(log.With("component", "apiserver"))
-	store := newStore(pool, keys, log, snapOpt)
+	store := newStore(pool, keys, log, storeOpts...)
 	opts := &f.Options
 	return apiserver.Run(ctx, opts, store, log.With("component", "apiserver"), func(c *apiserver.Config) {
 		if opts.Delegated() {

@@ -61,7 +61,7 @@ type upOptions struct {
 	catalog    restapi.Options
 	controller controller.Options
 	brokers    brokerCalls
-	snapshots  snapshots
+	limits     storeLimits
 	apiListen  string
 	// webhook is the servicebinding.io webhook and controller, run when a
 	// cluster is configured and --webhook-listen is not empty.
@@ -86,7 +86,7 @@ func (o *upOptions) addFlags(fs *flag.FlagSet) {
 	// standalone and makes none.
 	fs.Lookup(kubecall.Flag).Usage = "timeout of each request to kube-apiserver of the engine (Secrets, Events) and of the servicebinding.io webhook, its controller and its installation; informers' lists and watches are not bounded"
 	o.brokers.addFlags(fs, true)
-	o.snapshots.addFlags(fs)
+	o.limits.addFlags(fs)
 	fs.StringVar(&o.apiListen, "apiserver-listen", "127.0.0.1:8443", "HOST:PORT of the servicecatalog.k8s.io API (HTTPS; kubeconfig in the data directory)")
 	fs.StringVar(&o.webhook.Listen, "webhook-listen", "127.0.0.1:9443", "HOST:PORT of the servicebinding.io webhook (HTTPS), run with a cluster (--kubeconfig); the cluster's API server must reach it. Port 0 picks a free one; empty: no webhook")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "where Bindery keeps its state: PostgreSQL, encryption key, generated credentials")

@@ -26,9 +26,9 @@ import (
 // is taken is reported, with its flag, while the cluster is untouched.
 func (o *upOptions) validateAndListen() ([]catalog.Option, []net.Listener, error) {
 	storeOpts, err := o.brokers.storeOptions()
-	snap, snapErr := o.snapshots.storeOption()
-	storeOpts = append(storeOpts, snap)
-	if err := errors.Join(err, snapErr, o.catalog.Validate(), o.controller.Validate(), o.validateWebhook()); err != nil {
+	limits, limitsErr := o.limits.storeOptions()
+	storeOpts = append(storeOpts, limits...)
+	if err := errors.Join(err, limitsErr, o.catalog.Validate(), o.controller.Validate(), o.validateWebhook()); err != nil {
 		return nil, nil, err
 	}
 	kube, err := o.controller.RESTConfig()

@@ -1,0 +1,75 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/bindery-dev/bindery/catalog"
+)
+
+// TestBrokersPerNamespaceBounded: a namespace may have as many brokers of
+// its own as the store allows (WithMaxBrokersPerNamespace), one more is
+// refused with the quota sentence every door shows, naming the flag; other
+// namespaces and the cluster's brokers are not held by it, a deletion makes
+// room, and creations racing for the last room take it once.
+func TestBrokersPerNamespaceBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, catalog.WithMaxBrokersPerNamespace(3))
+	create := func(namespace, name string) (*catalog.Broker, error) {
+		b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "https://broker.example/" + name}}
+		b.Name, b.Namespace = name, namespace
+		return s.CreateBroker(ctx, b, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}})
+	}
+	var first *catalog.Broker
+	for i := range 3 {
+		b, err := create("team-a", fmt.Sprintf("b%d", i))
+		if err != nil {
+			t.Fatalf("broker %d of 3: %v", i, err)
+		}
+		if i == 0 {
+			first = b
+		}
+	}
+	_, err := create("team-a", "b3")
+	q, ok := catalog.AsQuota(err)
+	if !ok || q.Resource != catalog.QuotaBrokers || q.Limit != 3 || q.Used != 3 ||
+		err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
+		t.Fatalf("a fourth broker: %v (%+v), want the quota's refusal", err, q)
+	}
+	if _, err := create("team-b", "b0"); err != nil {
+		t.Errorf("another namespace's first broker: %v", err)
+	}
+	for i := range 5 {
+		if _, err := create("", fmt.Sprintf("cluster-%d", i)); err != nil {
+			t.Errorf("cluster broker %d: %v", i, err)
+		}
+	}
+	if err := s.DeleteBroker(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create("team-a", "b3"); err != nil {
+		t.Errorf("a broker after one was deleted: %v", err)
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = create("team-c", fmt.Sprintf("racer-%d", i)) })
+	}
+	wg.Wait()
+	made := 0
+	for _, err := range errs {
+		if _, ok := catalog.AsQuota(err); err != nil && !ok {
+			t.Errorf("racing creation: %v", err)
+		}
+		if err == nil {
+			made++
+		}
+	}
+	if made != 3 {
+		t.Errorf("10 racing creations made %d brokers, want 3", made)
+	}
+}
