@@ -83,8 +83,8 @@ func TestKubeCallsBounded(t *testing.T) {
 }
 
 // TestOptionsKubeRequestTimeout: --kube-request-timeout fills
-// KubeTimeout, and one that is not positive is refused, naming the flag,
-// rather than read as "no bound".
+// KubeTimeout (TestNumericFlagsChecked in cmd/bindery has the commands
+// refuse one that is not positive).
 func TestOptionsKubeRequestTimeout(t *testing.T) {
 	t.Parallel()
 	certDir := t.TempDir()
@@ -96,12 +96,9 @@ func TestOptionsKubeRequestTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		arg  string
 		want time.Duration
-		err  string
 	}{
-		{"", 30 * time.Second, ""},
-		{"2s", 2 * time.Second, ""},
-		{"0s", 0, "--kube-request-timeout: must be positive"},
-		{"-1s", -time.Second, "--kube-request-timeout: must be positive"},
+		{"", 30 * time.Second},
+		{"2s", 2 * time.Second},
 	} {
 		t.Run(tc.arg, func(t *testing.T) {
 			t.Parallel()
@@ -121,12 +118,8 @@ func TestOptionsKubeRequestTimeout(t *testing.T) {
 			if err := o.Complete(); err != nil {
 				t.Fatal(err)
 			}
-			err := o.Validate()
-			switch {
-			case tc.err == "" && err != nil:
+			if err := o.Validate(); err != nil {
 				t.Errorf("valid options: %v", err)
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("error lacks %q: %v", tc.err, err)
 			}
 		})
 	}
