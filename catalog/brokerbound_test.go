@@ -11,7 +11,8 @@ import (
 
 // TestBrokersPerNamespaceBounded: a namespace may have as many brokers of
 // its own as the store allows (WithMaxBrokersPerNamespace), one more is
-// refused with the quota sentence every door shows, naming the flag; other
+// refused with the quota sentence every door shows, naming the flag, and
+// the namespace's quota status says so; other
 // namespaces and the cluster's brokers are not held by it, a deletion makes
 // room, and creations racing for the last room take it once.
 func TestBrokersPerNamespaceBounded(t *testing.T) {
@@ -38,6 +39,10 @@ func TestBrokersPerNamespaceBounded(t *testing.T) {
 	if !ok || q.Resource != catalog.QuotaBrokers || q.Limit != 3 || q.Used != 3 ||
 		err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
 		t.Fatalf("a fourth broker: %v (%+v), want the quota's refusal", err, q)
+	}
+	st, err := s.QuotaStatus(ctx, "team-a")
+	if err != nil || st.Brokers.Used != 3 || st.Brokers.Limit == nil || *st.Brokers.Limit != 3 || st.Brokers.Source != catalog.SourceServer {
+		t.Errorf("team-a's quota status: %+v (%v), want 3 brokers of 3 by the server", st, err)
 	}
 	if _, err := create("team-b", "b0"); err != nil {
 		t.Errorf("another namespace's first broker: %v", err)

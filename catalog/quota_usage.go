@@ -22,6 +22,9 @@ type QuotaStatus struct {
 	// strictest limit and where it comes from.
 	Instances Usage `json:"instances"`
 	Bindings  Usage `json:"bindings"`
+	// Brokers is the namespace's own brokers and the server's bound on
+	// them (WithMaxBrokersPerNamespace; SourceServer).
+	Brokers Usage `json:"brokers"`
 	// Plans are the namespace's instances of the plans the quota limits.
 	Plans []PlanUsage `json:"plans,omitempty"`
 }
@@ -32,7 +35,8 @@ type Usage struct {
 	// Limit is nil when nothing limits the count.
 	Limit *int64 `json:"limit,omitempty"`
 	// Source is where the limit comes from: SourceNamespace,
-	// SourceDefault, or SourceResourceQuota and the ResourceQuota's name.
+	// SourceDefault, SourceResourceQuota and the ResourceQuota's name, or
+	// SourceServer.
 	Source string `json:"source,omitempty"`
 }
 
@@ -80,13 +84,18 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 			coalesce((SELECT used FROM catalog.namespace_counts WHERE namespace = $1 AND resource = 'bindings'),
 				(SELECT count(*) FROM catalog.bindings WHERE namespace = $1)),
 			(SELECT coalesce(array_agg((SELECT count(*) FROM catalog.instances i WHERE i.namespace = $1 AND i.plan_id = p.id) ORDER BY p.n), '{}')
-				FROM unnest($2::uuid[]) WITH ORDINALITY AS p(id, n))`, namespace, planIDs).
-		Scan(&st.Instances.Used, &st.Bindings.Used, &perPlan)
+				FROM unnest($2::uuid[]) WITH ORDINALITY AS p(id, n)),
+			(SELECT count(*) FROM catalog.brokers WHERE namespace = $1)`, namespace, planIDs).
+		Scan(&st.Instances.Used, &st.Bindings.Used, &perPlan, &st.Brokers.Used)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	st.Instances.Limit, st.Instances.Source = limitOf(st.Quota, st.ResourceQuotas, QuotaInstances)
 	st.Bindings.Limit, st.Bindings.Source = limitOf(st.Quota, st.ResourceQuotas, QuotaBindings)
+	if s.maxBrokers > 0 {
+		n := int64(s.maxBrokers)
+		st.Brokers.Limit, st.Brokers.Source = &n, SourceServer
+	}
 	if st.Quota != nil {
 		for i, p := range st.Quota.Plans {
 			st.Plans = append(st.Plans, PlanUsage{PlanQuota: p, Used: perPlan[i]})

@@ -49,6 +49,7 @@ func TestQuotaCLI(t *testing.T) {
 	if want := "NAMESPACE team\tUSED\tLIMIT\tSET BY\n" +
 		"instances\t2\t2\tquota of team\n" +
 		"bindings\t1\t1\tquota of team\n" +
+		"brokers\t0\t16\t--max-brokers-per-namespace\n" +
 		"paid plans\t-\tnot allowed\tquota of team\n" +
 		"instances of postgresql/standard\t1\t1\tquota of team\n"; r.out != want {
 		t.Errorf("quota get:\n%s\nwant\n%s", r.out, want)

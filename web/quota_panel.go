@@ -48,7 +48,7 @@ func (s *Server) quotaPanelOf(c echo.Context, ns string) (*quotaPanel, error) {
 		}
 		return r
 	}
-	p.Rows = append(p.Rows, count("Instances", st.Instances), count("Bindings", st.Bindings))
+	p.Rows = append(p.Rows, count("Instances", st.Instances), count("Bindings", st.Bindings), count("Brokers", st.Brokers))
 	paid := quotaRow{What: "Paid plans", Used: "-", Limit: "allowed", SetBy: "-"}
 	if q := st.Quota; q != nil {
 		paid.SetBy = setBy(map[bool]string{true: catalog.SourceDefault, false: catalog.SourceNamespace}[q.Namespace == ""], ns)
@@ -77,6 +77,8 @@ func setBy(source, ns string) string {
 		return "default quota"
 	case strings.HasPrefix(source, catalog.SourceResourceQuota):
 		return "ResourceQuota " + strings.TrimPrefix(source, catalog.SourceResourceQuota)
+	case source == catalog.SourceServer:
+		return "--" + catalog.MaxBrokersFlag
 	}
 	return source
 }

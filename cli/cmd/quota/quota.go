@@ -45,6 +45,7 @@ type Usage struct {
 	ResourceQuotas []any   `json:"resourceQuotas,omitempty"`
 	Instances      Count   `json:"instances"`
 	Bindings       Count   `json:"bindings"`
+	Brokers        Count   `json:"brokers"`
 	Plans          []Count `json:"plans,omitempty"`
 }
 
@@ -133,6 +134,7 @@ func printUsage(ctx context.Context, o *Options, c *api.Client) error {
 	rows := [][]string{
 		{"instances", strconv.FormatInt(u.Instances.Used, 10), limitText(u.Instances.Limit), source(u.Instances.Source, u.Namespace)},
 		{"bindings", strconv.FormatInt(u.Bindings.Used, 10), limitText(u.Bindings.Limit), source(u.Bindings.Source, u.Namespace)},
+		{"brokers", strconv.FormatInt(u.Brokers.Used, 10), limitText(u.Brokers.Limit), source(u.Brokers.Source, u.Namespace)},
 	}
 	from := "-"
 	paid := "allowed"
@@ -180,6 +182,8 @@ func source(s, ns string) string {
 		return "default quota"
 	case strings.HasPrefix(s, "ResourceQuota/"):
 		return "ResourceQuota " + strings.TrimPrefix(s, "ResourceQuota/")
+	case s == "server":
+		return "--max-brokers-per-namespace"
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 const usage = `{"namespace":"team-a","quota":{"namespace":"team-a","instances":10,"paidPlans":false,"plans":[{"planID":"p1","plan":"large","class":"postgresql","planName":"p1","instances":2}],"updatedAt":"2026-01-01T00:00:00Z"},
 	"resourceQuotas":[{"namespace":"team-a","name":"objects","instances":5}],
 	"instances":{"used":5,"limit":5,"source":"ResourceQuota/objects"},"bindings":{"used":3},
+	"brokers":{"used":2,"limit":16,"source":"server"},
 	"plans":[{"planID":"p1","plan":"large","class":"postgresql","planName":"p1","instances":2,"used":1}]}`
 
 // TestQuotaVerbs runs get, set, delete and visibility against a scripted
@@ -31,6 +32,7 @@ func TestQuotaVerbs(t *testing.T) {
 		On("DELETE", "/serviceplans/p1/visibility", 200, `{"restricted":false,"namespaces":[]}`).
 		On("GET", "/quotas/default/usage", 403, `{"error":"forbidden","message":"This token is limited to namespace(s) team-a, not \"default\"."}`)
 	getOut := "NAMESPACE team-a\tUSED\tLIMIT\tSET BY\ninstances\t5\t5\tResourceQuota objects\nbindings\t3\tnone\t-\n" +
+		"brokers\t2\t16\t--max-brokers-per-namespace\n" +
 		"paid plans\t-\tnot allowed\tquota of team-a\ninstances of postgresql/large\t1\t2\tquota of team-a\n"
 	for _, tc := range []struct {
 		args           []string
@@ -42,6 +44,7 @@ func TestQuotaVerbs(t *testing.T) {
 		{args: []string{"quota", "get", "-n", "team-a"}, stdout: getOut},
 		{args: []string{"quota", "get", "-n", "team-a"}, terminal: true, stdout: "NAMESPACE team-a                USED   LIMIT         SET BY\n" +
 			"instances                       5      5             ResourceQuota objects\nbindings                        3      none          -\n" +
+			"brokers                         2      16            --max-brokers-per-namespace\n" +
 			"paid plans                      -      not allowed   quota of team-a\ninstances of postgresql/large   1      2             quota of team-a\n"},
 		{args: []string{"quota", "get", "-n", "team-a", "-o", "json"}, stdout: ""},
 		{args: []string{"quota", "get"}, wantErr: `This token is limited to namespace(s) team-a, not "default". Ask an admin for a token with that role or namespace (` + "`bindery token create`)."},
