@@ -385,6 +385,11 @@ func WithMaxBrokersPerNamespace(n int) Option {
 	return func(s *Store) { s.maxBrokers = max(n, 0) }
 }
 
+// brokersLockSpace is the first key of the advisory lock a namespace's
+// broker creations take, beside the quotas' of instances (1903521601) and
+// bindings (1903521602; migrations/catalog 0015).
+const brokersLockSpace = 1903521603
+
 // roomForBroker refuses a new broker of namespace that has as many as it
 // may (a *QuotaError). Creations of one namespace's brokers wait for one
 // another here until commit, so that two cannot both take the last room;
@@ -395,7 +400,7 @@ func (s *Store) roomForBroker(ctx context.Context, w *txn, namespace string) err
 	}
 	// Two statements: each reads what was committed when it began, and
 	// the count must begin after the lock is held.
-	if _, err := w.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('catalog.brokers/' || $1, 7))`, namespace); err != nil {
+	if _, err := w.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, brokersLockSpace, namespace); err != nil {
 		return mapErr(err)
 	}
 	var used int64
