@@ -12,7 +12,8 @@ import (
 // TestBrokersPerNamespaceBounded: a namespace may have as many brokers of
 // its own as the store allows (WithMaxBrokersPerNamespace), one more is
 // refused with the quota sentence every door shows, naming the flag, and
-// the namespace's quota status says so; other
+// the namespace's quota status says so; a ResourceQuota on
+// count/servicebrokers bounds it too, the stricter winning; other
 // namespaces and the cluster's brokers are not held by it, a deletion makes
 // room, and creations racing for the last room take it once.
 func TestBrokersPerNamespaceBounded(t *testing.T) {
@@ -46,6 +47,22 @@ func TestBrokersPerNamespaceBounded(t *testing.T) {
 	}
 	if _, err := create("team-b", "b0"); err != nil {
 		t.Errorf("another namespace's first broker: %v", err)
+	}
+	// A ResourceQuota on count/servicebrokers: the stricter bound wins.
+	one, ten := int64(1), int64(10)
+	for _, rq := range []catalog.ResourceQuota{{Namespace: "team-b", Name: "objects", Brokers: &one}, {Namespace: "team-a", Name: "loose", Brokers: &ten}} {
+		if err := s.PutResourceQuota(ctx, rq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := create("team-b", "b1"); err == nil || err.Error() != "namespace team-b may have 1 broker and has 1 (ResourceQuota objects)" {
+		t.Errorf("a broker past team-b's ResourceQuota: %v", err)
+	}
+	if st, err := s.QuotaStatus(ctx, "team-b"); err != nil || st.Brokers.Limit == nil || *st.Brokers.Limit != 1 || st.Brokers.Source != "ResourceQuota/objects" {
+		t.Errorf("team-b's quota status: %+v (%v), want 1 broker of 1 by ResourceQuota objects", st, err)
+	}
+	if _, err := create("team-a", "b4"); err == nil || err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
+		t.Errorf("a fourth broker of team-a, whose ResourceQuota allows 10: %v, want the server's 3", err)
 	}
 	for i := range 5 {
 		if _, err := create("", fmt.Sprintf("cluster-%d", i)); err != nil {

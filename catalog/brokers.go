@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -391,26 +392,59 @@ func WithMaxBrokersPerNamespace(n int) Option {
 const brokersLockSpace = 1903521603
 
 // roomForBroker refuses a new broker of namespace that has as many as it
-// may (a *QuotaError). Creations of one namespace's brokers wait for one
-// another here until commit, so that two cannot both take the last room;
-// they are rare.
+// may (a *QuotaError): the server's bound or a ResourceQuota's on
+// count/servicebrokers.servicecatalog.k8s.io, the strictest. Creations of
+// one namespace's brokers wait for one another here until commit, so that
+// two cannot both take the last room; they are rare.
 func (s *Store) roomForBroker(ctx context.Context, w *txn, namespace string) error {
-	if namespace == "" || s.maxBrokers == 0 {
+	if namespace == "" {
 		return nil
 	}
-	// Two statements: each reads what was committed when it began, and
-	// the count must begin after the lock is held.
+	// The count in a statement after the lock's: each reads what was
+	// committed when it began.
 	if _, err := w.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, brokersLockSpace, namespace); err != nil {
 		return mapErr(err)
 	}
-	var used int64
-	if err := w.QueryRow(ctx, `SELECT count(*) FROM (SELECT FROM catalog.brokers WHERE namespace = $1 LIMIT $2) b`, namespace, s.maxBrokers).Scan(&used); err != nil {
+	rows, err := w.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
+		WHERE namespace = $1 AND brokers IS NOT NULL ORDER BY name`, namespace)
+	if err != nil {
 		return mapErr(err)
 	}
-	if used >= int64(s.maxBrokers) {
-		return &QuotaError{Namespace: namespace, Resource: QuotaBrokers, Limit: int64(s.maxBrokers), Used: used, Source: SourceServer}
+	rqs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ResourceQuota])
+	if err != nil {
+		return mapErr(err)
+	}
+	limit, source := brokerLimit(s.maxBrokers, rqs)
+	if limit == nil {
+		return nil
+	}
+	var used int64
+	if err := w.QueryRow(ctx, `SELECT count(*) FROM catalog.brokers WHERE namespace = $1`, namespace).Scan(&used); err != nil {
+		return mapErr(err)
+	}
+	if used >= *limit {
+		return &QuotaError{Namespace: namespace, Resource: QuotaBrokers, Limit: *limit, Used: used, Source: source}
 	}
 	return nil
+}
+
+// brokerLimit is the strictest bound on a namespace's brokers, nil for
+// none, and where it comes from: the server's (0: none) or one of the
+// namespace's ResourceQuotas (by name: the first of the strictest wins).
+func brokerLimit(server int, rqs []ResourceQuota) (*int64, string) {
+	var lim *int64
+	var source string
+	if server > 0 {
+		n := int64(server)
+		lim, source = &n, SourceServer
+	}
+	for _, rq := range rqs {
+		if rq.Brokers != nil && (lim == nil || *rq.Brokers < *lim) {
+			n := *rq.Brokers
+			lim, source = &n, SourceResourceQuota+rq.Name
+		}
+	}
+	return lim, source
 }
 
 // brokerExists is the conflict of a new broker whose name is taken.

@@ -123,7 +123,10 @@ func (e *QuotaError) Error() string {
 	case QuotaBindings:
 		s = message.QuotaExceeded(e.Namespace, e.Limit, "binding", "", e.Used)
 	case QuotaBrokers:
-		return message.QuotaExceeded(e.Namespace, e.Limit, "broker", "", e.Used) + " (--" + MaxBrokersFlag + ")"
+		s = message.QuotaExceeded(e.Namespace, e.Limit, "broker", "", e.Used)
+		if e.Source == SourceServer {
+			return s + " (--" + MaxBrokersFlag + ")"
+		}
 	default:
 		s = message.QuotaExceeded(e.Namespace, e.Limit, "instance", "", e.Used)
 	}

@@ -16,14 +16,15 @@ type QuotaStatus struct {
 	// (Quota.Namespace ""); nil when there is neither.
 	Quota *Quota `json:"quota,omitempty"`
 	// ResourceQuotas are the namespace's ResourceQuotas that limit
-	// instances or bindings.
+	// instances, bindings or brokers.
 	ResourceQuotas []ResourceQuota `json:"resourceQuotas,omitempty"`
 	// Instances and Bindings are the namespace's counts, with the
 	// strictest limit and where it comes from.
 	Instances Usage `json:"instances"`
 	Bindings  Usage `json:"bindings"`
-	// Brokers is the namespace's own brokers and the server's bound on
-	// them (WithMaxBrokersPerNamespace; SourceServer).
+	// Brokers is the namespace's own brokers and the strictest bound on
+	// them: the server's (WithMaxBrokersPerNamespace; SourceServer) or a
+	// ResourceQuota's.
 	Brokers Usage `json:"brokers"`
 	// Plans are the namespace's instances of the plans the quota limits.
 	Plans []PlanUsage `json:"plans,omitempty"`
@@ -92,10 +93,7 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 	}
 	st.Instances.Limit, st.Instances.Source = limitOf(st.Quota, st.ResourceQuotas, QuotaInstances)
 	st.Bindings.Limit, st.Bindings.Source = limitOf(st.Quota, st.ResourceQuotas, QuotaBindings)
-	if s.maxBrokers > 0 {
-		n := int64(s.maxBrokers)
-		st.Brokers.Limit, st.Brokers.Source = &n, SourceServer
-	}
+	st.Brokers.Limit, st.Brokers.Source = brokerLimit(s.maxBrokers, st.ResourceQuotas)
 	if st.Quota != nil {
 		for i, p := range st.Quota.Plans {
 			st.Plans = append(st.Plans, PlanUsage{PlanQuota: p, Used: perPlan[i]})

@@ -8,8 +8,9 @@ import (
 
 // ResourceQuota is what a Kubernetes ResourceQuota of a namespace sets on
 // Service Catalog's objects: its hard limits on
-// count/serviceinstances.servicecatalog.k8s.io (Instances) and
-// count/servicebindings.servicecatalog.k8s.io (Bindings). The engine
+// count/serviceinstances.servicecatalog.k8s.io (Instances),
+// count/servicebindings.servicecatalog.k8s.io (Bindings) and
+// count/servicebrokers.servicecatalog.k8s.io (Brokers). The engine
 // keeps the catalog's copy up to date while a cluster is configured
 // (catalog/resourcequota); creations through every door then honour them.
 type ResourceQuota struct {
@@ -17,11 +18,14 @@ type ResourceQuota struct {
 	Name      string `json:"name"`
 	Instances *int64 `json:"instances,omitempty"`
 	Bindings  *int64 `json:"bindings,omitempty"`
+	Brokers   *int64 `json:"brokers,omitempty"`
 }
 
 // limits tells whether the ResourceQuota limits any of the catalog's
 // objects.
-func (rq *ResourceQuota) limits() bool { return rq.Instances != nil || rq.Bindings != nil }
+func (rq *ResourceQuota) limits() bool {
+	return rq.Instances != nil || rq.Bindings != nil || rq.Brokers != nil
+}
 
 // PutResourceQuota records a ResourceQuota's limits, or forgets it when it
 // sets none.
@@ -29,10 +33,10 @@ func (s *Store) PutResourceQuota(ctx context.Context, rq ResourceQuota) error {
 	if !rq.limits() {
 		return s.DeleteResourceQuota(ctx, rq.Namespace, rq.Name)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (namespace, name) DO UPDATE SET instances = $3, bindings = $4
-		WHERE (resource_quotas.instances, resource_quotas.bindings) IS DISTINCT FROM ($3, $4)`,
-		rq.Namespace, rq.Name, rq.Instances, rq.Bindings)
+	_, err := s.pool.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings, brokers) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (namespace, name) DO UPDATE SET instances = $3, bindings = $4, brokers = $5
+		WHERE (resource_quotas.instances, resource_quotas.bindings, resource_quotas.brokers) IS DISTINCT FROM ($3, $4, $5)`,
+		rq.Namespace, rq.Name, rq.Instances, rq.Bindings, rq.Brokers)
 	return mapErr(err)
 }
 
@@ -48,21 +52,22 @@ func (s *Store) DeleteResourceQuota(ctx context.Context, namespace, name string)
 // transaction.
 func (s *Store) ReplaceResourceQuotas(ctx context.Context, all []ResourceQuota) error {
 	var nss, names []string
-	var instances, bindings []*int64
+	var instances, bindings, brokers []*int64
 	for _, rq := range all {
 		if rq.limits() {
 			nss, names = append(nss, rq.Namespace), append(names, rq.Name)
-			instances, bindings = append(instances, rq.Instances), append(bindings, rq.Bindings)
+			instances, bindings, brokers = append(instances, rq.Instances), append(bindings, rq.Bindings), append(brokers, rq.Brokers)
 		}
 	}
 	_, err := s.write(ctx, func(w *txn) error {
 		w.queue(nil, `DELETE FROM catalog.resource_quotas r WHERE NOT EXISTS
 			(SELECT 1 FROM unnest($1::text[], $2::text[]) AS n(ns, name) WHERE n.ns = r.namespace AND n.name = r.name)`, nss, names)
-		_, err := w.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-			ON CONFLICT (namespace, name) DO UPDATE SET instances = excluded.instances, bindings = excluded.bindings
-			WHERE (resource_quotas.instances, resource_quotas.bindings) IS DISTINCT FROM (excluded.instances, excluded.bindings)`,
-			nss, names, instances, bindings)
+		_, err := w.Exec(ctx, `INSERT INTO catalog.resource_quotas (namespace, name, instances, bindings, brokers)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
+			ON CONFLICT (namespace, name) DO UPDATE SET instances = excluded.instances, bindings = excluded.bindings, brokers = excluded.brokers
+			WHERE (resource_quotas.instances, resource_quotas.bindings, resource_quotas.brokers)
+				IS DISTINCT FROM (excluded.instances, excluded.bindings, excluded.brokers)`,
+			nss, names, instances, bindings, brokers)
 		return mapErr(err)
 	})
 	return err
@@ -71,7 +76,7 @@ func (s *Store) ReplaceResourceQuotas(ctx context.Context, all []ResourceQuota) 
 // resourceQuotas reads the recorded ResourceQuotas of namespace ("" for
 // all), by namespace and name.
 func (s *Store) resourceQuotas(ctx context.Context, namespace string) ([]ResourceQuota, error) {
-	rows, err := s.pool.Query(ctx, `SELECT namespace, name, instances, bindings FROM catalog.resource_quotas
+	rows, err := s.pool.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
 		WHERE $1 = '' OR namespace = $1 ORDER BY namespace, name`, namespace)
 	if err != nil {
 		return nil, mapErr(err)

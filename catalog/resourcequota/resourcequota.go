@@ -1,9 +1,10 @@
 // Package resourcequota keeps the catalog's copy of the cluster's
 // ResourceQuotas that limit Service Catalog's objects: their hard limits on
-// count/serviceinstances.servicecatalog.k8s.io and
-// count/servicebindings.servicecatalog.k8s.io (catalog.ResourceQuota). The
+// count/serviceinstances.servicecatalog.k8s.io,
+// count/servicebindings.servicecatalog.k8s.io and
+// count/servicebrokers.servicecatalog.k8s.io (catalog.ResourceQuota). The
 // catalog checks them with its own quotas, in the transaction that creates
-// an instance or binding, so they hold for creations through every door
+// an instance, binding or namespace's broker, so they hold for creations through every door
 // (REST, CLI, web UI and the Kubernetes API), not only for those that
 // pass an admission chain.
 //
@@ -36,6 +37,7 @@ import (
 const (
 	Instances corev1.ResourceName = "count/serviceinstances.servicecatalog.k8s.io"
 	Bindings  corev1.ResourceName = "count/servicebindings.servicecatalog.k8s.io"
+	Brokers   corev1.ResourceName = "count/servicebrokers.servicecatalog.k8s.io"
 )
 
 // Store is where the limits go: catalog.Store.
@@ -59,6 +61,10 @@ func Limits(rq *corev1.ResourceQuota) catalog.ResourceQuota {
 	if q, ok := rq.Spec.Hard[Bindings]; ok {
 		v := q.Value()
 		out.Bindings = &v
+	}
+	if q, ok := rq.Spec.Hard[Brokers]; ok {
+		v := q.Value()
+		out.Brokers = &v
 	}
 	return out
 }
