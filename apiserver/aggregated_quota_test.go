@@ -28,8 +28,8 @@ import (
 
 // TestAggregatedQuota drives quotas and plan visibility through a real
 // kube-apiserver's aggregation layer, as the cluster's users meet them: a
-// ResourceQuota of the namespace on count/serviceinstances and
-// count/servicebindings, which the engine's copier (here run alone, as
+// ResourceQuota of the namespace on count/serviceinstances,
+// count/servicebindings and count/servicebrokers, which the engine's copier (here run alone, as
 // the engine's ServiceAccount) brings into the catalog, refuses the
 // creation past it in kube-apiserver's words, through the Kubernetes API
 // and the catalog's other doors alike; 20 creations at once for the last 5
@@ -43,9 +43,9 @@ func TestAggregatedQuota(t *testing.T) {
 	a.copyResourceQuotas()
 	sc := a.clientsetAs(carol)
 
-	// A ResourceQuota of team-a: 7 instances, 1 binding.
+	// A ResourceQuota of team-a: 7 instances, 1 binding, 1 broker.
 	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "objects", Namespace: team}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-		resourcequota.Instances: resource.MustParse("7"), resourcequota.Bindings: resource.MustParse("1")}}}
+		resourcequota.Instances: resource.MustParse("7"), resourcequota.Bindings: resource.MustParse("1"), resourcequota.Brokers: resource.MustParse("1")}}}
 	if _, err := a.kube.CoreV1().ResourceQuotas(team).Create(ctx, rq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +92,15 @@ func TestAggregatedQuota(t *testing.T) {
 	if _, err := a.cluster.KubectlAs(t, carol, []byte(quotaBinding("app-2")), "create", "-f", "-"); err == nil ||
 		!strings.Contains(err.Error(), "exceeded quota: objects, requested: count/servicebindings.servicecatalog.k8s.io=1, used: count/servicebindings.servicecatalog.k8s.io=1, limited: count/servicebindings.servicecatalog.k8s.io=1") {
 		t.Errorf("one binding more: %v", err)
+	}
+	broker := func(name string) []byte {
+		return []byte("apiVersion: servicecatalog.k8s.io/v1beta1\nkind: ServiceBroker\nmetadata:\n  name: " + name +
+			"\n  namespace: " + team + "\nspec:\n  url: https://broker.example\n")
+	}
+	a.kubectl(carol, broker("own-1"), "create", "-f", "-")
+	if _, err := a.cluster.KubectlAs(t, carol, broker("own-2"), "create", "-f", "-"); err == nil ||
+		!strings.Contains(err.Error(), "exceeded quota: objects, requested: count/servicebrokers.servicecatalog.k8s.io=1, used: count/servicebrokers.servicecatalog.k8s.io=1, limited: count/servicebrokers.servicecatalog.k8s.io=1") {
+		t.Errorf("one broker more: %v", err)
 	}
 
 	// Raised, then gone: room again; and Bindery's own quota, stricter,
