@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -60,6 +61,17 @@ func TestBrokersPerNamespaceBounded(t *testing.T) {
 	}
 	if st, err := s.QuotaStatus(ctx, "team-b"); err != nil || st.Brokers.Limit == nil || *st.Brokers.Limit != 1 || st.Brokers.Source != "ResourceQuota/objects" {
 		t.Errorf("team-b's quota status: %+v (%v), want 1 broker of 1 by ResourceQuota objects", st, err)
+	}
+	usage, err := s.QuotaUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range usage {
+		got = append(got, fmt.Sprintf("%s %d/%d %s", u.Namespace, u.Brokers.Used, *u.Brokers.Limit, u.Brokers.Source))
+	}
+	if want := []string{"team-a 3/3 server", "team-b 1/1 ResourceQuota/objects"}; !slices.Equal(got, want) {
+		t.Errorf("the namespaces' usage: %q, want %q", got, want)
 	}
 	if _, err := create("team-a", "b4"); err == nil || err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
 		t.Errorf("a fourth broker of team-a, whose ResourceQuota allows 10: %v, want the server's 3", err)

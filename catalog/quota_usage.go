@@ -134,9 +134,9 @@ func limitOf(q *Quota, rqs []ResourceQuota, resource string) (*int64, string) {
 	return lim, source
 }
 
-// quotaUsageSQL is every namespace that has instances, bindings, a quota
-// of its own or a ResourceQuota, and the number of its instances and
-// bindings, in one snapshot: its rows in catalog.namespace_counts where it
+// quotaUsageSQL is every namespace that has instances, bindings, brokers
+// of its own, a quota of its own or a ResourceQuota, and the number of its
+// instances, bindings and brokers, in one snapshot: its rows in catalog.namespace_counts where it
 // has them, as QuotaStatus reads them, else its objects counted. A table's
 // objects are counted (in one pass, as before there were rows) only when
 // a namespace that has some of them has no row: i and b find the
@@ -148,32 +148,33 @@ const quotaUsageSQL = `WITH RECURSIVE
 		UNION ALL SELECT (SELECT min(namespace) FROM catalog.instances WHERE namespace > i.ns) FROM i WHERE i.ns IS NOT NULL),
 	b(ns) AS (SELECT min(namespace) FROM catalog.bindings
 		UNION ALL SELECT (SELECT min(namespace) FROM catalog.bindings WHERE namespace > b.ns) FROM b WHERE b.ns IS NOT NULL)
-SELECT namespace, sum(i), sum(b) FROM (
-	SELECT namespace, used AS i, 0 AS b FROM catalog.namespace_counts WHERE resource = 'instances' AND used > 0
-	UNION ALL SELECT namespace, 0, used FROM catalog.namespace_counts WHERE resource = 'bindings' AND used > 0
-	UNION ALL SELECT namespace, count(*), 0 FROM catalog.instances
+SELECT namespace, sum(i), sum(b), sum(k) FROM (
+	SELECT namespace, used AS i, 0 AS b, 0 AS k FROM catalog.namespace_counts WHERE resource = 'instances' AND used > 0
+	UNION ALL SELECT namespace, 0, used, 0 FROM catalog.namespace_counts WHERE resource = 'bindings' AND used > 0
+	UNION ALL SELECT namespace, count(*), 0, 0 FROM catalog.instances
 		WHERE EXISTS (SELECT FROM i WHERE ns IS NOT NULL
 			AND NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = i.ns AND c.resource = 'instances'))
 		GROUP BY namespace
 		HAVING NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = instances.namespace AND c.resource = 'instances')
-	UNION ALL SELECT namespace, 0, count(*) FROM catalog.bindings
+	UNION ALL SELECT namespace, 0, count(*), 0 FROM catalog.bindings
 		WHERE EXISTS (SELECT FROM b WHERE ns IS NOT NULL
 			AND NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = b.ns AND c.resource = 'bindings'))
 		GROUP BY namespace
 		HAVING NOT EXISTS (SELECT FROM catalog.namespace_counts c WHERE c.namespace = bindings.namespace AND c.resource = 'bindings')
-	UNION ALL SELECT namespace, 0, 0 FROM catalog.quotas WHERE namespace <> ''
-	UNION ALL SELECT namespace, 0, 0 FROM catalog.resource_quotas) AS u
+	UNION ALL SELECT namespace, 0, 0, count(*) FROM catalog.brokers WHERE namespace <> '' GROUP BY namespace
+	UNION ALL SELECT namespace, 0, 0, 0 FROM catalog.quotas WHERE namespace <> ''
+	UNION ALL SELECT namespace, 0, 0, 0 FROM catalog.resource_quotas) AS u
 GROUP BY namespace ORDER BY namespace`
 
 // NamespaceUsage is one namespace's counts and limits, for metrics.
 type NamespaceUsage struct {
-	Namespace           string
-	Instances, Bindings Usage
+	Namespace                    string
+	Instances, Bindings, Brokers Usage
 }
 
 // QuotaUsage lists the counts and limits of every namespace that has
-// instances, bindings, a quota of its own or a ResourceQuota that limits
-// them, by namespace.
+// instances, bindings, brokers of its own, a quota of its own or a
+// ResourceQuota that limits them, by namespace.
 func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
 	rows, err := s.pool.Query(ctx, quotaUsageSQL)
 	if err != nil {
@@ -181,7 +182,7 @@ func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (NamespaceUsage, error) {
 		var u NamespaceUsage
-		return u, row.Scan(&u.Namespace, &u.Instances.Used, &u.Bindings.Used)
+		return u, row.Scan(&u.Namespace, &u.Instances.Used, &u.Bindings.Used, &u.Brokers.Used)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -212,6 +213,7 @@ func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
 		lo, hi := rqRange(rqs, u.Namespace)
 		u.Instances.Limit, u.Instances.Source = limitOf(q, rqs[lo:hi], QuotaInstances)
 		u.Bindings.Limit, u.Bindings.Source = limitOf(q, rqs[lo:hi], QuotaBindings)
+		u.Brokers.Limit, u.Brokers.Source = brokerLimit(s.maxBrokers, rqs[lo:hi])
 	}
 	return out, nil
 }

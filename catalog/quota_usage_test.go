@@ -218,24 +218,25 @@ func checkUsage(t *testing.T, s *catalog.Store, pool *pgxpool.Pool, namespaces [
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, _ := pool.Query(ctx, `SELECT namespace, sum(i), sum(b) FROM (
-			SELECT namespace, 1 AS i, 0 AS b FROM catalog.instances
-			UNION ALL SELECT namespace, 0, 1 FROM catalog.bindings
-			UNION ALL SELECT namespace, 0, 0 FROM catalog.quotas WHERE namespace <> ''
-			UNION ALL SELECT namespace, 0, 0 FROM catalog.resource_quotas) AS c
+	rows, _ := pool.Query(ctx, `SELECT namespace, sum(i), sum(b), sum(k) FROM (
+			SELECT namespace, 1 AS i, 0 AS b, 0 AS k FROM catalog.instances
+			UNION ALL SELECT namespace, 0, 1, 0 FROM catalog.bindings
+			UNION ALL SELECT namespace, 0, 0, 1 FROM catalog.brokers WHERE namespace <> ''
+			UNION ALL SELECT namespace, 0, 0, 0 FROM catalog.quotas WHERE namespace <> ''
+			UNION ALL SELECT namespace, 0, 0, 0 FROM catalog.resource_quotas) AS c
 		GROUP BY namespace ORDER BY namespace`)
 	want, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
 		var ns string
-		var i, b int64
-		err := row.Scan(&ns, &i, &b)
-		return fmt.Sprintf("%s %d %d", ns, i, b), err
+		var i, b, k int64
+		err := row.Scan(&ns, &i, &b, &k)
+		return fmt.Sprintf("%s %d %d %d", ns, i, b, k), err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, u := range usage {
-		got = append(got, fmt.Sprintf("%s %d %d", u.Namespace, u.Instances.Used, u.Bindings.Used))
+		got = append(got, fmt.Sprintf("%s %d %d %d", u.Namespace, u.Instances.Used, u.Bindings.Used, u.Brokers.Used))
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("usage %q, the rows %q", got, want)

@@ -12,8 +12,8 @@ import (
 	"github.com/bindery-dev/bindery/internal/serve"
 )
 
-// quotaCollector exports every namespace's instances and bindings and the
-// limits in force on them (catalog.Store.QuotaUsage), read from the
+// quotaCollector exports every namespace's instances, bindings and brokers
+// and the limits in force on them (catalog.Store.QuotaUsage), read from the
 // database at each scrape: the counts are the catalog's, whichever
 // replica answers.
 type quotaCollector struct {
@@ -33,13 +33,16 @@ var (
 		"The strictest limit on the namespace's instances; source is namespace, default or ResourceQuota/NAME.", []string{"namespace", "source"}, nil)
 	bindingsLim = prometheus.NewDesc("bindery_namespace_bindings_limit",
 		"The strictest limit on the namespace's bindings; source is namespace, default or ResourceQuota/NAME.", []string{"namespace", "source"}, nil)
+	brokersDesc = prometheus.NewDesc("bindery_namespace_brokers", "Brokers of the namespace's own.", []string{"namespace"}, nil)
+	brokersLim  = prometheus.NewDesc("bindery_namespace_brokers_limit",
+		"The strictest limit on the namespace's brokers; source is server (--max-brokers-per-namespace) or ResourceQuota/NAME.", []string{"namespace", "source"}, nil)
 )
 
 // scrapeTimeout bounds the read of the usage a scrape makes.
 const scrapeTimeout = 5 * time.Second
 
 func (quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{instancesDesc, bindingsDesc, instancesLim, bindingsLim} {
+	for _, d := range []*prometheus.Desc{instancesDesc, bindingsDesc, brokersDesc, instancesLim, bindingsLim, brokersLim} {
 		ch <- d
 	}
 }
@@ -61,6 +64,10 @@ func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if l := u.Bindings.Limit; l != nil {
 			ch <- prometheus.MustNewConstMetric(bindingsLim, prometheus.GaugeValue, float64(*l), u.Namespace, u.Bindings.Source)
+		}
+		ch <- prometheus.MustNewConstMetric(brokersDesc, prometheus.GaugeValue, float64(u.Brokers.Used), u.Namespace)
+		if l := u.Brokers.Limit; l != nil {
+			ch <- prometheus.MustNewConstMetric(brokersLim, prometheus.GaugeValue, float64(*l), u.Namespace, u.Brokers.Source)
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/bindery-dev/bindery/restapi"
 )
 
-// TestQuotaMetrics: the namespaces' instances and bindings, and the
-// strictest limit on each with where it comes from, at every scrape.
+// TestQuotaMetrics: the namespaces' instances, bindings and brokers, and
+// the strictest limit on each with where it comes from, at every scrape.
 func TestQuotaMetrics(t *testing.T) {
 	t.Parallel()
 	bb := setup(t)
@@ -29,8 +29,13 @@ func TestQuotaMetrics(t *testing.T) {
 	if _, err := bb.store.SetQuota(ctx, &catalog.Quota{Namespace: "", Bindings: new(4), PaidPlans: true}); err != nil {
 		t.Fatal(err)
 	}
-	three := int64(3)
-	if err := bb.store.PutResourceQuota(ctx, catalog.ResourceQuota{Namespace: "team-b", Name: "objects", Instances: &three}); err != nil {
+	three, one := int64(3), int64(1)
+	if err := bb.store.PutResourceQuota(ctx, catalog.ResourceQuota{Namespace: "team-b", Name: "objects", Instances: &three, Brokers: &one}); err != nil {
+		t.Fatal(err)
+	}
+	own := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "https://broker.example"}}
+	own.Name, own.Namespace = "own", "team-c"
+	if _, err := bb.store.CreateBroker(ctx, own, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range []map[string]any{instanceIn("team-a", "db", "small"), instanceIn("team-a", "db2", "small"), instanceIn("team-c", "db", "small")} {
@@ -47,6 +52,16 @@ bindery_namespace_bindings{namespace="team-c"} 0
 # TYPE bindery_namespace_bindings_limit gauge
 bindery_namespace_bindings_limit{namespace="team-b",source="default"} 4
 bindery_namespace_bindings_limit{namespace="team-c",source="default"} 4
+# HELP bindery_namespace_brokers Brokers of the namespace's own.
+# TYPE bindery_namespace_brokers gauge
+bindery_namespace_brokers{namespace="team-a"} 0
+bindery_namespace_brokers{namespace="team-b"} 0
+bindery_namespace_brokers{namespace="team-c"} 1
+# HELP bindery_namespace_brokers_limit The strictest limit on the namespace's brokers; source is server (--max-brokers-per-namespace) or ResourceQuota/NAME.
+# TYPE bindery_namespace_brokers_limit gauge
+bindery_namespace_brokers_limit{namespace="team-a",source="server"} 16
+bindery_namespace_brokers_limit{namespace="team-b",source="ResourceQuota/objects"} 1
+bindery_namespace_brokers_limit{namespace="team-c",source="server"} 16
 # HELP bindery_namespace_instances Instances of the namespace, those being deleted included.
 # TYPE bindery_namespace_instances gauge
 bindery_namespace_instances{namespace="team-a"} 2
