@@ -60,6 +60,7 @@ import (
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/kubecall"
+	"github.com/bindery-dev/bindery/internal/serve"
 	"github.com/bindery-dev/bindery/internal/version"
 )
 
@@ -162,10 +163,8 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	var errs []error
 	if o.Listener == nil {
-		if _, port, err := net.SplitHostPort(o.Listen); err != nil {
-			errs = append(errs, fmt.Errorf("--listen %q: %w", o.Listen, err))
-		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			errs = append(errs, fmt.Errorf("--listen %q: bad port", o.Listen))
+		if err := serve.CheckListen("--listen", o.Listen); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if o.BookmarkInterval < 0 {
@@ -222,8 +221,8 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	l := o.Listener
 	if l == nil {
 		var err error
-		if l, err = net.Listen("tcp", o.Listen); err != nil {
-			return nil, fmt.Errorf("listen on %s: %w", o.Listen, err)
+		if l, err = serve.Listen(o.Listen); err != nil {
+			return nil, fmt.Errorf("--listen: %w", err)
 		}
 	}
 	addr := l.Addr().(*net.TCPAddr)

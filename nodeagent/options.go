@@ -67,7 +67,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 
 // Validate reports every problem with the options together.
 func (o *Options) Validate() error {
-	var errs []error
+	errs := []error{serve.CheckListen("--listen", o.Listen)}
 	if o.ConfigFile == "" && !o.CSI {
 		errs = append(errs, errors.New("--config (BINDERY_CONFIG) is required, unless the agent serves only the CSI driver (--csi)"))
 	}

@@ -15,12 +15,12 @@ import (
 func TestOptionsValidateReportsAll(t *testing.T) {
 	var o nodeagent.Options
 	err := o.Validate()
-	for _, want := range []string{"--config", "--device-plugin-dir"} {
+	for _, want := range []string{"--config", "--device-plugin-dir", "--listen"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = nodeagent.Options{ConfigFile: "agent.yaml", DevicePluginDir: "/var/lib/kubelet/device-plugins"}
+	o = nodeagent.Options{Listen: ":8083", ConfigFile: "agent.yaml", DevicePluginDir: "/var/lib/kubelet/device-plugins"}
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
@@ -29,7 +29,7 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 // TestOptionsCSI: --csi serves without --config, and its settings are
 // checked together; Config gives the driver the kubelet's directories.
 func TestOptionsCSI(t *testing.T) {
-	o := nodeagent.Options{CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", KubeletDir: "/k", APIServer: "https://api:443",
+	o := nodeagent.Options{Listen: ":8083", CSI: true, CSIOptions: nodeagent.CSIOptions{NodeName: "n1", KubeletDir: "/k", APIServer: "https://api:443",
 		MaxVolumes: csi.DefaultMaxVolumes, MaxVolumesPerPod: csi.DefaultMaxVolumesPerPod}}
 	if err := o.Validate(); err != nil {
 		t.Errorf("--csi alone: %v", err)

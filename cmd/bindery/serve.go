@@ -74,14 +74,17 @@ func runServeBroker(ctx context.Context, e env, args []string) error {
 	var o broker.Options
 	log, pool, keys, err := s.start(ctx, e, "serve broker", args, sealsCredentials,
 		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8081") },
-		func(db *dbOptions) error { o.Complete(db.url); return o.Validate() }, migrations.Broker)
+		func(db *dbOptions) error {
+			o.Complete(db.url)
+			return errors.Join(o.Validate(), serve.CheckListen("--listen", o.Listen))
+		}, migrations.Broker)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	return runBroker(ctx, log, pool, keys, &o, l)
 }
@@ -119,9 +122,11 @@ type brokerCaller interface {
 func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string, limits *storeLimits) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
 	var bc brokerCalls
 	var storeOpts []catalog.Option
+	var listenFlag *flag.Flag
 	log, pool, keys, err := s.start(ctx, e, name, args, sealsSecrets,
 		func(fs *flag.FlagSet) {
 			o.AddFlags(fs, "listen", listen)
+			listenFlag = fs.Lookup("listen")
 			bc.addFlags(fs, false)
 			if limits != nil {
 				limits.addFlags(fs)
@@ -129,7 +134,7 @@ func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args
 		},
 		func(*dbOptions) (err error) {
 			storeOpts, err = bc.storeOptions()
-			errs := []error{o.Validate(), err}
+			errs := []error{o.Validate(), err, serve.CheckListen("--listen", listenFlag.Value.String())}
 			if limits != nil {
 				opts, err := limits.storeOptions()
 				storeOpts = append(storeOpts, opts...)
@@ -154,7 +159,7 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 	}
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	return runCatalog(ctx, log, store, &o, l)
 }
@@ -182,7 +187,7 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	}
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	g.Go(func() error { return cluster.Run(gctx) })
 	g.Go(func() error { return controller.Run(gctx, o.Config(store, cluster, clog), l) })
@@ -215,7 +220,7 @@ func runServeNodeagent(ctx context.Context, e env, args []string) error {
 	}
 	l, err := serve.Listen(o.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	return nodeagent.Run(ctx, cfg, l)
 }

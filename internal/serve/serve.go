@@ -106,6 +106,20 @@ func RequestLog(log *slog.Logger) echo.MiddlewareFunc {
 	})
 }
 
+// CheckListen reports a listen address net.Listen cannot take, naming
+// flag, the flag that set it: HOST:PORT, the port a number from 0 to
+// 65535 (0 picks a free one) or a service name.
+func CheckListen(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: want HOST:PORT with a port in 0-65535 (0 picks a free one)", flag, addr)
+	}
+	return nil
+}
+
 // Listen opens addr; a port of 0 picks a free one (see Addr on the listener).
 func Listen(addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)

@@ -96,12 +96,8 @@ func (o *Options) Complete() error {
 // ValidateListen reports a listen address the server cannot use, naming
 // flag, the flag that set it. Port 0 picks a free port.
 func (o *Options) ValidateListen(flag string) error {
-	_, port, err := net.SplitHostPort(o.Listen)
-	if err == nil {
-		_, err = strconv.ParseUint(port, 10, 16)
-	}
-	if err != nil {
-		return fmt.Errorf("%s %q: want HOST:PORT with a port in 0-65535 (0 picks a free one)", flag, o.Listen)
+	if err := serve.CheckListen(flag, o.Listen); err != nil {
+		return err
 	}
 	return nil
 }
