@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,6 +86,9 @@ func (o *Options) Validate() error {
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--controller-workers: must be positive"))
 	}
+	if err := validClusterID(o.ClusterID); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Resync <= 0 {
 		errs = append(errs, errors.New("--resync: must be positive"))
 	}
@@ -106,6 +112,19 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.Retry.ValidateFlags()...)
 	return errors.Join(errs...)
+}
+
+// validClusterID refuses a --cluster-id that brokers cannot be sent: OSB
+// requires organization_guid to be a non-empty string, and an empty one
+// would otherwise quietly become Config's default.
+func validClusterID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("--cluster-id: must not be empty")
+	case len(id) > 255 || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return errors.New("--cluster-id: must be at most 255 bytes of UTF-8 text without control characters")
+	}
+	return nil
 }
 
 // RESTConfig is the configured cluster, or nil: --kubeconfig or

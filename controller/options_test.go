@@ -41,15 +41,12 @@ func TestOptionsRelistFlag(t *testing.T) {
 func TestOptionsValidateReportsAll(t *testing.T) {
 	o := controller.Options{Workers: 0, RelistCheck: -time.Second}
 	err := o.Validate()
-	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait", "--kube-request-timeout", "--resync", "--broker-request-timeout"} {
+	for _, want := range []string{"--controller-workers", "--relist-check-interval", "--broker-max-inflight", "--broker-breaker-failures", "--broker-breaker-wait", "--kube-request-timeout", "--resync", "--broker-request-timeout", "--cluster-id"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	o = controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, KubeTimeout: time.Second,
-		Resync: time.Minute, BrokerTimeout: time.Minute, Retry: controller.Config{
-			RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
-		}}
+	o = validOptions()
 	if err := o.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
@@ -87,4 +84,39 @@ func TestOptionsKubeRequestTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterIDChecked: --cluster-id goes to brokers as organization_guid,
+// which OSB requires to be a non-empty string: empty, or text no request
+// can carry, it is refused rather than replaced by the default.
+func TestClusterIDChecked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		id, err string
+	}{
+		{"bindery", ""},
+		{"prod-eu-1 (Bindery)", ""},
+		{"", "--cluster-id: must not be empty"},
+		{"a\x00b", "--cluster-id: must be at most 255 bytes"},
+		{"a\xffb", "--cluster-id: must be at most 255 bytes"},
+		{strings.Repeat("x", 256), "--cluster-id: must be at most 255 bytes"},
+	} {
+		o := validOptions()
+		o.ClusterID = tc.id
+		err := o.Validate()
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.id, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %v, want %q", tc.id, err, tc.err)
+		}
+	}
+}
+
+// validOptions are options Validate accepts.
+func validOptions() controller.Options {
+	return controller.Options{Workers: 1, BrokerMaxInflight: 1, BreakerFailures: 1, BreakerWait: time.Second, KubeTimeout: time.Second,
+		ClusterID: "bindery", Resync: time.Minute, BrokerTimeout: time.Minute, Retry: controller.Config{
+			RetryBase: controller.DefaultRetryBase, RetryCap: controller.DefaultRetryCap, MaxPollingDuration: controller.DefaultMaxPollingDuration,
+		}}
 }
