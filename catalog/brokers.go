@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -405,14 +404,9 @@ func (s *Store) roomForBroker(ctx context.Context, w *txn, namespace string) err
 	if _, err := w.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, brokersLockSpace, namespace); err != nil {
 		return mapErr(err)
 	}
-	rows, err := w.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
-		WHERE namespace = $1 AND brokers IS NOT NULL ORDER BY name`, namespace)
+	rqs, err := resourceQuotas(ctx, w, namespace)
 	if err != nil {
-		return mapErr(err)
-	}
-	rqs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ResourceQuota])
-	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	limit, source := brokerLimit(s.maxBrokers, rqs)
 	if limit == nil {

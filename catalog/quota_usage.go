@@ -61,7 +61,7 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 	if len(qs) > 0 {
 		st.Quota = qs[len(qs)-1] // the namespace's own sorts after the default
 	}
-	if st.ResourceQuotas, err = s.resourceQuotas(ctx, namespace); err != nil {
+	if st.ResourceQuotas, err = resourceQuotas(ctx, s.pool, namespace); err != nil {
 		return nil, err
 	}
 	var planIDs []string
@@ -191,7 +191,7 @@ func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
 	if err != nil {
 		return nil, err
 	}
-	rqs, err := s.resourceQuotas(ctx, "")
+	rqs, err := resourceQuotas(ctx, s.pool, "")
 	if err != nil {
 		return nil, err
 	}

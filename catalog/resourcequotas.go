@@ -75,8 +75,8 @@ func (s *Store) ReplaceResourceQuotas(ctx context.Context, all []ResourceQuota) 
 
 // resourceQuotas reads the recorded ResourceQuotas of namespace ("" for
 // all), by namespace and name.
-func (s *Store) resourceQuotas(ctx context.Context, namespace string) ([]ResourceQuota, error) {
-	rows, err := s.pool.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
+func resourceQuotas(ctx context.Context, q querier, namespace string) ([]ResourceQuota, error) {
+	rows, err := q.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
 		WHERE $1 = '' OR namespace = $1 ORDER BY namespace, name`, namespace)
 	if err != nil {
 		return nil, mapErr(err)
