@@ -82,9 +82,9 @@ func runServeBroker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	l, err := serve.Listen(o.Listen)
+	l, err := openListen(o.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return err
 	}
 	return runBroker(ctx, log, pool, keys, &o, l)
 }
@@ -107,6 +107,17 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *
 	defer pg.Close()
 	cfg.Drivers["postgresql"] = pg
 	return broker.Run(ctx, cfg, l)
+}
+
+// openListen opens a serve command's --listen, whose value was checked
+// with the other flags; an address another process holds is reported as
+// the flag's.
+func openListen(addr string) (net.Listener, error) {
+	l, err := serve.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	return l, nil
 }
 
 // brokerCaller is the Options of a component that calls brokers with the
@@ -157,9 +168,9 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := serve.Listen(o.Listen)
+	l, err := openListen(o.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return err
 	}
 	return runCatalog(ctx, log, store, &o, l)
 }
@@ -185,9 +196,9 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := serve.Listen(o.Listen)
+	l, err := openListen(o.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return err
 	}
 	g.Go(func() error { return cluster.Run(gctx) })
 	g.Go(func() error { return controller.Run(gctx, o.Config(store, cluster, clog), l) })
@@ -218,9 +229,9 @@ func runServeNodeagent(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := serve.Listen(o.Listen)
+	l, err := openListen(o.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return err
 	}
 	return nodeagent.Run(ctx, cfg, l)
 }
