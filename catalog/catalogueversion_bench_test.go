@@ -27,21 +27,25 @@ import (
 // steps the catalogue's version takes (each one costs the next creation
 // of every namespace a retry). Run it alone: the WAL is the server's.
 //
-//	go test -run '^$' -bench 'Relist(Unchanged|Reordered)' ./catalog/
+//	go test -run '^$' -bench 'Relist(Unchanged|NotModified|Reordered)' ./catalog/
 func BenchmarkRelistUnchanged(b *testing.B) { benchRelist(b, false) }
+
+// BenchmarkRelistNotModified is BenchmarkRelistUnchanged with a broker
+// that sends an ETag and answers 304 Not Modified when asked with it.
+func BenchmarkRelistNotModified(b *testing.B) { benchRelist(b, false, osbtest.WithCatalogETag()) }
 
 // BenchmarkRelistReordered is BenchmarkRelistUnchanged with a catalogue
 // whose services come in the reverse order at every other fetch: every
 // row's position is written, and the catalogue's version stays.
 func BenchmarkRelistReordered(b *testing.B) { benchRelist(b, true) }
 
-func benchRelist(b *testing.B, reorder bool) {
+func benchRelist(b *testing.B, reorder bool, opts ...osbtest.Option) {
 	ctx := context.Background()
 	s, pool := newPoolStore(b)
 	orders := [2][]osbtest.Service{osbtest.GenerateCatalog(10, 10)}
 	orders[1] = slices.Clone(orders[0])
 	slices.Reverse(orders[1])
-	fake := osbtest.New(b, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(orders[0]))
+	fake := osbtest.New(b, append(opts, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(orders[0]))...)
 	br := register(b, s, "fake", fake.URL(), "")
 	if _, err := s.Relist(ctx, br.ID); err != nil {
 		b.Fatal(err)

@@ -121,6 +121,22 @@ func (s *Store) secretAuth(ctx context.Context, info *BrokerAuthInfo, ref *Objec
 
 // relist is one fetch of a broker's catalogue (Relist says what it does).
 func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
+	out, err := s.relistOnce(ctx, id, true)
+	if errors.Is(err, errStaleValidators) {
+		// The broker answered 304 to validators its change made stale
+		// meanwhile: fetched again, whole.
+		out, err = s.relistOnce(ctx, id, false)
+	}
+	return out, err
+}
+
+// errStaleValidators is a 304 Not Modified to validators that no longer
+// name what the broker's rows were stored from.
+var errStaleValidators = errors.New("catalogue validators stale")
+
+// relistOnce is relist, the broker asked with the validators of the
+// catalogue stored last when validators is set and they still apply.
+func (s *Store) relistOnce(ctx context.Context, id string, validators bool) (*Broker, error) {
 	b, err := getBy[Broker](ctx, s.pool, `id = $1`, id)
 	if err != nil {
 		return nil, err
@@ -131,28 +147,25 @@ func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 		return nil, unprocessablef("Broker %s keeps its credentials in Secret %s/%s, which only the engine reads: the engine fetches its catalogue when due.",
 			b.Name, ref.Namespace, ref.Name)
 	}
+	var known osb.Validators
+	if validators {
+		stored, err := readStoredCatalogue(ctx, s.pool, id)
+		if err != nil {
+			return nil, err
+		}
+		if stored.validFor(b) {
+			known = stored.validators
+		}
+	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
 	defer cancel()
 	client, err := s.BrokerClient(fetchCtx, b)
 	var cat *osb.Catalogue
 	if err == nil {
-		cat, err = client.Catalog(fetchCtx)
+		cat, err = client.Catalog(fetchCtx, known)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// Cancelled (a shutdown, clients that went away): the broker
-			// still gets a status and a next attempt, or it would be left
-			// without either until someone relists it by hand. The caller
-			// gets it, to answer with, beside the error.
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer rcancel()
-			recorded, _ := s.relistFailed(rctx, id, ReasonErrorFetchingCatalog, errors.New("the catalogue fetch was cancelled before the broker answered"))
-			return recorded, ctx.Err()
-		}
-		if osb.IsTimeout(err) {
-			err = fmt.Errorf("the broker did not answer within %s: %w", s.brokerTimeout, err)
-		}
-		return s.relistFailed(ctx, id, ReasonErrorFetchingCatalog, err)
+		return s.fetchFailed(ctx, id, err)
 	}
 	out, err := s.storeCatalog(ctx, id, cat)
 	if err != nil {
@@ -168,6 +181,57 @@ func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// fetchFailed records a catalogue fetch that failed with err.
+func (s *Store) fetchFailed(ctx context.Context, id string, err error) (*Broker, error) {
+	if ctx.Err() != nil {
+		// Cancelled (a shutdown, clients that went away): the broker
+		// still gets a status and a next attempt, or it would be left
+		// without either until someone relists it by hand. The caller
+		// gets it, to answer with, beside the error.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		recorded, _ := s.relistFailed(rctx, id, ReasonErrorFetchingCatalog, errors.New("the catalogue fetch was cancelled before the broker answered"))
+		return recorded, ctx.Err()
+	}
+	if osb.IsTimeout(err) {
+		err = fmt.Errorf("the broker did not answer within %s: %w", s.brokerTimeout, err)
+	}
+	return s.relistFailed(ctx, id, ReasonErrorFetchingCatalog, err)
+}
+
+// storedCatalogue is what a broker's classes and plans were stored from
+// last (migrations/catalog 0029).
+type storedCatalogue struct {
+	digest     []byte
+	generation *int64
+	validators osb.Validators
+}
+
+func readStoredCatalogue(ctx context.Context, q querier, id string) (storedCatalogue, error) {
+	var sc storedCatalogue
+	err := q.QueryRow(ctx, `SELECT catalogue_digest, catalogue_generation, coalesce(catalogue_etag, ''), coalesce(catalogue_last_modified, '')
+		FROM catalog.brokers WHERE id = $1`, id).Scan(&sc.digest, &sc.generation, &sc.validators.ETag, &sc.validators.LastModified)
+	return sc, mapErr(err)
+}
+
+// validFor says the rows were stored for b's generation: its catalog
+// restrictions, and whatever else of its spec they depend on, are the same.
+func (sc storedCatalogue) validFor(b *Broker) bool {
+	return sc.digest != nil && sc.generation != nil && *sc.generation == b.Generation
+}
+
+// unchanged says a relist of b that fetched cat would store the rows as
+// they are: the same document, or a 304 to the validators stored with it.
+func (sc storedCatalogue) unchanged(b *Broker, cat *osb.Catalogue) bool {
+	if !sc.validFor(b) {
+		return false
+	}
+	if cat.NotModified {
+		return cat.Validators == sc.validators
+	}
+	return bytes.Equal(cat.Digest, sc.digest)
 }
 
 // relistBackoff is the wait before retrying a broker that failed n times
@@ -277,19 +341,24 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		if err != nil {
 			return err
 		}
+		stored, err := readStoredCatalogue(ctx, w, id)
+		if err != nil {
+			return err
+		}
 		cw := &catalogueWriter{w: w, b: b, now: s.now().UTC(), restrict: parseRestrictions(b.Spec.CatalogRestrictions),
 			seenClass: map[string]bool{}, seenPlan: map[string]bool{}}
-		for from := 0; from < cat.Len(); {
-			to := from + 1
-			for size := cat.ServiceSize(from); to < cat.Len() && size < catalogueChunk; to++ {
-				size += cat.ServiceSize(to)
-			}
-			if err := cw.chunk(ctx, cat, from, to); err != nil {
-				return err
-			}
-			from = to
+		digest := cat.Digest
+		switch {
+		case stored.unchanged(b, cat):
+			// Most fetches: the rows are left as they are, unread.
+			digest = stored.digest
+			err = cw.keepStored(ctx)
+		case cat.NotModified:
+			return errStaleValidators
+		default:
+			err = cw.write(ctx, cat)
 		}
-		if err := cw.removeUnseen(ctx); err != nil {
+		if err != nil {
 			return err
 		}
 		now := cw.now
@@ -305,7 +374,9 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		}
 		b.Status.NextRelistTime = next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_failures = 0,
-			relist_claimed_until = NULL WHERE id = $1`, id, mustJSON(b.Status), next); err != nil {
+			relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
+			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, '') WHERE id = $1`,
+			id, mustJSON(b.Status), next, digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {
 			return mapErr(err)
 		}
 		if err := addEvent(ctx, w, b.kind(), id, "Normal", ReasonFetchedCatalog, msg, ""); err != nil {
@@ -335,6 +406,37 @@ type catalogueWriter struct {
 	// seenClass and seenPlan are the external ids offered and kept.
 	seenClass, seenPlan map[string]bool
 	nClasses, nPlans    int
+}
+
+// write writes cat's classes and plans a chunk at a time, then deals with
+// those it no longer offers.
+func (cw *catalogueWriter) write(ctx context.Context, cat *osb.Catalogue) error {
+	for from := 0; from < cat.Len(); {
+		to := from + 1
+		for size := cat.ServiceSize(from); to < cat.Len() && size < catalogueChunk; to++ {
+			size += cat.ServiceSize(to)
+		}
+		if err := cw.chunk(ctx, cat, from, to); err != nil {
+			return err
+		}
+		from = to
+	}
+	return cw.removeUnseen(ctx)
+}
+
+// keepStored is what a fetch of the catalogue stored last does: its
+// classes and plans stay as they are (those it does not offer were marked
+// removed then), and the removed ones nothing holds any longer go, as
+// removeUnseen would delete them.
+func (cw *catalogueWriter) keepStored(ctx context.Context) error {
+	if err := cw.w.QueryRow(ctx, `SELECT (SELECT count(*) FROM catalog.service_classes WHERE broker_id = $1 AND NOT removed),
+		(SELECT count(*) FROM catalog.service_plans WHERE broker_id = $1 AND NOT removed)`, cw.b.ID).Scan(&cw.nClasses, &cw.nPlans); err != nil {
+		return mapErr(err)
+	}
+	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", markedRemoved+unheldPlan, cw.b.ID); err != nil {
+		return err
+	}
+	return dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", markedRemoved+unheldClass, cw.b.ID)
 }
 
 // chunk writes services [from, to) of cat.
@@ -464,10 +566,10 @@ func (cw *catalogueWriter) send(ctx context.Context, batch *pgx.Batch) error {
 // offers (or its restrictions filter out) that nothing holds, and marks
 // the others removed, a chunk at a time.
 func (cw *catalogueWriter) removeUnseen(ctx context.Context) error {
-	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", unheldPlan, cw.b.ID, cw.seenPlan); err != nil {
+	if err := dropWhere[ServicePlan](ctx, cw.w, "catalog.service_plans", notOffered+unheldPlan, cw.b.ID, seenIDs(cw.seenPlan)); err != nil {
 		return err
 	}
-	if err := dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", unheldClass, cw.b.ID, cw.seenClass); err != nil {
+	if err := dropWhere[ServiceClass](ctx, cw.w, "catalog.service_classes", notOffered+unheldClass, cw.b.ID, seenIDs(cw.seenClass)); err != nil {
 		return err
 	}
 	if err := markRemoved[ServiceClass](ctx, cw.w, cw.b.ID, "catalog.service_classes", cw.seenClass, func(c *ServiceClass) *bool {
@@ -481,33 +583,35 @@ func (cw *catalogueWriter) removeUnseen(ctx context.Context) error {
 }
 
 // The classes and plans of broker $1 not offered (removed, or not among
-// the external ids $2 of this fetch) that nothing holds, which
-// removeUnseen deletes rather than marks, as Service Catalog deleted a
-// removed plan without instances: a broker that offers its plans under new
-// ids at every fetch would otherwise grow the tables without end. Nothing
-// holds a plan when no instance names it and no one set who sees it or how
-// many of its instances a namespace may have (those would be lost with the
-// row, and a plan offered again would come back unrestricted); a class,
-// when no instance names it and it has no plan left.
+// the external ids $2 of this fetch; or, when the catalogue is the one
+// stored last, marked removed) that nothing holds, which removeUnseen and
+// keepStored delete rather than mark, as Service Catalog deleted a removed
+// plan without instances: a broker that offers its plans under new ids at
+// every fetch would otherwise grow the tables without end. Nothing holds a
+// plan when no instance names it and no one set who sees it or how many of
+// its instances a namespace may have (those would be lost with the row,
+// and a plan offered again would come back unrestricted); a class, when no
+// instance names it and it has no plan left.
 const (
-	unheldPlan = `broker_id = $1 AND (removed OR NOT (external_id = ANY($2)))
+	notOffered    = `broker_id = $1 AND (removed OR NOT (external_id = ANY($2)))`
+	markedRemoved = `broker_id = $1 AND removed`
+	unheldPlan    = `
 		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.plan_id = service_plans.id)
 		AND NOT EXISTS (SELECT 1 FROM catalog.quota_plans q WHERE q.plan_id = service_plans.id)
 		AND metadata -> 'annotations' -> '` + VisibleInAnnotation + `' IS NULL`
-	unheldClass = `broker_id = $1 AND (removed OR NOT (external_id = ANY($2)))
+	unheldClass = `
 		AND NOT EXISTS (SELECT 1 FROM catalog.instances i WHERE i.class_id = service_classes.id)
 		AND NOT EXISTS (SELECT 1 FROM catalog.service_plans p WHERE p.class_id = service_classes.id)`
 )
 
-// dropWhere deletes the rows of table that cond (on $1, the broker, and
-// $2, the external ids seen) picks, 500 to a statement, and stages their
-// deletions. They are at most the rows of the catalogues fetched since
-// the last relist.
+// dropWhere deletes the rows of table that cond (on args) picks, 500 to a
+// statement, and stages their deletions. They are at most the rows of the
+// catalogues fetched since the last relist.
 func dropWhere[T any, P interface {
 	*T
 	object
-}](ctx context.Context, w *txn, table, cond, broker string, seen map[string]bool) error {
-	l, err := list[T, P](ctx, w, &filter{conds: []string{cond}, args: []any{broker, seenIDs(seen)}}, "position", nil, nil, ListOptions{})
+}](ctx context.Context, w *txn, table, cond string, args ...any) error {
+	l, err := list[T, P](ctx, w, &filter{conds: []string{cond}, args: args}, "position", nil, nil, ListOptions{})
 	if err != nil {
 		return err
 	}

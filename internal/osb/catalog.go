@@ -3,6 +3,7 @@ package osb
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,23 @@ type Plan struct {
 type Catalogue struct {
 	entries []catalogueEntry
 	size    int
+	// Digest is the SHA-256 of the document as the broker sent it.
+	Digest []byte
+	// Validators are what the broker said the document may be asked for
+	// again with (RFC 7232).
+	Validators Validators
+	// NotModified says the broker answered 304 to the validators it was
+	// asked with: the catalogue is the one fetched with them, and has no
+	// services here.
+	NotModified bool
+}
+
+// Validators are a catalogue's ETag and Last-Modified, which OSB lets a
+// platform ask for the catalogue with again (If-None-Match,
+// If-Modified-Since) and a broker answer 304 Not Modified to.
+type Validators struct {
+	ETag         string
+	LastModified string
 }
 
 type catalogueEntry struct {
@@ -92,17 +110,29 @@ func (c *Catalogue) Service(i int) (Service, error) {
 // maintenance_info with a version, text PostgreSQL can store. Every
 // problem is reported with its path. A document larger than MaxCatalog is
 // refused without reading the rest.
-func (c *Client) Catalog(ctx context.Context) (*Catalogue, error) {
+//
+// With the validators of a catalogue fetched before, the broker may answer
+// that it has not changed: the Catalogue returned says so (NotModified).
+func (c *Client) Catalog(ctx context.Context, known Validators) (*Catalogue, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v2/catalog", nil)
 	if err != nil {
 		return nil, err
 	}
 	c.authorize(req)
+	if known.ETag != "" {
+		req.Header.Set("If-None-Match", known.ETag)
+	}
+	if known.LastModified != "" {
+		req.Header.Set("If-Modified-Since", known.LastModified)
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch catalog: %w", err)
 	}
 	defer res.Body.Close()
+	if res.StatusCode == http.StatusNotModified && known != (Validators{}) {
+		return &Catalogue{NotModified: true, Validators: known}, nil
+	}
 	if res.StatusCode != http.StatusOK {
 		raw, err := readAnswer(res, MaxAnswer)
 		if err != nil {
@@ -110,7 +140,31 @@ func (c *Client) Catalog(ctx context.Context) (*Catalogue, error) {
 		}
 		return nil, decodeError(raw)
 	}
-	return decodeCatalogue(&capReader{r: res.Body, left: MaxCatalog})
+	digest := sha256.New()
+	cat, err := decodeCatalogue(io.TeeReader(&capReader{r: res.Body, left: MaxCatalog}, digest))
+	if err != nil {
+		return nil, err
+	}
+	cat.Digest = digest.Sum(nil)
+	cat.Validators = validators(res.Header)
+	return cat, nil
+}
+
+// validators are the ETag and Last-Modified of an answer, each kept only
+// when it is short and printable ASCII, as a header sent back must be.
+func validators(h http.Header) Validators {
+	keep := func(v string) string {
+		if len(v) > 256 {
+			return ""
+		}
+		for i := range len(v) {
+			if v[i] < 0x20 || v[i] > 0x7e {
+				return ""
+			}
+		}
+		return v
+	}
+	return Validators{ETag: keep(h.Get("ETag")), LastModified: keep(h.Get("Last-Modified"))}
 }
 
 // errCatalogTooLarge is a catalogue past MaxCatalog.

@@ -1,7 +1,9 @@
 package osbtest
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -274,8 +276,22 @@ func sameJSON(a, b map[string]any) bool {
 
 // getCatalog handles GET /v2/catalog
 // (https://github.com/openservicebrokerapi/servicebroker/blob/v2.17/spec.md#catalog-management).
-func (b *Broker) getCatalog(*http.Request, []byte, *Failure) response {
-	return response{status: http.StatusOK, raw: b.catalogBody, isRaw: true}
+// With WithCatalogETag, the catalogue has a strong ETag and a request whose
+// If-None-Match names it is answered 304 Not Modified (RFC 7232).
+func (b *Broker) getCatalog(r *http.Request, _ []byte, _ *Failure) response {
+	if !b.opts.catalogETag {
+		return response{status: http.StatusOK, raw: b.catalogBody, isRaw: true}
+	}
+	sum := sha256.Sum256(b.catalogBody)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	header := http.Header{"Etag": {etag}}
+	for tag := range strings.SplitSeq(r.Header.Get("If-None-Match"), ",") {
+		if tag = strings.TrimSpace(tag); tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			b.notModified++
+			return response{status: http.StatusNotModified, header: header, isRaw: true}
+		}
+	}
+	return response{status: http.StatusOK, raw: b.catalogBody, isRaw: true, header: header}
 }
 
 // findOperation picks the operation a poll asks about: the one named by the

@@ -66,6 +66,7 @@ type Broker struct {
 	requests      []Request
 	counts        map[Verb]int
 	opSeq         int
+	notModified   int
 }
 
 type options struct {
@@ -79,6 +80,7 @@ type options struct {
 	retryAfter   time.Duration
 	opPrefix     string
 	goneOnDelete bool
+	catalogETag  bool
 	credentials  func(instanceID, bindingID string) map[string]any
 }
 
@@ -102,6 +104,11 @@ func WithBearerToken(token string) Option { return func(o *options) { o.token = 
 // WithCatalog sets the catalog the broker starts with instead of
 // DefaultCatalog.
 func WithCatalog(services []Service) Option { return func(o *options) { o.catalog = services } }
+
+// WithCatalogETag makes the broker send its catalogue with an ETag and
+// answer 304 Not Modified to a fetch that names it in If-None-Match, as OSB
+// lets a broker do.
+func WithCatalogETag() Option { return func(o *options) { o.catalogETag = true } }
 
 // WithAsync makes every plan behave as if Plan.Async were set.
 func WithAsync() Option { return func(o *options) { o.async = true } }

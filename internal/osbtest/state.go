@@ -57,6 +57,14 @@ func (b *Broker) Requests() []Request {
 	return slices.Clone(b.requests)
 }
 
+// NotModified returns how many catalogue fetches the broker answered 304
+// Not Modified (WithCatalogETag).
+func (b *Broker) NotModified() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.notModified
+}
+
 // Count returns how many requests for v the broker has received.
 func (b *Broker) Count(v Verb) int {
 	b.mu.Lock()

@@ -1,0 +1,159 @@
+package catalog_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bindery-dev/bindery/catalog"
+	"github.com/bindery-dev/bindery/internal/osbtest"
+)
+
+// planPositions are the positions of a broker's plan rows, by external id.
+func planPositions(t *testing.T, pool *pgxpool.Pool, broker string) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT external_id, position FROM catalog.service_plans WHERE broker_id = $1`, broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var pos int
+		if err := rows.Scan(&id, &pos); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = pos
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// relistReady relists b and checks that it is Ready with want plans and a
+// new resourceVersion.
+func relistReady(t *testing.T, s *catalog.Store, b *catalog.Broker, want int) *catalog.Broker {
+	t.Helper()
+	got, err := s.Relist(context.Background(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ready(got); c.Status != catalog.ConditionTrue || got.Status.ServicePlanCount != want || got.ResourceVersion <= b.ResourceVersion {
+		t.Fatalf("after the relist: Ready %s (%s), %d plans (want %d), resourceVersion %d after %d",
+			c.Status, c.Message, got.Status.ServicePlanCount, want, got.ResourceVersion, b.ResourceVersion)
+	}
+	return got
+}
+
+// TestUnchangedCatalogueLeftAlone: a relist that fetches the document
+// stored last neither reads nor writes the broker's classes and plans (a
+// position changed behind its back stays), yet records the fetch; a
+// changed document is written whole.
+func TestUnchangedCatalogueLeftAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newPoolStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	b = relistReady(t, s, b, 4)
+	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	b = relistReady(t, s, b, 4)
+	for id, pos := range planPositions(t, pool, b.ID) {
+		if pos != -1 {
+			t.Errorf("plan %s: position %d written by a relist of the same catalogue", id, pos)
+		}
+	}
+	full := fake.Catalog()
+	trimmed := []osbtest.Service{full[0]}
+	trimmed[0].Plans = full[0].Plans[:3]
+	fake.SetCatalog(trimmed)
+	relistReady(t, s, b, 3)
+	for id, pos := range planPositions(t, pool, b.ID) {
+		if pos < 0 {
+			t.Errorf("plan %s: position %d left by a relist of a changed catalogue", id, pos)
+		}
+	}
+}
+
+// TestStoredCatalogueFollowsGeneration: the same document is stored again
+// once the broker's spec changed (here its catalog restrictions), and a
+// removed plan that lost what held it is deleted by a relist of the same
+// document, as by any other.
+func TestStoredCatalogueFollowsGeneration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, fake, b := listedFake(t)
+	plans := fake.Catalog()[0].Plans
+	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+		b.Spec.CatalogRestrictions = &catalog.CatalogRestrictions{ServicePlan: []string{"spec.externalName!=" + plans[3].Name}}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = relistReady(t, s, b, 3)
+	held, err := s.SetPlanVisibility(ctx, plans[2].ID, []string{"team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := fake.Catalog()[:1]
+	two[0].Plans = plans[:2]
+	fake.SetCatalog(two)
+	b = relistReady(t, s, b, 2)
+	if _, err := s.GetPlan(ctx, held.ID); err != nil {
+		t.Fatalf("the removed plan whose visibility was set: %v", err)
+	}
+	if _, err := s.SetPlanVisibility(ctx, held.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	relistReady(t, s, b, 2)
+	if _, err := s.GetPlan(ctx, held.ID); err == nil {
+		t.Error("a removed plan that nothing holds any longer is kept by a relist of the same catalogue")
+	}
+}
+
+// TestCatalogueNotModified: a broker that sends an ETag is asked with it
+// (If-None-Match) and may answer 304 Not Modified, which records the fetch
+// without reading a document; a changed spec asks without it.
+func TestCatalogueNotModified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalogETag())
+	b := register(t, s, "fake", fake.URL(), "")
+	b = relistReady(t, s, b, 4)
+	b = relistReady(t, s, b, 4)
+	if n := fake.NotModified(); n != 1 {
+		t.Fatalf("the broker answered 304 to %d fetches, want 1 (the second)", n)
+	}
+	full := fake.Catalog()
+	trimmed := []osbtest.Service{full[0]}
+	trimmed[0].Plans = full[0].Plans[:3]
+	fake.SetCatalog(trimmed)
+	b = relistReady(t, s, b, 3)
+	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+		b.Spec.RelistDuration = "1h0m0s"
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relistReady(t, s, b, 3)
+	if n := fake.NotModified(); n != 1 {
+		t.Errorf("304s after the catalogue and the spec changed: %d, want still 1", n)
+	}
+	var asked []string
+	for _, r := range fake.Requests() {
+		if r.Verb == osbtest.VerbCatalog {
+			asked = append(asked, r.Header.Get("If-None-Match"))
+		}
+	}
+	if len(asked) < 4 || asked[0] != "" || asked[1] == "" || asked[len(asked)-1] != "" {
+		t.Errorf("If-None-Match of the fetches: %q; want none at the first and after the spec changed, the ETag at the second", asked)
+	}
+}
