@@ -1,0 +1,72 @@
+package osb
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCatalogValidators: a catalogue comes with its digest and the
+// broker's ETag and Last-Modified, kept only when they could be sent back;
+// asked with them, a 304 says NotModified, and a 304 to a fetch that named
+// none is an error.
+func TestCatalogValidators(t *testing.T) {
+	doc := `{"services":[{"id":"a","name":"a","description":"d","bindable":true,"plans":[{"id":"a-p","name":"p","description":"d"}]}]}`
+	var asked http.Header
+	etag := `"v1"`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.Header.Clone()
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT")
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write([]byte(doc))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{URL: srv.URL, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cat, err := c.Catalog(ctx, Validators{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(doc))
+	if cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
+		t.Fatalf("first fetch: NotModified %v, %d services, digest %x (want %x)", cat.NotModified, cat.Len(), cat.Digest, sum)
+	}
+	want := Validators{ETag: `"v1"`, LastModified: "Sun, 29 Nov 2026 10:00:00 GMT"}
+	if cat.Validators != want {
+		t.Fatalf("validators %+v, want %+v", cat.Validators, want)
+	}
+	if asked.Get("If-None-Match") != "" || asked.Get("If-Modified-Since") != "" {
+		t.Errorf("a fetch without validators sent %q, %q", asked.Get("If-None-Match"), asked.Get("If-Modified-Since"))
+	}
+	again, err := c.Catalog(ctx, cat.Validators)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.NotModified || again.Validators != want || asked.Get("If-Modified-Since") != want.LastModified {
+		t.Errorf("asked with the validators: NotModified %v, validators %+v, If-Modified-Since %q", again.NotModified, again.Validators, asked.Get("If-Modified-Since"))
+	}
+	for _, bad := range []string{"\"v\tw\"", `"` + strings.Repeat("x", 300) + `"`, "\"caf\xc3\xa9\""} {
+		etag = bad
+		got, err := c.Catalog(ctx, Validators{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Validators.ETag != "" {
+			t.Errorf("ETag %q kept; it cannot be sent back", bad)
+		}
+	}
+	if _, err := answering(t, http.StatusNotModified, text("")).Catalog(ctx, Validators{}); err == nil {
+		t.Error("a 304 to a fetch without validators was taken as a catalogue")
+	}
+}
