@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -155,5 +156,46 @@ func TestCatalogueNotModified(t *testing.T) {
 	}
 	if len(asked) < 4 || asked[0] != "" || asked[1] == "" || asked[len(asked)-1] != "" {
 		t.Errorf("If-None-Match of the fetches: %q; want none at the first and after the spec changed, the ETag at the second", asked)
+	}
+}
+
+// TestCatalogueNotModifiedToStaleValidators: a 304 to validators that the
+// broker's spec change made stale while the broker answered is not taken
+// for the new generation: the catalogue is fetched again, whole, and
+// stored under the new spec.
+func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalogETag())
+	b := register(t, s, "fake", fake.URL(), "")
+	b = relistReady(t, s, b, 4)
+	plans := fake.Catalog()[0].Plans
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 500 * time.Millisecond, Times: 1})
+	relisted := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		relisted <- err
+	}()
+	for fake.Count(osbtest.VerbCatalog) < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+		b.Spec.CatalogRestrictions = &catalog.CatalogRestrictions{ServicePlan: []string{"spec.externalName!=" + plans[3].Name}}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-relisted; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetBroker(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ServicePlanCount != 3 || fake.NotModified() != 1 || fake.Count(osbtest.VerbCatalog) != 3 {
+		t.Errorf("after a 304 that the spec change made stale: %d plans (want 3), %d 304s (want 1), %d fetches (want 3)",
+			got.Status.ServicePlanCount, fake.NotModified(), fake.Count(osbtest.VerbCatalog))
 	}
 }
