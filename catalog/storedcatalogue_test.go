@@ -118,16 +118,22 @@ func TestStoredCatalogueFollowsGeneration(t *testing.T) {
 	}
 }
 
+// listedWithETag is listedFake with a broker that sends an ETag.
+func listedWithETag(t *testing.T) (*catalog.Store, *osbtest.Broker, *catalog.Broker) {
+	t.Helper()
+	s := newStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalogETag())
+	b := register(t, s, "fake", fake.URL(), "")
+	return s, fake, relistReady(t, s, b, 4)
+}
+
 // TestCatalogueNotModified: a broker that sends an ETag is asked with it
 // (If-None-Match) and may answer 304 Not Modified, which records the fetch
 // without reading a document; a changed spec asks without it.
 func TestCatalogueNotModified(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalogETag())
-	b := register(t, s, "fake", fake.URL(), "")
-	b = relistReady(t, s, b, 4)
+	s, fake, b := listedWithETag(t)
 	b = relistReady(t, s, b, 4)
 	if n := fake.NotModified(); n != 1 {
 		t.Fatalf("the broker answered 304 to %d fetches, want 1 (the second)", n)
@@ -166,10 +172,7 @@ func TestCatalogueNotModified(t *testing.T) {
 func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalogETag())
-	b := register(t, s, "fake", fake.URL(), "")
-	b = relistReady(t, s, b, 4)
+	s, fake, b := listedWithETag(t)
 	plans := fake.Catalog()[0].Plans
 	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 500 * time.Millisecond, Times: 1})
 	relisted := make(chan error, 1)
