@@ -211,8 +211,15 @@ type storedCatalogue struct {
 
 func readStoredCatalogue(ctx context.Context, q querier, id string) (storedCatalogue, error) {
 	var sc storedCatalogue
-	err := q.QueryRow(ctx, `SELECT catalogue_digest, catalogue_generation, coalesce(catalogue_etag, ''), coalesce(catalogue_last_modified, '')
-		FROM catalog.brokers WHERE id = $1`, id).Scan(&sc.digest, &sc.generation, &sc.validators.ETag, &sc.validators.LastModified)
+	var current bool
+	err := q.QueryRow(ctx, `SELECT catalogue_digest, catalogue_generation, coalesce(catalogue_etag, ''), coalesce(catalogue_last_modified, ''),
+			coalesce(catalogue_stored_at = status->>'lastCatalogRetrievalTime', false)
+		FROM catalog.brokers WHERE id = $1`, id).Scan(&sc.digest, &sc.generation, &sc.validators.ETag, &sc.validators.LastModified, &current)
+	if !current {
+		// Another store moved the retrieval time since (migrations/catalog
+		// 0029): none of it applies.
+		return storedCatalogue{}, mapErr(err)
+	}
 	return sc, mapErr(err)
 }
 
@@ -375,7 +382,8 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		b.Status.NextRelistTime = next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_failures = 0,
 			relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
-			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, '') WHERE id = $1`,
+			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, ''),
+			catalogue_stored_at = $2::jsonb->>'lastCatalogRetrievalTime' WHERE id = $1`,
 			id, mustJSON(b.Status), next, digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {
 			return mapErr(err)
 		}

@@ -202,3 +202,39 @@ func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 			got.Status.ServicePlanCount, fake.NotModified(), fake.Count(osbtest.VerbCatalog))
 	}
 }
+
+// TestCatalogueStoredByAnotherRelease: a release before the stored
+// catalogue was kept (a replica during a rolling upgrade) stores a
+// catalogue without saying what it stored from; the next relist of the
+// document stored before stores it again rather than trusting the rows.
+func TestCatalogueStoredByAnotherRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newPoolStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	b = relistReady(t, s, b, 4)
+	// What such a store writes: other rows, a new retrieval time.
+	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE catalog.brokers SET status = jsonb_set(status, '{lastCatalogRetrievalTime}', to_jsonb(clock_timestamp()))
+		WHERE id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	b = relistReady(t, s, b, 4)
+	for id, pos := range planPositions(t, pool, b.ID) {
+		if pos < 0 {
+			t.Errorf("plan %s: position %d kept after another release stored the catalogue", id, pos)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	relistReady(t, s, b, 4)
+	for id, pos := range planPositions(t, pool, b.ID) {
+		if pos != -1 {
+			t.Errorf("plan %s: position %d written: the store after the other release's did not record what it stored from", id, pos)
+		}
+	}
+}
