@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
 
@@ -151,7 +152,10 @@ func (c *Client) Catalog(ctx context.Context, known Validators) (*Catalogue, err
 }
 
 // validators are the ETag and Last-Modified of an answer, each kept only
-// when it is short and printable ASCII, as a header sent back must be.
+// when it is short and printable ASCII, as a header sent back must be. A
+// Last-Modified is kept only when the answer's Date is at least a second
+// later (RFC 7232, 2.2.2): a catalogue changed again within the second it
+// names would otherwise be answered 304.
 func validators(h http.Header) Validators {
 	keep := func(v string) string {
 		if len(v) > 256 {
@@ -164,7 +168,13 @@ func validators(h http.Header) Validators {
 		}
 		return v
 	}
-	return Validators{ETag: keep(h.Get("ETag")), LastModified: keep(h.Get("Last-Modified"))}
+	v := Validators{ETag: keep(h.Get("ETag")), LastModified: keep(h.Get("Last-Modified"))}
+	modified, err := http.ParseTime(v.LastModified)
+	date, derr := http.ParseTime(h.Get("Date"))
+	if err != nil || derr != nil || date.Sub(modified) < time.Second {
+		v.LastModified = ""
+	}
+	return v
 }
 
 // errCatalogTooLarge is a catalogue past MaxCatalog.

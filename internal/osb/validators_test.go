@@ -11,17 +11,19 @@ import (
 )
 
 // TestCatalogValidators: a catalogue comes with its digest and the
-// broker's ETag and Last-Modified, kept only when they could be sent back;
+// broker's ETag and Last-Modified, kept only when they could be sent back
+// (a Last-Modified, when it is at least a second older than the answer);
 // asked with them, a 304 says NotModified, and a 304 to a fetch that named
 // none is an error.
 func TestCatalogValidators(t *testing.T) {
 	doc := `{"services":[{"id":"a","name":"a","description":"d","bindable":true,"plans":[{"id":"a-p","name":"p","description":"d"}]}]}`
 	var asked http.Header
 	etag := `"v1"`
+	lastModified := "Mon, 02 Jan 2006 15:04:05 GMT"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked = r.Header.Clone()
 		w.Header().Set("ETag", etag)
-		w.Header().Set("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT")
+		w.Header().Set("Last-Modified", lastModified)
 		if r.Header.Get("If-None-Match") == `"v1"` {
 			w.WriteHeader(http.StatusNotModified)
 			return
@@ -42,7 +44,7 @@ func TestCatalogValidators(t *testing.T) {
 	if cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
 		t.Fatalf("first fetch: NotModified %v, %d services, digest %x (want %x)", cat.NotModified, cat.Len(), cat.Digest, sum)
 	}
-	want := Validators{ETag: `"v1"`, LastModified: "Sun, 29 Nov 2026 10:00:00 GMT"}
+	want := Validators{ETag: `"v1"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}
 	if cat.Validators != want {
 		t.Fatalf("validators %+v, want %+v", cat.Validators, want)
 	}
@@ -65,6 +67,13 @@ func TestCatalogValidators(t *testing.T) {
 		if got.Validators.ETag != "" {
 			t.Errorf("ETag %q kept; it cannot be sent back", bad)
 		}
+	}
+	// Changed within a second of the answer's date (here after it, as a
+	// broker whose clock is ahead says): it could change again within
+	// that second, which If-Modified-Since would not tell.
+	etag, lastModified = "", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
+	if got, err := c.Catalog(ctx, Validators{}); err != nil || got.Validators != (Validators{}) {
+		t.Errorf("a Last-Modified not a second older than the answer: validators %+v (%v), want none", got.Validators, err)
 	}
 	if _, err := answering(t, http.StatusNotModified, text("")).Catalog(ctx, Validators{}); err == nil {
 		t.Error("a 304 to a fetch without validators was taken as a catalogue")
