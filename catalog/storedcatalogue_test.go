@@ -174,7 +174,8 @@ func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 	ctx := context.Background()
 	s, fake, b := listedWithETag(t)
 	plans := fake.Catalog()[0].Plans
-	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Delay: 500 * time.Millisecond, Times: 1})
+	answer := make(chan struct{})
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: answer, Times: 1})
 	relisted := make(chan error, 1)
 	go func() {
 		_, err := s.Relist(ctx, b.ID)
@@ -190,6 +191,7 @@ func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	close(answer)
 	if err := <-relisted; err != nil {
 		t.Fatal(err)
 	}

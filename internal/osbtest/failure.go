@@ -66,10 +66,13 @@ type Failure struct {
 	UpdateRepeatable *bool // update only
 	Body             string
 	Delay            time.Duration
-	AsyncFailed      bool
-	NeverFinishes    bool
-	RetryAfter       time.Duration
-	After            time.Duration
+	// Until, when not nil, holds the answer back (after Delay) until it
+	// is closed: a broker that answers when the test says.
+	Until         <-chan struct{}
+	AsyncFailed   bool
+	NeverFinishes bool
+	RetryAfter    time.Duration
+	After         time.Duration
 	// Describe, when set, gives the description of each answer in place
 	// of Description, called once per answer: a broker whose error text
 	// changes every time (and may be as long as it likes).
@@ -91,8 +94,8 @@ func (b *Broker) Fail(v Verb, f Failure) {
 	switch {
 	case f.Times < 0:
 		b.t.Errorf("osbtest: Fail(%s): negative Times", v)
-	case f.Status == 0 && f.Delay == 0 && !f.AsyncFailed && !f.NeverFinishes:
-		b.t.Errorf("osbtest: Fail(%s): set Status, Delay, AsyncFailed or NeverFinishes", v)
+	case f.Status == 0 && f.Delay == 0 && f.Until == nil && !f.AsyncFailed && !f.NeverFinishes:
+		b.t.Errorf("osbtest: Fail(%s): set Status, Delay, Until, AsyncFailed or NeverFinishes", v)
 	case f.Status != 0 && (f.Status < 200 || f.Status > 599):
 		b.t.Errorf("osbtest: Fail(%s): status %d", v, f.Status)
 	case (f.AsyncFailed || f.NeverFinishes) && (f.Status != 0 || !mutating[v]):
@@ -142,15 +145,23 @@ func (f *Failure) carriedOut() bool {
 	return f == nil || f.Status == 0 || f.Status < 300
 }
 
-// answer holds the answer back for f.Delay and replaces it with f's status
-// and body, if any. It reports false if the client or Down ended the request
-// meanwhile: then there is no answer at all.
+// answer holds the answer back for f.Delay and until f.Until is closed,
+// and replaces it with f's status and body, if any. It reports false if
+// the client or Down ended the request meanwhile: then there is no answer
+// at all.
 func (f *Failure) answer(ctx context.Context, res response) (response, bool) {
 	if f.Delay > 0 {
 		timer := time.NewTimer(f.Delay)
 		defer timer.Stop()
 		select {
 		case <-timer.C:
+		case <-ctx.Done():
+			return response{}, false
+		}
+	}
+	if f.Until != nil {
+		select {
+		case <-f.Until:
 		case <-ctx.Done():
 			return response{}, false
 		}
