@@ -122,21 +122,22 @@ func (s *Store) secretAuth(ctx context.Context, info *BrokerAuthInfo, ref *Objec
 // relist is one fetch of a broker's catalogue (Relist says what it does).
 func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
 	out, err := s.relistOnce(ctx, id, true)
-	if errors.Is(err, errStaleValidators) {
-		// The broker answered 304 to validators its change made stale
-		// meanwhile: fetched again, whole.
+	if errors.Is(err, errStaleCatalogue) {
+		// The fetch found the catalogue stored last, which the broker's
+		// change made stale meanwhile: fetched again, whole.
 		out, err = s.relistOnce(ctx, id, false)
 	}
 	return out, err
 }
 
-// errStaleValidators is a 304 Not Modified to validators that no longer
-// name what the broker's rows were stored from.
-var errStaleValidators = errors.New("catalogue validators stale")
+// errStaleCatalogue is a fetch that found the catalogue stored last (a
+// 304 to its validators, or the same document) when it no longer names
+// what the broker's rows were stored from.
+var errStaleCatalogue = errors.New("catalogue stored last is stale")
 
-// relistOnce is relist, the broker asked with the validators of the
-// catalogue stored last when validators is set and they still apply.
-func (s *Store) relistOnce(ctx context.Context, id string, validators bool) (*Broker, error) {
+// relistOnce is relist, the broker asked with what was kept of the
+// catalogue stored last when last is set and it still applies.
+func (s *Store) relistOnce(ctx context.Context, id string, last bool) (*Broker, error) {
 	b, err := getBy[Broker](ctx, s.pool, `id = $1`, id)
 	if err != nil {
 		return nil, err
@@ -147,14 +148,14 @@ func (s *Store) relistOnce(ctx context.Context, id string, validators bool) (*Br
 		return nil, unprocessablef("Broker %s keeps its credentials in Secret %s/%s, which only the engine reads: the engine fetches its catalogue when due.",
 			b.Name, ref.Namespace, ref.Name)
 	}
-	var known osb.Validators
-	if validators {
+	var known osb.Fetched
+	if last {
 		stored, err := readStoredCatalogue(ctx, s.pool, id)
 		if err != nil {
 			return nil, err
 		}
 		if stored.validFor(b) {
-			known = stored.validators
+			known = osb.Fetched{Validators: stored.validators, Digest: stored.digest}
 		}
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
@@ -230,15 +231,9 @@ func (sc storedCatalogue) validFor(b *Broker) bool {
 }
 
 // unchanged says a relist of b that fetched cat would store the rows as
-// they are: the same document, or a 304 to the validators stored with it.
+// they are: the same document (a 304 to its validators is its digest).
 func (sc storedCatalogue) unchanged(b *Broker, cat *osb.Catalogue) bool {
-	if !sc.validFor(b) {
-		return false
-	}
-	if cat.NotModified {
-		return cat.Validators == sc.validators
-	}
-	return bytes.Equal(cat.Digest, sc.digest)
+	return sc.validFor(b) && bytes.Equal(cat.Digest, sc.digest)
 }
 
 // relistBackoff is the wait before retrying a broker that failed n times
@@ -354,14 +349,12 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		}
 		cw := &catalogueWriter{w: w, b: b, now: s.now().UTC(), restrict: parseRestrictions(b.Spec.CatalogRestrictions),
 			seenClass: map[string]bool{}, seenPlan: map[string]bool{}}
-		digest := cat.Digest
 		switch {
 		case stored.unchanged(b, cat):
 			// Most fetches: the rows are left as they are, unread.
-			digest = stored.digest
 			err = cw.keepStored(ctx)
-		case cat.NotModified:
-			return errStaleValidators
+		case cat.Same:
+			return errStaleCatalogue
 		default:
 			err = cw.write(ctx, cat)
 		}
@@ -384,7 +377,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 			relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
 			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, ''),
 			catalogue_stored_at = $2::jsonb->>'lastCatalogRetrievalTime' WHERE id = $1`,
-			id, mustJSON(b.Status), next, digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {
+			id, mustJSON(b.Status), next, cat.Digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {
 			return mapErr(err)
 		}
 		if err := addEvent(ctx, w, b.kind(), id, "Normal", ReasonFetchedCatalog, msg, ""); err != nil {

@@ -179,7 +179,7 @@ func TestCatalogueBounded(t *testing.T) {
 			}
 		}
 	}
-	if _, err := answering(t, 200, endlessCatalog).Catalog(context.Background(), Validators{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := answering(t, 200, endlessCatalog).Catalog(context.Background(), Fetched{}); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("an endless catalogue: %v", err)
 	}
 	service := func(id, name, description string) string {
@@ -195,12 +195,12 @@ func TestCatalogueBounded(t *testing.T) {
 		{`{"services":null}`, "services: required"},
 		{`[]`, "not valid JSON"},
 	} {
-		_, err := answering(t, 200, text(tc.doc)).Catalog(context.Background(), Validators{})
+		_, err := answering(t, 200, text(tc.doc)).Catalog(context.Background(), Fetched{})
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%.60s: %v, want %q", tc.doc, err, tc.says)
 		}
 	}
-	cat, err := answering(t, 200, text(`{"extra":[1,2],"services":[`+service("a", "a", "d")+`]}`)).Catalog(context.Background(), Validators{})
+	cat, err := answering(t, 200, text(`{"extra":[1,2],"services":[`+service("a", "a", "d")+`]}`)).Catalog(context.Background(), Fetched{})
 	if err != nil || cat.Len() != 1 {
 		t.Fatalf("a valid catalogue: %v", err)
 	}

@@ -52,10 +52,17 @@ type Catalogue struct {
 	// Validators are what the broker said the document may be asked for
 	// again with (RFC 7232).
 	Validators Validators
-	// NotModified says the broker answered 304 to the validators it was
-	// asked with: the catalogue is the one fetched with them, and has no
-	// services here.
-	NotModified bool
+	// Same says the document is the one fetched before (Catalog's last):
+	// the broker answered 304 to its validators, or sent it again. It is
+	// not checked again, and has no services here.
+	Same bool
+}
+
+// Fetched is what a platform keeps of the catalogue it fetched last: the
+// validators the broker sent with it, and its digest.
+type Fetched struct {
+	Validators
+	Digest []byte
 }
 
 // Validators are a catalogue's ETag and Last-Modified, which OSB lets a
@@ -112,27 +119,29 @@ func (c *Catalogue) Service(i int) (Service, error) {
 // problem is reported with its path. A document larger than MaxCatalog is
 // refused without reading the rest.
 //
-// With the validators of a catalogue fetched before, the broker may answer
-// that it has not changed: the Catalogue returned says so (NotModified).
-func (c *Client) Catalog(ctx context.Context, known Validators) (*Catalogue, error) {
+// Given what was kept of the catalogue fetched last, the broker may answer
+// that it has not changed (304 to its validators), or send the same
+// document again: the Catalogue returned says so (Same), and the document
+// is not checked again.
+func (c *Client) Catalog(ctx context.Context, last Fetched) (*Catalogue, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v2/catalog", nil)
 	if err != nil {
 		return nil, err
 	}
 	c.authorize(req)
-	if known.ETag != "" {
-		req.Header.Set("If-None-Match", known.ETag)
+	if last.ETag != "" {
+		req.Header.Set("If-None-Match", last.ETag)
 	}
-	if known.LastModified != "" {
-		req.Header.Set("If-Modified-Since", known.LastModified)
+	if last.LastModified != "" {
+		req.Header.Set("If-Modified-Since", last.LastModified)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch catalog: %w", err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode == http.StatusNotModified && known != (Validators{}) {
-		return &Catalogue{NotModified: true, Validators: known}, nil
+	if res.StatusCode == http.StatusNotModified && last.Validators != (Validators{}) {
+		return &Catalogue{Same: true, Digest: last.Digest, Validators: last.Validators}, nil
 	}
 	if res.StatusCode != http.StatusOK {
 		raw, err := readAnswer(res, MaxAnswer)
@@ -142,11 +151,19 @@ func (c *Client) Catalog(ctx context.Context, known Validators) (*Catalogue, err
 		return nil, decodeError(raw)
 	}
 	digest := sha256.New()
-	cat, err := decodeCatalogue(io.TeeReader(&capReader{r: res.Body, left: MaxCatalog}, digest))
+	services, err := splitCatalogue(io.TeeReader(&capReader{r: res.Body, left: MaxCatalog}, digest))
 	if err != nil {
 		return nil, err
 	}
-	cat.Digest = digest.Sum(nil)
+	sum := digest.Sum(nil)
+	if last.Digest != nil && bytes.Equal(sum, last.Digest) {
+		return &Catalogue{Same: true, Digest: sum, Validators: validators(res.Header)}, nil
+	}
+	cat, err := checkCatalogue(services)
+	if err != nil {
+		return nil, err
+	}
+	cat.Digest = sum
 	cat.Validators = validators(res.Header)
 	return cat, nil
 }
@@ -207,7 +224,11 @@ func (c *capReader) Read(p []byte) (int, error) {
 // ParseCatalog decodes and checks a catalogue document, and decodes all of
 // its services.
 func ParseCatalog(body []byte) ([]Service, error) {
-	cat, err := decodeCatalogue(bytes.NewReader(body))
+	services, err := splitCatalogue(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	cat, err := checkCatalogue(services)
 	if err != nil {
 		return nil, err
 	}
@@ -220,9 +241,10 @@ func ParseCatalog(body []byte) ([]Service, error) {
 	return out, nil
 }
 
-// decodeCatalogue reads a catalogue document from r a service at a time:
-// each is decoded and checked, then kept as JSON.
-func decodeCatalogue(r io.Reader) (*Catalogue, error) {
+// splitCatalogue reads a catalogue document from r and splits its services
+// array into its services' JSON, not yet checked (checkCatalogue). The
+// array is nil when the document has none.
+func splitCatalogue(r io.Reader) ([]json.RawMessage, error) {
 	dec := json.NewDecoder(r)
 	invalid := func(err error) error {
 		if errors.Is(err, errCatalogTooLarge) {
@@ -241,8 +263,7 @@ func decodeCatalogue(r io.Reader) (*Catalogue, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, invalid(err)
 	}
-	ck := newCatalogueCheck()
-	var cat *Catalogue
+	var services []json.RawMessage
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
@@ -255,7 +276,7 @@ func decodeCatalogue(r io.Reader) (*Catalogue, error) {
 			}
 			continue
 		}
-		if cat, err = decodeServices(dec, ck); err != nil {
+		if services, err = splitServices(dec); err != nil {
 			return nil, invalid(err)
 		}
 	}
@@ -265,17 +286,11 @@ func decodeCatalogue(r io.Reader) (*Catalogue, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalid(fmt.Errorf("%w: data after the catalog's object", errNotCatalog))
 	}
-	if cat == nil {
-		return nil, errors.New("catalog: services: required")
-	}
-	if err := ck.err(); err != nil {
-		return nil, err
-	}
-	return cat, nil
+	return services, nil
 }
 
-// decodeServices reads the services array.
-func decodeServices(dec *json.Decoder, ck *catalogueCheck) (*Catalogue, error) {
+// splitServices reads the services array: nil for null.
+func splitServices(dec *json.Decoder) ([]json.RawMessage, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -286,13 +301,31 @@ func decodeServices(dec *json.Decoder, ck *catalogueCheck) (*Catalogue, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return nil, fmt.Errorf("%w: services must be an array", errNotCatalog)
 	}
-	ck.reset()
-	cat := &Catalogue{}
-	for i := 0; dec.More(); i++ {
+	services := []json.RawMessage{}
+	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return nil, err
 		}
+		services = append(services, raw)
+	}
+	if err := expectDelim(dec, ']'); err != nil {
+		return nil, err
+	}
+	return services, nil
+}
+
+// checkCatalogue checks each service and keeps what is kept of it, letting
+// go of its JSON as it goes, so that the two are held at once for one
+// service only.
+func checkCatalogue(services []json.RawMessage) (*Catalogue, error) {
+	if services == nil {
+		return nil, errors.New("catalog: services: required")
+	}
+	ck := newCatalogueCheck()
+	cat := &Catalogue{}
+	for i, raw := range services {
+		services[i] = nil
 		if e, ok := ck.service(i, raw); ok {
 			cat.entries = append(cat.entries, e)
 			cat.size += len(e.raw)
@@ -301,7 +334,7 @@ func decodeServices(dec *json.Decoder, ck *catalogueCheck) (*Catalogue, error) {
 			}
 		}
 	}
-	if err := expectDelim(dec, ']'); err != nil {
+	if err := ck.err(); err != nil {
 		return nil, err
 	}
 	return cat, nil

@@ -63,7 +63,7 @@ func TestEgressOnConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Catalog(context.Background(), Validators{}); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if _, err := c.Catalog(context.Background(), Fetched{}); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("catalog through a name for a loopback address: %v, want the egress policy's refusal", err)
 	}
 
@@ -71,7 +71,7 @@ func TestEgressOnConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Catalog(context.Background(), Validators{}); err == nil {
+	if _, err := c.Catalog(context.Background(), Fetched{}); err == nil {
 		t.Fatal("a redirect answered the catalogue")
 	}
 	if redirected {
@@ -157,7 +157,7 @@ func TestEgressThisMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Catalog(context.Background(), Validators{})
+		_, err = c.Catalog(context.Background(), Fetched{})
 		if tc.want == "" && err != nil {
 			t.Errorf("catalog from %s: %v", tc.url, err)
 		}

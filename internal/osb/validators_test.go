@@ -13,8 +13,8 @@ import (
 // TestCatalogValidators: a catalogue comes with its digest and the
 // broker's ETag and Last-Modified, kept only when they could be sent back
 // (a Last-Modified, when it is at least a second older than the answer);
-// asked with them, a 304 says NotModified, and a 304 to a fetch that named
-// none is an error.
+// asked with them, a 304 says Same, and a 304 to a fetch that named none
+// is an error.
 func TestCatalogValidators(t *testing.T) {
 	doc := `{"services":[{"id":"a","name":"a","description":"d","bindable":true,"plans":[{"id":"a-p","name":"p","description":"d"}]}]}`
 	var asked http.Header
@@ -36,13 +36,13 @@ func TestCatalogValidators(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	cat, err := c.Catalog(ctx, Validators{})
+	cat, err := c.Catalog(ctx, Fetched{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(doc))
-	if cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
-		t.Fatalf("first fetch: NotModified %v, %d services, digest %x (want %x)", cat.NotModified, cat.Len(), cat.Digest, sum)
+	if cat.Same || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
+		t.Fatalf("first fetch: Same %v, %d services, digest %x (want %x)", cat.Same, cat.Len(), cat.Digest, sum)
 	}
 	want := Validators{ETag: `"v1"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}
 	if cat.Validators != want {
@@ -51,16 +51,16 @@ func TestCatalogValidators(t *testing.T) {
 	if asked.Get("If-None-Match") != "" || asked.Get("If-Modified-Since") != "" {
 		t.Errorf("a fetch without validators sent %q, %q", asked.Get("If-None-Match"), asked.Get("If-Modified-Since"))
 	}
-	again, err := c.Catalog(ctx, cat.Validators)
+	again, err := c.Catalog(ctx, Fetched{Validators: cat.Validators, Digest: cat.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.NotModified || again.Validators != want || asked.Get("If-Modified-Since") != want.LastModified {
-		t.Errorf("asked with the validators: NotModified %v, validators %+v, If-Modified-Since %q", again.NotModified, again.Validators, asked.Get("If-Modified-Since"))
+	if !again.Same || again.Validators != want || string(again.Digest) != string(sum[:]) || asked.Get("If-Modified-Since") != want.LastModified {
+		t.Errorf("asked with the validators: Same %v, validators %+v, digest %x, If-Modified-Since %q", again.Same, again.Validators, again.Digest, asked.Get("If-Modified-Since"))
 	}
 	for _, bad := range []string{"\"v\tw\"", `"` + strings.Repeat("x", 300) + `"`, "\"caf\xc3\xa9\""} {
 		etag = bad
-		got, err := c.Catalog(ctx, Validators{})
+		got, err := c.Catalog(ctx, Fetched{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,10 +72,31 @@ func TestCatalogValidators(t *testing.T) {
 	// broker whose clock is ahead says): it could change again within
 	// that second, which If-Modified-Since would not tell.
 	etag, lastModified = "", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
-	if got, err := c.Catalog(ctx, Validators{}); err != nil || got.Validators != (Validators{}) {
+	if got, err := c.Catalog(ctx, Fetched{}); err != nil || got.Validators != (Validators{}) {
 		t.Errorf("a Last-Modified not a second older than the answer: validators %+v (%v), want none", got.Validators, err)
 	}
-	if _, err := answering(t, http.StatusNotModified, text("")).Catalog(ctx, Validators{}); err == nil {
+	if _, err := answering(t, http.StatusNotModified, text("")).Catalog(ctx, Fetched{}); err == nil {
 		t.Error("a 304 to a fetch without validators was taken as a catalogue")
+	}
+}
+
+// TestCatalogSameDocument: a document whose digest is the one fetched
+// last is not checked again (it was, when it was stored): a catalogue this
+// client would refuse is taken as Same; another digest checks it.
+func TestCatalogSameDocument(t *testing.T) {
+	doc := `{"services":[{"id":"a","name":"a","description":"d","bindable":true,"plans":[]}]}`
+	c := answering(t, http.StatusOK, text(doc))
+	ctx := context.Background()
+	if _, err := c.Catalog(ctx, Fetched{}); err == nil || !strings.Contains(err.Error(), "at least one plan") {
+		t.Fatalf("a service without plans: %v", err)
+	}
+	sum := sha256.Sum256([]byte(doc))
+	cat, err := c.Catalog(ctx, Fetched{Digest: sum[:]})
+	if err != nil || !cat.Same || cat.Len() != 0 || string(cat.Digest) != string(sum[:]) {
+		t.Fatalf("the document fetched last: %+v, %v; want Same, no services, its digest", cat, err)
+	}
+	other := sha256.Sum256([]byte("{}"))
+	if _, err := c.Catalog(ctx, Fetched{Digest: other[:]}); err == nil {
+		t.Error("a document whose digest is not the last one's was not checked")
 	}
 }
