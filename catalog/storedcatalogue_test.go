@@ -34,6 +34,24 @@ func planPositions(t *testing.T, pool *pgxpool.Pool, broker string) map[string]i
 	return out
 }
 
+// listedWithPool is listedFake with the store's pool.
+func listedWithPool(t *testing.T) (*catalog.Store, *pgxpool.Pool, *osbtest.Broker, *catalog.Broker) {
+	t.Helper()
+	s, pool := newPoolStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	return s, pool, fake, relistReady(t, s, b, 4)
+}
+
+// misplacePlans sets the position of a broker's plans to -1 behind the
+// store's back: a relist that writes the rows puts them back.
+func misplacePlans(t *testing.T, pool *pgxpool.Pool, broker string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, broker); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // relistReady relists b and checks that it is Ready with want plans and a
 // new resourceVersion.
 func relistReady(t *testing.T, s *catalog.Store, b *catalog.Broker, want int) *catalog.Broker {
@@ -55,14 +73,8 @@ func relistReady(t *testing.T, s *catalog.Store, b *catalog.Broker, want int) *c
 // changed document is written whole.
 func TestUnchangedCatalogueLeftAlone(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s, pool := newPoolStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	b = relistReady(t, s, b, 4)
-	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, fake, b := listedWithPool(t)
+	misplacePlans(t, pool, b.ID)
 	b = relistReady(t, s, b, 4)
 	for id, pos := range planPositions(t, pool, b.ID) {
 		if pos != -1 {
@@ -212,14 +224,9 @@ func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 func TestCatalogueStoredByAnotherRelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool := newPoolStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	b = relistReady(t, s, b, 4)
+	s, pool, _, b := listedWithPool(t)
 	// What such a store writes: other rows, a new retrieval time.
-	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	misplacePlans(t, pool, b.ID)
 	if _, err := pool.Exec(ctx, `UPDATE catalog.brokers SET status = jsonb_set(status, '{lastCatalogRetrievalTime}', to_jsonb(clock_timestamp()))
 		WHERE id = $1`, b.ID); err != nil {
 		t.Fatal(err)
@@ -230,9 +237,7 @@ func TestCatalogueStoredByAnotherRelease(t *testing.T) {
 			t.Errorf("plan %s: position %d kept after another release stored the catalogue", id, pos)
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE catalog.service_plans SET position = -1 WHERE broker_id = $1`, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	misplacePlans(t, pool, b.ID)
 	relistReady(t, s, b, 4)
 	for id, pos := range planPositions(t, pool, b.ID) {
 		if pos != -1 {
