@@ -221,8 +221,8 @@ func (o *Options) Config(store *catalog.Store, log *slog.Logger) (*Config, error
 	l := o.Listener
 	if l == nil {
 		var err error
-		if l, err = serve.Listen(o.Listen); err != nil {
-			return nil, fmt.Errorf("--listen: %w", err)
+		if l, err = serve.Listen("--listen", o.Listen); err != nil {
+			return nil, err
 		}
 	}
 	addr := l.Addr().(*net.TCPAddr)

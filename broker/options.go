@@ -21,10 +21,13 @@ import (
 // and keys.
 type Options struct {
 	// Listen is HOST:PORT to serve the OSB API on.
-	Listen   string
-	Username string
-	Password string
-	Token    string
+	Listen string
+	// listenFlag is the flag that set Listen ("" when no flag did),
+	// which Validate names.
+	listenFlag string
+	Username   string
+	Password   string
+	Token      string
 	// CatalogFile is a YAML catalogue; empty: the embedded one.
 	CatalogFile string
 	// TargetURL is the PostgreSQL cluster where instances are created.
@@ -47,6 +50,7 @@ type Options struct {
 // address's flag (it differs when several components share a command).
 func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the OSB API on")
+	o.listenFlag = "--" + listenFlag
 	fs.StringVar(&o.Username, "broker-username", "", "HTTP basic auth username platforms must present")
 	fs.StringVar(&o.Password, "broker-password", "", "HTTP basic auth password platforms must present")
 	fs.StringVar(&o.Token, "broker-token", "", "bearer token platforms may present instead of basic auth")
@@ -83,6 +87,9 @@ func (o *Options) Complete(databaseURL string) {
 // Validate reports every problem with the options together.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.listenFlag != "" {
+		errs = append(errs, serve.CheckListen(o.listenFlag, o.Listen))
+	}
 	if !o.HasCredentials() {
 		errs = append(errs, errors.New("no broker credentials: set --broker-username and --broker-password (BINDERY_BROKER_USERNAME, BINDERY_BROKER_PASSWORD) or --broker-token"))
 	} else if (o.Username == "") != (o.Password == "") {

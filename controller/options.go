@@ -30,6 +30,9 @@ import (
 type Options struct {
 	// Listen is HOST:PORT for the engine's health and metrics.
 	Listen string
+	// listenFlag is the flag that set Listen ("" when no flag did),
+	// which Validate names.
+	listenFlag string
 	// Kubeconfig is the cluster bindings are written to as Secrets.
 	Kubeconfig    string
 	ClusterID     string
@@ -58,6 +61,7 @@ type Options struct {
 // not.
 func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT for the engine's health and metrics")
+	o.listenFlag = "--" + listenFlag
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster bindings are written to as Secrets (also KUBECONFIG; in a Pod the in-cluster configuration is used); none: no cluster")
 	fs.StringVar(&o.ClusterID, "cluster-id", "bindery", "identifies this platform to brokers (organization_guid, context.clusterid)")
 	fs.IntVar(&o.Workers, "controller-workers", 8, "objects reconciled at once")
@@ -83,6 +87,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 // Validate reports every problem with the options together.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.listenFlag != "" {
+		errs = append(errs, serve.CheckListen(o.listenFlag, o.Listen))
+	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--controller-workers: must be positive"))
 	}

@@ -23,6 +23,9 @@ import (
 type Options struct {
 	// Listen is HOST:PORT to serve the REST API (and web UI) on.
 	Listen string
+	// listenFlag is the flag that set Listen ("" when no flag did),
+	// which Validate names.
+	listenFlag string
 	// RelistCheck is how often to look for brokers whose relist is due.
 	RelistCheck time.Duration
 	// MaxInflightPerToken bounds each API token's requests in flight (0:
@@ -35,6 +38,7 @@ type Options struct {
 // command).
 func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 	fs.StringVar(&o.Listen, listenFlag, listenDefault, "HOST:PORT to serve the REST API (and web UI) on")
+	o.listenFlag = "--" + listenFlag
 	fs.DurationVar(&o.RelistCheck, "relist-check-interval", time.Second, "how often to look for brokers whose relist is due")
 	fs.IntVar(&o.MaxInflightPerToken, "api-max-inflight-per-token", DefaultMaxInflightPerToken,
 		"requests one API token may have served at once, REST API and web UI together, 4 times as many waiting up to 10s each, and 4 times as many web UI live pages open; beyond, 429 (0: no bound)")
@@ -43,6 +47,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet, listenFlag, listenDefault string) {
 // Validate reports every problem with the options together.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.listenFlag != "" {
+		errs = append(errs, serve.CheckListen(o.listenFlag, o.Listen))
+	}
 	if o.RelistCheck <= 0 {
 		errs = append(errs, errors.New("--relist-check-interval: must be positive"))
 	}

@@ -48,7 +48,7 @@ func TestRunMountsAndStops(t *testing.T) {
 	cfg.Mount = append(cfg.Mount, func(e *echo.Echo, _ *share.Share) {
 		e.GET("/ui/", func(c echo.Context) error { return c.String(http.StatusOK, "the web UI\n") })
 	})
-	l, err := serve.Listen("127.0.0.1:0")
+	l, err := serve.Listen("--listen", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,15 +74,12 @@ func runServeBroker(ctx context.Context, e env, args []string) error {
 	var o broker.Options
 	log, pool, keys, err := s.start(ctx, e, "serve broker", args, sealsCredentials,
 		func(fs *flag.FlagSet) { o.AddFlags(fs, "listen", ":8081") },
-		func(db *dbOptions) error {
-			o.Complete(db.url)
-			return errors.Join(o.Validate(), serve.CheckListen("--listen", o.Listen))
-		}, migrations.Broker)
+		func(db *dbOptions) error { o.Complete(db.url); return o.Validate() }, migrations.Broker)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	l, err := openListen(o.Listen)
+	l, err := serve.Listen("--listen", o.Listen)
 	if err != nil {
 		return err
 	}
@@ -109,17 +106,6 @@ func runBroker(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, keys *
 	return broker.Run(ctx, cfg, l)
 }
 
-// openListen opens a serve command's --listen, whose value was checked
-// with the other flags; an address another process holds is reported as
-// the flag's.
-func openListen(addr string) (net.Listener, error) {
-	l, err := serve.Listen(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
-	}
-	return l, nil
-}
-
 // brokerCaller is the Options of a component that calls brokers with the
 // catalog's store (the catalog, the engine).
 type brokerCaller interface {
@@ -133,11 +119,9 @@ type brokerCaller interface {
 func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args []string, o brokerCaller, listen string, limits *storeLimits) (*slog.Logger, *pgxpool.Pool, *keyring.Keyring, []catalog.Option, error) {
 	var bc brokerCalls
 	var storeOpts []catalog.Option
-	var listenFlag *flag.Flag
 	log, pool, keys, err := s.start(ctx, e, name, args, sealsSecrets,
 		func(fs *flag.FlagSet) {
 			o.AddFlags(fs, "listen", listen)
-			listenFlag = fs.Lookup("listen")
 			bc.addFlags(fs, false)
 			if limits != nil {
 				limits.addFlags(fs)
@@ -145,7 +129,7 @@ func (s *server) startBrokerCaller(ctx context.Context, e env, name string, args
 		},
 		func(*dbOptions) (err error) {
 			storeOpts, err = bc.storeOptions()
-			errs := []error{o.Validate(), err, serve.CheckListen("--listen", listenFlag.Value.String())}
+			errs := []error{o.Validate(), err}
 			if limits != nil {
 				opts, err := limits.storeOptions()
 				storeOpts = append(storeOpts, opts...)
@@ -168,7 +152,7 @@ func runServeCatalog(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := openListen(o.Listen)
+	l, err := serve.Listen("--listen", o.Listen)
 	if err != nil {
 		return err
 	}
@@ -196,7 +180,7 @@ func runServeController(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := openListen(o.Listen)
+	l, err := serve.Listen("--listen", o.Listen)
 	if err != nil {
 		return err
 	}
@@ -229,7 +213,7 @@ func runServeNodeagent(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := openListen(o.Listen)
+	l, err := serve.Listen("--listen", o.Listen)
 	if err != nil {
 		return err
 	}

@@ -120,11 +120,13 @@ func CheckListen(flag, addr string) error {
 	return nil
 }
 
-// Listen opens addr; a port of 0 picks a free one (see Addr on the listener).
-func Listen(addr string) (net.Listener, error) {
+// Listen opens addr, which flag set (checked by CheckListen); a port of 0
+// picks a free one (see Addr on the listener). An address another process
+// holds is reported as the flag's.
+func Listen(flag, addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("%s: listen on %s: %w", flag, addr, err)
 	}
 	return l, nil
 }

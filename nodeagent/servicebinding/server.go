@@ -96,10 +96,7 @@ func (o *Options) Complete() error {
 // ValidateListen reports a listen address the server cannot use, naming
 // flag, the flag that set it. Port 0 picks a free port.
 func (o *Options) ValidateListen(flag string) error {
-	if err := serve.CheckListen(flag, o.Listen); err != nil {
-		return err
-	}
-	return nil
+	return serve.CheckListen(flag, o.Listen)
 }
 
 // Port is the port the webhook is served on: Listener's when set (the
