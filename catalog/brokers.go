@@ -432,13 +432,7 @@ func brokerLimit(server int, rqs []ResourceQuota) (*int64, string) {
 		n := int64(server)
 		lim, source = &n, SourceServer
 	}
-	for _, rq := range rqs {
-		if rq.Brokers != nil && (lim == nil || *rq.Brokers < *lim) {
-			n := *rq.Brokers
-			lim, source = &n, SourceResourceQuota+rq.Name
-		}
-	}
-	return lim, source
+	return strictest(lim, source, rqs, QuotaBrokers)
 }
 
 // brokerExists is the conflict of a new broker whose name is taken.

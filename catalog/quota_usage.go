@@ -121,12 +121,14 @@ func limitOf(q *Quota, rqs []ResourceQuota, resource string) (*int64, string) {
 			}
 		}
 	}
-	for _, rq := range rqs { // by name: the first of the strictest wins
-		v := rq.Instances
-		if resource == QuotaBindings {
-			v = rq.Bindings
-		}
-		if v != nil && (lim == nil || *v < *lim) {
+	return strictest(lim, source, rqs, resource)
+}
+
+// strictest lowers lim, which comes from source, to the strictest limit
+// of rqs on resource: by name, the first of the strictest wins.
+func strictest(lim *int64, source string, rqs []ResourceQuota, resource string) (*int64, string) {
+	for _, rq := range rqs {
+		if v := rq.limit(resource); v != nil && (lim == nil || *v < *lim) {
 			n := *v
 			lim, source = &n, SourceResourceQuota+rq.Name
 		}

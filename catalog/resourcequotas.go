@@ -27,6 +27,20 @@ func (rq *ResourceQuota) limits() bool {
 	return rq.Instances != nil || rq.Bindings != nil || rq.Brokers != nil
 }
 
+// limit is the ResourceQuota's hard limit on resource (QuotaInstances,
+// QuotaBindings or QuotaBrokers), nil for none.
+func (rq *ResourceQuota) limit(resource string) *int64 {
+	switch resource {
+	case QuotaInstances:
+		return rq.Instances
+	case QuotaBindings:
+		return rq.Bindings
+	case QuotaBrokers:
+		return rq.Brokers
+	}
+	return nil
+}
+
 // PutResourceQuota records a ResourceQuota's limits, or forgets it when it
 // sets none.
 func (s *Store) PutResourceQuota(ctx context.Context, rq ResourceQuota) error {
