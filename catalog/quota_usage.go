@@ -138,13 +138,14 @@ func strictest(lim *int64, source string, rqs []ResourceQuota, resource string) 
 
 // quotaUsageSQL is every namespace that has instances, bindings, brokers
 // of its own, a quota of its own or a ResourceQuota, and the number of its
-// instances, bindings and brokers, in one snapshot: its rows in catalog.namespace_counts where it
-// has them, as QuotaStatus reads them, else its objects counted. A table's
-// objects are counted (in one pass, as before there were rows) only when
-// a namespace that has some of them has no row: i and b find the
-// namespaces that have objects by one descent of an index each (the least
-// namespace after the last one found), not by reading the objects. A row
-// at 0 (the namespace's objects all gone) lists no namespace.
+// instances, bindings and brokers, in one snapshot: its rows in
+// catalog.namespace_counts where it has them, as QuotaStatus reads them,
+// else its objects counted (its brokers always are: they are few). A
+// table's objects are counted (in one pass, as before there were rows)
+// only when a namespace that has some of them has no row: i and b find
+// the namespaces that have objects by one descent of an index each (the
+// least namespace after the last one found), not by reading the objects.
+// A row at 0 (the namespace's objects all gone) lists no namespace.
 const quotaUsageSQL = `WITH RECURSIVE
 	i(ns) AS (SELECT min(namespace) FROM catalog.instances
 		UNION ALL SELECT (SELECT min(namespace) FROM catalog.instances WHERE namespace > i.ns) FROM i WHERE i.ns IS NOT NULL),
