@@ -265,7 +265,8 @@ func (s *Store) relistFailed(ctx context.Context, id, reason string, cause error
 			return err
 		}
 		var failures int
-		if err := w.QueryRow(ctx, `UPDATE catalog.brokers SET relist_failures = relist_failures + 1 WHERE id = $1 RETURNING relist_failures`, id).Scan(&failures); err != nil {
+		if err := w.QueryRow(ctx, `UPDATE catalog.brokers SET relist_failures = relist_failures + 1, relists_failed = relists_failed + 1
+			WHERE id = $1 RETURNING relist_failures`, id).Scan(&failures); err != nil {
 			return mapErr(err)
 		}
 		now := s.now().UTC()
@@ -349,9 +350,15 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		}
 		cw := &catalogueWriter{w: w, b: b, now: s.now().UTC(), restrict: parseRestrictions(b.Spec.CatalogRestrictions),
 			seenClass: map[string]bool{}, seenPlan: map[string]bool{}}
+		// counted is the fetch's column of migrations/catalog 0030.
+		counted := "relists_stored"
 		switch {
 		case stored.unchanged(b, cat):
 			// Most fetches: the rows are left as they are, unread.
+			counted = "relists_unchanged"
+			if cat.NotModified {
+				counted = "relists_not_modified"
+			}
 			err = cw.keepStored(ctx)
 		case cat.Same:
 			return errStaleCatalogue
@@ -374,7 +381,7 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		}
 		b.Status.NextRelistTime = next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_failures = 0,
-			relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
+			`+counted+` = `+counted+` + 1, relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
 			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, ''),
 			catalogue_stored_at = $2::jsonb->>'lastCatalogRetrievalTime' WHERE id = $1`,
 			id, mustJSON(b.Status), next, cat.Digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {

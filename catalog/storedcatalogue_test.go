@@ -2,6 +2,8 @@ package catalog_test
 
 import (
 	"context"
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -243,5 +245,41 @@ func TestCatalogueStoredByAnotherRelease(t *testing.T) {
 		if pos != -1 {
 			t.Errorf("plan %s: position %d written: the store after the other release's did not record what it stored from", id, pos)
 		}
+	}
+}
+
+// TestRelistCounts: each fetch is counted by how it ended, in the
+// broker's row: stored, the same document left as it was, a 304, a
+// failure; the cluster's brokers apart from the namespaces' own.
+func TestRelistCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, fake, b := listedWithETag(t) // stored
+	plain := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	own := &catalog.Broker{Spec: catalog.BrokerSpec{URL: plain.URL()}}
+	own.Name, own.Namespace = "own", "team-a"
+	own, err := s.CreateBroker(ctx, own, &catalog.BrokerAuth{Basic: &catalog.BasicAuth{Username: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own = relistReady(t, s, own, 4)
+	relistReady(t, s, own, 4) // the same document
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Status: http.StatusInternalServerError, Times: 1})
+	if _, err := s.Relist(ctx, b.ID); err == nil {
+		t.Fatal("a relist the broker answered 500 succeeded")
+	}
+	relistReady(t, s, b, 4) // 304: a failure leaves the validators of the catalogue stored last
+	counts := map[bool][]catalog.RelistCount{}
+	for _, namespaced := range []bool{false, true} {
+		if counts[namespaced], err = s.RelistCounts(ctx, namespaced); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[bool][]catalog.RelistCount{
+		false: {{Broker: "fake", Stored: 1, NotModified: 1, Failed: 1}},
+		true:  {{Namespace: "team-a", Broker: "own", Stored: 1, Unchanged: 1}},
+	}
+	if !reflect.DeepEqual(counts, want) {
+		t.Errorf("counts %+v, want %+v", counts, want)
 	}
 }

@@ -72,14 +72,52 @@ func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// relistCollector exports how the catalogue fetches of the cluster's
+// brokers, or of the namespaces' own, ended (catalog.Store.RelistCounts),
+// read from the database at each scrape: the counts are every replica's.
+type relistCollector struct {
+	store      *catalog.Store
+	log        *slog.Logger
+	namespaced bool
+}
+
+// NewRelistCollector returns the collector of the fetches of the cluster's
+// brokers, or of the namespaces' own brokers when namespaced is set.
+func NewRelistCollector(store *catalog.Store, log *slog.Logger, namespaced bool) prometheus.Collector {
+	return relistCollector{store: store, log: log, namespaced: namespaced}
+}
+
+var relistsDesc = prometheus.NewDesc("bindery_broker_relists_total",
+	"Catalogue fetches of the broker by how they ended: stored, unchanged (the catalogue stored last, left as it was), not_modified (the same, the broker answering 304) or failed.",
+	[]string{"namespace", "broker", "outcome"}, nil)
+
+func (relistCollector) Describe(ch chan<- *prometheus.Desc) { ch <- relistsDesc }
+
+func (r relistCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	counts, err := r.store.RelistCounts(ctx, r.namespaced)
+	if err != nil {
+		r.log.Warn("read the brokers' relists for metrics", "error", err)
+		ch <- prometheus.NewInvalidMetric(relistsDesc, err)
+		return
+	}
+	for _, c := range counts {
+		for outcome, n := range map[string]int64{"stored": c.Stored, "unchanged": c.Unchanged, "not_modified": c.NotModified, "failed": c.Failed} {
+			ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(n), c.Namespace, c.Broker, outcome)
+		}
+	}
+}
+
 // MountMetrics serves /metrics on e: reg's metrics to every scrape, and
-// the namespaces' usage (NewQuotaCollector) only to a scrape whose bearer
-// token is one for all namespaces (serve.SplitMetrics). The usage names
-// every namespace and what it holds, which a token limited to namespaces
-// may not learn (GET /namespaces shows it its own), and /metrics is on the
-// address tenants reach the API and the web UI at.
-func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, usage prometheus.Collector) {
-	private := prometheus.NewRegistry()
-	private.MustRegister(usage)
-	e.GET("/metrics", echo.WrapHandler(serve.SplitMetrics(reg, private, s.tokens.ForAllNamespaces)))
+// private's (the namespaces' usage, NewQuotaCollector, and their brokers'
+// fetches) only to a scrape whose bearer token is one for all namespaces
+// (serve.SplitMetrics). They name every namespace and what it holds, which
+// a token limited to namespaces may not learn (GET /namespaces shows it
+// its own), and /metrics is on the address tenants reach the API and the
+// web UI at.
+func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, private ...prometheus.Collector) {
+	own := prometheus.NewRegistry()
+	own.MustRegister(private...)
+	e.GET("/metrics", echo.WrapHandler(serve.SplitMetrics(reg, own, s.tokens.ForAllNamespaces)))
 }

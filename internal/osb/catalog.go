@@ -56,6 +56,8 @@ type Catalogue struct {
 	// the broker answered 304 to its validators, or sent it again. It is
 	// not checked again, and has no services here.
 	Same bool
+	// NotModified says the broker answered 304 (Same is set too).
+	NotModified bool
 }
 
 // Fetched is what a platform keeps of the catalogue it fetched last: the
@@ -141,7 +143,7 @@ func (c *Client) Catalog(ctx context.Context, last Fetched) (*Catalogue, error) 
 	}
 	defer res.Body.Close()
 	if res.StatusCode == http.StatusNotModified && last.Validators != (Validators{}) {
-		return &Catalogue{Same: true, Digest: last.Digest, Validators: last.Validators}, nil
+		return &Catalogue{Same: true, NotModified: true, Digest: last.Digest, Validators: last.Validators}, nil
 	}
 	if res.StatusCode != http.StatusOK {
 		raw, err := readAnswer(res, MaxAnswer)

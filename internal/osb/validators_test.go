@@ -41,8 +41,8 @@ func TestCatalogValidators(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(doc))
-	if cat.Same || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
-		t.Fatalf("first fetch: Same %v, %d services, digest %x (want %x)", cat.Same, cat.Len(), cat.Digest, sum)
+	if cat.Same || cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
+		t.Fatalf("first fetch: Same %v, NotModified %v, %d services, digest %x (want %x)", cat.Same, cat.NotModified, cat.Len(), cat.Digest, sum)
 	}
 	want := Validators{ETag: `"v1"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}
 	if cat.Validators != want {
@@ -55,8 +55,8 @@ func TestCatalogValidators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Same || again.Validators != want || string(again.Digest) != string(sum[:]) || asked.Get("If-Modified-Since") != want.LastModified {
-		t.Errorf("asked with the validators: Same %v, validators %+v, digest %x, If-Modified-Since %q", again.Same, again.Validators, again.Digest, asked.Get("If-Modified-Since"))
+	if !again.Same || !again.NotModified || again.Validators != want || string(again.Digest) != string(sum[:]) || asked.Get("If-Modified-Since") != want.LastModified {
+		t.Errorf("asked with the validators: Same %v, NotModified %v, validators %+v, digest %x, If-Modified-Since %q", again.Same, again.NotModified, again.Validators, again.Digest, asked.Get("If-Modified-Since"))
 	}
 	for _, bad := range []string{"\"v\tw\"", `"` + strings.Repeat("x", 300) + `"`, "\"caf\xc3\xa9\""} {
 		etag = bad
@@ -92,8 +92,8 @@ func TestCatalogSameDocument(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte(doc))
 	cat, err := c.Catalog(ctx, Fetched{Digest: sum[:]})
-	if err != nil || !cat.Same || cat.Len() != 0 || string(cat.Digest) != string(sum[:]) {
-		t.Fatalf("the document fetched last: %+v, %v; want Same, no services, its digest", cat, err)
+	if err != nil || !cat.Same || cat.NotModified || cat.Len() != 0 || string(cat.Digest) != string(sum[:]) {
+		t.Fatalf("the document fetched last: %+v, %v; want Same (not NotModified), no services, its digest", cat, err)
 	}
 	other := sha256.Sum256([]byte("{}"))
 	if _, err := c.Catalog(ctx, Fetched{Digest: other[:]}); err == nil {
