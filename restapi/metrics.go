@@ -87,7 +87,7 @@ func NewRelistCollector(store *catalog.Store, log *slog.Logger, namespaced bool)
 	return relistCollector{store: store, log: log, namespaced: namespaced}
 }
 
-var relistsDesc = prometheus.NewDesc("bindery_broker_relists_total",
+var relistsDesc = prometheus.NewDesc("bindery_catalog_relists_total",
 	"Catalogue fetches of the broker by how they ended: stored, unchanged (the catalogue stored last, left as it was), not_modified (the same, the broker answering 304) or failed.",
 	[]string{"namespace", "broker", "outcome"}, nil)
 

@@ -116,13 +116,13 @@ func TestNamespaceMetricsNeedATokenForAllNamespaces(t *testing.T) {
 			t.Errorf("/metrics with %s names the namespaces:\n%s", who, servetest.Lines(got, "namespace"))
 		}
 		if !strings.Contains(got, "go_goroutines") || !strings.Contains(got, "bindery_api_token_requests") ||
-			!strings.Contains(got, `bindery_broker_relists_total{broker="bindery",namespace="",outcome="stored"} 1`) {
+			!strings.Contains(got, `bindery_catalog_relists_total{broker="bindery",namespace="",outcome="stored"} 1`) {
 			t.Errorf("/metrics with %s lacks the process's metrics or the cluster's brokers' fetches:\n%s", who, servetest.Lines(got, "relists"))
 		}
 	}
 	got := scrape(bb.admin)
 	if !strings.Contains(got, `bindery_namespace_instances{namespace="team-b"} 1`) ||
-		!strings.Contains(got, `bindery_broker_relists_total{broker="own",namespace="team-b",outcome="stored"} 1`) {
+		!strings.Contains(got, `bindery_catalog_relists_total{broker="own",namespace="team-b",outcome="stored"} 1`) {
 		t.Errorf("/metrics with a token for all namespaces lacks the namespaces' usage or their brokers' fetches:\n%s", servetest.Lines(got, "namespace"))
 	}
 }
