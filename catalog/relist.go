@@ -121,19 +121,32 @@ func (s *Store) secretAuth(ctx context.Context, info *BrokerAuthInfo, ref *Objec
 
 // relist is one fetch of a broker's catalogue (Relist says what it does).
 func (s *Store) relist(ctx context.Context, id string) (*Broker, error) {
-	out, err := s.relistOnce(ctx, id, true)
-	if errors.Is(err, errStaleCatalogue) {
-		// The fetch found the catalogue stored last, which the broker's
-		// change made stale meanwhile: fetched again, whole.
-		out, err = s.relistOnce(ctx, id, false)
+	last := true
+	for attempt := 1; ; attempt++ {
+		out, err := s.relistOnce(ctx, id, last)
+		if !errors.Is(err, errStaleCatalogue) {
+			return out, err
+		}
+		if attempt == maxStaleFetches {
+			return s.relistFailed(ctx, id, ReasonErrorFetchingCatalog,
+				fmt.Errorf("the broker's spec changed during each of %d fetches of its catalogue", attempt))
+		}
+		// The broker's spec changed while its catalogue was fetched:
+		// fetched again, whole, for the spec as it is now.
+		last = false
 	}
-	return out, err
 }
 
-// errStaleCatalogue is a fetch that found the catalogue stored last (a
-// 304 to its validators, or the same document) when it no longer names
-// what the broker's rows were stored from.
+// errStaleCatalogue is a fetch made for a generation of the broker's spec
+// that is no longer its own, or that found the catalogue stored last (a
+// 304 to its ETag, or the same document) when that no longer names what
+// the broker's rows were stored from.
 var errStaleCatalogue = errors.New("catalogue stored last is stale")
+
+// maxStaleFetches bounds the fetches of one relist that a broker's spec
+// changing under them makes stale: a spec change asks for a relist of its
+// own, which runs after this one.
+const maxStaleFetches = 3
 
 // relistOnce is relist, the broker asked with what was kept of the
 // catalogue stored last when last is set and it still applies.
@@ -155,7 +168,7 @@ func (s *Store) relistOnce(ctx context.Context, id string, last bool) (*Broker, 
 			return nil, err
 		}
 		if stored.validFor(b) {
-			known = osb.Fetched{Validators: stored.validators, Digest: stored.digest}
+			known = osb.Fetched{ETag: stored.etag, Digest: stored.digest}
 		}
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.brokerTimeout)
@@ -168,7 +181,7 @@ func (s *Store) relistOnce(ctx context.Context, id string, last bool) (*Broker, 
 	if err != nil {
 		return s.fetchFailed(ctx, id, err)
 	}
-	out, err := s.storeCatalog(ctx, id, cat)
+	out, err := s.storeCatalog(ctx, id, b.Generation, cat)
 	if err != nil {
 		if v, ok := AsValidation(err); ok {
 			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, v)
@@ -203,19 +216,27 @@ func (s *Store) fetchFailed(ctx context.Context, id string, err error) (*Broker,
 }
 
 // storedCatalogue is what a broker's classes and plans were stored from
-// last (migrations/catalog 0029).
+// last (migrations/catalog 0029, 0030).
 type storedCatalogue struct {
 	digest     []byte
 	generation *int64
-	validators osb.Validators
+	etag       string
+	format     *int32
 }
+
+// catalogueFormat is the version of how a catalogue document becomes rows:
+// what osb.Client.Catalog checks of it and what classOf and planOf store.
+// A release that changes either bumps it, so that the rows of a document
+// stored before, which relists would otherwise leave as they are, are
+// checked and written again (migrations/catalog 0030).
+const catalogueFormat = 1
 
 func readStoredCatalogue(ctx context.Context, q querier, id string) (storedCatalogue, error) {
 	var sc storedCatalogue
 	var current bool
-	err := q.QueryRow(ctx, `SELECT catalogue_digest, catalogue_generation, coalesce(catalogue_etag, ''), coalesce(catalogue_last_modified, ''),
+	err := q.QueryRow(ctx, `SELECT catalogue_digest, catalogue_generation, coalesce(catalogue_etag, ''), catalogue_format,
 			coalesce(catalogue_stored_at = status->>'lastCatalogRetrievalTime', false)
-		FROM catalog.brokers WHERE id = $1`, id).Scan(&sc.digest, &sc.generation, &sc.validators.ETag, &sc.validators.LastModified, &current)
+		FROM catalog.brokers WHERE id = $1`, id).Scan(&sc.digest, &sc.generation, &sc.etag, &sc.format, &current)
 	if !current {
 		// Another store moved the retrieval time since (migrations/catalog
 		// 0029): none of it applies.
@@ -224,14 +245,16 @@ func readStoredCatalogue(ctx context.Context, q querier, id string) (storedCatal
 	return sc, mapErr(err)
 }
 
-// validFor says the rows were stored for b's generation: its catalog
-// restrictions, and whatever else of its spec they depend on, are the same.
+// validFor says the rows were stored for b's generation (its catalog
+// restrictions, and whatever else of its spec they depend on, are the
+// same) by a release that makes them as this one does.
 func (sc storedCatalogue) validFor(b *Broker) bool {
-	return sc.digest != nil && sc.generation != nil && *sc.generation == b.Generation
+	return sc.digest != nil && sc.generation != nil && *sc.generation == b.Generation &&
+		sc.format != nil && *sc.format == catalogueFormat
 }
 
 // unchanged says a relist of b that fetched cat would store the rows as
-// they are: the same document (a 304 to its validators is its digest).
+// they are: the same document (a 304 to its ETag is its digest).
 func (sc storedCatalogue) unchanged(b *Broker, cat *osb.Catalogue) bool {
 	return sc.validFor(b) && bytes.Equal(cat.Digest, sc.digest)
 }
@@ -336,13 +359,18 @@ func matchAll(sels []labels.Selector, fields labels.Set) bool {
 }
 
 // storeCatalog writes a fetched catalogue: one transaction, one revision,
-// written a chunk of services at a time (catalogueWriter).
-func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue) (*Broker, error) {
+// written a chunk of services at a time (catalogueWriter). The catalogue
+// was fetched for the broker's spec of generation fetchedFor: one fetched
+// for another is errStaleCatalogue (from another URL, say).
+func (s *Store) storeCatalog(ctx context.Context, id string, fetchedFor int64, cat *osb.Catalogue) (*Broker, error) {
 	var out *Broker
 	_, err := s.write(ctx, func(w *txn) error {
 		b, err := getBy[Broker](ctx, w, `id = $1 FOR NO KEY UPDATE`, id)
 		if err != nil {
 			return err
+		}
+		if b.Generation != fetchedFor {
+			return errStaleCatalogue
 		}
 		stored, err := readStoredCatalogue(ctx, w, id)
 		if err != nil {
@@ -382,9 +410,9 @@ func (s *Store) storeCatalog(ctx context.Context, id string, cat *osb.Catalogue)
 		b.Status.NextRelistTime = next
 		if _, err := w.Exec(ctx, `UPDATE catalog.brokers SET status = $2, next_relist_at = $3, relist_failures = 0,
 			`+counted+` = `+counted+` + 1, relist_claimed_until = NULL, catalogue_digest = $4, catalogue_generation = $5,
-			catalogue_etag = nullif($6, ''), catalogue_last_modified = nullif($7, ''),
+			catalogue_etag = nullif($6, ''), catalogue_last_modified = NULL, catalogue_format = $7,
 			catalogue_stored_at = $2::jsonb->>'lastCatalogRetrievalTime' WHERE id = $1`,
-			id, mustJSON(b.Status), next, cat.Digest, b.Generation, cat.Validators.ETag, cat.Validators.LastModified); err != nil {
+			id, mustJSON(b.Status), next, cat.Digest, b.Generation, cat.ETag, catalogueFormat); err != nil {
 			return mapErr(err)
 		}
 		if err := addEvent(ctx, w, b.kind(), id, "Normal", ReasonFetchedCatalog, msg, ""); err != nil {

@@ -17,11 +17,10 @@ type RelistCount struct {
 	Stored, Unchanged, NotModified, Failed int64
 }
 
-// RelistCounts reads the counts of the cluster's brokers, or of the
-// namespaces' own brokers when namespaced is set, for metrics.
-func (s *Store) RelistCounts(ctx context.Context, namespaced bool) ([]RelistCount, error) {
+// RelistCounts reads the counts of every broker, for metrics.
+func (s *Store) RelistCounts(ctx context.Context) ([]RelistCount, error) {
 	rows, err := s.pool.Query(ctx, `SELECT namespace, name, relists_stored, relists_unchanged, relists_not_modified, relists_failed
-		FROM catalog.brokers WHERE (namespace <> '') = $1 ORDER BY namespace, name`, namespaced)
+		FROM catalog.brokers ORDER BY namespace, name`)
 	if err != nil {
 		return nil, mapErr(err)
 	}

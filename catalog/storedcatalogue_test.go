@@ -2,8 +2,10 @@ package catalog_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,7 +252,7 @@ func TestCatalogueStoredByAnotherRelease(t *testing.T) {
 
 // TestRelistCounts: each fetch is counted by how it ended, in the
 // broker's row: stored, the same document left as it was, a 304, a
-// failure; the cluster's brokers apart from the namespaces' own.
+// failure.
 func TestRelistCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -269,17 +271,119 @@ func TestRelistCounts(t *testing.T) {
 		t.Fatal("a relist the broker answered 500 succeeded")
 	}
 	relistReady(t, s, b, 4) // 304: a failure leaves the validators of the catalogue stored last
-	counts := map[bool][]catalog.RelistCount{}
-	for _, namespaced := range []bool{false, true} {
-		if counts[namespaced], err = s.RelistCounts(ctx, namespaced); err != nil {
-			t.Fatal(err)
-		}
+	counts, err := s.RelistCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := map[bool][]catalog.RelistCount{
-		false: {{Broker: "fake", Stored: 1, NotModified: 1, Failed: 1}},
-		true:  {{Namespace: "team-a", Broker: "own", Stored: 1, Unchanged: 1}},
+	want := []catalog.RelistCount{
+		{Broker: "fake", Stored: 1, NotModified: 1, Failed: 1},
+		{Namespace: "team-a", Broker: "own", Stored: 1, Unchanged: 1},
 	}
 	if !reflect.DeepEqual(counts, want) {
 		t.Errorf("counts %+v, want %+v", counts, want)
 	}
+}
+
+// TestCatalogueFetchedForAnotherSpec: a catalogue fetched for the broker's
+// spec as it was (from its URL then) is not stored for the spec that
+// replaced it during the fetch: the new URL's is fetched and stored.
+func TestCatalogueFetchedForAnotherSpec(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, before, b := listedFake(t)
+	plans := before.Catalog()[0].Plans
+	two := before.Catalog()[:1]
+	two[0].Plans = plans[:2]
+	before.SetCatalog(two) // a changed document, which a relist stores
+	after := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	answer := make(chan struct{})
+	before.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: answer, Times: 1})
+	relisted := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		relisted <- err
+	}()
+	for before.Count(osbtest.VerbCatalog) < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+		b.Spec.URL = after.URL()
+		return catalog.KeepAuth, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	if err := <-relisted; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetBroker(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ServicePlanCount != len(plans) || after.Count(osbtest.VerbCatalog) != 1 || got.Status.ReconciledGeneration != b.Generation {
+		t.Errorf("after the URL changed during a fetch: %d plans (want the new URL's %d), the new URL asked %d times (want 1), reconciled generation %d of %d",
+			got.Status.ServicePlanCount, len(plans), after.Count(osbtest.VerbCatalog), got.Status.ReconciledGeneration, b.Generation)
+	}
+}
+
+// TestCatalogueRowsOfAnotherFormat: rows that a release making them
+// otherwise stored (catalogue_format) are written again by a relist of the
+// same document.
+func TestCatalogueRowsOfAnotherFormat(t *testing.T) {
+	t.Parallel()
+	s, pool, _, b := listedWithPool(t)
+	misplacePlans(t, pool, b.ID)
+	if _, err := pool.Exec(context.Background(), `UPDATE catalog.brokers SET catalogue_format = 0 WHERE id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	relistReady(t, s, b, 4)
+	for id, pos := range planPositions(t, pool, b.ID) {
+		if pos < 0 {
+			t.Errorf("plan %s: position %d kept from rows of another format", id, pos)
+		}
+	}
+}
+
+// TestSpecChangingUnderEveryFetch: a broker whose spec changes during each
+// of its fetches is fetched again a bounded number of times, then the
+// relist says why it stored nothing; the next one stores the catalogue.
+func TestSpecChangingUnderEveryFetch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, fake, b := listedFake(t)
+	holds := make([]chan struct{}, 3)
+	for i := range holds {
+		holds[i] = make(chan struct{})
+		fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: holds[i], Times: 1})
+	}
+	relisted := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		relisted <- err
+	}()
+	for i, hold := range holds {
+		for fake.Count(osbtest.VerbCatalog) < 2+i {
+			time.Sleep(10 * time.Millisecond)
+		}
+		var err error
+		if b, err = s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+			b.Spec.RelistDuration = fmt.Sprintf("%dh0m0s", i+1)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		close(hold)
+	}
+	if err := <-relisted; err == nil || !strings.Contains(err.Error(), "changed during each of 3 fetches") {
+		t.Fatalf("a relist whose spec changed under each fetch: %v", err)
+	}
+	got, err := s.GetBroker(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ready(got); c.Status != catalog.ConditionFalse || c.Reason != catalog.ReasonErrorFetchingCatalog || fake.Count(osbtest.VerbCatalog) != 4 {
+		t.Errorf("after it: Ready %s %s (%s), %d fetches (want 4)", c.Status, c.Reason, c.Message, fake.Count(osbtest.VerbCatalog))
+	}
+	relistReady(t, s, got, 4)
 }

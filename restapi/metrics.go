@@ -72,19 +72,17 @@ func (q quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// relistCollector exports how the catalogue fetches of the cluster's
-// brokers, or of the namespaces' own, ended (catalog.Store.RelistCounts),
-// read from the database at each scrape: the counts are every replica's.
+// relistCollector exports how the catalogue fetches of every broker
+// ended (catalog.Store.RelistCounts), read from the database at each
+// scrape: the counts are every replica's.
 type relistCollector struct {
-	store      *catalog.Store
-	log        *slog.Logger
-	namespaced bool
+	store *catalog.Store
+	log   *slog.Logger
 }
 
-// NewRelistCollector returns the collector of the fetches of the cluster's
-// brokers, or of the namespaces' own brokers when namespaced is set.
-func NewRelistCollector(store *catalog.Store, log *slog.Logger, namespaced bool) prometheus.Collector {
-	return relistCollector{store: store, log: log, namespaced: namespaced}
+// NewRelistCollector returns the collector of the brokers' fetches.
+func NewRelistCollector(store *catalog.Store, log *slog.Logger) prometheus.Collector {
+	return relistCollector{store: store, log: log}
 }
 
 var relistsDesc = prometheus.NewDesc("bindery_catalog_relists_total",
@@ -96,7 +94,7 @@ func (relistCollector) Describe(ch chan<- *prometheus.Desc) { ch <- relistsDesc 
 func (r relistCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	counts, err := r.store.RelistCounts(ctx, r.namespaced)
+	counts, err := r.store.RelistCounts(ctx)
 	if err != nil {
 		r.log.Warn("read the brokers' relists for metrics", "error", err)
 		ch <- prometheus.NewInvalidMetric(relistsDesc, err)
@@ -110,12 +108,14 @@ func (r relistCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MountMetrics serves /metrics on e: reg's metrics to every scrape, and
-// private's (the namespaces' usage, NewQuotaCollector, and their brokers'
-// fetches) only to a scrape whose bearer token is one for all namespaces
-// (serve.SplitMetrics). They name every namespace and what it holds, which
-// a token limited to namespaces may not learn (GET /namespaces shows it
-// its own), and /metrics is on the address tenants reach the API and the
-// web UI at.
+// private's (the namespaces' usage, NewQuotaCollector, and the brokers'
+// fetches, NewRelistCollector) only to a scrape whose bearer token is one
+// for all namespaces (serve.SplitMetrics). They name every namespace and
+// what it holds, which a token limited to namespaces may not learn
+// (GET /namespaces shows it its own), and /metrics is on the address
+// tenants reach the API and the web UI at. They also read the database,
+// which reg's metrics do not: a scrape without a token is answered during
+// an outage of the database.
 func (s *Server) MountMetrics(e *echo.Echo, reg *prometheus.Registry, private ...prometheus.Collector) {
 	own := prometheus.NewRegistry()
 	own.MustRegister(private...)

@@ -86,13 +86,13 @@ func Run(ctx context.Context, cfg *Config, l net.Listener) error {
 	api := New(store, log)
 	api.SetMaxInflightPerToken(cfg.MaxInflightPerToken)
 	reg := serve.NewRegistry()
-	reg.MustRegister(api.Metrics(), NewRelistCollector(store, log, false))
+	reg.MustRegister(api.Metrics())
 	// /metrics is the API's (MountMetrics): what it shows depends on the
 	// scrape's token.
 	e := serve.NewEcho(log, nil, append(slices.Clip(cfg.Ready), func(ctx context.Context) error { return store.Ping(ctx) })...)
 	e.HTTPErrorHandler = api.ErrorHandler
 	api.Register(e)
-	api.MountMetrics(e, reg, NewQuotaCollector(store, log), NewRelistCollector(store, log, true))
+	api.MountMetrics(e, reg, NewQuotaCollector(store, log), NewRelistCollector(store, log))
 	for _, mount := range cfg.Mount {
 		mount(e, api.Share())
 	}

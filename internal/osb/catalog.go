@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
 
@@ -49,30 +48,30 @@ type Catalogue struct {
 	size    int
 	// Digest is the SHA-256 of the document as the broker sent it.
 	Digest []byte
-	// Validators are what the broker said the document may be asked for
-	// again with (RFC 7232).
-	Validators Validators
+	// ETag is the broker's entity tag for the document, when it sent one
+	// that can be sent back (etag): OSB lets a platform ask for the
+	// catalogue with it again (If-None-Match), and a broker answer 304 Not
+	// Modified.
+	ETag string
 	// Same says the document is the one fetched before (Catalog's last):
-	// the broker answered 304 to its validators, or sent it again. It is
-	// not checked again, and has no services here.
+	// the broker answered 304 to its ETag, or sent it again. It is not
+	// checked again, and has no services here.
 	Same bool
 	// NotModified says the broker answered 304 (Same is set too).
 	NotModified bool
 }
 
 // Fetched is what a platform keeps of the catalogue it fetched last: the
-// validators the broker sent with it, and its digest.
+// ETag the broker sent with it, and its digest.
+//
+// A Last-Modified is not kept: If-Modified-Since asks whether the document
+// changed since a date, and a broker rolled back to an older catalogue
+// (an older image, a file restored with its date) would answer 304 to it
+// for as long as the newer date stays ahead (RFC 7232, 3.3). An ETag
+// names the document, whatever its date.
 type Fetched struct {
-	Validators
+	ETag   string
 	Digest []byte
-}
-
-// Validators are a catalogue's ETag and Last-Modified, which OSB lets a
-// platform ask for the catalogue with again (If-None-Match,
-// If-Modified-Since) and a broker answer 304 Not Modified to.
-type Validators struct {
-	ETag         string
-	LastModified string
 }
 
 type catalogueEntry struct {
@@ -122,9 +121,9 @@ func (c *Catalogue) Service(i int) (Service, error) {
 // refused without reading the rest.
 //
 // Given what was kept of the catalogue fetched last, the broker may answer
-// that it has not changed (304 to its validators), or send the same
-// document again: the Catalogue returned says so (Same), and the document
-// is not checked again.
+// that it has not changed (304 to its ETag), or send the same document
+// again: the Catalogue returned says so (Same), and the document is not
+// checked again.
 func (c *Client) Catalog(ctx context.Context, last Fetched) (*Catalogue, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v2/catalog", nil)
 	if err != nil {
@@ -134,16 +133,18 @@ func (c *Client) Catalog(ctx context.Context, last Fetched) (*Catalogue, error) 
 	if last.ETag != "" {
 		req.Header.Set("If-None-Match", last.ETag)
 	}
-	if last.LastModified != "" {
-		req.Header.Set("If-Modified-Since", last.LastModified)
-	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch catalog: %w", err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode == http.StatusNotModified && last.Validators != (Validators{}) {
-		return &Catalogue{Same: true, NotModified: true, Digest: last.Digest, Validators: last.Validators}, nil
+	if res.StatusCode == http.StatusNotModified && last.ETag != "" {
+		// A 304 names the tag it answers for, if it names one (RFC 7232,
+		// 4.1); another tag is not the document kept.
+		if tag := res.Header.Get("ETag"); tag != "" && !sameTag(tag, last.ETag) {
+			return c.Catalog(ctx, Fetched{Digest: last.Digest})
+		}
+		return &Catalogue{Same: true, NotModified: true, Digest: last.Digest, ETag: last.ETag}, nil
 	}
 	if res.StatusCode != http.StatusOK {
 		raw, err := readAnswer(res, MaxAnswer)
@@ -159,41 +160,41 @@ func (c *Client) Catalog(ctx context.Context, last Fetched) (*Catalogue, error) 
 	}
 	sum := digest.Sum(nil)
 	if last.Digest != nil && bytes.Equal(sum, last.Digest) {
-		return &Catalogue{Same: true, Digest: sum, Validators: validators(res.Header)}, nil
+		return &Catalogue{Same: true, Digest: sum, ETag: etag(res.Header.Get("ETag"))}, nil
 	}
 	cat, err := checkCatalogue(services)
 	if err != nil {
 		return nil, err
 	}
 	cat.Digest = sum
-	cat.Validators = validators(res.Header)
+	cat.ETag = etag(res.Header.Get("ETag"))
 	return cat, nil
 }
 
-// validators are the ETag and Last-Modified of an answer, each kept only
-// when it is short and printable ASCII, as a header sent back must be. A
-// Last-Modified is kept only when the answer's Date is at least a second
-// later (RFC 7232, 2.2.2): a catalogue changed again within the second it
-// names would otherwise be answered 304.
-func validators(h http.Header) Validators {
-	keep := func(v string) string {
-		if len(v) > 256 {
+// maxETag is the longest ETag kept, to send back.
+const maxETag = 256
+
+// etag is v when it is one entity tag (RFC 7232, 2.3: an optional W/, then
+// a quoted string of visible ASCII other than the quote) no longer than
+// maxETag, and "" otherwise: "*", which If-None-Match takes to match any
+// document, a list of tags, or bytes a header cannot carry.
+func etag(v string) string {
+	opaque := strings.TrimPrefix(v, "W/")
+	if len(v) > maxETag || len(opaque) < 2 || opaque[0] != '"' || opaque[len(opaque)-1] != '"' {
+		return ""
+	}
+	for i := 1; i < len(opaque)-1; i++ {
+		if c := opaque[i]; c < 0x21 || c == '"' || c > 0x7e {
 			return ""
 		}
-		for i := range len(v) {
-			if v[i] < 0x20 || v[i] > 0x7e {
-				return ""
-			}
-		}
-		return v
-	}
-	v := Validators{ETag: keep(h.Get("ETag")), LastModified: keep(h.Get("Last-Modified"))}
-	modified, err := http.ParseTime(v.LastModified)
-	date, derr := http.ParseTime(h.Get("Date"))
-	if err != nil || derr != nil || date.Sub(modified) < time.Second {
-		v.LastModified = ""
 	}
 	return v
+}
+
+// sameTag is RFC 7232's weak comparison, which If-None-Match uses: the
+// same opaque tag, weak or not.
+func sameTag(a, b string) bool {
+	return strings.TrimPrefix(a, "W/") == strings.TrimPrefix(b, "W/")
 }
 
 // errCatalogTooLarge is a catalogue past MaxCatalog.

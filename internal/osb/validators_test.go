@@ -11,23 +11,23 @@ import (
 )
 
 // TestCatalogValidators: a catalogue comes with its digest and the
-// broker's ETag and Last-Modified, kept only when they could be sent back
-// (a Last-Modified, when it is at least a second older than the answer);
-// asked with them, a 304 says Same, and a 304 to a fetch that named none
-// is an error.
+// broker's ETag, kept only when it is one entity tag that can be sent
+// back; asked with it, a 304 says Same; a 304 for another tag, or to a
+// fetch that named none, is not the document kept. A Last-Modified is
+// never sent back (Fetched says why).
 func TestCatalogValidators(t *testing.T) {
 	doc := `{"services":[{"id":"a","name":"a","description":"d","bindable":true,"plans":[{"id":"a-p","name":"p","description":"d"}]}]}`
 	var asked http.Header
-	etag := `"v1"`
-	lastModified := "Mon, 02 Jan 2006 15:04:05 GMT"
+	etag, answered := `"v1"`, `"v1"`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked = r.Header.Clone()
-		w.Header().Set("ETag", etag)
-		w.Header().Set("Last-Modified", lastModified)
-		if r.Header.Get("If-None-Match") == `"v1"` {
+		w.Header().Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
+		if r.Header.Get("If-None-Match") != "" && r.Header.Get("If-None-Match") == etag {
+			w.Header().Set("ETag", answered)
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
+		w.Header().Set("ETag", etag)
 		_, _ = w.Write([]byte(doc))
 	}))
 	t.Cleanup(srv.Close)
@@ -41,42 +41,48 @@ func TestCatalogValidators(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(doc))
-	if cat.Same || cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) {
-		t.Fatalf("first fetch: Same %v, NotModified %v, %d services, digest %x (want %x)", cat.Same, cat.NotModified, cat.Len(), cat.Digest, sum)
+	if cat.Same || cat.NotModified || cat.Len() != 1 || string(cat.Digest) != string(sum[:]) || cat.ETag != `"v1"` {
+		t.Fatalf("first fetch: Same %v, NotModified %v, %d services, digest %x (want %x), ETag %q", cat.Same, cat.NotModified, cat.Len(), cat.Digest, sum, cat.ETag)
 	}
-	want := Validators{ETag: `"v1"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}
-	if cat.Validators != want {
-		t.Fatalf("validators %+v, want %+v", cat.Validators, want)
+	if asked.Get("If-None-Match") != "" {
+		t.Errorf("a fetch without an ETag sent If-None-Match %q", asked.Get("If-None-Match"))
 	}
-	if asked.Get("If-None-Match") != "" || asked.Get("If-Modified-Since") != "" {
-		t.Errorf("a fetch without validators sent %q, %q", asked.Get("If-None-Match"), asked.Get("If-Modified-Since"))
-	}
-	again, err := c.Catalog(ctx, Fetched{Validators: cat.Validators, Digest: cat.Digest})
+	again, err := c.Catalog(ctx, Fetched{ETag: cat.ETag, Digest: cat.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Same || !again.NotModified || again.Validators != want || string(again.Digest) != string(sum[:]) || asked.Get("If-Modified-Since") != want.LastModified {
-		t.Errorf("asked with the validators: Same %v, NotModified %v, validators %+v, digest %x, If-Modified-Since %q", again.Same, again.NotModified, again.Validators, again.Digest, asked.Get("If-Modified-Since"))
+	if !again.Same || !again.NotModified || again.ETag != `"v1"` || string(again.Digest) != string(sum[:]) ||
+		asked.Get("If-None-Match") != `"v1"` || asked.Get("If-Modified-Since") != "" {
+		t.Errorf("asked with the ETag: Same %v, NotModified %v, ETag %q, digest %x; sent If-None-Match %q, If-Modified-Since %q",
+			again.Same, again.NotModified, again.ETag, again.Digest, asked.Get("If-None-Match"), asked.Get("If-Modified-Since"))
 	}
-	for _, bad := range []string{"\"v\tw\"", `"` + strings.Repeat("x", 300) + `"`, "\"caf\xc3\xa9\""} {
+	// A 304 that names another tag: fetched again without one.
+	answered = `"v2"`
+	if got, err := c.Catalog(ctx, Fetched{ETag: cat.ETag, Digest: cat.Digest}); err != nil || got.NotModified || !got.Same || asked.Get("If-None-Match") != "" {
+		t.Errorf("a 304 for another tag: %+v, %v; want the document fetched again (Same by its digest)", got, err)
+	}
+	answered = `W/"v1"` // the same tag, weak: RFC 7232's weak comparison
+	if got, err := c.Catalog(ctx, Fetched{ETag: cat.ETag, Digest: cat.Digest}); err != nil || !got.NotModified {
+		t.Errorf("a 304 for the same tag, weak: %+v, %v; want NotModified", got, err)
+	}
+	for _, bad := range []string{"*", `"a", "b"`, `"a"b"`, "v1", `W/v1`, `""x`, "\"v\tw\"", `"` + strings.Repeat("x", 300) + `"`, "\"caf\xc3\xa9\""} {
 		etag = bad
 		got, err := c.Catalog(ctx, Fetched{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Validators.ETag != "" {
-			t.Errorf("ETag %q kept; it cannot be sent back", bad)
+		if got.ETag != "" {
+			t.Errorf("ETag %q kept; it is not one entity tag that can be sent back", bad)
 		}
 	}
-	// Changed within a second of the answer's date (here after it, as a
-	// broker whose clock is ahead says): it could change again within
-	// that second, which If-Modified-Since would not tell.
-	etag, lastModified = "", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
-	if got, err := c.Catalog(ctx, Fetched{}); err != nil || got.Validators != (Validators{}) {
-		t.Errorf("a Last-Modified not a second older than the answer: validators %+v (%v), want none", got.Validators, err)
+	for _, good := range []string{`""`, `W/"x"`, `"a/b=c!#~"`} {
+		etag = good
+		if got, err := c.Catalog(ctx, Fetched{}); err != nil || got.ETag != good {
+			t.Errorf("ETag %q: kept %q (%v)", good, got.ETag, err)
+		}
 	}
 	if _, err := answering(t, http.StatusNotModified, text("")).Catalog(ctx, Fetched{}); err == nil {
-		t.Error("a 304 to a fetch without validators was taken as a catalogue")
+		t.Error("a 304 to a fetch without an ETag was taken as a catalogue")
 	}
 }
 
