@@ -643,6 +643,13 @@ const (
 // dropWhere deletes the rows of table that cond (on args) picks, 500 to a
 // statement, and stages their deletions. They are at most the rows of the
 // catalogues fetched since the last relist.
+//
+// The rows are locked before they are deleted, and cond is asked again by
+// the DELETE, a statement of its own: a creation naming a row, or a
+// visibility set on it, that committed while the lock waited is then seen
+// (a statement sees what committed before it began), and the row is kept;
+// locked, a row takes no new holder until the relist commits. The rows
+// kept are marked removed, as rows that were held.
 func dropWhere[T any, P interface {
 	*T
 	object
@@ -651,16 +658,36 @@ func dropWhere[T any, P interface {
 	if err != nil {
 		return err
 	}
+	del := `DELETE FROM ` + table + ` WHERE id = ANY($` + strconv.Itoa(len(args)+1) + `::uuid[]) AND (` + cond + `) RETURNING id::text`
 	for items := l.Items; len(items) > 0; {
 		n := min(500, len(items))
 		ids := make([]string, n)
-		changes := make([]change, n)
+		byID := make(map[string]P, n)
 		for i, o := range items[:n] {
-			ids[i], changes[i] = o.meta().ID, change{Deleted, o}
+			ids[i] = o.meta().ID
+			byID[ids[i]] = o
 		}
 		items = items[n:]
-		if _, err := w.Exec(ctx, `DELETE FROM `+table+` WHERE id = ANY($1::uuid[])`, ids); err != nil {
+		if _, err := w.Exec(ctx, `SELECT FROM `+table+` WHERE id = ANY($1::uuid[]) FOR UPDATE`, ids); err != nil {
 			return mapErr(err)
+		}
+		rows, err := w.Query(ctx, del, append(slices.Clip(args), ids)...)
+		if err != nil {
+			return mapErr(err)
+		}
+		deleted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return mapErr(err)
+		}
+		gone := make(map[string]bool, len(deleted))
+		for _, id := range deleted {
+			gone[id] = true
+		}
+		changes := make([]change, 0, len(deleted))
+		for _, id := range ids {
+			if gone[id] {
+				changes = append(changes, change{Deleted, byID[id]})
+			}
 		}
 		if err := w.stage(ctx, changes); err != nil {
 			return err
