@@ -222,7 +222,7 @@ func (s *Store) QuotaUsage(ctx context.Context) ([]NamespaceUsage, error) {
 }
 
 // rqRange is where the ResourceQuotas of namespace are in rqs, which are
-// sorted by namespace.
+// sorted by namespace in byte order (resourceQuotas).
 func rqRange(rqs []ResourceQuota, namespace string) (int, int) {
 	lo, _ := slices.BinarySearchFunc(rqs, namespace, func(rq ResourceQuota, ns string) int { return strings.Compare(rq.Namespace, ns) })
 	hi := lo

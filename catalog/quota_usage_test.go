@@ -303,3 +303,51 @@ func TestQuotaUsageReadsCounts(t *testing.T) {
 		t.Errorf("usage %+v", usage)
 	}
 }
+
+// TestQuotaUsageWhateverTheCollation: the ResourceQuotas' limits reach
+// QuotaUsage however the database sorts text. Under a collation that
+// ignores punctuation (glibc's en_US.UTF-8, a common default, sorts team1
+// before team-a; so does ICU's with punctuation shifted, used here), the
+// quotas were read in that order and looked for in Go's byte order, and
+// the limits of both namespaces were lost.
+func TestQuotaUsageWhateverTheCollation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newStoreAndPool(t)
+	for _, sql := range []string{
+		`CREATE COLLATION punctuation_ignored (provider = icu, locale = 'en-US-u-ka-shifted')`,
+		`ALTER TABLE catalog.resource_quotas ALTER COLUMN namespace TYPE text COLLATE punctuation_ignored`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var sorted []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(n ORDER BY n COLLATE punctuation_ignored) FROM unnest(ARRAY['team-a', 'team1']) n`).Scan(&sorted); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sorted, []string{"team1", "team-a"}) {
+		t.Fatalf("the collation sorts %q: it does not ignore punctuation", sorted)
+	}
+	want := map[string]int64{"team-a": 2, "team1": 3}
+	for ns, n := range want {
+		if err := s.PutResourceQuota(ctx, catalog.ResourceQuota{Namespace: ns, Name: "q", Instances: &n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	usage, err := s.QuotaUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range usage {
+		if n, ok := want[u.Namespace]; ok {
+			if u.Instances.Limit == nil || *u.Instances.Limit != n || u.Instances.Source != "ResourceQuota/q" {
+				t.Errorf("%s: instances limit %v from %q, want %d from ResourceQuota/q", u.Namespace, u.Instances.Limit, u.Instances.Source, n)
+			}
+			delete(want, u.Namespace)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no usage for %v", want)
+	}
+}

@@ -88,10 +88,11 @@ func (s *Store) ReplaceResourceQuotas(ctx context.Context, all []ResourceQuota) 
 }
 
 // resourceQuotas reads the recorded ResourceQuotas of namespace ("" for
-// all), by namespace and name.
+// all), by namespace in byte order (rqRange looks for them so, whatever
+// the database's collation), then by name as admission ties them.
 func resourceQuotas(ctx context.Context, q querier, namespace string) ([]ResourceQuota, error) {
 	rows, err := q.Query(ctx, `SELECT namespace, name, instances, bindings, brokers FROM catalog.resource_quotas
-		WHERE $1 = '' OR namespace = $1 ORDER BY namespace, name`, namespace)
+		WHERE $1 = '' OR namespace = $1 ORDER BY namespace COLLATE "C", name`, namespace)
 	if err != nil {
 		return nil, mapErr(err)
 	}
