@@ -42,6 +42,15 @@ func TestBrokersPerNamespaceBounded(t *testing.T) {
 		err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
 		t.Fatalf("a fourth broker: %v (%+v), want the quota's refusal", err, q)
 	}
+	// A dry run (kubectl create --dry-run=server) is refused the same way.
+	dry := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "https://broker.example/dry"}}
+	dry.Name, dry.Namespace = "dry", "team-a"
+	if err := s.CheckBroker(ctx, dry); err == nil || err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
+		t.Errorf("a fourth broker's dry run: %v, want the quota's refusal", err)
+	}
+	if dry.ID != "" || dry.Generation != 0 {
+		t.Errorf("the dry run changed the broker it checked: id %q, generation %d", dry.ID, dry.Generation)
+	}
 	st, err := s.QuotaStatus(ctx, "team-a")
 	if err != nil || st.Brokers.Used != 3 || st.Brokers.Limit == nil || *st.Brokers.Limit != 3 || st.Brokers.Source != catalog.SourceServer {
 		t.Errorf("team-a's quota status: %+v (%v), want 3 brokers of 3 by the server", st, err)

@@ -581,20 +581,12 @@ func mustJSON(v any) []byte {
 	return raw
 }
 
-// CheckBroker validates a new broker as CreateBroker does (without
-// credentials: the Kubernetes API gives none) and that its name is free,
-// without recording it, for a dry run.
+// CheckBroker checks a new broker as CreateBroker does (without
+// credentials: the Kubernetes API gives none), its name being free and
+// its namespace's bound on brokers among it, without recording it, for a
+// dry run. b is left as it was.
 func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
-	if err := admitBroker(b, nil); err != nil {
-		return err
-	}
-	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.brokers WHERE namespace = $1 AND name = $2)`,
-		b.Namespace, b.Name).Scan(&taken); err != nil {
-		return fmt.Errorf("check broker %s: %w", b.Name, mapErr(err))
-	}
-	if taken {
-		return brokerExists(b)
-	}
-	return nil
+	dry := *b
+	_, err := s.CreateBroker(WithDryRun(ctx), &dry, nil)
+	return err
 }
