@@ -16,19 +16,42 @@ type ClassFilter struct {
 	IncludeRemoved bool
 }
 
+// catalogueOrder lists classes and plans as their brokers' catalogues do.
+// The id breaks ties: a class or plan kept as removed keeps the position it
+// had, which one the broker still offers may have taken.
+const catalogueOrder = "broker_id, position, id"
+
+// afterInCatalogue resumes a list in catalogueOrder after c.
+func afterInCatalogue(f *filter, c cursor) {
+	f.add("(broker_id, position, id) > (?::uuid, ?, ?::uuid)", c.Name, c.Pos, c.ID)
+}
+
+// uptoInCatalogue ends a read in catalogueOrder at c, included.
+func uptoInCatalogue(f *filter, c cursor) {
+	f.add("(broker_id, position, id) <= (?::uuid, ?, ?::uuid)", c.Name, c.Pos, c.ID)
+}
+
+// inCatalogue is the cursor of a class or plan in catalogueOrder.
+func inCatalogue(broker string, position int, id string) cursor {
+	return cursor{Name: broker, Pos: position, ID: id}
+}
+
+// rawInCatalogue is inCatalogue for a listRaw.
+func rawInCatalogue(o *RawObject, position int, broker string) cursor {
+	return inCatalogue(broker, position, o.ID)
+}
+
 // ListClasses lists service classes in their brokers' catalogue order:
 // the cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*ServiceClass], error) {
-	return list[ServiceClass](ctx, s.pool, classFilter(sel, opts), "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position} }, opts)
+	return list[ServiceClass](ctx, s.pool, classFilter(sel, opts), catalogueOrder, afterInCatalogue,
+		func(c *ServiceClass) cursor { return inCatalogue(c.broker, c.position, c.ID) }, opts)
 }
 
 // ListClassesRaw is ListClasses with spec and status left as stored.
 func (s *Store) ListClassesRaw(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*RawObject], error) {
-	return listRaw(ctx, s.pool, scopedKind(KindServiceClass, KindNamespacedServiceClass, opts), classFilter(sel, opts), "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
+	return listRaw(ctx, s.pool, scopedKind(KindServiceClass, KindNamespacedServiceClass, opts), classFilter(sel, opts), catalogueOrder, afterInCatalogue,
+		rawInCatalogue, opts)
 }
 
 func classFilter(sel ClassFilter, opts ListOptions) *filter {
@@ -68,17 +91,15 @@ type PlanFilter struct {
 // ListPlans lists service plans in their brokers' catalogue order: the
 // cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*ServicePlan], error) {
-	return list[ServicePlan](ctx, s.pool, planFilter(sel, opts), "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position} }, opts)
+	return list[ServicePlan](ctx, s.pool, planFilter(sel, opts), catalogueOrder, afterInCatalogue,
+		func(p *ServicePlan) cursor { return inCatalogue(p.broker, p.position, p.ID) }, opts)
 }
 
 // ListPlansRaw is ListPlans with spec and status left as stored: the
 // marketplace's large lists are written without decoding them.
 func (s *Store) ListPlansRaw(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*RawObject], error) {
-	return listRaw(ctx, s.pool, scopedKind(KindServicePlan, KindNamespacedServicePlan, opts), planFilter(sel, opts), "broker_id, position",
-		func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} }, opts)
+	return listRaw(ctx, s.pool, scopedKind(KindServicePlan, KindNamespacedServicePlan, opts), planFilter(sel, opts), catalogueOrder, afterInCatalogue,
+		rawInCatalogue, opts)
 }
 
 func planFilter(sel PlanFilter, opts ListOptions) *filter {

@@ -216,6 +216,8 @@ type cursor struct {
 	Name      string `json:"n"`
 	Pos       int    `json:"p,omitempty"`
 	BrokerPos int    `json:"b,omitempty"`
+	// ID is a class's or plan's (catalogueOrder).
+	ID string `json:"i,omitempty"`
 }
 
 func encodeCursor(c cursor) string {
@@ -237,7 +239,13 @@ func decodeCursor(s, order string) (cursor, error) {
 		return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 	}
 	if strings.HasPrefix(order, "broker_id") {
-		if _, err := uuid.Parse(c.Name); err != nil {
+		if c.ID == "" {
+			// A token of a release before ids broke ties resumes after
+			// every row of its position, as it did.
+			c.ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+		}
+		_, berr := uuid.Parse(c.Name)
+		if _, err := uuid.Parse(c.ID); err != nil || berr != nil {
 			return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 		}
 	}

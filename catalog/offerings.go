@@ -49,7 +49,7 @@ func (s *Store) Offerings(ctx context.Context, f OfferingFilter, offset, limit i
 	}
 	args := append(w.args, limit, offset)
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT %s FROM catalog.service_classes WHERE %s
-		ORDER BY namespace, broker_id, position LIMIT $%d OFFSET $%d`, columns(KindServiceClass), w.where(), len(args)-1, len(args)), args...)
+		ORDER BY namespace, broker_id, position, id LIMIT $%d OFFSET $%d`, columns(KindServiceClass), w.where(), len(args)-1, len(args)), args...)
 	if err != nil {
 		return nil, 0, mapErr(err)
 	}

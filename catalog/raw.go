@@ -56,12 +56,7 @@ var rawOrders = func() map[string]rawOrder {
 		next:  func(o *RawObject, _ int, _ string) cursor { return cursor{Namespace: o.Namespace, Name: o.Name} },
 		upTo:  func(f *filter, c cursor) { f.add("(namespace, name) <= (?, ?)", c.Namespace, c.Name) },
 	}
-	byPosition := rawOrder{
-		order: "broker_id, position",
-		after: func(f *filter, c cursor) { f.add("(broker_id, position) > (?::uuid, ?)", c.Name, c.Pos) },
-		next:  func(_ *RawObject, pos int, broker string) cursor { return cursor{Name: broker, Pos: pos} },
-		upTo:  func(f *filter, c cursor) { f.add("(broker_id, position) <= (?::uuid, ?)", c.Name, c.Pos) },
-	}
+	byPosition := rawOrder{order: catalogueOrder, after: afterInCatalogue, next: rawInCatalogue, upTo: uptoInCatalogue}
 	out := map[string]rawOrder{}
 	for _, k := range []string{KindInstance, KindBinding, KindBroker, KindNamespacedBroker} {
 		out[k] = byName
