@@ -386,8 +386,8 @@ func WithMaxBrokersPerNamespace(n int) Option {
 }
 
 // brokersLockSpace is the first key of the advisory lock a namespace's
-// broker creations take, beside the quotas' of instances (1903521601) and
-// bindings (1903521602; migrations/catalog 0015).
+// broker creations take, beside the quotas' of instances and bindings
+// (instancesLockSpace, bindingsLockSpace).
 const brokersLockSpace = 1903521603
 
 // roomForBroker refuses a new broker of namespace that has as many as it

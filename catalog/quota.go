@@ -196,11 +196,32 @@ func admitInstance(w *txn, ns string, plan *ServicePlan, creating bool, self *st
 	}
 	w.queueCheck(quotaCodes, func(err error) error { return quotaRefusal(err, plan) },
 		`catalog.admit_instance($1, $2, $3, $4, $5)`, ns, planID, paid, creating, self)
+	if creating {
+		countedBeforeRevision(w, instancesLockSpace, ns)
+	}
 }
 
 // admitBinding queues, in w, the quota check of a new binding in ns.
 func admitBinding(w *txn, ns string) {
 	w.queueCheck(quotaCodes, func(err error) error { return quotaRefusal(err, nil) }, `catalog.admit_binding($1)`, ns)
+	countedBeforeRevision(w, bindingsLockSpace, ns)
+}
+
+// The first keys of the namespaces' advisory locks of their counts of
+// instances and bindings (migrations/catalog 0015, 0017).
+const (
+	instancesLockSpace = 1903521601
+	bindingsLockSpace  = 1903521602
+)
+
+// countedBeforeRevision queues, in w, the namespace's lock of a count in
+// shared mode, which the count's trigger takes when the row is inserted
+// (migrations/catalog 0017): the insert takes the transaction's revision,
+// and holding it, the trigger would wait there for a creation under a
+// limit in the namespace, which holds the lock exclusively. Taken with
+// the checks, the wait comes before the revision, as admission's does.
+func countedBeforeRevision(w *txn, space int, ns string) {
+	w.queueCheck(nil, nil, `pg_advisory_xact_lock_shared($1, hashtext($2))`, space, ns)
 }
 
 // maxQuota is the largest limit a quota holds (PostgreSQL's integer).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osbtest"
@@ -510,5 +511,69 @@ func TestQuotaCounts(t *testing.T) {
 		refusedWith(t, err, want)
 	} else if err != nil {
 		t.Errorf("room left, yet: %v", err)
+	}
+}
+
+// TestCreationWaitsBeforeItsRevision: a creation in a namespace whose
+// count lock a creation under a limit holds waits for it before it takes
+// its revision (catalog.revision), not in the count's trigger after its
+// insert took one, where writers and snapshot readers would queue behind
+// it.
+func TestCreationWaitsBeforeItsRevision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := newPoolStore(t)
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	registerIn(t, s, "", "fake", fake.URL())
+	if _, err := s.CreateInstance(ctx, instanceOf("team-a", "db", osbtest.PlanSync)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		space  int
+		create func() error
+	}{
+		{"an instance", 1903521601, func() error {
+			_, err := s.CreateInstance(ctx, instanceOf("team-a", "db2", osbtest.PlanSync))
+			return err
+		}},
+		{"a binding", 1903521602, func() error {
+			b := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "db"}}}
+			b.Name, b.Namespace = "app", "team-a"
+			_, err := s.CreateBinding(ctx, b)
+			return err
+		}},
+	} {
+		holder, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext('team-a'))`, c.space); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.create() }()
+		var holdsRevision bool
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var waiting bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks w WHERE w.locktype = 'advisory' AND NOT w.granted AND w.classid = $1),
+				EXISTS (SELECT 1 FROM pg_locks w JOIN pg_locks r ON r.pid = w.pid WHERE w.locktype = 'advisory' AND NOT w.granted AND w.classid = $1
+					AND r.relation = 'catalog.revision'::regclass AND r.granted)`, c.space).Scan(&waiting, &holdsRevision); err != nil {
+				t.Fatal(err)
+			}
+			if waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the creation never waited for the namespace's lock", c.name)
+			}
+		}
+		_ = holder.Rollback(ctx)
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if holdsRevision {
+			t.Errorf("%s: the creation waited for the namespace's lock holding catalog.revision (its revision taken)", c.name)
+		}
 	}
 }
