@@ -35,15 +35,22 @@ func (s *Store) duplicateOffer(ctx context.Context, b *Broker, cat *osb.Catalogu
 		}
 	}
 	var kind, name, other string
+	var removed bool
 	err := s.pool.QueryRow(ctx, `
-		(SELECT 'c', c.name, br.name FROM catalog.service_classes c JOIN catalog.brokers br ON br.id = c.broker_id
+		(SELECT 'c', c.name, br.name, c.removed FROM catalog.service_classes c JOIN catalog.brokers br ON br.id = c.broker_id
 			WHERE c.namespace = $1 AND c.name = ANY($2) AND c.broker_id <> $4 LIMIT 1)
 		UNION ALL
-		(SELECT 'p', p.name, br.name FROM catalog.service_plans p JOIN catalog.brokers br ON br.id = p.broker_id
+		(SELECT 'p', p.name, br.name, p.removed FROM catalog.service_plans p JOIN catalog.brokers br ON br.id = p.broker_id
 			WHERE p.namespace = $1 AND p.name = ANY($3) AND p.broker_id <> $4 LIMIT 1)
-		LIMIT 1`, b.Namespace, classes, plans, b.ID).Scan(&kind, &name, &other)
+		LIMIT 1`, b.Namespace, classes, plans, b.ID).Scan(&kind, &name, &other, &removed)
 	if err != nil {
 		return &ConflictError{Message: "A service or plan of its catalogue has the id of one another broker offers: OSB ids must be unique among brokers."}
+	}
+	if removed {
+		// The other broker dropped it, but its row stays for what holds
+		// it (instances, a visibility or a quota set on it).
+		return &ConflictError{Message: fmt.Sprintf("Its %s has the id of one broker %q no longer offers but Bindery keeps, for instances or settings that still hold it: OSB ids must be unique among brokers, so it can be offered again once nothing holds the other (or by another id).",
+			what[kind+name], other)}
 	}
 	return &ConflictError{Message: fmt.Sprintf("Its %s is already offered by broker %q: OSB ids must be unique among brokers, so one of the two must change it (or deregister the other).",
 		what[kind+name], other)}

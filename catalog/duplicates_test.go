@@ -47,3 +47,33 @@ func TestDuplicateOfferNamed(t *testing.T) {
 		t.Errorf("a taken broker name: %v", err)
 	}
 }
+
+// TestDuplicateOfRemovedOfferNamed: a service another broker no longer
+// offers, kept for the instance that holds it, still takes its id; the
+// refusal says so, rather than that the other broker offers it.
+func TestDuplicateOfRemovedOfferNamed(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	first := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	offered := first.Catalog()
+	a := register(t, s, "original", first.URL(), "")
+	if _, err := s.Relist(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateInstance(ctx, instanceOf("team-a", "db", offered[0].Plans[0].Name)); err != nil {
+		t.Fatal(err)
+	}
+	first.SetCatalog([]osbtest.Service{})
+	if _, err := s.Relist(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	copycat := osbtest.New(t, osbtest.WithBasicAuth("u", "p"), osbtest.WithCatalog(offered))
+	got, err := s.Relist(ctx, register(t, s, "copycat", copycat.URL(), "").ID)
+	if err == nil {
+		t.Fatal("a catalogue of ids another broker's kept rows hold was stored")
+	}
+	if msg := ready(got).Message; !strings.Contains(msg, `has the id of one broker "original" no longer offers but Bindery keeps`) {
+		t.Errorf("status %q does not say the other broker no longer offers it", msg)
+	}
+}
