@@ -71,9 +71,10 @@ func (s *Server) instanceView(c echo.Context, id string) (*instanceView, error) 
 			updatable = *v.Plan.Spec.PlanUpdatable
 		}
 		if updatable {
-			// The first of a class's plans, and the instance's own: a
-			// class of thousands makes no page of thousands.
-			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name},
+			// The first of a class's plans that the instance's namespace
+			// may use, and the instance's own: a class of thousands makes
+			// no page of thousands.
+			l, err := s.store.ListPlans(ctx, catalog.PlanFilter{Class: v.Class.Name, VisibleIn: []string{in.Namespace}},
 				catalog.ListOptions{Namespaced: refNS != "", Namespace: refNS, Limit: servicePlanLimit})
 			if err != nil {
 				return nil, err

@@ -29,7 +29,8 @@ func (s *Server) instanceUpdate(c echo.Context) error {
 	}
 	var newPlan *catalog.ServicePlan
 	if id := p.Value("plan"); p.OK() && id != "" && id != cur.Plan.ID {
-		if newPlan, err = s.store.GetPlanIn(ctx, cur.Plan.Namespace, id); err != nil {
+		// A plan hidden from the instance's namespace is, to it, no plan.
+		if newPlan, err = s.store.GetPlanIn(ctx, cur.Plan.Namespace, id); err != nil || !catalog.VisibleIn(&newPlan.Meta, cur.Instance.Namespace) {
 			p.Add("plan", "no such plan")
 		}
 	}
