@@ -206,7 +206,7 @@ func (st *storage) readList(ctx context.Context, opts *metainternalversion.ListO
 		}
 		return writeChunk(rev, cont, objs)
 	}
-	pred := newPredicate(st.namespace(ctx), opts)
+	pred := st.predicate(ctx, opts)
 	if !selectsByMetadata(pred.field) {
 		parts = nil
 	}

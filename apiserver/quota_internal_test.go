@@ -3,9 +3,12 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -138,6 +141,43 @@ func TestQuotaForbidden(t *testing.T) {
 		err := apiError(&tc.q, gr, v1beta1.Kind("ServiceInstance"), "db", true)
 		if err.Error() != tc.want {
 			t.Errorf("got  %s\nwant %s", err, tc.want)
+		}
+	}
+}
+
+// TestHiddenPlansUnlisted: a cluster plan hidden from the user is in no
+// list of theirs, paged or not (an unpaged list is read in chunks by
+// another path than a page of 500 or less).
+func TestHiddenPlansUnlisted(t *testing.T) {
+	t.Parallel()
+	storages, store := storagesForTest(t)
+	ctx := context.Background()
+	plans, err := store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil || len(plans.Items) < 2 {
+		t.Fatalf("plans: %d, %v", len(plans.Items), err)
+	}
+	hidden := plans.Items[0].Name
+	if _, err := store.SetPlanVisibility(ctx, hidden, []string{"team-b"}); err != nil {
+		t.Fatal(err)
+	}
+	st := *storageOf(storages["clusterserviceplans"])
+	st.access = &planAccess{authz: authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionDeny, "", nil
+	})}
+	uctx := genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: "victor"})
+	for _, limit := range []int64{100, 0, 1000} {
+		var names []string
+		err := st.readList(uctx, &metainternalversion.ListOptions{Limit: limit}, nil, func(_ int64, _ string, objs []runtime.Object) error {
+			for _, o := range objs {
+				names = append(names, o.(*v1beta1.ClusterServicePlan).Name)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != len(plans.Items)-1 || slices.Contains(names, hidden) {
+			t.Errorf("limit %d: %v, want the %d plans but %s, hidden from the user", limit, names, len(plans.Items)-1, hidden)
 		}
 	}
 }

@@ -162,6 +162,14 @@ func storableSelector(opts *metainternalversion.ListOptions) error {
 	return nil
 }
 
+// predicate is what a request of ctx with opts selects: its namespace,
+// its selectors, and none of the cluster's plans hidden from its user.
+func (st *storage) predicate(ctx context.Context, opts *metainternalversion.ListOptions) predicate {
+	p := newPredicate(st.namespace(ctx), opts)
+	p.hide = st.access.hidden(ctx)
+	return p
+}
+
 func newPredicate(ns string, opts *metainternalversion.ListOptions) predicate {
 	p := predicate{namespace: ns, label: labels.Everything(), field: fields.Everything()}
 	if opts != nil && opts.LabelSelector != nil {
@@ -349,8 +357,7 @@ func servesRevision(opts *metainternalversion.ListOptions, atLeast, rev int64) e
 // token, reading of each object's spec and status only parts when parts
 // is not nil (catalog.Parts). An object read by name is read whole.
 func (st *storage) list(ctx context.Context, opts *metainternalversion.ListOptions, parts *catalog.Parts) (objs []runtime.Object, rev int64, cont string, err error) {
-	pred := newPredicate(st.namespace(ctx), opts)
-	pred.hide = st.access.hidden(ctx)
+	pred := st.predicate(ctx, opts)
 	objs = []runtime.Object{}
 	if name, ok := pred.field.RequiresExactMatch("metadata.name"); ok && opts.Continue == "" &&
 		(!st.namespaced || pred.namespace != "") {
@@ -423,8 +430,7 @@ func (st *storage) Watch(ctx context.Context, opts *metainternalversion.ListOpti
 	if err := storableSelector(opts); err != nil {
 		return nil, err
 	}
-	req := watchRequest{pred: newPredicate(st.namespace(ctx), opts)}
-	req.pred.hide = st.access.hidden(ctx)
+	req := watchRequest{pred: st.predicate(ctx, opts)}
 	rv, noInitial := "", false
 	if opts != nil {
 		rv = opts.ResourceVersion
