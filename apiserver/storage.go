@@ -221,7 +221,10 @@ func (p predicate) selects() bool { return !p.label.Empty() || !p.field.Empty() 
 // if any. As kube-apiserver's watch cache does, a MODIFIED object that
 // starts matching is ADDED, and one that stops matching is DELETED (with
 // its new state); when the state before the change is unknown (ev.prev
-// nil), the object is taken to have matched as it does now.
+// nil), the object is taken to have matched as it does now, unless the
+// feed pruned it (ev.pruned): one that does not match now is DELETED, for
+// the watcher may hold it, and a DELETED of what it does not hold is
+// nothing to it.
 func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 	if p.hide.object(ev.obj) {
 		// Hidden from the watcher now: a change that hid what it saw
@@ -237,6 +240,9 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 	if cur && ev.typ == watch.Modified && ev.prev != nil && p.hide.before(ev.prev) {
 		// Made visible to the watcher: new to it.
 		return watch.Added, true
+	}
+	if ev.typ == watch.Modified && ev.pruned && !cur && p.selects() {
+		return watch.Deleted, true
 	}
 	if ev.typ != watch.Modified || ev.prev == nil || !p.selects() {
 		return ev.typ, cur

@@ -80,6 +80,10 @@ type hubEvent struct {
 	// watch with a selector turns a MODIFIED into ADDED or DELETED when
 	// the object starts or stops matching.
 	prev *attrs
+	// pruned says a backlog's change has no prev because the feed no
+	// longer holds the object's state at the revision the watch starts
+	// from.
+	pruned bool
 }
 
 // subscription is a watcher's queue of changes of one kind. The hub closes
@@ -635,6 +639,7 @@ func (r *watchRun) backlog() (int64, bool) {
 		last = ev.rev
 		id := c.Object.ID
 		ev.prev = prevs[id]
+		ev.pruned = ev.prev == nil && req.pred.selects()
 		prevs[id] = attrsOf(ev.obj, nil)
 		if e, ok := req.pred.event(ev, ev.obj); ok && !r.send(e) {
 			return 0, false
