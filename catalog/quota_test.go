@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -574,6 +575,39 @@ func TestCreationWaitsBeforeItsRevision(t *testing.T) {
 		}
 		if holdsRevision {
 			t.Errorf("%s: the creation waited for the namespace's lock holding catalog.revision (its revision taken)", c.name)
+		}
+	}
+}
+
+// TestQuotaStatusHidesHiddenPlans: a namespace's quota status leaves out
+// the limits on plans hidden from it (the default quota's, here): to the
+// namespace, such a plan does not exist.
+func TestQuotaStatusHidesHiddenPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, plans := quotaSetup(t)
+	if _, err := s.SetQuota(ctx, &catalog.Quota{Namespace: "", PaidPlans: true, Plans: []catalog.PlanQuota{
+		{Class: osbtest.DefaultService, Plan: osbtest.PlanAsync, Instances: 1},
+		{Class: osbtest.DefaultService, Plan: "gold", Instances: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPlanVisibility(ctx, plans["gold"].ID, []string{"team-a"}); err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string][]string{"team-a": {osbtest.PlanAsync, "gold"}, "team-b": {osbtest.PlanAsync}} {
+		st, err := s.QuotaStatus(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shown, limited []string
+		for _, p := range st.Plans {
+			shown = append(shown, p.Plan)
+		}
+		for _, p := range st.Quota.Plans {
+			limited = append(limited, p.Plan)
+		}
+		if !slices.Equal(shown, want) || !slices.Equal(limited, want) {
+			t.Errorf("%s's quota status shows plans %q and the quota's %q, want %q", ns, shown, limited, want)
 		}
 	}
 }

@@ -79,6 +79,7 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 	// row and the count agree. A plan's instances are counted, as
 	// admission counts them: no row keeps them.
 	var perPlan []int64
+	var visible []bool
 	err = s.pool.QueryRow(ctx, `SELECT
 			coalesce((SELECT used FROM catalog.namespace_counts WHERE namespace = $1 AND resource = 'instances'),
 				(SELECT count(*) FROM catalog.instances WHERE namespace = $1)),
@@ -86,8 +87,10 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 				(SELECT count(*) FROM catalog.bindings WHERE namespace = $1)),
 			(SELECT coalesce(array_agg((SELECT count(*) FROM catalog.instances i WHERE i.namespace = $1 AND i.plan_id = p.id) ORDER BY p.n), '{}')
 				FROM unnest($2::uuid[]) WITH ORDINALITY AS p(id, n)),
-			(SELECT count(*) FROM catalog.brokers WHERE namespace = $1)`, namespace, planIDs).
-		Scan(&st.Instances.Used, &st.Bindings.Used, &perPlan, &st.Brokers.Used)
+			(SELECT count(*) FROM catalog.brokers WHERE namespace = $1),
+			(SELECT coalesce(array_agg(coalesce((SELECT catalog.plan_visible(sp.metadata, ARRAY[$1::text]) FROM catalog.service_plans sp WHERE sp.id = p.id), true)
+				ORDER BY p.n), '{}') FROM unnest($2::uuid[]) WITH ORDINALITY AS p(id, n))`, namespace, planIDs).
+		Scan(&st.Instances.Used, &st.Bindings.Used, &perPlan, &st.Brokers.Used, &visible)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -95,9 +98,17 @@ func (s *Store) QuotaStatus(ctx context.Context, namespace string) (*QuotaStatus
 	st.Bindings.Limit, st.Bindings.Source = limitOf(st.Quota, st.ResourceQuotas, QuotaBindings)
 	st.Brokers.Limit, st.Brokers.Source = brokerLimit(s.maxBrokers, st.ResourceQuotas)
 	if st.Quota != nil {
+		// A plan hidden from the namespace (VisibleInAnnotation) is, to
+		// it, no plan: the default quota's limit on it is not shown.
+		q := *st.Quota
+		q.Plans = nil
 		for i, p := range st.Quota.Plans {
-			st.Plans = append(st.Plans, PlanUsage{PlanQuota: p, Used: perPlan[i]})
+			if visible[i] {
+				q.Plans = append(q.Plans, p)
+				st.Plans = append(st.Plans, PlanUsage{PlanQuota: p, Used: perPlan[i]})
+			}
 		}
+		st.Quota = &q
 	}
 	return st, nil
 }
