@@ -181,6 +181,32 @@ func TestCatalogueNotModified(t *testing.T) {
 	}
 }
 
+// changedDuringFetch relists b with its broker's next catalogue answer
+// held, changes b's spec (change's answer is UpdateBroker's credentials)
+// while the fetch waits for it, then lets the answer go: the broker as
+// changed, and the relist's error.
+func changedDuringFetch(t *testing.T, s *catalog.Store, fake *osbtest.Broker, b *catalog.Broker, change func(*catalog.Broker) *catalog.BrokerAuth) (*catalog.Broker, error) {
+	t.Helper()
+	ctx := context.Background()
+	answer := make(chan struct{})
+	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: answer, Times: 1})
+	fetched := fake.Count(osbtest.VerbCatalog)
+	relisted := make(chan error, 1)
+	go func() {
+		_, err := s.Relist(ctx, b.ID)
+		relisted <- err
+	}()
+	for fake.Count(osbtest.VerbCatalog) <= fetched {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) { return change(b), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	return b, <-relisted
+}
+
 // TestCatalogueNotModifiedToStaleValidators: a 304 to validators that the
 // broker's spec change made stale while the broker answered is not taken
 // for the new generation: the catalogue is fetched again, whole, and
@@ -190,25 +216,11 @@ func TestCatalogueNotModifiedToStaleValidators(t *testing.T) {
 	ctx := context.Background()
 	s, fake, b := listedWithETag(t)
 	plans := fake.Catalog()[0].Plans
-	answer := make(chan struct{})
-	fake.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: answer, Times: 1})
-	relisted := make(chan error, 1)
-	go func() {
-		_, err := s.Relist(ctx, b.ID)
-		relisted <- err
-	}()
-	for fake.Count(osbtest.VerbCatalog) < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+	b, err := changedDuringFetch(t, s, fake, b, func(b *catalog.Broker) *catalog.BrokerAuth {
 		b.Spec.CatalogRestrictions = &catalog.CatalogRestrictions{ServicePlan: []string{"spec.externalName!=" + plans[3].Name}}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	close(answer)
-	if err := <-relisted; err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetBroker(ctx, b.ID)
@@ -296,25 +308,11 @@ func TestCatalogueFetchedForAnotherSpec(t *testing.T) {
 	two[0].Plans = plans[:2]
 	before.SetCatalog(two) // a changed document, which a relist stores
 	after := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	answer := make(chan struct{})
-	before.Fail(osbtest.VerbCatalog, osbtest.Failure{Until: answer, Times: 1})
-	relisted := make(chan error, 1)
-	go func() {
-		_, err := s.Relist(ctx, b.ID)
-		relisted <- err
-	}()
-	for before.Count(osbtest.VerbCatalog) < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
+	b, err := changedDuringFetch(t, s, before, b, func(b *catalog.Broker) *catalog.BrokerAuth {
 		b.Spec.URL = after.URL()
-		return catalog.KeepAuth, nil
+		return catalog.KeepAuth
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	close(answer)
-	if err := <-relisted; err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetBroker(ctx, b.ID)
