@@ -656,7 +656,9 @@ func (r *watchRun) backlog() (int64, bool) {
 // transaction share a revision (a relist adds a broker's classes at once),
 // so a change of the revision last sent is not one sent before.
 func (r *watchRun) follow(covered int64) {
-	last := covered
+	// last is the revision the watch has sent up to; fromHub, the newest
+	// of the hub's changes it passed on from the queue.
+	last, fromHub := covered, int64(0)
 	// drain handles what waits in the subscription; false ends the watch.
 	drain := func() bool {
 		evs, ok := r.sub.take()
@@ -667,7 +669,7 @@ func (r *watchRun) follow(covered int64) {
 			if ev.rev <= covered {
 				continue // in the list or backlog already
 			}
-			last = max(last, ev.rev)
+			last, fromHub = max(last, ev.rev), max(fromHub, ev.rev)
 			if e, ok := r.req.pred.event(ev, ev.shared); ok && !r.send(e) {
 				return false
 			}
@@ -703,9 +705,17 @@ func (r *watchRun) follow(covered int64) {
 			if !drain() {
 				return
 			}
-			last = max(last, upTo, handed)
-			if !r.send(watch.Event{Type: watch.Bookmark, Object: r.st.bookmark(last)}) {
-				return
+			// The hub hands a revision's changes over one at a time (a
+			// relist writes a broker's classes at one revision), and its
+			// last is a revision fanned out whole: while the changes sent
+			// are of a newer one, some of it may be still to come, and the
+			// bookmark waits for the next tick. A client resumes from a
+			// bookmark's revision, and would miss the rest.
+			if max(handed, fromHub) <= upTo {
+				last = max(last, upTo)
+				if !r.send(watch.Event{Type: watch.Bookmark, Object: r.st.bookmark(last)}) {
+					return
+				}
 			}
 			r.sub.release()
 		case <-r.w.stop:
