@@ -181,6 +181,17 @@ func TestCatalogueNotModified(t *testing.T) {
 	}
 }
 
+// waitForFetches waits until the broker was asked for its catalogue n
+// times.
+func waitForFetches(t *testing.T, fake *osbtest.Broker, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); fake.Count(osbtest.VerbCatalog) < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker was asked for its catalogue %d times, not %d", fake.Count(osbtest.VerbCatalog), n)
+		}
+	}
+}
+
 // changedDuringFetch relists b with its broker's next catalogue answer
 // held, changes b's spec (change's answer is UpdateBroker's credentials)
 // while the fetch waits for it, then lets the answer go: the broker as
@@ -196,9 +207,7 @@ func changedDuringFetch(t *testing.T, s *catalog.Store, fake *osbtest.Broker, b 
 		_, err := s.Relist(ctx, b.ID)
 		relisted <- err
 	}()
-	for fake.Count(osbtest.VerbCatalog) <= fetched {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForFetches(t, fake, fetched+1)
 	b, err := s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) { return change(b), nil })
 	if err != nil {
 		t.Fatal(err)
@@ -361,9 +370,7 @@ func TestSpecChangingUnderEveryFetch(t *testing.T) {
 		relisted <- err
 	}()
 	for i, hold := range holds {
-		for fake.Count(osbtest.VerbCatalog) < 2+i {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitForFetches(t, fake, 2+i)
 		var err error
 		if b, err = s.UpdateBroker(ctx, b.ID, 0, func(b *catalog.Broker) (*catalog.BrokerAuth, error) {
 			b.Spec.RelistDuration = fmt.Sprintf("%dh0m0s", i+1)
