@@ -31,21 +31,17 @@ func uptoInCatalogue(f *filter, c cursor) {
 	f.add("(broker_id, position, id) <= (?::uuid, ?, ?::uuid)", c.Name, c.Pos, c.ID)
 }
 
-// inCatalogue is the cursor of a class or plan in catalogueOrder.
-func inCatalogue(broker string, position int, id string) cursor {
-	return cursor{Name: broker, Pos: position, ID: id}
-}
-
-// rawInCatalogue is inCatalogue for a listRaw.
+// rawInCatalogue is the cursor of a class or plan of a listRaw in
+// catalogueOrder.
 func rawInCatalogue(o *RawObject, position int, broker string) cursor {
-	return inCatalogue(broker, position, o.ID)
+	return cursor{Name: broker, Pos: position, ID: o.ID}
 }
 
 // ListClasses lists service classes in their brokers' catalogue order:
 // the cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListClasses(ctx context.Context, sel ClassFilter, opts ListOptions) (List[*ServiceClass], error) {
 	return list[ServiceClass](ctx, s.pool, classFilter(sel, opts), catalogueOrder, afterInCatalogue,
-		func(c *ServiceClass) cursor { return inCatalogue(c.broker, c.position, c.ID) }, opts)
+		func(c *ServiceClass) cursor { return cursor{Name: c.broker, Pos: c.position, ID: c.ID} }, opts)
 }
 
 // ListClassesRaw is ListClasses with spec and status left as stored.
@@ -92,7 +88,7 @@ type PlanFilter struct {
 // cluster's, or the namespaced ones when opts.Namespaced.
 func (s *Store) ListPlans(ctx context.Context, sel PlanFilter, opts ListOptions) (List[*ServicePlan], error) {
 	return list[ServicePlan](ctx, s.pool, planFilter(sel, opts), catalogueOrder, afterInCatalogue,
-		func(p *ServicePlan) cursor { return inCatalogue(p.broker, p.position, p.ID) }, opts)
+		func(p *ServicePlan) cursor { return cursor{Name: p.broker, Pos: p.position, ID: p.ID} }, opts)
 }
 
 // ListPlansRaw is ListPlans with spec and status left as stored: the

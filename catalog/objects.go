@@ -244,8 +244,9 @@ func decodeCursor(s, order string) (cursor, error) {
 			// every row of its position, as it did.
 			c.ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 		}
-		_, berr := uuid.Parse(c.Name)
-		if _, err := uuid.Parse(c.ID); err != nil || berr != nil {
+		_, nameErr := uuid.Parse(c.Name)
+		_, idErr := uuid.Parse(c.ID)
+		if nameErr != nil || idErr != nil {
 			return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 		}
 	}

@@ -661,11 +661,10 @@ func dropWhere[T any, P interface {
 	del := `DELETE FROM ` + table + ` WHERE id = ANY($` + strconv.Itoa(len(args)+1) + `::uuid[]) AND (` + cond + `) RETURNING id::text`
 	for items := l.Items; len(items) > 0; {
 		n := min(500, len(items))
+		batch := items[:n]
 		ids := make([]string, n)
-		byID := make(map[string]P, n)
-		for i, o := range items[:n] {
+		for i, o := range batch {
 			ids[i] = o.meta().ID
-			byID[ids[i]] = o
 		}
 		items = items[n:]
 		if _, err := w.Exec(ctx, `SELECT FROM `+table+` WHERE id = ANY($1::uuid[]) FOR UPDATE`, ids); err != nil {
@@ -684,9 +683,9 @@ func dropWhere[T any, P interface {
 			gone[id] = true
 		}
 		changes := make([]change, 0, len(deleted))
-		for _, id := range ids {
-			if gone[id] {
-				changes = append(changes, change{Deleted, byID[id]})
+		for _, o := range batch {
+			if gone[o.meta().ID] {
+				changes = append(changes, change{Deleted, o})
 			}
 		}
 		if err := w.stage(ctx, changes); err != nil {

@@ -101,8 +101,11 @@ func (r relistCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, c := range counts {
-		for outcome, n := range map[string]int64{"stored": c.Stored, "unchanged": c.Unchanged, "not_modified": c.NotModified, "failed": c.Failed} {
-			ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(n), c.Namespace, c.Broker, outcome)
+		for _, o := range [...]struct {
+			outcome string
+			n       int64
+		}{{"stored", c.Stored}, {"unchanged", c.Unchanged}, {"not_modified", c.NotModified}, {"failed", c.Failed}} {
+			ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(o.n), c.Namespace, c.Broker, o.outcome)
 		}
 	}
 }
