@@ -653,8 +653,9 @@ func (r *watchRun) backlog() (int64, bool) {
 // follow passes on the hub's changes after covered, the revision the list
 // or backlog read up to (the hub's changes up to it were sent already),
 // with bookmarks when asked, until the watch ends. The changes of one
-// transaction share a revision (a relist adds a broker's classes at once),
-// so a change of the revision last sent is not one sent before.
+// transaction written by an earlier release share a revision (this one's
+// have one each), so a change of the revision last sent is not one sent
+// before.
 func (r *watchRun) follow(covered int64) {
 	// last is the revision the watch has sent up to; fromHub, the newest
 	// of the hub's changes it passed on from the queue.
@@ -705,8 +706,9 @@ func (r *watchRun) follow(covered int64) {
 			if !drain() {
 				return
 			}
-			// The hub hands a revision's changes over one at a time (a
-			// relist writes a broker's classes at one revision), and its
+			// The hub hands a revision's changes over one at a time (an
+			// earlier release's relist wrote a broker's classes at one
+			// revision), and its
 			// last is a revision fanned out whole: while the changes sent
 			// are of a newer one, some of it may be still to come, and the
 			// bookmark waits for the next tick. A client resumes from a

@@ -325,10 +325,10 @@ func TestWatchHandOverInOrder(t *testing.T) {
 }
 
 // checkWatchOrder reads a watch until it has seen want ADDED events, and
-// fails on a change seen twice, older than the one before it or at or
-// before a bookmark already sent (a client resuming from the bookmark
-// would miss it), and on a bookmark older than a change or a bookmark.
-// Changes of one transaction share a revision.
+// fails on a change seen twice, not newer than the one before it (every
+// change has a revision of its own) or at or before a bookmark already
+// sent (a client resuming from the bookmark would miss it), and on a
+// bookmark older than a change or a bookmark.
 func checkWatchOrder(w watch.Interface, want int, slow bool) error {
 	var lastEvent, lastMark int64
 	seen := map[string]bool{}
@@ -359,7 +359,7 @@ func checkWatchOrder(w watch.Interface, want int, slow bool) error {
 			}
 			lastMark = rev
 		case watch.Added:
-			if rev < lastEvent || rev <= lastMark || seen[m.GetName()] {
+			if rev <= lastEvent || rev <= lastMark || seen[m.GetName()] {
 				return fmt.Errorf("%s at %d after change %d and bookmark %d (seen before: %v)", m.GetName(), rev, lastEvent, lastMark, seen[m.GetName()])
 			}
 			lastEvent = rev

@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/osbtest"
 )
 
-// TestBookmarksBetweenRevisions: a relist writes a broker's classes at
-// one revision, which the hub hands over one change at a time. A bookmark
-// says every change up to its revision was sent, and a client resumes
-// from it: no bookmark comes between two changes of one revision, and no
-// change after a bookmark of its revision.
+// TestBookmarksBetweenRevisions: a relist writes a broker's classes in
+// one transaction, which the hub hands over one change at a time. A
+// bookmark says every change up to its revision was sent, and a client
+// resumes from it: no change comes after a bookmark of its revision or a
+// later one.
 func TestBookmarksBetweenRevisions(t *testing.T) {
 	t.Parallel()
 	storages, store := storagesForTest(t)
@@ -52,5 +54,54 @@ func TestBookmarksBetweenRevisions(t *testing.T) {
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatchResumesWithinAWrite: a watch that ends after any change of a
+// write of many (a relist's classes) and is resumed from the
+// resourceVersion of that change gets the next one, never one it had.
+func TestWatchResumesWithinAWrite(t *testing.T) {
+	t.Parallel()
+	storages, store := storagesForTest(t)
+	st := storageOf(storages["clusterserviceclasses"])
+	ctx := context.Background()
+	from, err := store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const services = 5
+	fake := osbtest.New(t, osbtest.WithCatalog(osbtest.GenerateCatalog(services, 1)))
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	b.Name = "many"
+	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < services {
+		w, err := st.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(from, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("resumed from %d after %d of %d classes: nothing more", from, len(seen), services)
+		}
+		w.Stop()
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != watch.Added || seen[m.GetName()] {
+			t.Fatalf("resumed from %d: %s of %s (seen before: %v)", from, ev.Type, m.GetName(), seen[m.GetName()])
+		}
+		seen[m.GetName()] = true
+		if from, err = strconv.ParseInt(m.GetResourceVersion(), 10, 64); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

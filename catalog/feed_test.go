@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-dev/bindery/catalog"
 	"github.com/bindery-dev/bindery/internal/eventually"
 	"github.com/bindery-dev/bindery/internal/keyring"
+	"github.com/bindery-dev/bindery/internal/osbtest"
 	"github.com/bindery-dev/bindery/internal/pgtest"
 	"github.com/bindery-dev/bindery/internal/syncbuf"
 	"github.com/bindery-dev/bindery/migrations"
@@ -373,5 +374,68 @@ func TestPruneBoundedInBytes(t *testing.T) {
 	var oldest int64
 	if err := pool.QueryRow(ctx, `SELECT min(revision) FROM catalog.changes`).Scan(&oldest); err != nil || oldest != revs[len(revs)-1] {
 		t.Errorf("with 1 byte: the oldest revision kept is %d, want the newest %d (%v)", oldest, revs[len(revs)-1], err)
+	}
+}
+
+// TestEveryChangeHasARevision: a write of many objects (a relist writes
+// the broker and every class and plan at once) gives each change a
+// revision of its own, stamped on its object, so that a reader that
+// stops after any change and resumes from its revision (a watch resumed
+// from the last resourceVersion it was sent) reads the rest, and only the
+// rest.
+func TestEveryChangeHasARevision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	start, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
+	b := register(t, s, "fake", fake.URL(), "")
+	if _, err := s.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Feed().Since(ctx, start, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 5 {
+		t.Fatalf("%d changes for a broker and its catalogue", len(all))
+	}
+	newest := map[string]int64{}
+	for i, c := range all {
+		if i > 0 && c.Revision <= all[i-1].Revision {
+			t.Fatalf("change %d (%s %s) at %d after %d: changes share a revision", i, c.Kind, c.Object.Name, c.Revision, all[i-1].Revision)
+		}
+		if c.Type != catalog.Deleted && c.Object.ResourceVersion != c.Revision {
+			t.Errorf("change %d of %s %s at %d carries resourceVersion %d", i, c.Kind, c.Object.Name, c.Revision, c.Object.ResourceVersion)
+		}
+		newest[c.Object.ID] = c.Revision
+	}
+	for i, c := range all[:len(all)-1] {
+		rest, err := s.Feed().Since(ctx, c.Revision, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest) != len(all)-i-1 || rest[0].Object.ID != all[i+1].Object.ID {
+			t.Fatalf("resumed after change %d of %d: %d changes", i, len(all), len(rest))
+		}
+	}
+	plans, err := s.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans.Items {
+		if p.ResourceVersion != newest[p.ID] {
+			t.Errorf("plan %s has resourceVersion %d, its last change %d", p.Spec.ExternalName, p.ResourceVersion, newest[p.ID])
+		}
+	}
+	got, err := s.GetBroker(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != newest[b.ID] {
+		t.Errorf("broker has resourceVersion %d, its last change %d", got.ResourceVersion, newest[b.ID])
 	}
 }

@@ -358,8 +358,8 @@ func matchAll(sels []labels.Selector, fields labels.Set) bool {
 	return true
 }
 
-// storeCatalog writes a fetched catalogue: one transaction, one revision,
-// written a chunk of services at a time (catalogueWriter). The catalogue
+// storeCatalog writes a fetched catalogue: one transaction, a revision per
+// change, written a chunk of services at a time (catalogueWriter). The catalogue
 // was fetched for the broker's spec of generation fetchedFor: one fetched
 // for another is errStaleCatalogue (from another URL, say).
 func (s *Store) storeCatalog(ctx context.Context, id string, fetchedFor int64, cat *osb.Catalogue) (*Broker, error) {

@@ -9,26 +9,28 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Revisions. Every write takes a revision from the catalog.revisions
-// sequence in its last round trip, once it holds every row it changes,
-// and commits without waiting for other writes; PostgreSQL flushes
-// concurrent commits together. Revisions are then taken in the order of
-// conflicting writes, but a revision may commit after a higher one: the
-// feed is read up to a watermark below which every revision is final
-// (committed, or never to be), so that a reader never moves past a change
-// still in flight, and hands out changes in revision order.
+// Revisions. Every write takes a revision for each change it makes from
+// the catalog.revisions sequence in its last round trip, once it holds
+// every row it changes, and commits without waiting for other writes;
+// PostgreSQL flushes concurrent commits together. Revisions are then
+// taken in the order of conflicting writes, but a revision may commit
+// after a higher one: the feed is read up to a watermark below which
+// every revision is final (committed, or never to be), so that a reader
+// never moves past a change still in flight, and hands out changes in
+// revision order.
 //
 // What tells a reader which revisions may still be in flight is a lock: a
 // write takes catalog.revision (the table of the counter revisions came
-// from before) in ROW EXCLUSIVE mode before it takes its revision, and
-// holds it until it commits; with its revision it takes an advisory lock
-// keyed by it (catalog.take_revision). Reading the sequence's last value
-// L, then the lock's holders H: every revision up to L not yet committed
-// belongs to one of H, and those of H's that have taken theirs say which.
-// So every revision below the lowest they hold is final, unless a write of
-// H has not taken its revision yet (a moment between the two locks): then
-// the reader keeps (L, H) and moves its watermark to L once every write of
-// H has ended.
+// from before) in ROW EXCLUSIVE mode before it takes its first revision,
+// and holds it until it commits; with its first revision it takes an
+// advisory lock keyed by it (catalog.take_revision), and its others come
+// after it. Reading the sequence's last value L, then the lock's holders
+// H: every revision up to L not yet committed belongs to one of H, and
+// the first revisions of those of H that have taken theirs bound them
+// from below. So every revision below the lowest of those is final,
+// unless a write of H has not taken its first revision yet (a moment
+// between the two locks): then the reader keeps (L, H) and moves its
+// watermark to L once every write of H has ended.
 //
 // A list needs a snapshot that holds every change up to its revision and
 // none after it: it takes the lock in SHARE mode, which waits for the
@@ -36,7 +38,7 @@ import (
 // snapshot and lets go of the lock at once (snapshot.go).
 
 // revisionLockSpace is the first key of the advisory lock a write holds
-// on its revision (catalog.take_revision), the second being the revision
+// on its first revision (catalog.take_revision), the second being the revision
 // modulo 2^32.
 const revisionLockSpace = 1650749049
 

@@ -286,6 +286,7 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 		return 0, w.flush(ctx)
 	}
 	var rev int64
+	var revs []int64
 	var sql string
 	var args []any
 	if len(w.changes) > 0 || w.staged != nil {
@@ -293,15 +294,19 @@ func (s *Store) write(ctx context.Context, fn func(w *txn) error) (int64, error)
 			return 0, err
 		}
 	}
-	if err := w.commit(ctx, sql, args, &rev); err != nil {
+	if err := w.commit(ctx, sql, args, &rev, &revs); err != nil {
 		return 0, err
 	}
 	if sql != "" {
 		s.notifier.announce(rev)
-	}
-	for _, c := range w.changes {
-		if c.typ != Deleted {
-			c.obj.meta().ResourceVersion = rev
+		revOf := make(map[string]int64, len(revs))
+		for i, id := range args[1].([]string) {
+			revOf[id] = revs[i]
+		}
+		for _, c := range w.changes {
+			if c.typ != Deleted {
+				c.obj.meta().ResourceVersion = revOf[c.obj.meta().ID]
+			}
 		}
 	}
 	if s.publish != nil && len(w.events) > 0 {
@@ -326,13 +331,20 @@ func (w *txn) objectEvents() []ObjectEvent {
 	return out
 }
 
-// record appends w's changes to the feed at the transaction's revision,
-// which it takes from the catalog.revisions sequence unless a creation of
-// the transaction took it already (txn.revision), and stamps it on the
-// changed rows that do not carry it yet, with their new statuses.
+// record appends w's changes to the feed, each at a revision of its own,
+// and stamps each changed row that does not carry its revision yet with
+// it, and with its new status. The first revision is the transaction's
+// (txn.revision): taken from the catalog.revisions sequence with the
+// advisory lock that tells readers it is in flight, unless a creation of
+// the transaction took it already for the row it inserted, whose change
+// then has it. The others come from the sequence after it, so while the
+// transaction is in flight readers hold back at the first (revision.go).
+// A revision per change lets a watcher resume after any change it was
+// sent: a transaction's changes sharing one revision, a watch that ended
+// between two of them lost the rest.
 //
 // It is the transaction's last statement, sent with its commit
-// (txn.commit): the revision is taken once every row the transaction
+// (txn.commit): the revisions are taken once every row the transaction
 // changes is locked, so of two writes of one row (or one name) the later
 // to commit has the higher revision. Writes do not wait for one another
 // here: each holds catalog.revision in ROW EXCLUSIVE mode from before it
@@ -343,19 +355,30 @@ func (w *txn) objectEvents() []ObjectEvent {
 // write outside its last round trip holds: rows are read FOR NO KEY
 // UPDATE, never FOR UPDATE, so a binding's foreign-key check (FOR KEY
 // SHARE on its instance) never waits for an instance another writer
-// holds. The objects' documents are encoded before the revision is known;
-// the statement stamps it into them, and write on the objects.
+// holds. The objects' documents are encoded before the revisions are
+// known; the statement stamps them into them, and write on the objects.
+//
+// The statement returns the transaction's highest revision and those of
+// w.changes' objects, by id.
 func record(w *txn) (string, []any, error) {
 	ids := map[string][]string{}
 	for table, staged := range w.staged {
 		ids[table] = slices.Clone(staged)
+	}
+	// first is the row inserted with the first revision: a transaction
+	// creates one object at most, and any other is stamped.
+	var first *string
+	for id := range w.inserted {
+		if first == nil {
+			first = &id
+		}
 	}
 	var kinds, objectIDs, namespaces, names, types, docs []string
 	seen := map[string]int{}
 	for _, c := range w.changes {
 		m := c.obj.meta()
 		setSpecLabels(c.obj)
-		if c.typ != Deleted && (!w.inserted[m.ID] || w.statuses[m.ID] != "") {
+		if c.typ != Deleted && ((first == nil || m.ID != *first) || w.statuses[m.ID] != "") {
 			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
 		}
 		doc, err := json.Marshal(c.obj)
@@ -376,47 +399,71 @@ func record(w *txn) (string, []any, error) {
 		names, types, docs = append(names, m.Name), append(types, typ), append(docs, string(doc))
 	}
 	args := []any{kinds, objectIDs, namespaces, names, types, docs}
-	var stamps strings.Builder
-	for _, table := range slices.Sorted(maps.Keys(ids)) {
-		args = append(args, ids[table])
-		statuses, some := w.statusesOf(ids[table])
-		if !some {
-			fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s SET resource_version = (SELECT value FROM rev) WHERE id = ANY($%d::uuid[]))`,
-				len(args), table, len(args))
-			continue
-		}
-		// The new statuses go in with the stamp: one change of each row,
-		// not two (a second change of a row in the same transaction costs
-		// a row version and, for a binding, a foreign-key check).
-		if len(statuses) == 1 {
-			// One row, the usual write, by its key: the join below has a
-			// cached plan that is made once, for the table as it was then
-			// (a new table's: a scan of the whole table), and kept as the
-			// table grows, so each write read every row.
-			args[len(args)-1] = ids[table][0]
-			args = append(args, statuses[0])
-			fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = rev.value, status = coalesce(nullif($%d::text, '')::jsonb, t.status)
-				FROM rev WHERE t.id = $%d::uuid)`,
-				len(args), table, len(args), len(args)-1)
-			continue
-		}
-		args = append(args, statuses)
-		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = rev.value, status = coalesce(nullif(s.status, '')::jsonb, t.status)
-			FROM rev, unnest($%d::uuid[], $%d::text[]) AS s(id, status) WHERE t.id = s.id)`,
-			len(args), table, len(args)-1, len(args))
-	}
 	changes := `unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(kind, object_id, namespace, name, type, object)`
 	if w.staged != nil {
 		changes = `(SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])
 			UNION ALL SELECT * FROM pg_temp.staged_changes) AS c(kind, object_id, namespace, name, type, object)`
 	}
+	// revs are the changes with their revisions, and revOf(p) the
+	// revision of the object whose id is parameter p. One change (the
+	// usual write) has the transaction's. Many are numbered, the row
+	// inserted with the first revision first: the first has the
+	// transaction's and the others the sequence's next (rev is read before
+	// any of them, as part of the row the CASE reads).
+	ctes := ``
+	revs := `(SELECT c.*, rev.value AS revision FROM rev, ` + changes + `) r`
+	revOf := func(int) string { return `(SELECT value FROM rev)` }
+	result := `SELECT value, ARRAY[value] FROM rev`
+	if len(objectIDs) > 1 || w.staged != nil {
+		args = append(args, first)
+		ctes = `,
+		numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.object_id = $7::uuid DESC NULLS LAST) AS n FROM ` + changes + `),
+		revs AS MATERIALIZED (SELECT c.*, CASE WHEN c.n = 1 THEN rev.value ELSE nextval('catalog.revisions') END AS revision FROM rev, numbered c)`
+		revs = `revs r`
+		revOf = func(p int) string { return fmt.Sprintf(`(SELECT revision FROM revs WHERE object_id = $%d::uuid)`, p) }
+		result = `SELECT (SELECT max(revision) FROM revs),
+			coalesce((SELECT array_agg(r.revision ORDER BY u.i) FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, i) JOIN revs r ON r.object_id = u.id), '{}')`
+	}
+	var stamps strings.Builder
+	for _, table := range slices.Sorted(maps.Keys(ids)) {
+		args = append(args, ids[table])
+		statuses, some := w.statusesOf(ids[table])
+		// The new statuses go in with the stamp: one change of each row,
+		// not two (a second change of a row in the same transaction costs
+		// a row version and, for a binding, a foreign-key check).
+		status := ""
+		if len(statuses) == 1 {
+			// One row, the usual write, by its key: a join has a cached
+			// plan that is made once, for the table as it was then (a new
+			// table's: a scan of the whole table), and kept as the table
+			// grows, so each write read every row.
+			args[len(args)-1] = ids[table][0]
+			id := len(args)
+			if some {
+				args = append(args, statuses[0])
+				status = fmt.Sprintf(`, status = coalesce(nullif($%d::text, '')::jsonb, t.status)`, len(args))
+			}
+			fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = %s%s WHERE t.id = $%d::uuid)`,
+				id, table, revOf(id), status, id)
+			continue
+		}
+		if some {
+			args = append(args, statuses)
+			status = `, status = coalesce(nullif(s.status, '')::jsonb, t.status)`
+		} else {
+			args = append(args, make([]string, len(ids[table])))
+		}
+		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = r.revision%s
+			FROM unnest($%d::uuid[], $%d::text[]) AS s(id, status) JOIN revs r ON r.object_id = s.id WHERE t.id = s.id)`,
+			len(args), table, status, len(args)-1, len(args))
+	}
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
-	return `WITH rev AS (SELECT ` + w.revision() + ` AS value)` + stamps.String() + `,
+	return `WITH rev AS MATERIALIZED (SELECT ` + w.revision() + ` AS value)` + ctes + stamps.String() + `,
 		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
-			SELECT rev.value, c.kind, c.object_id, c.namespace, c.name, c.type,
-				CASE WHEN c.type = '` + Deleted + `' THEN c.object::jsonb ELSE c.object::jsonb || jsonb_build_object('resourceVersion', rev.value) END
-			FROM rev, ` + changes + `)
-		SELECT value FROM rev`, args, nil
+			SELECT r.revision, r.kind, r.object_id, r.namespace, r.name, r.type,
+				CASE WHEN r.type = '` + Deleted + `' THEN r.object::jsonb ELSE r.object::jsonb || jsonb_build_object('resourceVersion', r.revision) END
+			FROM ` + revs + `)
+		` + result, args, nil
 }
 
 // stage records changes of objects the transaction wrote, as changed does,

@@ -30,9 +30,9 @@ type txn struct {
 
 	changes []change
 	// locked: the transaction has queued its ROW EXCLUSIVE lock of
-	// catalog.revision (revision.go); revised: it has taken its revision
-	// (a creation's INSERT did); inserted are the rows its creations
-	// inserted, with the revision already.
+	// catalog.revision (revision.go); revised: it has taken its first
+	// revision (a creation's INSERT did); inserted are the rows its
+	// creations inserted, with that revision already.
 	locked, revised bool
 	inserted        map[string]bool
 	// staged are the ids of the objects whose changes are staged
@@ -113,9 +113,10 @@ const (
 	sqlLockRevision = "LOCK TABLE catalog.revision IN ROW EXCLUSIVE MODE"
 )
 
-// revision is the SQL expression of the transaction's revision: the first
-// use takes it from the sequence, after queueing the lock that says so;
-// later ones repeat it. Only the last round trip may use it: a write holds
+// revision is the SQL expression of the transaction's first revision
+// (record takes one more for each change after the first): the first use
+// takes it from the sequence, after queueing the lock that says so; later
+// ones repeat it. Only the last round trip may use it: a write holds
 // the lock until it commits, and readers wait for it.
 func (w *txn) revision() string {
 	if w.revised {
@@ -142,7 +143,8 @@ func (w *txn) probedRevision(table, namespace, name string) string {
 }
 
 // insertedWithRevision notes that the row of id was inserted with the
-// transaction's revision (w.revision()), so record need not stamp it.
+// transaction's first revision (w.revision()), so record gives its change
+// that revision and need not stamp it.
 func (w *txn) insertedWithRevision(id string) {
 	if w.inserted == nil {
 		w.inserted = map[string]bool{}
@@ -254,7 +256,7 @@ func (w *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // commit sends the pending statements, then sql (when not empty, its row
 // scanned into dest, after the lock a write takes before its revision)
 // and COMMIT, in one round trip.
-func (w *txn) commit(ctx context.Context, sql string, args []any, dest any) error {
+func (w *txn) commit(ctx context.Context, sql string, args []any, dest ...any) error {
 	if !w.begun && sql == "" && len(w.pending) == 1 {
 		// Nothing but BEGIN: nothing to send.
 		w.pending = nil
@@ -290,7 +292,7 @@ func (w *txn) commit(ctx context.Context, sql string, args []any, dest any) erro
 				return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
 			}
 		default:
-			if err := br.QueryRow().Scan(dest); err != nil {
+			if err := br.QueryRow().Scan(dest...); err != nil {
 				return fmt.Errorf("record changes: %w", mapErr(err))
 			}
 		}
