@@ -610,18 +610,19 @@ func (r *watchRun) initialEvents() (int64, bool) {
 // to.
 func (r *watchRun) backlog() (int64, bool) {
 	st, ctx, req := r.st, r.ctx, r.req
-	kept, err := st.store.Feed().KeptAfter(ctx)
-	if err != nil {
-		r.fail(apierrors.NewInternalError(err))
-		return 0, false
-	}
-	if req.from < kept {
-		r.fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", req.from, kept)))
+	if !r.kept() {
 		return 0, false
 	}
 	page, err := st.store.Feed().Read(ctx, req.from, []string{st.kind}, 0)
 	if err != nil {
 		r.fail(apierrors.NewInternalError(err))
+		return 0, false
+	}
+	// A prune that committed between the check and the read took changes
+	// the read then did not see: the watch would go on with a gap. Pruning
+	// keeps a suffix of the feed, so the same check after the read says
+	// whether it did (the first spares a long read that would be lost).
+	if !r.kept() {
 		return 0, false
 	}
 	prevs, err := st.statesAt(ctx, req, page.Changes)
@@ -726,6 +727,21 @@ func (r *watchRun) follow(covered int64) {
 			return
 		}
 	}
+}
+
+// kept says whether the feed keeps every change after the requested
+// revision, and fails the watch with 410 Gone when it does not.
+func (r *watchRun) kept() bool {
+	kept, err := r.st.store.Feed().KeptAfter(r.ctx)
+	if err != nil {
+		r.fail(apierrors.NewInternalError(err))
+		return false
+	}
+	if r.req.from < kept {
+		r.fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", r.req.from, kept)))
+		return false
+	}
+	return true
 }
 
 // errStopped ends a scan whose watch has ended.

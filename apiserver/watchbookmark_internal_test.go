@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -103,5 +105,80 @@ func TestWatchResumesWithinAWrite(t *testing.T) {
 		if from, err = strconv.ParseInt(m.GetResourceVersion(), 10, 64); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBacklogPrunedDuringItsRead: a prune that commits after a watch has
+// checked that the feed keeps its resourceVersion, but before it reads the
+// backlog, is a 410, not a watch that goes on without the pruned changes.
+// The prune is held, uncommitted, with a lock that stops the backlog's
+// read (it reads the changed objects' rows) but not the check before it;
+// it commits once the read waits for the lock. (The hub's reads, which
+// wait too, are paged: they start WITH page.)
+func TestBacklogPrunedDuringItsRead(t *testing.T) {
+	t.Parallel()
+	storages, store := storagesForTest(t)
+	st := storageOf(storages["clusterserviceclasses"])
+	ctx := context.Background()
+	pool := poolOf(store)
+	from, err := store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := osbtest.New(t, osbtest.WithCatalog(osbtest.GenerateCatalog(3, 1)))
+	b := &catalog.Broker{Spec: catalog.BrokerSpec{URL: fake.URL()}}
+	b.Name = "pruned"
+	if b, err = store.CreateBroker(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Relist(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	upTo, err := store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prune, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prune.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	if _, err := prune.Exec(ctx, `LOCK TABLE catalog.instances IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prune.Exec(ctx, `DELETE FROM catalog.changes WHERE revision < $1`, upTo); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(from, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT c.revision%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog's read never waited for the prune")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := prune.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		status, ok := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || !ok || status.Code != http.StatusGone {
+			t.Fatalf("a watch whose backlog was pruned under it: %s %+v", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
 	}
 }
