@@ -397,7 +397,14 @@ func (s *Store) storeCatalog(ctx context.Context, id string, fetchedFor int64, c
 			return err
 		}
 		now := cw.now
-		msg := fmt.Sprintf("Fetched the catalog: %d services, %d plans.", cw.nClasses, cw.nPlans)
+		// A cluster broker's Events are read by every namespace's
+		// viewers, to some of whom some of its plans do not exist: its
+		// counts are in its status, which each reader gets as it sees
+		// them (PlansVisibleIn).
+		msg := msgFetchedCatalog
+		if b.Namespace != "" {
+			msg = fmt.Sprintf("Fetched the catalog: %d services, %d plans.", cw.nClasses, cw.nPlans)
+		}
 		SetCondition(&b.Status.Conditions, Condition{Type: ConditionReady, Status: ConditionTrue, Reason: ReasonFetchedCatalog, Message: msgFetchedCatalog}, now)
 		b.Status.LastCatalogRetrievalTime = &now
 		b.Status.ReconciledGeneration = b.Generation

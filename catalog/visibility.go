@@ -86,3 +86,59 @@ func (s *Store) SetPlanVisibility(ctx context.Context, idOrName string, namespac
 		return nil
 	})
 }
+
+// PlansVisibleIn counts, for each of the cluster brokers of ids, the
+// plans it offers that are visible to one of namespaces, by broker id. A
+// reader limited to namespaces takes it for the count in the broker's
+// status, which counts every plan: a plan hidden from the reader does not
+// exist to it, nor does how many there are. (Its classes stay listed,
+// and counted.)
+func (s *Store) PlansVisibleIn(ctx context.Context, namespaces, ids []string) (map[string]int, error) {
+	out := make(map[string]int, len(ids))
+	for _, id := range ids {
+		out[id] = 0
+	}
+	rows, err := s.pool.Query(ctx, `SELECT broker_id::text, count(*) FROM catalog.service_plans
+		WHERE broker_id = ANY($1::uuid[]) AND namespace = '' AND NOT removed AND catalog.plan_visible(metadata, $2)
+		GROUP BY broker_id`, ids, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("count the plans visible: %w", mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("count the plans visible: %w", mapErr(err))
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count the plans visible: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// CountPlansVisibleIn sets the plan counts of the cluster brokers among
+// brokers to those of the plans visible to namespaces (PlansVisibleIn).
+func (s *Store) CountPlansVisibleIn(ctx context.Context, namespaces []string, brokers ...*Broker) error {
+	var ids []string
+	for _, b := range brokers {
+		if b.Namespace == "" {
+			ids = append(ids, b.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	counts, err := s.PlansVisibleIn(ctx, namespaces, ids)
+	if err != nil {
+		return err
+	}
+	for _, b := range brokers {
+		if n, ok := counts[b.ID]; ok && b.Namespace == "" {
+			b.Status.ServicePlanCount = n
+		}
+	}
+	return nil
+}

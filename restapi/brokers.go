@@ -81,6 +81,9 @@ func (s *Server) listBrokers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.plansAsSeen(c, l.Items...); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, l)
 }
 
@@ -89,7 +92,21 @@ func (s *Server) getBroker(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.plansAsSeen(c, b); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, b)
+}
+
+// plansAsSeen gives the cluster brokers' counts of plans as the request's
+// token sees them: to a token limited to namespaces, a plan hidden from
+// all of them does not exist (catalog.PlansVisibleIn).
+func (s *Server) plansAsSeen(c echo.Context, brokers ...*catalog.Broker) error {
+	t := tokenOf(c)
+	if t == nil || t.AllNamespaces() {
+		return nil
+	}
+	return s.store.CountPlansVisibleIn(ctx(c), t.Namespaces, brokers...)
 }
 
 // updateBroker applies a JSON merge patch (RFC 7386) to the broker's

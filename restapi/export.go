@@ -1,6 +1,7 @@
 package restapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -150,6 +151,11 @@ func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) e
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusOK)
 		}
+		if kind == catalog.KindBroker {
+			if err := s.rawPlansAsSeen(c, items); err != nil {
+				return err
+			}
+		}
 		for _, o := range items {
 			var err error
 			if line, err = o.AppendJSON(line[:0]); err != nil {
@@ -183,4 +189,31 @@ func (s *Server) export(c echo.Context, kind string, opts catalog.ListOptions) e
 	// net/http resets the stream (or closes the connection, without the
 	// last chunk) and logs no panic for this value.
 	panic(http.ErrAbortHandler)
+}
+
+// rawPlansAsSeen is plansAsSeen for exported cluster brokers.
+func (s *Server) rawPlansAsSeen(c echo.Context, brokers []*catalog.RawObject) error {
+	t := tokenOf(c)
+	if t == nil || t.AllNamespaces() || len(brokers) == 0 {
+		return nil
+	}
+	ids := make([]string, len(brokers))
+	for i, b := range brokers {
+		ids[i] = b.ID
+	}
+	counts, err := s.store.PlansVisibleIn(ctx(c), t.Namespaces, ids)
+	if err != nil {
+		return err
+	}
+	for _, b := range brokers {
+		var st catalog.BrokerStatus
+		if err := json.Unmarshal(b.Status, &st); err != nil {
+			return fmt.Errorf("decode the status of broker %s: %w", b.Name, err)
+		}
+		st.ServicePlanCount = counts[b.ID]
+		if b.Status, err = json.Marshal(&st); err != nil {
+			return err
+		}
+	}
+	return nil
 }

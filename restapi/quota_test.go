@@ -2,6 +2,7 @@ package restapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -195,4 +196,52 @@ func TestPlanVisibilityREST(t *testing.T) {
 	if !slices.Contains(names(b, ""), "large-async") {
 		t.Error("team-b does not see the plan made visible to every namespace")
 	}
+}
+
+// TestBrokerCountsHideHiddenPlans: a cluster broker's count of plans, to
+// a token limited to namespaces, is of the plans visible to them, in the
+// broker, the list of brokers and their export; a plan hidden from them
+// does not exist to them, nor does how many there are.
+func TestBrokerCountsHideHiddenPlans(t *testing.T) {
+	t.Parallel()
+	bb := setup(t)
+	bb.registerBindery("bindery")
+	a, b := bb.limitedToken(catalog.RoleViewer, "team-a"), bb.limitedToken(catalog.RoleViewer, "team-b")
+	broker := bb.must(http.StatusOK, bb.do(bb.admin, "GET", "/brokers", nil)).items()[0]
+	id := broker["id"].(string)
+	plans := bb.must(http.StatusOK, bb.do(bb.admin, "GET", "/serviceplans", nil)).items()
+	all := len(plans)
+	counts := func(token string) [][2]int {
+		status := func(o map[string]any) [2]int {
+			st := o["status"].(map[string]any)
+			return [2]int{int(st["serviceClassCount"].(float64)), int(st["servicePlanCount"].(float64))}
+		}
+		var out [][2]int
+		out = append(out, status(bb.must(http.StatusOK, bb.do(token, "GET", "/brokers/"+id, nil)).body))
+		out = append(out, status(bb.must(http.StatusOK, bb.do(token, "GET", "/brokers", nil)).items()[0]))
+		var exported map[string]any
+		if err := json.Unmarshal([]byte(bb.must(http.StatusOK, bb.do(token, "GET", "/export/brokers", nil)).raw), &exported); err != nil {
+			t.Fatal(err)
+		}
+		return append(out, status(exported))
+	}
+	check := func(who, token string, want [2]int) {
+		t.Helper()
+		for i, got := range counts(token) {
+			if got != want {
+				t.Errorf("%s, read %d of 3: %d services and %d plans, want %v", who, i, got[0], got[1], want)
+			}
+		}
+	}
+	check("admin", bb.admin, [2]int{1, all})
+	bb.must(http.StatusOK, bb.do(bb.admin, "PUT", "/serviceplans/"+plans[0]["id"].(string)+"/visibility", map[string]any{"namespaces": []string{"team-a"}}))
+	check("admin", bb.admin, [2]int{1, all})
+	check("team-a", a, [2]int{1, all})
+	check("team-b", b, [2]int{1, all - 1})
+	for _, p := range plans[1:] {
+		bb.must(http.StatusOK, bb.do(bb.admin, "PUT", "/serviceplans/"+p["id"].(string)+"/visibility", map[string]any{"namespaces": []string{}}))
+	}
+	check("team-a", a, [2]int{1, 1})
+	// The class stays listed, and counted, as in the list of classes.
+	check("team-b", b, [2]int{1, 0})
 }

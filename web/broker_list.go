@@ -46,11 +46,18 @@ func (s *Server) renderBrokers(c echo.Context, status int, f brokerForm) error {
 
 // brokers are the brokers the session sees: the cluster's, and the own
 // brokers of its namespaces (of every namespace, for a session of all).
+// The cluster brokers' counts of plans are of those the session's
+// namespaces see (catalog.PlansVisibleIn).
 func (s *Server) brokers(c echo.Context) ([]*catalog.Broker, error) {
 	ctx := c.Request().Context()
 	cluster, err := s.store.ListBrokers(ctx, catalog.ListOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if sess, ok := sessionOf(c); ok && !sess.AllNamespaces() {
+		if err := s.store.CountPlansVisibleIn(ctx, sess.Namespaces, cluster.Items...); err != nil {
+			return nil, err
+		}
 	}
 	own, err := s.store.ListBrokers(ctx, scoped(c, catalog.ListOptions{Namespaced: true}))
 	if err != nil {

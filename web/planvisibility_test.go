@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,5 +46,31 @@ func TestInstancePageHidesPlans(t *testing.T) {
 	hidden := body(t, dev.post("/instances/"+db.ID, url.Values{"plan": {plans["standard"]}}))
 	if !strings.Contains(hidden, "no such plan") {
 		t.Errorf("changing to a plan hidden from the namespace is not answered as no such plan:\n%s", hidden)
+	}
+}
+
+// TestBrokersPageCountsVisiblePlans: the brokers page counts, for a
+// session of some namespaces, the cluster broker's plans visible to them.
+func TestBrokersPageCountsVisiblePlans(t *testing.T) {
+	b := setup(t, setupOptions{broker: true})
+	b.tokens["team-view"] = b.limitedToken(t, catalog.RoleViewer, "team-a")
+	admin, viewer := b.client(t, catalog.RoleAdmin), b.client(t, "team-view")
+	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"}, "username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("register: %d", res.StatusCode)
+	}
+	ctx := context.Background()
+	l, err := b.store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.SetPlanVisibility(ctx, l.Items[0].ID, []string{"team-b"}); err != nil {
+		t.Fatal(err)
+	}
+	all, seen := fmt.Sprintf("1 service, %d plans", len(l.Items)), fmt.Sprintf("1 service, %d plans", len(l.Items)-1)
+	if page := body(t, admin.get("/brokers")); !strings.Contains(page, all) {
+		t.Errorf("the admin's brokers page does not say %q", all)
+	}
+	if page := body(t, viewer.get("/brokers")); !strings.Contains(page, seen) {
+		t.Errorf("team-a's brokers page does not say %q:\n%s", seen, page)
 	}
 }
