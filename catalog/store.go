@@ -378,7 +378,8 @@ func record(w *txn) (string, []any, error) {
 	for _, c := range w.changes {
 		m := c.obj.meta()
 		setSpecLabels(c.obj)
-		if c.typ != Deleted && ((first == nil || m.ID != *first) || w.statuses[m.ID] != "") {
+		i, dup := seen[m.ID]
+		if !dup && c.typ != Deleted && ((first == nil || m.ID != *first) || w.statuses[m.ID] != "") {
 			ids[tables[c.obj.kind()]] = append(ids[tables[c.obj.kind()]], m.ID)
 		}
 		doc, err := json.Marshal(c.obj)
@@ -386,8 +387,9 @@ func record(w *txn) (string, []any, error) {
 			return "", nil, err
 		}
 		typ := c.typ
-		// An object written twice in one transaction appears once, as it ended.
-		if i, dup := seen[m.ID]; dup {
+		// An object written twice in one transaction appears once, as it
+		// ended, and its row is stamped once.
+		if dup {
 			if types[i] == Added && typ == Modified {
 				typ = Added
 			}
@@ -424,6 +426,20 @@ func record(w *txn) (string, []any, error) {
 		result = `SELECT (SELECT max(revision) FROM revs),
 			coalesce((SELECT array_agg(r.revision ORDER BY u.i) FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, i) JOIN revs r ON r.object_id = u.id), '{}')`
 	}
+	stamps, args := stampRows(w, ids, args, revOf)
+	// A deleted object keeps, in its feed row, the resourceVersion it had.
+	return `WITH rev AS MATERIALIZED (SELECT ` + w.revision() + ` AS value)` + ctes + stamps + `,
+		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
+			SELECT r.revision, r.kind, r.object_id, r.namespace, r.name, r.type,
+				CASE WHEN r.type = '` + Deleted + `' THEN r.object::jsonb ELSE r.object::jsonb || jsonb_build_object('resourceVersion', r.revision) END
+			FROM ` + revs + `)
+		` + result, args, nil
+}
+
+// stampRows is the part of record's statement that stamps the rows of ids
+// (by table) with their revisions (revOf(p): that of the object whose id
+// is parameter p) and their new statuses, and args with its parameters.
+func stampRows(w *txn, ids map[string][]string, args []any, revOf func(int) string) (string, []any) {
 	var stamps strings.Builder
 	for _, table := range slices.Sorted(maps.Keys(ids)) {
 		args = append(args, ids[table])
@@ -457,13 +473,7 @@ func record(w *txn) (string, []any, error) {
 			FROM unnest($%d::uuid[], $%d::text[]) AS s(id, status) JOIN revs r ON r.object_id = s.id WHERE t.id = s.id)`,
 			len(args), table, status, len(args)-1, len(args))
 	}
-	// A deleted object keeps, in its feed row, the resourceVersion it had.
-	return `WITH rev AS MATERIALIZED (SELECT ` + w.revision() + ` AS value)` + ctes + stamps.String() + `,
-		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
-			SELECT r.revision, r.kind, r.object_id, r.namespace, r.name, r.type,
-				CASE WHEN r.type = '` + Deleted + `' THEN r.object::jsonb ELSE r.object::jsonb || jsonb_build_object('resourceVersion', r.revision) END
-			FROM ` + revs + `)
-		` + result, args, nil
+	return stamps.String(), args
 }
 
 // stage records changes of objects the transaction wrote, as changed does,
