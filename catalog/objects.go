@@ -226,15 +226,17 @@ func encodeCursor(c cursor) string {
 }
 
 // decodeCursor reads a continue token of a list ordered by order. Only
-// what encodeCursor makes is taken: a name, no unknown field, no negative
-// position and, for a list in its brokers' catalogue order, a broker id,
-// which the statement compares as a UUID.
+// what encodeCursor makes is taken: a name, no unknown field, a position
+// a catalogue's can be (a PostgreSQL integer, not negative) and, for a
+// list in its brokers' catalogue order, a broker id, which the statement
+// compares as a UUID.
 func decodeCursor(s, order string) (cursor, error) {
 	var c cursor
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err != nil || dec.Decode(&c) != nil || dec.More() || c.Name == "" || c.Pos < 0 || c.BrokerPos < 0 ||
+	if err != nil || dec.Decode(&c) != nil || dec.More() || c.Name == "" ||
+		c.Pos < 0 || c.BrokerPos < 0 || c.Pos > math.MaxInt32 || c.BrokerPos > math.MaxInt32 ||
 		pgtext.Problem(c.Namespace) != "" || pgtext.Problem(c.Name) != "" {
 		return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 	}

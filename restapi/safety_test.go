@@ -167,13 +167,16 @@ func TestDuplicateKeysRefused(t *testing.T) {
 // TestCraftedContinueRefused: a continue token this API did not make is a
 // 400 naming continue. One without a broker id used to end in a 500 for
 // classes and plans, whose pages are ordered by broker, and one without a
-// name started the list over for instances and brokers.
+// name started the list over for instances and brokers, and one with a
+// position past PostgreSQL's integers ended in a 500 for classes and
+// plans.
 func TestCraftedContinueRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.registerBindery("bindery")
 	dev := b.token("developer")
-	for _, tok := range []string{`{"n":"x"}`, `{}`, `{"x":1}`, `{"n":"x","p":-1}`} {
+	const broker = `"00000000-0000-0000-0000-000000000000"`
+	for _, tok := range []string{`{"n":"x"}`, `{}`, `{"x":1}`, `{"n":"x","p":-1}`, `{"n":` + broker + `,"p":2147483648}`, `{"n":` + broker + `,"b":2147483648}`} {
 		for _, path := range []string{"/serviceclasses", "/serviceplans", "/instances", "/brokers"} {
 			if tok == `{"n":"x"}` && (path == "/instances" || path == "/brokers") {
 				continue // the shape of a real token there: a name past every object
