@@ -190,16 +190,18 @@ func (s *Server) bindingEvents(c echo.Context) error {
 // listNamespaces lists the namespaces that hold instances, bindings or
 // brokers, those of the token's namespaces only for a limited token.
 func (s *Server) listNamespaces(c echo.Context) error {
-	names, err := s.store.Namespaces(ctx(c), 1000)
+	var items []string
+	var err error
+	if t := tokenOf(c); t != nil && !t.AllNamespaces() {
+		items, err = s.store.NamespacesAmong(ctx(c), t.Namespaces)
+	} else {
+		items, err = s.store.Namespaces(ctx(c), 1000)
+	}
 	if err != nil {
 		return err
 	}
-	items := make([]string, 0, len(names))
-	t := tokenOf(c)
-	for _, n := range names {
-		if t == nil || t.AllowsNamespace(n) {
-			items = append(items, n)
-		}
+	if items == nil {
+		items = []string{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -53,5 +54,29 @@ func TestRegisterWithoutWaiting(t *testing.T) {
 	r = b.must(400, b.do(b.admin, "POST", "/brokers?wait=maybe", map[string]any{"name": "x", "url": b.brokerURL}))
 	if r.str("field") != "wait" {
 		t.Errorf("a bad wait: %s", r.raw)
+	}
+}
+
+// TestNamespacesOfALimitedToken: a token limited to namespaces gets its
+// namespaces in use, however many other namespaces sort before them (the
+// list of every namespace stops at 1,000).
+func TestNamespacesOfALimitedToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for i := range 1001 {
+		in := &catalog.Instance{}
+		in.Name, in.Namespace = "db", fmt.Sprintf("ns-%04d", i)
+		in.Spec.ClusterServiceClassExternalName, in.Spec.ClusterServicePlanExternalName = "c", "p"
+		if _, err := b.store.CreateInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := b.limitedToken(catalog.RoleViewer, "ns-1000", "unused", "ns-0003")
+	if got := strings.TrimSpace(string(b.must(200, b.do(token, "GET", "/namespaces", nil)).raw)); got != `{"items":["ns-0003","ns-1000"]}` {
+		t.Errorf("the namespaces of a token of ns-1000, ns-0003 and an unused one: %s", got)
+	}
+	if n := len(b.must(200, b.do(b.admin, "GET", "/namespaces", nil)).items()); n != 1000 {
+		t.Errorf("the namespaces of a token of all: %d, want the first 1,000", n)
 	}
 }
