@@ -75,6 +75,9 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, p := range l.Items {
+		narrowVisibility(c, &p.Meta)
+	}
 	return writeRawList(c, l)
 }
 
@@ -83,6 +86,7 @@ func (s *Server) getPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	narrowVisibility(c, &p.Meta)
 	return c.JSON(http.StatusOK, p)
 }
 

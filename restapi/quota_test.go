@@ -181,6 +181,25 @@ func TestPlanVisibilityREST(t *testing.T) {
 	bb.must(http.StatusNotFound, bb.do(b, "GET", "/serviceplans/"+id+"/schemas", nil))
 	bb.must(http.StatusOK, bb.do(a, "GET", "/serviceplans/"+id, nil))
 
+	// Which other namespaces see the plan is not team-a's to know: its
+	// annotation names team-a alone, to team-a.
+	bb.must(http.StatusOK, bb.do(bb.admin, "PUT", "/serviceplans/"+id+"/visibility", map[string]any{"namespaces": []string{"team-a", "team-c"}}))
+	annotation := func(o map[string]any) any {
+		return o["annotations"].(map[string]any)[catalog.VisibleInAnnotation]
+	}
+	for _, r := range []struct {
+		who, token, want string
+	}{{"team-a", a, "team-a"}, {"admin", bb.admin, "team-a,team-c"}} {
+		got := []any{annotation(bb.must(http.StatusOK, bb.do(r.token, "GET", "/serviceplans/"+id, nil)).body),
+			annotation(bb.must(http.StatusOK, bb.do(r.token, "GET", "/serviceplans?name=large-async", nil)).items()[0])}
+		for i, g := range got {
+			if g != r.want {
+				t.Errorf("%s, read %d: the plan is visible in %q, want %q", r.who, i, g, r.want)
+			}
+		}
+	}
+	bb.must(http.StatusOK, bb.do(bb.admin, "PUT", "/serviceplans/"+id+"/visibility", map[string]any{"namespaces": []string{"team-a"}}))
+
 	waiting := bb.must(http.StatusCreated, bb.do(b, "POST", "/instances", instanceIn("team-b", "db", "large-async")))
 	if ref := waiting.str("spec", "clusterServicePlanRef", "name"); ref != "" {
 		t.Errorf("team-b's instance resolved to %q", ref)

@@ -1,7 +1,10 @@
 package restapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -156,6 +159,25 @@ func visibleIn(c echo.Context) ([]string, error) {
 		return t.Namespaces, nil
 	}
 	return nil, nil
+}
+
+// narrowVisibility leaves, in a cluster plan's visibility annotation
+// (catalog.VisibleInAnnotation) as a token limited to namespaces reads
+// it, only the token's own namespaces: which other namespaces may use the
+// plan is not the token's to know, as its visibility is not (GET
+// /serviceplans/{id}/visibility is refused to it).
+func narrowVisibility(c echo.Context, m *catalog.Meta) {
+	t := tokenOf(c)
+	if t == nil || t.AllNamespaces() {
+		return
+	}
+	namespaces, restricted := catalog.VisibleNamespaces(m)
+	if !restricted {
+		return
+	}
+	own := slices.DeleteFunc(namespaces, func(ns string) bool { return !slices.Contains(t.Namespaces, ns) })
+	m.Annotations = maps.Clone(m.Annotations)
+	m.Annotations[catalog.VisibleInAnnotation] = strings.Join(own, ",")
 }
 
 // hiddenFrom tells whether a cluster plan is hidden from every namespace
