@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,16 +110,50 @@ func (h planHider) before(a *attrs) bool {
 	return restricted && h(namespaces)
 }
 
+// planNarrower gives a cluster plan restricted to namespaces as a user
+// who is not cluster-wide reads it: its annotation names only the
+// namespaces that are the user's (where they may create instances), as
+// the catalog's REST API does for its tokens. Which other namespaces may
+// use the plan is not theirs to know. Nil when the user sees everything.
+type planNarrower func(namespaces []string) []string
+
+// object is obj as the user reads it: a copy when it is a plan whose
+// annotation names namespaces not theirs, else obj itself.
+func (n planNarrower) object(obj runtime.Object) runtime.Object {
+	p, ok := obj.(*v1beta1.ClusterServicePlan)
+	if n == nil || !ok {
+		return obj
+	}
+	namespaces, restricted := restrictedTo(p)
+	if !restricted {
+		return obj
+	}
+	own := n(namespaces)
+	if len(own) == len(namespaces) {
+		return obj
+	}
+	c := p.DeepCopy()
+	c.Annotations[catalog.VisibleInAnnotation] = strings.Join(own, ",")
+	return c
+}
+
 // hidden returns the planHider of the request of ctx: nil when nothing is
-// hidden from its user. Decisions are kept for the request's life (the
-// authorizer keeps them longer).
+// hidden from its user.
 func (pa *planAccess) hidden(ctx context.Context) planHider {
+	hide, _ := pa.view(ctx)
+	return hide
+}
+
+// view returns the planHider and planNarrower of the request of ctx: nil
+// when nothing is hidden from its user, or narrowed. Decisions are kept
+// for the request's life (the authorizer keeps them longer).
+func (pa *planAccess) view(ctx context.Context) (planHider, planNarrower) {
 	if pa == nil || pa.authz == nil {
-		return nil
+		return nil, nil
 	}
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return func([]string) bool { return true }
+		return func([]string) bool { return true }, func([]string) []string { return nil }
 	}
 	// A watch asks for as long as it lasts: what RBAC said is asked
 	// again after accessTTL.
@@ -134,7 +170,7 @@ func (pa *planAccess) hidden(ctx context.Context) planHider {
 		may[ns] = err == nil && d == authorizer.DecisionAllow
 		return may[ns]
 	}
-	return func(namespaces []string) bool {
+	hide := func(namespaces []string) bool {
 		if allowed("") {
 			return false
 		}
@@ -145,6 +181,13 @@ func (pa *planAccess) hidden(ctx context.Context) planHider {
 		}
 		return true
 	}
+	narrow := func(namespaces []string) []string {
+		if allowed("") {
+			return namespaces
+		}
+		return slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool { return !allowed(ns) })
+	}
+	return hide, narrow
 }
 
 // accessTTL is how long a request (a watch) keeps what RBAC said of a

@@ -3,11 +3,14 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -178,6 +181,76 @@ func TestHiddenPlansUnlisted(t *testing.T) {
 		}
 		if len(names) != len(plans.Items)-1 || slices.Contains(names, hidden) {
 			t.Errorf("limit %d: %v, want the %d plans but %s, hidden from the user", limit, names, len(plans.Items)-1, hidden)
+		}
+	}
+}
+
+// TestPlanAnnotationNarrowed: a plan restricted to namespaces is read by a
+// user who is not cluster-wide with its annotation naming only their
+// namespaces (where they may create instances), by name, in lists and in
+// watches; a cluster-wide user reads it whole.
+func TestPlanAnnotationNarrowed(t *testing.T) {
+	t.Parallel()
+	storages, store := storagesForTest(t)
+	ctx := context.Background()
+	plans, err := store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil || len(plans.Items) == 0 {
+		t.Fatalf("plans: %d, %v", len(plans.Items), err)
+	}
+	name := plans.Items[0].Name
+	if _, err := store.SetPlanVisibility(ctx, name, []string{"team-a", "team-c"}); err != nil {
+		t.Fatal(err)
+	}
+	st := *storageOf(storages["clusterserviceplans"])
+	st.access = &planAccess{authz: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetUser().GetName() == "root" || a.GetNamespace() == "team-a" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionDeny, "", nil
+	})}
+	annotation := func(o runtime.Object) string {
+		if shared, ok := o.(*sharedObject); ok {
+			o = shared.obj
+		}
+		return o.(*v1beta1.ClusterServicePlan).Annotations[catalog.VisibleInAnnotation]
+	}
+	for who, want := range map[string]string{"alice": "team-a", "root": "team-a,team-c"} {
+		uctx := genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: who})
+		got, err := st.Get(uctx, name, &metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := map[string]string{"get": annotation(got)}
+		for _, limit := range []int64{100, 0} {
+			err := st.readList(uctx, &metainternalversion.ListOptions{Limit: limit}, nil, func(_ int64, _ string, objs []runtime.Object) error {
+				for _, o := range objs {
+					if o.(*v1beta1.ClusterServicePlan).Name == name {
+						reads[fmt.Sprintf("list of %d", limit)] = annotation(o)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := st.Watch(uctx, &metainternalversion.ListOptions{ResourceVersion: "0", FieldSelector: fields.OneTermEqualSelector("metadata.name", name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads["initial event"] = annotation((<-w.ResultChan()).Object)
+		if _, err := store.SetPlanVisibility(ctx, name, []string{"team-a", "team-c", "team-" + who}); err != nil {
+			t.Fatal(err)
+		}
+		reads["change"] = strings.TrimSuffix(annotation((<-w.ResultChan()).Object), ",team-"+who)
+		w.Stop()
+		if _, err := store.SetPlanVisibility(ctx, name, []string{"team-a", "team-c"}); err != nil {
+			t.Fatal(err)
+		}
+		for read, got := range reads {
+			if got != want {
+				t.Errorf("%s, %s: the plan is visible in %q, want %q", who, read, got, want)
+			}
 		}
 	}
 }

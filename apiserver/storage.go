@@ -114,10 +114,11 @@ func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 		return nil, apierrors.NewInternalError(err)
 	}
 	st.hub.waitFor(ctx, raw.ResourceVersion)
-	if st.access.hidden(ctx).object(obj) {
+	hide, narrow := st.access.view(ctx)
+	if hide.object(obj) {
 		return nil, apierrors.NewNotFound(st.resource, name)
 	}
-	return obj, nil
+	return narrow.object(obj), nil
 }
 
 // settled waits until obj's resourceVersion is final (hub.waitFor) and
@@ -135,8 +136,10 @@ type predicate struct {
 	label     labels.Selector
 	field     fields.Selector
 	// hide, when not nil, leaves out what the user may not see (a cluster
-	// plan restricted to namespaces: planAccess).
-	hide planHider
+	// plan restricted to namespaces: planAccess), and narrow what they may
+	// not read of what they see.
+	hide   planHider
+	narrow planNarrower
 }
 
 // storableSelector refuses a field selector value PostgreSQL cannot hold
@@ -166,7 +169,7 @@ func storableSelector(opts *metainternalversion.ListOptions) error {
 // its selectors, and none of the cluster's plans hidden from its user.
 func (st *storage) predicate(ctx context.Context, opts *metainternalversion.ListOptions) predicate {
 	p := newPredicate(st.namespace(ctx), opts)
-	p.hide = st.access.hidden(ctx)
+	p.hide, p.narrow = st.access.view(ctx)
 	return p
 }
 
@@ -262,11 +265,14 @@ func (p predicate) transition(ev hubEvent) (watch.EventType, bool) {
 // any, carrying sent (the change's object as it is sent). A plan hidden
 // from the watcher by the change is sent as no more than its name and
 // resourceVersion: its state now (the namespaces it is restricted to, its
-// spec) is not the watcher's to read.
+// spec) is not the watcher's to read. One it sees is sent narrowed
+// (planNarrower), a copy of its own then.
 func (p predicate) event(ev hubEvent, sent runtime.Object) (watch.Event, bool) {
 	typ, ok := p.transition(ev)
 	if ok && typ == watch.Deleted && ev.typ == watch.Modified && p.hide.object(ev.obj) {
 		sent = tombstone(ev.obj)
+	} else if n := p.narrow.object(ev.obj); n != ev.obj {
+		sent = n
 	}
 	return watch.Event{Type: typ, Object: sent}, ok
 }
@@ -423,7 +429,7 @@ func (st *storage) appendMatching(objs []runtime.Object, items []*catalog.RawObj
 			return nil, apierrors.NewInternalError(err)
 		}
 		if pred.matches(obj) {
-			objs = append(objs, obj)
+			objs = append(objs, pred.narrow.object(obj))
 		}
 	}
 	return objs, nil

@@ -763,7 +763,7 @@ func (st *storage) sendInitial(ctx context.Context, req watchRequest, send func(
 			if err != nil {
 				return apierrors.NewInternalError(err)
 			}
-			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: obj}) {
+			if req.pred.matches(obj) && !send(watch.Event{Type: watch.Added, Object: req.pred.narrow.object(obj)}) {
 				return errStopped
 			}
 		}
