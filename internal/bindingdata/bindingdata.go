@@ -9,6 +9,7 @@ package bindingdata
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -71,6 +72,11 @@ func Data(creds map[string]any, transforms []catalog.SecretTransform, from func(
 	return data, nil
 }
 
+// evalJSONPath evaluates expr over the credentials. Its failure names the
+// expression's fault, never a credential: jsonpath's own errors of
+// evaluation quote the values they met, and the failure goes into the
+// binding's status and Events, which people read who may not read the
+// Secret.
 func evalJSONPath(creds map[string]any, expr string) ([]byte, error) {
 	jp := jsonpath.New("addKey")
 	if err := jp.Parse(expr); err != nil {
@@ -78,10 +84,14 @@ func evalJSONPath(creds map[string]any, expr string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := jp.Execute(&buf, creds); err != nil {
-		return nil, err
+		return nil, errNotApplicable
 	}
 	return buf.Bytes(), nil
 }
+
+// errNotApplicable is the failure of an expression evaluated over the
+// credentials.
+var errNotApplicable = errors.New("does not apply to the credentials the broker returned (a key it names is missing, or holds another kind of value)")
 
 // WithTypeProvider returns a copy of data with the servicebinding.io
 // entries `type` (Type of the class) and `provider` (the broker's name)
