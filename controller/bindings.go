@@ -306,7 +306,12 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 	}
 	secretErr := c.ensureSecret(ctx, env, creds)
 	var problem *secretProblem
-	errors.As(secretErr, &problem)
+	if secretErr != nil && !errors.As(secretErr, &problem) && !errors.Is(secretErr, errNamespaceTerminating) {
+		// The cluster refused the Secret (RBAC, a quota, an admission
+		// policy) or did not answer: the binding says so, rather than
+		// that its bind is still in flight.
+		problem = &secretProblem{reason: reasonSecretFailed, msg: "Error injecting bind result: " + secretErr.Error()}
+	}
 	now := c.now().UTC()
 	// One entry in the history for a bind that ended well (its Secret is
 	// made from the credentials it stored): each entry is a row and a
@@ -325,7 +330,14 @@ func (c *Controller) bound(ctx context.Context, env *bindingEnv, result *osb.Bin
 		st := &b.Status
 		st.AsyncOpInProgress, st.CurrentOperation, st.OperationStartTime, st.LastError = false, "", nil, ""
 		st.ExternalProperties = &catalog.BindingProperties{UserInfo: b.Spec.UserInfo}
-		delete(st.Retries, catalog.OperationBind)
+		if problem != nil {
+			// The next attempt waits its backoff, as after any failed
+			// bind: this write's news would otherwise wake the binding at
+			// once, to bind again, as often as the broker answers.
+			c.failed(&st.Retries, catalog.OperationBind, b.Generation, nil)
+		} else {
+			delete(st.Retries, catalog.OperationBind)
+		}
 		st.Endpoints = nil
 		for _, e := range result.Endpoints {
 			st.Endpoints = append(st.Endpoints, catalog.Endpoint{Host: e.Host, Ports: e.Ports, Protocol: e.Protocol})

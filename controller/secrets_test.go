@@ -3,10 +3,12 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,4 +224,70 @@ func TestBoundWriteLost(t *testing.T) {
 			t.Errorf("Secret %s = %q, stored credentials have %q", k, s.Data[k], sv)
 		}
 	}
+}
+
+// TestSecretRefusedBacksOff: a bind whose Secret cannot be written (its
+// name is another's Secret; the cluster refuses it, here by an admission
+// policy) says why in Ready and lastError, and is tried again after its
+// backoff, not as often as the broker answers: each attempt binds again.
+func TestSecretRefusedBacksOff(t *testing.T) {
+	t.Parallel()
+	cluster := kubetest.Start(t)
+	kube := cluster.Client(t)
+	e := setup(t, func(o *engineOptions) { o.kube = kube; o.retryBase = time.Second; o.retryCap = time.Minute })
+	broker := e.registerFake()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets("test").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fail := admissionv1.Fail
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-denied"},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+				Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}}}}}},
+			Validations: []admissionv1.Validation{{Expression: "object.metadata.name != 'denied'", Message: "no Secret named denied"}}}}
+	if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-denied"},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-denied", ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The policy is in force once a Secret it refuses is refused.
+	eventually.Succeeds(t, 30*time.Second, func(ctx context.Context) error {
+		_, err := kube.CoreV1().Secrets("test").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "denied"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return nil
+		}
+		return fmt.Errorf("a Secret named denied: %v", err)
+	})
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	ids := map[string]string{}
+	for _, secret := range []string{"taken", "denied"} {
+		b := &catalog.Binding{Spec: catalog.BindingSpec{InstanceRef: catalog.ObjectRef{Name: "db"}, SecretName: secret}}
+		b.Name, b.Namespace = secret, "test"
+		b, err := e.store.CreateBinding(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[secret] = b.ID
+	}
+	e.waitBinding(ids["taken"], "refused", func(b *catalog.Binding) bool {
+		return condition(b.Status.Conditions, catalog.ConditionReady).Reason == "ErrorSecretNotOwned"
+	})
+	before := broker.Count(osbtest.VerbBind)
+	time.Sleep(4 * time.Second)
+	// Backoffs of 1, 2 and 4 s: a few binds each, not hundreds.
+	if n := broker.Count(osbtest.VerbBind) - before; n > 8 {
+		t.Errorf("%d binds in 4 s for two bindings whose Secrets are refused", n)
+	}
+	e.waitBinding(ids["denied"], "refused", func(b *catalog.Binding) bool {
+		return condition(b.Status.Conditions, catalog.ConditionReady).Reason == "ErrorInjectingBindResult" && strings.Contains(b.Status.LastError, "no Secret named denied")
+	})
 }
