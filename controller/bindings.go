@@ -566,7 +566,8 @@ func (c *Controller) pollBinding(ctx context.Context, env *bindingEnv) (result, 
 	case res.Gone && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, true)
 	case res.Gone, res.State == osb.StateInProgress:
-		return after(c.polled(b.ID, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation)))), nil
+		next := c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, b.Generation))
+		return after(c.polled(b.ID, c.untilExpiry(env.plan, st.OperationStartTime, next))), nil
 	case res.State == osb.StateSucceeded && st.CurrentOperation == catalog.OperationUnbind:
 		return c.unbound(ctx, b, false)
 	case res.State == osb.StateSucceeded:

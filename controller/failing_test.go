@@ -353,6 +353,24 @@ func metricSeries(t *testing.T, e *env, name string, labels []string) *dto.Metri
 	return nil
 }
 
+// TestRetryAfterPastMaxPolling: a broker whose "in progress" asks to be
+// polled again in an hour does not hold the operation past the maximum
+// polling duration: it is failed (and orphan-mitigated) at the deadline.
+func TestRetryAfterPastMaxPolling(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *engineOptions) { o.maxPolling = 2 * time.Second })
+	fake := e.registerFake(osbtest.WithRetryAfter(time.Hour))
+	fake.Fail(osbtest.VerbProvision, osbtest.Failure{NeverFinishes: true, Times: 1})
+	fake.Fail(osbtest.VerbBind, osbtest.Failure{NeverFinishes: true, Times: 1})
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	e.waitInstance(in.ID, "Ready after its first provision timed out", instanceReady)
+	b := e.createBinding("app", "db")
+	e.waitBinding(b.ID, "Ready after its first bind timed out", bindingReady)
+	if n, m := fake.Count(osbtest.VerbDeprovision), fake.Count(osbtest.VerbUnbind); n != 1 || m != 1 {
+		t.Errorf("%d deprovisions and %d unbinds, want the timed-out provision and bind orphan-mitigated", n, m)
+	}
+}
+
 // TestMaxPollingDuration: operations that never finish are failed at the
 // platform's maximum polling duration: a provision and a bind with
 // orphan mitigation, a deprovision sent again until it succeeds.

@@ -747,7 +747,7 @@ func (c *Controller) pollInstance(ctx context.Context, env *instanceEnv) (result
 		return c.instancePollFailed(ctx, in, err)
 	}
 	c.metrics.brokerCalls.WithLabelValues("last_operation", "ok").Inc()
-	next := c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, in.Generation))
+	next := c.untilExpiry(env.plan, st.OperationStartTime, c.pollDelay(st.OperationStartTime, res.RetryAfter, attemptWeight(st.Retries, st.CurrentOperation, in.Generation)))
 	switch {
 	case res.Gone && st.CurrentOperation == catalog.OperationDeprovision:
 		return c.deprovisioned(ctx, in, true)

@@ -107,7 +107,8 @@ func (c *Controller) recordFailure(retries *map[string]catalog.Retry, op string,
 	r.Requests = r.Weight() + cost
 	r.Failures++
 	r.Generation = gen
-	wait := max(c.backoff.delay(r.Requests), retryAfter(cause))
+	// A broker's Retry-After is obeyed up to the longest backoff.
+	wait := max(c.backoff.delay(r.Requests), min(retryAfter(cause), c.backoff.cap))
 	r.NextAttempt = c.now().UTC().Add(wait)
 	if *retries == nil {
 		*retries = map[string]catalog.Retry{}
@@ -207,6 +208,18 @@ func (c *Controller) maxPolling(plan *catalog.ServicePlan) time.Duration {
 		d = time.Duration(*p) * time.Second
 	}
 	return d
+}
+
+// untilExpiry is wait, or less: no later than just past the operation's
+// maximum polling duration, when the next look fails it. A broker's
+// Retry-After may ask for an hour, or a day; the next look in between
+// finds the poll not due and would not look at the deadline.
+func (c *Controller) untilExpiry(plan *catalog.ServicePlan, started *time.Time, wait time.Duration) time.Duration {
+	if started == nil {
+		return wait
+	}
+	left := started.Add(c.maxPolling(plan)).Sub(c.now()) + time.Millisecond
+	return max(time.Millisecond, min(wait, left))
 }
 
 // pollExpired reports an operation polled past its maximum duration.
