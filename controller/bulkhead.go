@@ -100,6 +100,11 @@ type gate struct {
 	lastErr, lastKind string
 	// since is when the breaker opened.
 	since time.Time
+	// answered: a request of this process to the broker succeeded. The
+	// first one clears the broker's Available condition, if a process
+	// before this one (or another replica) left it saying the breaker is
+	// open: no probe of this process will.
+	answered bool
 }
 
 // lift is a backoff lifted until the next request of verb.
@@ -402,6 +407,11 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 		first = l.verb
 	}
 	if !breakerFailure(err) {
+		if !g.answered && !g.open {
+			// Once a process: a write only when the condition is there.
+			g.answered = true
+			gs.record(g, true, "The broker answers again; the objects waiting for it are retried.")
+		}
 		g.failures, g.opens, g.probation = 0, 0, false
 		if g.failing[r.key] == verb {
 			delete(g.failing, r.key)

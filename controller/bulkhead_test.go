@@ -259,3 +259,42 @@ func gauge(t *testing.T, e *env, name string, labels ...string) float64 {
 	}
 	return -1
 }
+
+// TestBreakerOpenBeforeARestart: a broker whose breaker was open when the
+// engine stopped (a rollout, a crash) says so in its Available condition;
+// the next engine's gates start closed, and its first success there says
+// the broker answers again, as no probe of that engine will.
+func TestBreakerOpenBeforeARestart(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *engineOptions) {
+		o.breakerFailures, o.breakerWait = 2, time.Hour
+		o.retryBase, o.retryCap = 100*time.Millisecond, time.Second
+	})
+	fake := e.registerFake()
+	ctx := context.Background()
+	id := brokerID(t, e, "fake")
+	available := func() (catalog.Condition, bool) {
+		b, err := e.store.GetBroker(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return catalog.FindCondition(b.Status.Conditions, catalog.ConditionAvailable)
+	}
+	// A 503 is orphan-mitigated: the deprovisions fail too.
+	fake.Fail(osbtest.VerbProvision, osbtest.Failure{Status: 503, Times: 3})
+	fake.Fail(osbtest.VerbDeprovision, osbtest.Failure{Status: 503, Times: 3})
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	waitFor(t, 20*time.Second, "the breaker open", func() bool {
+		c, ok := available()
+		return ok && c.Status == catalog.ConditionFalse
+	})
+	e.stop()
+	fake.Clear(osbtest.VerbProvision)
+	fake.Clear(osbtest.VerbDeprovision)
+	e.start()
+	e.waitInstance(in.ID, "Ready", instanceReady)
+	waitFor(t, 20*time.Second, "the Available condition gone", func() bool {
+		_, ok := available()
+		return !ok
+	})
+}
