@@ -207,9 +207,10 @@ func TestWatchWithoutResourceVersion(t *testing.T) {
 	}
 }
 
-// TestWatchSameRevision: the changes of one transaction share a revision
-// (a relist adds every class of a broker at once): a watch sends each of
-// them, not only the first.
+// TestWatchSameRevision: the changes of one transaction (a relist adds
+// every class of a broker at once), which an earlier release gave one
+// revision and this one gives one each: a watch sends each of them, not
+// only the first.
 func TestWatchSameRevision(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

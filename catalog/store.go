@@ -411,20 +411,30 @@ func record(w *txn) (string, []any, error) {
 	// usual write) has the transaction's. Many are numbered, the row
 	// inserted with the first revision first: the first has the
 	// transaction's and the others the sequence's next (rev is read before
-	// any of them, as part of the row the CASE reads).
+	// any of them, as part of the row the CASE reads). A stamp of many
+	// rows joins ids, which only the form for many changes builds, and
+	// each row is stamped once (record lists it once).
 	ctes := ``
 	revs := `(SELECT c.*, rev.value AS revision FROM rev, ` + changes + `) r`
 	revOf := func(int) string { return `(SELECT value FROM rev)` }
 	result := `SELECT value, ARRAY[value] FROM rev`
 	if len(objectIDs) > 1 || w.staged != nil {
-		args = append(args, first)
+		// Numbered as they come unless a row was inserted with the first
+		// revision (a sort of every document, else), and the revisions
+		// alone kept apart for the stamps and the result to join.
+		order := ``
+		if first != nil {
+			args = append(args, first)
+			order = fmt.Sprintf(`ORDER BY c.object_id = $%d::uuid DESC`, len(args))
+		}
 		ctes = `,
-		numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.object_id = $7::uuid DESC NULLS LAST) AS n FROM ` + changes + `),
-		revs AS MATERIALIZED (SELECT c.*, CASE WHEN c.n = 1 THEN rev.value ELSE nextval('catalog.revisions') END AS revision FROM rev, numbered c)`
+		numbered AS (SELECT c.*, row_number() OVER (` + order + `) AS n FROM ` + changes + `),
+		revs AS MATERIALIZED (SELECT c.*, CASE WHEN c.n = 1 THEN rev.value ELSE nextval('catalog.revisions') END AS revision FROM rev, numbered c),
+		ids AS MATERIALIZED (SELECT object_id, revision FROM revs)`
 		revs = `revs r`
-		revOf = func(p int) string { return fmt.Sprintf(`(SELECT revision FROM revs WHERE object_id = $%d::uuid)`, p) }
-		result = `SELECT (SELECT max(revision) FROM revs),
-			coalesce((SELECT array_agg(r.revision ORDER BY u.i) FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, i) JOIN revs r ON r.object_id = u.id), '{}')`
+		revOf = func(p int) string { return fmt.Sprintf(`(SELECT revision FROM ids WHERE object_id = $%d::uuid)`, p) }
+		result = `SELECT (SELECT max(revision) FROM ids),
+			coalesce((SELECT array_agg(r.revision ORDER BY u.i) FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, i) JOIN ids r ON r.object_id = u.id), '{}')`
 	}
 	stamps, args := stampRows(w, ids, args, revOf)
 	// A deleted object keeps, in its feed row, the resourceVersion it had.
@@ -470,7 +480,7 @@ func stampRows(w *txn, ids map[string][]string, args []any, revOf func(int) stri
 			args = append(args, make([]string, len(ids[table])))
 		}
 		fmt.Fprintf(&stamps, `, stamp%d AS (UPDATE %s t SET resource_version = r.revision%s
-			FROM unnest($%d::uuid[], $%d::text[]) AS s(id, status) JOIN revs r ON r.object_id = s.id WHERE t.id = s.id)`,
+			FROM unnest($%d::uuid[], $%d::text[]) AS s(id, status) JOIN ids r ON r.object_id = s.id WHERE t.id = s.id)`,
 			len(args), table, status, len(args)-1, len(args))
 	}
 	return stamps.String(), args
