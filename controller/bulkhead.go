@@ -100,11 +100,12 @@ type gate struct {
 	lastErr, lastKind string
 	// since is when the breaker opened.
 	since time.Time
-	// answered: a request of this process to the broker succeeded. The
-	// first one clears the broker's Available condition, if a process
-	// before this one (or another replica) left it saying the breaker is
-	// open: no probe of this process will.
-	answered bool
+	// shownOpen: the broker, as the last reconcile read it, has the
+	// Available condition that says its breaker is open, which a process
+	// before this one (or another replica) may have left: a request this
+	// process's closed breaker lets through and the broker answers clears
+	// it, as no probe of this process will.
+	shownOpen bool
 }
 
 // lift is a backoff lifted until the next request of verb.
@@ -213,6 +214,8 @@ func (gs *gates) get(b *catalog.Broker) *gate {
 		}
 		gs.byID[b.ID] = g
 	}
+	c, ok := catalog.FindCondition(b.Status.Conditions, catalog.ConditionAvailable)
+	g.shownOpen = ok && c.Status == catalog.ConditionFalse
 	return g
 }
 
@@ -407,9 +410,8 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 		first = l.verb
 	}
 	if !breakerFailure(err) {
-		if !g.answered && !g.open {
-			// Once a process: a write only when the condition is there.
-			g.answered = true
+		if g.shownOpen && !g.open {
+			g.shownOpen = false
 			gs.record(g, true, "The broker answers again; the objects waiting for it are retried.")
 		}
 		g.failures, g.opens, g.probation = 0, 0, false
