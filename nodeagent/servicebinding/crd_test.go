@@ -86,3 +86,19 @@ func TestWatchFollowsCRDs(t *testing.T) {
 		return projected(&got.Spec.Template.Spec, string(sb.UID), "db-2", "/bindings", "account-service")
 	})
 }
+
+// TestBindingDirectoryNotDotDot: spec.name "." or ".." would mount the
+// Secret over $SERVICE_BINDING_ROOT or the directory above it; the CRD
+// refuses them, and takes any other name of its characters.
+func TestBindingDirectoryNotDotDot(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	svc := sbv1.ServiceBindingServiceReference{APIVersion: "v1", Kind: "Secret", Name: "db"}
+	for i, name := range []string{".", "..", "..x", ".x", "x..", "a.b-c", strings.Repeat("a", 253)} {
+		sb := binding(b.ns, fmt.Sprintf("sb-%d", i), svc, deploymentRef("app"))
+		sb.Spec.Name = name
+		err := b.c.Create(t.Context(), sb)
+		if refused := apierrors.IsInvalid(err); refused != (name == "." || name == "..") {
+			t.Errorf("spec.name %q: %v", name, err)
+		}
+	}
+}

@@ -28,9 +28,10 @@ type ServiceBinding struct {
 // ServiceBindingSpec is what a ServiceBinding asks for.
 type ServiceBindingSpec struct {
 	// Name is the binding's directory under $SERVICE_BINDING_ROOT; the
-	// ServiceBinding's own name when empty.
+	// ServiceBinding's own name when empty. "." and ".." are refused: they
+	// would mount the Secret over the root or the directory above it.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^[a-z0-9\-\.]{1,253}$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9\-][a-z0-9\-\.]{0,252}|\.[a-z0-9\-][a-z0-9\-\.]{0,251}|\.\.[a-z0-9\-\.]{1,251})$`
 	Name string `json:"name,omitempty"`
 	// Type overrides the Secret's type entry in the projection.
 	// +optional
