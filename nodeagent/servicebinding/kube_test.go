@@ -373,7 +373,8 @@ func equalPodTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Sema
 
 // TestEgressAnnotation: Pods into which a Bindery binding is projected
 // carry its endpoints as bindery.dev/egress, and a Pod's creator cannot
-// grant itself endpoints by writing the annotation. The Service Catalog
+// grant itself endpoints by writing the annotation, or the projection's
+// record without the projection. The Service Catalog
 // ServiceBinding here is served by a CRD of the same group, kind and JSON
 // as the aggregated API, so that the test needs no network namespace.
 func TestEgressAnnotation(t *testing.T) {
@@ -419,6 +420,14 @@ func TestEgressAnnotation(t *testing.T) {
 	create(t, c, forged)
 	if v, ok := forged.Annotations[servicebinding.EgressAnnotation]; ok {
 		t.Errorf("a Pod with no binding kept the egress annotation its creator wrote: %s", v)
+	}
+	// Nor by writing the record of a projection it does not carry.
+	record := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "record",
+		Annotations: map[string]string{"servicebinding.bindery.dev/" + string(sb.UID): "{}"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	create(t, c, record)
+	if v, ok := record.Annotations[servicebinding.EgressAnnotation]; ok {
+		t.Errorf("a Pod that wrote a binding's record without its volume was granted %s", v)
 	}
 }
 
@@ -545,5 +554,45 @@ func TestEgressGuard(t *testing.T) {
 	}
 	if err := c.Create(ctx, pod("plain-down", nil)); err != nil {
 		t.Errorf("a Pod without the annotation while the webhook is down: %v", err)
+	}
+}
+
+// TestUnreadableEndpointsDenyNoPod: a Service Catalog binding whose
+// endpoints cannot be read (here malformed, as the stand-in CRD lets them
+// be; in a cluster, an aggregated API that does not answer) grants the
+// Pod no network access, with a warning, and does not refuse the Pod: the
+// webhook fails open on admission.
+func TestUnreadableEndpointsDenyNoPod(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	createCatalogBindingCRD(t, c)
+	create(t, c, secret(ns, "db-creds"))
+	scb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
+		"metadata": map[string]any{"namespace": ns, "name": "db"},
+	}}
+	create(t, c, scb)
+	scb.Object["status"] = map[string]any{
+		"binding":   map[string]any{"name": "db-creds"},
+		"endpoints": []any{map[string]any{"host": "10.0.0.5", "ports": []any{5432}}},
+	}
+	if err := c.Status().Update(ctx, scb); err != nil {
+		t.Fatal(err)
+	}
+	sb := binding(ns, "db", sbv1.ServiceBindingServiceReference{APIVersion: "servicecatalog.k8s.io/v1beta1", Kind: "ServiceBinding", Name: "db"},
+		sbv1.ServiceBindingWorkloadReference{APIVersion: "v1", Kind: "Pod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}})
+	create(t, c, sb)
+	waitReady(t, c, sb, metav1.ConditionTrue, "Projected")
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatalf("the Pod was refused: %v", err)
+	}
+	if v, ok := p.Annotations[servicebinding.EgressAnnotation]; ok {
+		t.Errorf("granted %s from endpoints that could not be read", v)
+	}
+	if err := projected(&p.Spec, string(sb.UID), "db-creds", "/bindings", "db"); err != nil {
+		t.Errorf("the Secret is not projected: %v", err)
 	}
 }

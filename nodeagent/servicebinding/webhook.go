@@ -125,7 +125,10 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	for _, sb := range selecting {
 		secret, err := w.secretOf(ctx, sb)
 		if err != nil {
-			return nil, warnings, err
+			// As a webhook that does not answer: the object is admitted,
+			// without this binding (the controller projects it later).
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: its service could not be read (%v); not projected", sb.Name, err))
+			continue
 		}
 		if secret == "" {
 			warnings = append(warnings, fmt.Sprintf("servicebinding %s: service %s %s exposes no Secret yet; not projected",
@@ -175,7 +178,13 @@ func (w *Webhook) secretOf(ctx context.Context, sb *sbv1.ServiceBinding) (string
 
 // egress sets EgressAnnotation on a Pod to the endpoints of the Bindery
 // bindings projected into it, whatever the Pod's creator wrote there: the
-// annotation grants network access, so only the webhook decides it.
+// annotation grants network access, so only the webhook decides it. A
+// binding counts when the Pod carries its projection: the record
+// annotation, which the Pod's creator may write too, and the volume of the
+// Secret the binding exposes, which the creator could mount anyway. A
+// binding whose endpoints cannot be read grants nothing, with a warning:
+// the Pod is not refused for it (the webhook fails open on admission,
+// closed on the network).
 func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplateSpec, bindings []sbv1.ServiceBinding) ([]string, error) {
 	byUID := map[types.UID]*sbv1.ServiceBinding{}
 	for i := range bindings {
@@ -188,9 +197,13 @@ func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplate
 		if !ok || !strings.HasPrefix(sb.Spec.Service.APIVersion, catalogGroup+"/") {
 			continue
 		}
+		if secret, err := w.secretOf(ctx, sb); err != nil || secret == "" || !hasProjection(tpl, uid, secret) {
+			continue
+		}
 		eps, err := ServiceEndpoints(ctx, w.r, ns, sb.Spec.Service)
 		if err != nil {
-			return warnings, err
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: its service's endpoints could not be read (%v); no network access granted for it", sb.Name, err))
+			continue
 		}
 		for _, e := range eps {
 			if !slices.ContainsFunc(endpoints, func(x Endpoint) bool { return endpointEqual(x, e) }) {
@@ -211,6 +224,22 @@ func (w *Webhook) egress(ctx context.Context, ns string, tpl *corev1.PodTemplate
 	}
 	setAnnotation(tpl, EgressAnnotation, string(data))
 	return warnings, nil
+}
+
+// hasProjection says whether tpl has the volume of binding uid's projection, of
+// the Secret secret.
+func hasProjection(tpl *corev1.PodTemplateSpec, uid types.UID, secret string) bool {
+	for _, v := range tpl.Spec.Volumes {
+		if v.Name != VolumeName(uid) || v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.Secret != nil && s.Secret.Name == secret {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var podKind = schema.GroupKind{Kind: "Pod"}
