@@ -170,6 +170,11 @@ func (d *Driver) fill(ctx context.Context, v *volume) error {
 		d.log.Warn("a rotation of the binding is not readable; keeping the credentials of the last readable binding",
 			"pod", v.pod.String(), "binding", creds.Name, "err", err)
 	}
+	// The tmpfs may have been unmounted under the driver: the directory
+	// stays, on the node's disk, where no credential may go.
+	if ok, err := mounted(v.target); err != nil || !ok {
+		return status.Errorf(codes.FailedPrecondition, "%s is no longer the volume's tmpfs; the credentials are not written (%v)", v.target, err)
+	}
 	changed, werr := writeFiles(v.target, creds.Data, v.group)
 	if werr != nil {
 		return status.Errorf(codes.Internal, "write the credentials of ServiceBinding %s/%s: %v", v.pod.namespace, creds.Name, werr)

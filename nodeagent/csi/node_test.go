@@ -418,3 +418,25 @@ func TestRefreshBacksOff(t *testing.T) {
 		t.Errorf("the kubelet's republish, which read the credentials, left the refreshes waiting: %+v until %v", v.retry, v.notBefore)
 	}
 }
+
+// TestRefreshOfAnUnmountedVolume: a volume whose tmpfs was unmounted under
+// the driver (the directory stays, on the node's disk) is not refreshed:
+// no credential is written to the disk, and unpublishing it succeeds.
+func TestRefreshOfAnUnmountedVolume(t *testing.T) {
+	t.Parallel()
+	d := setupDriver(t)
+	req := publishedRequest(t, d)
+	if err := unix.Unmount(req.TargetPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	v := d.volumes[req.TargetPath]
+	d.mu.Unlock()
+	d.refresh(t.Context(), v)
+	if entries, err := os.ReadDir(req.TargetPath); err != nil || len(entries) > 0 {
+		t.Errorf("the refresh wrote %d entries on the node's disk (%v)", len(entries), err)
+	}
+	if _, err := d.NodeUnpublishVolume(t.Context(), &csipb.NodeUnpublishVolumeRequest{VolumeId: req.VolumeId, TargetPath: req.TargetPath}); err != nil {
+		t.Errorf("unpublish: %v", err)
+	}
+}

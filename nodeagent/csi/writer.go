@@ -79,7 +79,13 @@ func writeFiles(dir string, data map[string][]byte, group int) (bool, error) {
 		return false, fmt.Errorf("read %s: %w", dataLink, err)
 	}
 	if old != "" && holds(filepath.Join(dir, old), data) {
-		return false, nil
+		// A swap cut short after its rename (a crash, a failed link) left
+		// the keys' links or the earlier set behind: finish it. Both are
+		// no-ops on a volume in order.
+		if err := linkKeys(dir, data); err != nil {
+			return false, err
+		}
+		return false, removeStale(dir, old)
 	}
 	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
 	if err != nil {

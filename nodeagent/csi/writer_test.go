@@ -172,3 +172,45 @@ func TestState(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFilesAfterACutSwap: a swap cut short after its rename (a
+// crash before the keys were linked) is finished by the next write of
+// the same credentials: every key is linked, the earlier set removed.
+func TestWriteFilesAfterACutSwap(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := writeFiles(dir, bytesMap(map[string]string{"password": "one"}), noGroup); err != nil {
+		t.Fatal(err)
+	}
+	data := bytesMap(map[string]string{"password": "two", "username": "u"})
+	// What writeFiles leaves when it stops right after the rename.
+	ts, err := os.MkdirTemp(dir, "..2099_01_01_00_00_00.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range data {
+		if err := os.WriteFile(filepath.Join(ts, k), v, fileMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, dataLinkTmp)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, dataLinkTmp), filepath.Join(dir, dataLink)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeFiles(dir, data, noGroup); err != nil {
+		t.Fatal(err)
+	}
+	if got := readVolume(t, dir); len(got) != 2 || got["password"] != "two" || got["username"] != "u" {
+		t.Errorf("the volume after the write: %v", got)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != filepath.Base(ts) {
+			t.Errorf("the earlier set %s is still there", e.Name())
+		}
+	}
+}
