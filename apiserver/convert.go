@@ -131,8 +131,17 @@ func requester(ctx context.Context) string {
 }
 
 // setMeta copies what a client may change of metadata into a catalog Meta.
+// The rest of the metadata (managedFields, ownerReferences, …) stays as
+// stored when it is the same document: the catalog tells an unchanged
+// object by its text, which PostgreSQL formats its own way, and a write
+// that changes nothing makes no revision and no MODIFIED event, as in
+// kube-apiserver (an apply repeated by a GitOps tool, a controller that
+// updates at every turn).
 func setMeta(dst *catalog.Meta, src catalog.Meta) {
-	dst.Labels, dst.Annotations, dst.Finalizers, dst.Extra = src.Labels, src.Annotations, src.Finalizers, src.Extra
+	dst.Labels, dst.Annotations, dst.Finalizers = src.Labels, src.Annotations, src.Finalizers
+	if !sameSpec(dst.Extra, src.Extra) {
+		dst.Extra = src.Extra
+	}
 }
 
 // fromRaw converts a catalog object of kind to its v1beta1 object.

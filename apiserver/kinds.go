@@ -92,6 +92,15 @@ var bindingKind = &kindInfo{
 		o, prev := obj.(*v1beta1.ServiceBinding), old.(*v1beta1.ServiceBinding)
 		o.Status = prev.Status
 		o.Spec.UserInfo = prev.Spec.UserInfo
+		// What the catalog filled in at the creation: a replace with the
+		// manifest the binding was created from (kubectl replace) keeps
+		// it, as kube-apiserver keeps a Service's clusterIP.
+		if o.Spec.ExternalID == "" {
+			o.Spec.ExternalID = prev.Spec.ExternalID
+		}
+		if o.Spec.SecretName == "" {
+			o.Spec.SecretName = prev.Spec.SecretName
+		}
 	},
 	keepSpec: func(obj, old runtime.Object) {
 		obj.(*v1beta1.ServiceBinding).Spec = old.(*v1beta1.ServiceBinding).Spec

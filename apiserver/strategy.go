@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,9 +58,34 @@ func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 // rest when it records the object.
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	if k := kindOf(obj); k != nil && k.brokerAuth != nil {
-		return validateBrokerAuth(k.brokerAuth(obj), nil, false, s.secretRefs)
+		return append(validateBrokerAuth(k.brokerAuth(obj), nil, false, s.secretRefs), brokerFinalizers(obj, nil)...)
 	}
 	return nil
+}
+
+// brokerFinalizers refuses finalizers a broker did not have: a broker is
+// deleted at once, with its classes and plans, and a finalizer would be
+// kept and shown but hold nothing. Those it has (from before this check)
+// may stay or go.
+func brokerFinalizers(obj, old runtime.Object) field.ErrorList {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	var had []string
+	if old != nil {
+		if o, err := meta.Accessor(old); err == nil {
+			had = o.GetFinalizers()
+		}
+	}
+	var errs field.ErrorList
+	for i, f := range m.GetFinalizers() {
+		if !slices.Contains(had, f) {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers").Index(i),
+				"a broker is deleted at once, with its classes and plans: a finalizer cannot hold it"))
+		}
+	}
+	return errs
 }
 
 // namespacedBrokerAuth is a ServiceBroker's authInfo in the
@@ -182,7 +209,7 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	case k.validateUpdate != nil:
 		return k.validateUpdate(obj, old)
 	case k.brokerAuth != nil:
-		return validateBrokerAuth(k.brokerAuth(obj), k.brokerAuth(old), true, s.secretRefs)
+		return append(validateBrokerAuth(k.brokerAuth(obj), k.brokerAuth(old), true, s.secretRefs), brokerFinalizers(obj, old)...)
 	}
 	return nil
 }

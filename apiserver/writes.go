@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -613,6 +614,12 @@ func (s *brokerStorage) Update(ctx context.Context, name string, objInfo rest.Up
 					// Credentials sealed in the catalog (registered through
 					// the REST API) are not this API's to change.
 					spec.AuthInfo = b.Spec.AuthInfo
+				}
+				// The REST API keeps a relist duration as it was given
+				// ("15m"), this API as Go prints it ("15m0s"): the same
+				// duration is no change of the spec.
+				if d, err := time.ParseDuration(b.Spec.RelistDuration); err == nil && d.String() == spec.RelistDuration {
+					spec.RelistDuration = b.Spec.RelistDuration
 				}
 				b.Spec = spec
 				return nil, nil

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/base64"
@@ -478,6 +479,10 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 			return stale("broker", b.Namespace, b.Name)
 		}
 		before := b.Spec
+		metaBefore, err := encodeMeta(&b.Meta)
+		if err != nil {
+			return err
+		}
 		name, ns := b.Name, b.Namespace
 		auth, err := update(b)
 		if err != nil {
@@ -511,6 +516,11 @@ func (s *Store) UpdateBroker(ctx context.Context, id string, expectRV int64, upd
 		md, err := encodeMeta(&b.Meta)
 		if err != nil {
 			return err
+		}
+		if keepAuth && !relist && bytes.Equal(md, metaBefore) {
+			// Nothing changed: no write, no revision, no MODIFIED event.
+			out = b
+			return nil
 		}
 		if keepAuth {
 			_, err = w.Exec(ctx, `UPDATE catalog.brokers SET metadata = $2, spec = $3, generation = $4,
