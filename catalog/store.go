@@ -406,19 +406,42 @@ func record(w *txn) (string, []any, error) {
 		changes = `(SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])
 			UNION ALL SELECT * FROM pg_temp.staged_changes) AS c(kind, object_id, namespace, name, type, object)`
 	}
-	// revs are the changes with their revisions, and revOf(p) the
-	// revision of the object whose id is parameter p. One change (the
-	// usual write) has the transaction's. Many are numbered, the row
+	rs, args := revisions(changes, len(objectIDs) > 1 || w.staged != nil, first, args)
+	stamps, args := stampRows(w, ids, args, rs.of)
+	// A deleted object keeps, in its feed row, the resourceVersion it had.
+	return `WITH rev AS MATERIALIZED (SELECT ` + w.revision() + ` AS value)` + rs.ctes + stamps + `,
+		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
+			SELECT r.revision, r.kind, r.object_id, r.namespace, r.name, r.type,
+				CASE WHEN r.type = '` + Deleted + `' THEN r.object::jsonb ELSE r.object::jsonb || jsonb_build_object('resourceVersion', r.revision) END
+			FROM ` + rs.from + `)
+		` + rs.result, args, nil
+}
+
+// revisionsSQL is the part of record's statement that gives each change
+// its revision: ctes to add to the statement, from the changes with their
+// revisions (as r, with r.revision), of(p) the revision of the object
+// whose id is parameter p, and the statement's result.
+type revisionsSQL struct {
+	ctes, from, result string
+	of                 func(p int) string
+}
+
+// revisions builds revisionsSQL for changes (the FROM item of the
+// changes), many of them or one, first being the row inserted with the
+// transaction's first revision; args gains its parameters.
+func revisions(changes string, many bool, first *string, args []any) (revisionsSQL, []any) {
+	// One change (the usual write) has the transaction's revision. Many are numbered, the row
 	// inserted with the first revision first: the first has the
 	// transaction's and the others the sequence's next (rev is read before
 	// any of them, as part of the row the CASE reads). A stamp of many
 	// rows joins ids, which only the form for many changes builds, and
 	// each row is stamped once (record lists it once).
-	ctes := ``
-	revs := `(SELECT c.*, rev.value AS revision FROM rev, ` + changes + `) r`
-	revOf := func(int) string { return `(SELECT value FROM rev)` }
-	result := `SELECT value, ARRAY[value] FROM rev`
-	if len(objectIDs) > 1 || w.staged != nil {
+	rs := revisionsSQL{
+		from:   `(SELECT c.*, rev.value AS revision FROM rev, ` + changes + `) r`,
+		of:     func(int) string { return `(SELECT value FROM rev)` },
+		result: `SELECT value, ARRAY[value] FROM rev`,
+	}
+	if many {
 		// Numbered as they come unless a row was inserted with the first
 		// revision (a sort of every document, else), and the revisions
 		// alone kept apart for the stamps and the result to join.
@@ -427,23 +450,16 @@ func record(w *txn) (string, []any, error) {
 			args = append(args, first)
 			order = fmt.Sprintf(`ORDER BY c.object_id = $%d::uuid DESC`, len(args))
 		}
-		ctes = `,
+		rs.ctes = `,
 		numbered AS (SELECT c.*, row_number() OVER (` + order + `) AS n FROM ` + changes + `),
 		revs AS MATERIALIZED (SELECT c.*, CASE WHEN c.n = 1 THEN rev.value ELSE nextval('catalog.revisions') END AS revision FROM rev, numbered c),
 		ids AS MATERIALIZED (SELECT object_id, revision FROM revs)`
-		revs = `revs r`
-		revOf = func(p int) string { return fmt.Sprintf(`(SELECT revision FROM ids WHERE object_id = $%d::uuid)`, p) }
-		result = `SELECT (SELECT max(revision) FROM ids),
+		rs.from = `revs r`
+		rs.of = func(p int) string { return fmt.Sprintf(`(SELECT revision FROM ids WHERE object_id = $%d::uuid)`, p) }
+		rs.result = `SELECT (SELECT max(revision) FROM ids),
 			coalesce((SELECT array_agg(r.revision ORDER BY u.i) FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, i) JOIN ids r ON r.object_id = u.id), '{}')`
 	}
-	stamps, args := stampRows(w, ids, args, revOf)
-	// A deleted object keeps, in its feed row, the resourceVersion it had.
-	return `WITH rev AS MATERIALIZED (SELECT ` + w.revision() + ` AS value)` + ctes + stamps + `,
-		feed AS (INSERT INTO catalog.changes (revision, kind, object_id, namespace, name, type, object)
-			SELECT r.revision, r.kind, r.object_id, r.namespace, r.name, r.type,
-				CASE WHEN r.type = '` + Deleted + `' THEN r.object::jsonb ELSE r.object::jsonb || jsonb_build_object('resourceVersion', r.revision) END
-			FROM ` + revs + `)
-		` + result, args, nil
+	return rs, args
 }
 
 // stampRows is the part of record's statement that stamps the rows of ids
