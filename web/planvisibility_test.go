@@ -18,14 +18,8 @@ func TestInstancePageHidesPlans(t *testing.T) {
 	b := setup(t, setupOptions{broker: true})
 	b.tokens["team-dev"] = b.limitedToken(t, catalog.RoleDeveloper, "team-a")
 	admin, dev := b.client(t, catalog.RoleAdmin), b.client(t, "team-dev")
-	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"}, "username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("register: %d", res.StatusCode)
-	}
+	l := registerBindery(t, b, admin)
 	ctx := context.Background()
-	l, err := b.store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	plans := map[string]string{}
 	for _, p := range l.Items {
 		plans[p.Spec.ExternalName] = p.ID
@@ -55,14 +49,8 @@ func TestBrokersPageCountsVisiblePlans(t *testing.T) {
 	b := setup(t, setupOptions{broker: true})
 	b.tokens["team-view"] = b.limitedToken(t, catalog.RoleViewer, "team-a")
 	admin, viewer := b.client(t, catalog.RoleAdmin), b.client(t, "team-view")
-	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"}, "username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("register: %d", res.StatusCode)
-	}
+	l := registerBindery(t, b, admin)
 	ctx := context.Background()
-	l, err := b.store.ListPlans(ctx, catalog.PlanFilter{}, catalog.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := b.store.SetPlanVisibility(ctx, l.Items[0].ID, []string{"team-b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,4 +61,18 @@ func TestBrokersPageCountsVisiblePlans(t *testing.T) {
 	if page := body(t, viewer.get("/brokers")); !strings.Contains(page, seen) {
 		t.Errorf("team-a's brokers page does not say %q:\n%s", seen, page)
 	}
+}
+
+// registerBindery registers Bindery's own broker through the web UI as
+// admin and returns its plans.
+func registerBindery(t *testing.T, b *bundle, admin *client) catalog.List[*catalog.ServicePlan] {
+	t.Helper()
+	if res := admin.post("/brokers", url.Values{"name": {"bindery"}, "url": {b.brokerURL}, "auth": {"basic"}, "username": {brokerUser}, "password": {brokerPass}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("register: %d", res.StatusCode)
+	}
+	l, err := b.store.ListPlans(context.Background(), catalog.PlanFilter{}, catalog.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

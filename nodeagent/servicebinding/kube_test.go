@@ -379,22 +379,8 @@ func equalPodTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Sema
 // as the aggregated API, so that the test needs no network namespace.
 func TestEgressAnnotation(t *testing.T) {
 	b := setup(t, admissionregistrationv1.Ignore)
-	ctx := t.Context()
 	c, ns := b.c, b.ns
-	createCatalogBindingCRD(t, c)
-	create(t, c, secret(ns, "db-creds"))
-	scb := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
-		"metadata": map[string]any{"namespace": ns, "name": "db"},
-	}}
-	create(t, c, scb)
-	scb.Object["status"] = map[string]any{
-		"binding":   map[string]any{"name": "db-creds"},
-		"endpoints": []any{map[string]any{"host": "10.0.0.5", "ports": []any{"5432", "6000-6010"}, "protocol": "tcp"}},
-	}
-	if err := c.Status().Update(ctx, scb); err != nil {
-		t.Fatal(err)
-	}
+	catalogBinding(t, c, ns, []any{map[string]any{"host": "10.0.0.5", "ports": []any{"5432", "6000-6010"}, "protocol": "tcp"}})
 	sb := binding(ns, "db", sbv1.ServiceBindingServiceReference{APIVersion: "servicecatalog.k8s.io/v1beta1", Kind: "ServiceBinding", Name: "db"}, deploymentRef("web"))
 	create(t, c, sb)
 	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonWorkloadMissing)
@@ -428,6 +414,24 @@ func TestEgressAnnotation(t *testing.T) {
 	create(t, c, record)
 	if v, ok := record.Annotations[servicebinding.EgressAnnotation]; ok {
 		t.Errorf("a Pod that wrote a binding's record without its volume was granted %s", v)
+	}
+}
+
+// catalogBinding makes the stand-in CRD and a Service Catalog binding db
+// whose status names the Secret db-creds (which it creates) and these
+// endpoints.
+func catalogBinding(t testing.TB, c client.Client, ns string, endpoints []any) {
+	t.Helper()
+	createCatalogBindingCRD(t, c)
+	create(t, c, secret(ns, "db-creds"))
+	scb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
+		"metadata": map[string]any{"namespace": ns, "name": "db"},
+	}}
+	create(t, c, scb)
+	scb.Object["status"] = map[string]any{"binding": map[string]any{"name": "db-creds"}, "endpoints": endpoints}
+	if err := c.Status().Update(t.Context(), scb); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -566,20 +570,7 @@ func TestUnreadableEndpointsDenyNoPod(t *testing.T) {
 	b := setup(t, admissionregistrationv1.Ignore)
 	ctx := t.Context()
 	c, ns := b.c, b.ns
-	createCatalogBindingCRD(t, c)
-	create(t, c, secret(ns, "db-creds"))
-	scb := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "servicecatalog.k8s.io/v1beta1", "kind": "ServiceBinding",
-		"metadata": map[string]any{"namespace": ns, "name": "db"},
-	}}
-	create(t, c, scb)
-	scb.Object["status"] = map[string]any{
-		"binding":   map[string]any{"name": "db-creds"},
-		"endpoints": []any{map[string]any{"host": "10.0.0.5", "ports": []any{5432}}},
-	}
-	if err := c.Status().Update(ctx, scb); err != nil {
-		t.Fatal(err)
-	}
+	catalogBinding(t, c, ns, []any{map[string]any{"host": "10.0.0.5", "ports": []any{5432}}})
 	sb := binding(ns, "db", sbv1.ServiceBindingServiceReference{APIVersion: "servicecatalog.k8s.io/v1beta1", Kind: "ServiceBinding", Name: "db"},
 		sbv1.ServiceBindingWorkloadReference{APIVersion: "v1", Kind: "Pod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}})
 	create(t, c, sb)
