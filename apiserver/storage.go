@@ -103,8 +103,21 @@ func (st *storage) apiError(err error, name string, creating bool) error {
 	return apiError(err, st.resource, st.groupKind(), name, creating)
 }
 
-// Get reads one object.
-func (st *storage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+// Get reads one object. A resourceVersion asked for (at least that new)
+// that the catalog has not reached is kube-apiserver's 504 for one newer
+// than its cache.
+func (st *storage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	if opts != nil && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		if atLeast, err := strconv.ParseInt(opts.ResourceVersion, 10, 64); err == nil {
+			rev, err := st.store.Revision(ctx)
+			if err != nil {
+				return nil, st.apiError(err, name, false)
+			}
+			if atLeast > rev {
+				return nil, apistorage.NewTooLargeResourceVersionError(uint64(atLeast), uint64(rev), 1)
+			}
+		}
+	}
 	raw, err := st.store.GetRaw(ctx, st.kind, st.namespace(ctx), name)
 	if err != nil {
 		return nil, st.apiError(err, name, false)

@@ -618,6 +618,22 @@ func (r *watchRun) backlog() (int64, bool) {
 		r.fail(apierrors.NewInternalError(err))
 		return 0, false
 	}
+	// A read of nothing does not say how far the catalog is: a
+	// resourceVersion beyond its final revision (once the writes in
+	// flight have ended) is none it has given, and is answered as
+	// kube-apiserver answers one newer than its cache (a Timeout whose
+	// cause client-go's reflector acts on), not followed from there.
+	if len(page.Changes) == 0 {
+		rev, err := st.store.Revision(ctx)
+		if err != nil {
+			r.fail(apierrors.NewInternalError(err))
+			return 0, false
+		}
+		if req.from > rev {
+			r.fail(apistorage.NewTooLargeResourceVersionError(uint64(req.from), uint64(rev), 1))
+			return 0, false
+		}
+	}
 	// A prune that committed between the check and the read took changes
 	// the read then did not see: the watch would go on with a gap. Pruning
 	// keeps a suffix of the feed, so the same check after the read says

@@ -2,11 +2,14 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
 	"github.com/bindery-dev/bindery/apiserver"
@@ -105,4 +108,55 @@ func TestBrokerFinalizersRefused(t *testing.T) {
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("a finalizer on a broker: %v, want 422", err)
 	}
+}
+
+// TestResourceVersionFromTheFuture: a get or a watch at least as new as a
+// resourceVersion the catalog has not given is kube-apiserver's 504 with
+// the cause ResourceVersionTooLarge, which client-go's reflector acts on,
+// not an answer as of an older revision (a watch that would skip every
+// change up to it).
+func TestResourceVersionFromTheFuture(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ic := b.client.ServicecatalogV1beta1().ServiceInstances("team")
+	in, err := ic.Create(ctx, newInstance("team", "db"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := "1000000"
+	if _, err := ic.Get(ctx, "db", metav1.GetOptions{ResourceVersion: future}); !hasCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		t.Errorf("a get at resourceVersion %s: %v", future, err)
+	}
+	if _, err := ic.Get(ctx, "db", metav1.GetOptions{ResourceVersion: in.ResourceVersion}); err != nil {
+		t.Errorf("a get at its own resourceVersion: %v", err)
+	}
+	w, err := ic.Watch(ctx, metav1.ListOptions{ResourceVersion: future})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var ev watch.Event
+	select {
+	case ev = <-w.ResultChan():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a watch from resourceVersion %s: nothing within 20 s", future)
+	}
+	if status, ok := ev.Object.(*metav1.Status); !ok || status.Code != 504 || status.Details == nil || len(status.Details.Causes) == 0 ||
+		status.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
+		t.Errorf("a watch from resourceVersion %s: %s %+v", future, ev.Type, ev.Object)
+	}
+}
+
+func hasCause(err error, cause metav1.CauseType) bool {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) || s.Status().Details == nil {
+		return false
+	}
+	for _, c := range s.Status().Details.Causes {
+		if c.Type == cause {
+			return true
+		}
+	}
+	return false
 }
