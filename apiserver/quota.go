@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,8 +112,10 @@ func (h planHider) before(a *attrs) bool {
 // who is not cluster-wide reads it: its annotation names only the
 // namespaces that are the user's (where they may create instances), as
 // the catalog's REST API does for its tokens. Which other namespaces may
-// use the plan is not theirs to know. Nil when the user sees everything.
-type planNarrower func(namespaces []string) []string
+// use the plan is not theirs to know. It says whether a namespace is the
+// user's (catalog.NarrowedVisibility): every one, for a cluster-wide
+// user. Nil standalone (every client an administrator).
+type planNarrower func(ns string) bool
 
 // object is obj as the user reads it: a copy when it is a plan whose
 // annotation names namespaces not theirs, else obj itself.
@@ -124,16 +124,12 @@ func (n planNarrower) object(obj runtime.Object) runtime.Object {
 	if n == nil || !ok {
 		return obj
 	}
-	namespaces, restricted := restrictedTo(p)
-	if !restricted {
-		return obj
-	}
-	own := n(namespaces)
-	if len(own) == len(namespaces) {
+	annotations, cut := catalog.NarrowedVisibility(p.Annotations, n)
+	if !cut {
 		return obj
 	}
 	c := p.DeepCopy()
-	c.Annotations[catalog.VisibleInAnnotation] = strings.Join(own, ",")
+	c.Annotations = annotations
 	return c
 }
 
@@ -153,7 +149,7 @@ func (pa *planAccess) view(ctx context.Context) (planHider, planNarrower) {
 	}
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return func([]string) bool { return true }, func([]string) []string { return nil }
+		return func([]string) bool { return true }, func(string) bool { return false }
 	}
 	// A watch asks for as long as it lasts: what RBAC said is asked
 	// again after accessTTL.
@@ -181,13 +177,8 @@ func (pa *planAccess) view(ctx context.Context) (planHider, planNarrower) {
 		}
 		return true
 	}
-	narrow := func(namespaces []string) []string {
-		if allowed("") {
-			return namespaces
-		}
-		return slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool { return !allowed(ns) })
-	}
-	return hide, narrow
+	theirs := func(ns string) bool { return allowed("") || allowed(ns) }
+	return hide, theirs
 }
 
 // accessTTL is how long a request (a watch) keeps what RBAC said of a

@@ -109,12 +109,8 @@ func (st *storage) apiError(err error, name string, creating bool) error {
 func (st *storage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	if opts != nil && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		if atLeast, err := strconv.ParseInt(opts.ResourceVersion, 10, 64); err == nil {
-			rev, err := st.store.Revision(ctx)
-			if err != nil {
-				return nil, st.apiError(err, name, false)
-			}
-			if atLeast > rev {
-				return nil, apistorage.NewTooLargeResourceVersionError(uint64(atLeast), uint64(rev), 1)
+			if err := st.reached(ctx, atLeast); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -132,6 +128,27 @@ func (st *storage) Get(ctx context.Context, name string, opts *metav1.GetOptions
 		return nil, apierrors.NewNotFound(st.resource, name)
 	}
 	return narrow.object(obj), nil
+}
+
+// reached checks that the catalog's final revision (once the writes in
+// flight have ended) is at least atLeast (tooNew).
+func (st *storage) reached(ctx context.Context, atLeast int64) error {
+	rev, err := st.store.Revision(ctx)
+	if err != nil {
+		return st.apiError(err, "", false)
+	}
+	return tooNew(atLeast, rev)
+}
+
+// tooNew refuses a resourceVersion atLeast beyond the catalog's final
+// revision rev as kube-apiserver refuses one newer than its cache: 504,
+// a Timeout whose cause (ResourceVersionTooLarge) client-go's reflector
+// acts on.
+func tooNew(atLeast, rev int64) error {
+	if atLeast > rev {
+		return apistorage.NewTooLargeResourceVersionError(uint64(atLeast), uint64(rev), 1)
+	}
+	return nil
 }
 
 // settled waits until obj's resourceVersion is final (hub.waitFor) and
@@ -371,7 +388,7 @@ func servesRevision(opts *metainternalversion.ListOptions, atLeast, rev int64) e
 	case atLeast == 0 || atLeast == rev:
 		return nil
 	case atLeast > rev:
-		return apistorage.NewTooLargeResourceVersionError(uint64(atLeast), uint64(rev), 1)
+		return tooNew(atLeast, rev)
 	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the catalog lists only its newest revision", atLeast, rev))
 	}

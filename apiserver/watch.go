@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/bindery-dev/bindery/catalog"
 )
@@ -581,13 +580,8 @@ func (r *watchRun) fail(err error) {
 // catalog has nothing that new to send.
 func (r *watchRun) initialEvents() (int64, bool) {
 	if r.req.from > 0 {
-		rev, err := r.st.store.Revision(r.ctx)
-		if err != nil {
-			r.fail(r.st.apiError(err, "", false))
-			return 0, false
-		}
-		if r.req.from > rev {
-			r.fail(apistorage.NewTooLargeResourceVersionError(uint64(r.req.from), uint64(rev), 1))
+		if err := r.st.reached(r.ctx, r.req.from); err != nil {
+			r.fail(err)
 			return 0, false
 		}
 	}
@@ -618,21 +612,11 @@ func (r *watchRun) backlog() (int64, bool) {
 		r.fail(apierrors.NewInternalError(err))
 		return 0, false
 	}
-	// A read of nothing does not say how far the catalog is: a
-	// resourceVersion beyond its final revision (once the writes in
-	// flight have ended) is none it has given, and is answered as
-	// kube-apiserver answers one newer than its cache (a Timeout whose
-	// cause client-go's reflector acts on), not followed from there.
-	if len(page.Changes) == 0 {
-		rev, err := st.store.Revision(ctx)
-		if err != nil {
-			r.fail(apierrors.NewInternalError(err))
-			return 0, false
-		}
-		if req.from > rev {
-			r.fail(apistorage.NewTooLargeResourceVersionError(uint64(req.from), uint64(rev), 1))
-			return 0, false
-		}
+	// A resourceVersion beyond the final revision the read went up to is
+	// none the catalog has given: not followed from there.
+	if err := tooNew(req.from, page.Final); err != nil {
+		r.fail(err)
+		return 0, false
 	}
 	// A prune that committed between the check and the read took changes
 	// the read then did not see: the watch would go on with a gap. Pruning

@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -125,7 +124,7 @@ func TestResourceVersionFromTheFuture(t *testing.T) {
 		t.Fatal(err)
 	}
 	future := "1000000"
-	if _, err := ic.Get(ctx, "db", metav1.GetOptions{ResourceVersion: future}); !hasCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+	if _, err := ic.Get(ctx, "db", metav1.GetOptions{ResourceVersion: future}); !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 		t.Errorf("a get at resourceVersion %s: %v", future, err)
 	}
 	if _, err := ic.Get(ctx, "db", metav1.GetOptions{ResourceVersion: in.ResourceVersion}); err != nil {
@@ -146,17 +145,4 @@ func TestResourceVersionFromTheFuture(t *testing.T) {
 		status.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
 		t.Errorf("a watch from resourceVersion %s: %s %+v", future, ev.Type, ev.Object)
 	}
-}
-
-func hasCause(err error, cause metav1.CauseType) bool {
-	var s apierrors.APIStatus
-	if !errors.As(err, &s) || s.Status().Details == nil {
-		return false
-	}
-	for _, c := range s.Status().Details.Causes {
-		if c.Type == cause {
-			return true
-		}
-	}
-	return false
 }

@@ -91,6 +91,10 @@ type Page struct {
 	// UpTo is the revision the read is complete up to: a reader that
 	// resumes after it misses nothing.
 	UpTo int64
+	// Final is the catalog's final revision the read went up to: less
+	// than the revision read after when that is none the catalog has
+	// reached.
+	Final int64
 }
 
 // Read is Since, with the revision the read is complete up to: the final
@@ -105,8 +109,9 @@ func (f *Feed) Read(ctx context.Context, after int64, kinds []string, limit int)
 
 // readUpTo reads the changes after after, up to upTo, as Read does.
 func (f *Feed) readUpTo(ctx context.Context, after, upTo int64, kinds []string, limit int, documents bool) (Page, error) {
+	final := upTo
 	if upTo <= after {
-		return Page{UpTo: after}, nil
+		return Page{UpTo: after, Final: final}, nil
 	}
 	changes, err := f.since(ctx, after, upTo, kinds, limit, documents)
 	if err != nil {
@@ -115,7 +120,7 @@ func (f *Feed) readUpTo(ctx context.Context, after, upTo int64, kinds []string, 
 	if limit > 0 && len(changes) >= limit {
 		upTo = changes[len(changes)-1].Revision
 	}
-	return Page{Changes: changes, UpTo: upTo}, nil
+	return Page{Changes: changes, UpTo: upTo, Final: final}, nil
 }
 
 // since reads the changes in (after, upTo]; without documents, each

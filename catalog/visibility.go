@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,6 +48,26 @@ func VisibleNamespaces(plan *Meta) ([]string, bool) {
 		return []string{}, true
 	}
 	return strings.Split(v, ","), true
+}
+
+// NarrowedVisibility is a cluster plan's annotations as a reader of some
+// namespaces reads them: VisibleInAnnotation names only the namespaces
+// theirs says are the reader's (which others may use the plan is not
+// theirs to know). It is annotations itself, and false, when nothing is
+// cut; else a copy, and true.
+func NarrowedVisibility(annotations map[string]string, theirs func(ns string) bool) (map[string]string, bool) {
+	v, ok := annotations[VisibleInAnnotation]
+	if !ok || v == "" {
+		return annotations, false
+	}
+	all := strings.Split(v, ",")
+	own := slices.DeleteFunc(slices.Clone(all), func(ns string) bool { return !theirs(ns) })
+	if len(own) == len(all) {
+		return annotations, false
+	}
+	out := maps.Clone(annotations)
+	out[VisibleInAnnotation] = strings.Join(own, ",")
+	return out, true
 }
 
 // SetPlanVisibility makes the cluster plan of id (or object name) visible

@@ -1,10 +1,8 @@
 package restapi
 
 import (
-	"maps"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -168,16 +166,10 @@ func visibleIn(c echo.Context) ([]string, error) {
 // /serviceplans/{id}/visibility is refused to it).
 func narrowVisibility(c echo.Context, m *catalog.Meta) {
 	t := tokenOf(c)
-	if t == nil || t.AllNamespaces() {
+	if t == nil || t.AllNamespaces() || m.Namespace != "" {
 		return
 	}
-	namespaces, restricted := catalog.VisibleNamespaces(m)
-	if !restricted {
-		return
-	}
-	own := slices.DeleteFunc(namespaces, func(ns string) bool { return !slices.Contains(t.Namespaces, ns) })
-	m.Annotations = maps.Clone(m.Annotations)
-	m.Annotations[catalog.VisibleInAnnotation] = strings.Join(own, ",")
+	m.Annotations, _ = catalog.NarrowedVisibility(m.Annotations, func(ns string) bool { return slices.Contains(t.Namespaces, ns) })
 }
 
 // hiddenFrom tells whether a cluster plan is hidden from every namespace
