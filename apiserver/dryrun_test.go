@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/bindery-dev/bindery/apis/servicecatalog/v1beta1"
+	"github.com/bindery-dev/bindery/apiserver"
 	"github.com/bindery-dev/bindery/catalog"
 )
 
@@ -121,5 +123,54 @@ func TestDryRunChecksQuota(t *testing.T) {
 	st, err := b.store.QuotaStatus(ctx, "a")
 	if err != nil || st.Instances.Used != 1 || st.Bindings.Used != 1 {
 		t.Errorf("the quota's counts after the dry runs: %+v %+v, %v; want 1 and 1", st.Instances, st.Bindings, err)
+	}
+}
+
+// TestDryRunCreateAnswersTheObject: a dry-run create answers the object
+// as the create would make it (kubectl apply --dry-run=server -o yaml and
+// admission previews show it): generation 1, the finalizer, the
+// externalID and the references the catalog fills in, no
+// resourceVersion, and nothing recorded. It used to answer the request's
+// object back, none of those filled in.
+func TestDryRunCreateAnswersTheObject(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.client.ServicecatalogV1beta1()
+	createDB(t, b)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	spec := v1beta1.ServiceInstanceSpec{PlanReference: v1beta1.PlanReference{ClusterServiceClassExternalName: "fake-service", ClusterServicePlanExternalName: "sync"}}
+	in, err := c.ServiceInstances("a").Create(ctx, &v1beta1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "a"}, Spec: spec}, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Generation != 1 || in.ResourceVersion != "" || in.UID == "" || !slices.Contains(in.Finalizers, apiserver.Finalizer) ||
+		in.Spec.ExternalID == "" || in.Spec.ClusterServiceClassRef == nil || in.Spec.ClusterServicePlanRef == nil {
+		t.Errorf("a dry-run create of an instance answered %+v %+v; want it as the create makes it", in.ObjectMeta, in.Spec)
+	}
+	bd, err := c.ServiceBindings("a").Create(ctx, &v1beta1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "a"},
+		Spec: v1beta1.ServiceBindingSpec{InstanceRef: v1beta1.LocalObjectReference{Name: "db"}}}, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd.Generation != 1 || bd.ResourceVersion != "" || !slices.Contains(bd.Finalizers, apiserver.Finalizer) || bd.Spec.ExternalID == "" || bd.Spec.SecretName != "dry" {
+		t.Errorf("a dry-run create of a binding answered %+v %+v; want it as the create makes it", bd.ObjectMeta, bd.Spec)
+	}
+	br, err := c.ClusterServiceBrokers().Create(ctx, &v1beta1.ClusterServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "dry"},
+		Spec: v1beta1.ClusterServiceBrokerSpec{CommonServiceBrokerSpec: v1beta1.CommonServiceBrokerSpec{URL: "http://broker.example"}}}, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if br.Generation != 1 || br.ResourceVersion != "" || br.UID == "" {
+		t.Errorf("a dry-run create of a broker answered %+v; want it as the create makes it", br.ObjectMeta)
+	}
+	if _, err := c.ServiceInstances("a").Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry-run instance after the dry run: %v, want not found", err)
+	}
+	if _, err := c.ServiceBindings("a").Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry-run binding after the dry run: %v, want not found", err)
+	}
+	if _, err := c.ClusterServiceBrokers().Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry-run broker after the dry run: %v, want not found", err)
 	}
 }

@@ -27,9 +27,9 @@ import (
 // catalog cannot meet, and why. Every other check of TestCreate and
 // TestDelete must pass.
 var resttestExcluded = map[string]string{
-	// A dry run returns the checked request; the create that follows gets
-	// a new spec.externalID (and status times) from the catalog, so the
-	// two objects cannot be equal.
+	// A dry run answers the object as a create makes it, but the create
+	// that follows gets a new spec.externalID from the catalog, so an
+	// instance's or a binding's two objects cannot be equal.
 	"testCreateDryRunEquals": "a create gets a spec.externalID of its own, which no dry run before it can know",
 	// The object is created with uid "UID0000" (written straight into
 	// etcd in Kubernetes' own use); here the uid is the catalog's id, a

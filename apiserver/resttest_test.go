@@ -128,9 +128,8 @@ func TestRESTConformance(t *testing.T) {
 
 	t.Run("create", func(t *testing.T) {
 		// Everything of TestCreate passes but testCreateDryRunEquals: a
-		// dry run returns the validated request, while a create returns
-		// what the catalog made of it (a new spec.externalID, plan
-		// references, its status), which no dry run can equal.
+		// dry run answers the object as a create makes it, but the create
+		// after it gets a spec.externalID of its own.
 		resttestAllBut(t, "testCreateDryRunEquals", func(t *testing.T) {
 			fresh(t)
 			test := resttest.New(t, instances)

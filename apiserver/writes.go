@@ -126,11 +126,10 @@ func (st *storage) update(ctx context.Context, name string, objInfo rest.Updated
 }
 
 // create runs rest.BeforeCreate and admission, then store; a dry run
-// runs check instead (the catalog's validation without the write), when
-// the resource has one.
+// runs check instead (the catalog's checks without the write), which
+// answers the object as store would make it, with no resourceVersion.
 func (st *storage) create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, strat *strategy,
-	opts *metav1.CreateOptions, store func(ctx context.Context, m catalog.Meta) (runtime.Object, error),
-	check func(ctx context.Context, m catalog.Meta) error) (runtime.Object, error) {
+	opts *metav1.CreateOptions, store, check func(ctx context.Context, m catalog.Meta) (runtime.Object, error)) (runtime.Object, error) {
 	// As the generic registry does: uid (the catalog's id) and
 	// creationTimestamp, then the name from generateName.
 	om, err := meta.Accessor(obj)
@@ -154,13 +153,14 @@ func (st *storage) create(ctx context.Context, obj runtime.Object, createValidat
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if opts != nil && isDryRun(opts.DryRun) {
-		if check == nil {
-			return obj, nil
-		}
-		if err := check(ctx, m); err != nil {
+		out, err := check(ctx, m)
+		if err != nil {
 			return nil, st.apiError(err, om.GetName(), true)
 		}
-		return obj, nil
+		if om, err := meta.Accessor(out); err == nil {
+			om.SetResourceVersion("")
+		}
+		return out, nil
 	}
 	out, err := store(ctx, m)
 	if err != nil {
@@ -191,6 +191,15 @@ func (st *storage) remove(ctx context.Context, name string, deleteValidation res
 	if isDryRun(opts.DryRun) {
 		// As an update's: checked and made, then rolled back.
 		ctx = catalog.WithDryRun(ctx)
+	}
+	if p := opts.Preconditions; p != nil && p.ResourceVersion != nil {
+		// BeforeDelete checked the object as read; the catalog checks
+		// again under the delete's row lock.
+		rv, err := resourceVersion(obj)
+		if err != nil {
+			return nil, false, err
+		}
+		ctx = catalog.IfUnchanged(ctx, rv)
 	}
 	m, _ := meta.Accessor(obj)
 	out, deleted, err := del(ctx, obj, string(m.GetUID()))
@@ -256,12 +265,15 @@ func (s *instanceStorage) Create(ctx context.Context, obj runtime.Object, create
 			return nil, err
 		}
 		return typed(catalog.KindInstance, out.Meta, out.Spec, out.Status)
-	}, func(ctx context.Context, m catalog.Meta) error {
+	}, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
 		in, err := instance(m)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return s.store.CheckInstance(ctx, in)
+		if err := s.store.CheckInstance(ctx, in); err != nil {
+			return nil, err
+		}
+		return typed(catalog.KindInstance, in.Meta, in.Spec, in.Status)
 	})
 }
 
@@ -416,12 +428,15 @@ func (s *bindingStorage) Create(ctx context.Context, obj runtime.Object, createV
 			return nil, err
 		}
 		return typed(catalog.KindBinding, out.Meta, out.Spec, out.Status)
-	}, func(ctx context.Context, m catalog.Meta) error {
+	}, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
 		b, err := binding(m)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return s.store.CheckBinding(ctx, b)
+		if err := s.store.CheckBinding(ctx, b); err != nil {
+			return nil, err
+		}
+		return typed(catalog.KindBinding, b.Meta, b.Spec, b.Status)
 	})
 }
 
@@ -584,12 +599,16 @@ func (s *brokerStorage) Create(ctx context.Context, obj runtime.Object, createVa
 		}
 		s.relist(b.ID)
 		return typed(s.kind, b.Meta, b.Spec, b.Status)
-	}, func(ctx context.Context, m catalog.Meta) error {
+	}, func(ctx context.Context, m catalog.Meta) (runtime.Object, error) {
 		spec, err := brokerSpecOf(obj)
 		if err != nil {
-			return apierrors.NewBadRequest(err.Error())
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		return s.store.CheckBroker(ctx, &catalog.Broker{Meta: m, Spec: spec})
+		b, err := s.store.CheckBroker(ctx, &catalog.Broker{Meta: m, Spec: spec})
+		if err != nil {
+			return nil, err
+		}
+		return typed(s.kind, b.Meta, b.Spec, b.Status)
 	})
 }
 

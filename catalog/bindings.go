@@ -243,6 +243,9 @@ func (s *Store) DeleteBinding(ctx context.Context, id string) (*Binding, error) 
 		if err != nil {
 			return err
 		}
+		if err := unchanged(ctx, "binding", &b.Meta); err != nil {
+			return err
+		}
 		out = b
 		if b.DeletionTimestamp != nil {
 			return nil

@@ -45,7 +45,7 @@ func TestBrokersPerNamespaceBounded(t *testing.T) {
 	// A dry run (kubectl create --dry-run=server) is refused the same way.
 	dry := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "https://broker.example/dry"}}
 	dry.Name, dry.Namespace = "dry", "team-a"
-	if err := s.CheckBroker(ctx, dry); err == nil || err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
+	if _, err := s.CheckBroker(ctx, dry); err == nil || err.Error() != "namespace team-a may have 3 brokers and has 3 (--max-brokers-per-namespace)" {
 		t.Errorf("a fourth broker's dry run: %v, want the quota's refusal", err)
 	}
 	if dry.ID != "" || dry.Generation != 0 {

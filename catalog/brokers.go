@@ -552,6 +552,9 @@ func (s *Store) DeleteBroker(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
+		if err := unchanged(ctx, "broker", &b.Meta); err != nil {
+			return err
+		}
 		var n int
 		if err := w.QueryRow(ctx, `SELECT count(*) FROM catalog.instances i JOIN catalog.service_plans p ON p.id = i.plan_id
 			WHERE p.broker_id = $1`, id).Scan(&n); err != nil {
@@ -594,9 +597,12 @@ func mustJSON(v any) []byte {
 // CheckBroker checks a new broker as CreateBroker does (without
 // credentials: the Kubernetes API gives none), its name being free and
 // its namespace's bound on brokers among it, without recording it, for a
-// dry run. b is left as it was.
-func (s *Store) CheckBroker(ctx context.Context, b *Broker) error {
+// dry run. It answers the broker as CreateBroker would make it; b is left
+// as it was.
+func (s *Store) CheckBroker(ctx context.Context, b *Broker) (*Broker, error) {
 	dry := *b
-	_, err := s.CreateBroker(WithDryRun(ctx), &dry, nil)
-	return err
+	if _, err := s.CreateBroker(WithDryRun(ctx), &dry, nil); err != nil {
+		return nil, err
+	}
+	return &dry, nil
 }

@@ -520,6 +520,9 @@ func (s *Store) deleteInstance(ctx context.Context, id string, cascade bool) (*I
 		if err != nil {
 			return err
 		}
+		if err := unchanged(ctx, "instance", &in.Meta); err != nil {
+			return err
+		}
 		out = in
 		mark := cascade && in.Annotations[CascadeAnnotation] != "true"
 		if in.DeletionTimestamp != nil && !mark {

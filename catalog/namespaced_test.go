@@ -221,7 +221,7 @@ func TestNamespacedBrokerSecret(t *testing.T) {
 		AuthInfo: &catalog.BrokerAuthInfo{Basic: &catalog.BasicAuthInfo{SecretRef: &catalog.ObjectRef{Name: "creds", Namespace: "other"}}}}}
 	b.Name, b.Namespace = "mine", "team-a"
 	var verr *catalog.ValidationError
-	if err := s.CheckBroker(ctx, b); !errors.As(err, &verr) || !strings.Contains(err.Error(), "spec.authInfo.basic.secretRef.namespace") {
+	if _, err := s.CheckBroker(ctx, b); !errors.As(err, &verr) || !strings.Contains(err.Error(), "spec.authInfo.basic.secretRef.namespace") {
 		t.Errorf("a namespaced broker naming a Secret of another namespace: %v", err)
 	}
 	b.Spec.AuthInfo.Basic.SecretRef.Namespace = ""
@@ -234,7 +234,7 @@ func TestNamespacedBrokerSecret(t *testing.T) {
 	}
 	bad := &catalog.Broker{Spec: catalog.BrokerSpec{URL: "http://broker.example"}}
 	bad.Name, bad.Namespace = "mine", "Team_A"
-	if err := s.CheckBroker(ctx, bad); !errors.As(err, &verr) || !strings.Contains(err.Error(), "namespace") {
+	if _, err := s.CheckBroker(ctx, bad); !errors.As(err, &verr) || !strings.Contains(err.Error(), "namespace") {
 		t.Errorf("a broker in an invalid namespace: %v", err)
 	}
 }

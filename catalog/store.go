@@ -249,6 +249,29 @@ func (w *txn) read(obj object) {
 	w.names[[2]string{obj.kind(), m.ID}] = [2]string{m.Name, m.Namespace}
 }
 
+// unchangedKey carries the resourceVersion a context's deletes expect
+// (IfUnchanged).
+type unchangedKey struct{}
+
+// IfUnchanged returns a context in which the store's deletes refuse, with
+// a stale ConflictError as an update's expectRV does, an object whose
+// resourceVersion is no longer rv. The check is made under the delete's
+// row lock, so a write that lands between a caller's read and its delete
+// is seen. A front door uses it for Kubernetes'
+// preconditions.resourceVersion.
+func IfUnchanged(ctx context.Context, rv int64) context.Context {
+	return context.WithValue(ctx, unchangedKey{}, rv)
+}
+
+// unchanged tells whether m is still at the resourceVersion ctx's delete
+// expects (IfUnchanged), or refuses it as stale.
+func unchanged(ctx context.Context, kind string, m *Meta) error {
+	if rv, ok := ctx.Value(unchangedKey{}).(int64); ok && m.ResourceVersion != rv {
+		return stale(kind, m.Namespace, m.Name)
+	}
+	return nil
+}
+
 // dryRunKey marks a context whose writes are dry runs (WithDryRun).
 type dryRunKey struct{}
 
