@@ -102,6 +102,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	}
 	rs := BuildRuleset(c.managed, grants)
 	a := &attachment{
+		Network:      c.Name,
 		ContainerID:  args.ContainerID,
 		IfName:       args.IfName,
 		NetNS:        args.Netns,
@@ -131,7 +132,7 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 	}
 	path := stateFile(c.StateDir, args.ContainerID, args.IfName)
 	if args.Netns != "" {
-		if err := p.Rules.Delete(args.Netns); err != nil {
+		if err := p.release(c.StateDir, args.Netns, path); err != nil {
 			return types.NewError(types.ErrInternal, "delete egress rules", err.Error())
 		}
 	}
@@ -214,11 +215,11 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 			errs = append(errs, err)
 			continue
 		}
-		if valid[types.GCAttachment{ContainerID: a.ContainerID, IfName: a.IfName}] {
+		if valid[types.GCAttachment{ContainerID: a.ContainerID, IfName: a.IfName}] || (a.Network != "" && a.Network != c.Name) {
 			continue
 		}
 		if ino, err := netnsInode(a.NetNS); err == nil && ino == a.NetNSInode {
-			if err := p.Rules.Delete(a.NetNS); err != nil {
+			if err := p.release(c.StateDir, a.NetNS, path); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -231,6 +232,33 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 		return types.NewError(types.ErrInternal, "garbage-collect attachments", err.Error())
 	}
 	return nil
+}
+
+// release takes the attachment recorded at path out of the namespace at
+// netns. A Pod's namespace has one table, whichever of its networks chain
+// the plugin: it goes, unless another attachment recorded in dir is still
+// in that namespace (a Pod on two networks), whose rules it then holds.
+func (p *Plugin) release(dir, netns, path string) error {
+	ino, err := netnsInode(netns)
+	if err != nil {
+		// No namespace there: no table to delete.
+		return p.Rules.Delete(netns)
+	}
+	paths, err := listAttachments(dir)
+	if err != nil {
+		return err
+	}
+	for _, other := range paths {
+		if other == path {
+			continue
+		}
+		a, err := readAttachment(other)
+		if err != nil || a.NetNS != netns || a.NetNSInode != ino {
+			continue
+		}
+		return p.Rules.Apply(netns, BuildRuleset(a.ManagedCIDRs, a.Grants))
+	}
+	return p.Rules.Delete(netns)
 }
 
 // sameRuleset compares what was read from the kernel with what is wanted:

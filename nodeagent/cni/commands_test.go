@@ -281,15 +281,7 @@ func TestGC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a := s.args(t, "keep", keep, "198.18.0.0/15", "")
-	var conf map[string]any
-	if err := json.Unmarshal(a.StdinData, &conf); err != nil {
-		t.Fatal(err)
-	}
-	delete(conf, "prevResult")
-	conf["cniVersion"] = "1.1.0"
-	conf["cni.dev/valid-attachments"] = []map[string]string{{"containerID": "keep", "ifname": "eth0"}}
-	a.StdinData, _ = json.Marshal(conf)
+	a := gcArgs(t, s.args(t, "keep", keep, "198.18.0.0/15", ""), map[string]string{"containerID": "keep", "ifname": "eth0"})
 	if err := s.p.GC(a); err != nil {
 		t.Fatalf("GC: %v", err)
 	}
@@ -320,5 +312,97 @@ func TestStatus(t *testing.T) {
 	s.rules.readyErr = errors.New("nftables: protocol not supported")
 	if err := s.p.Status(a); cniCode(err) != errPluginNotAvailable {
 		t.Errorf("STATUS without nftables: %v, want code %d", err, errPluginNotAvailable)
+	}
+}
+
+// withNetwork is a's configuration with another network name and
+// interface, as a runtime passes for a Pod's second network.
+func withNetwork(t *testing.T, a *skel.CmdArgs, network, ifName string) *skel.CmdArgs {
+	t.Helper()
+	var conf map[string]any
+	if err := json.Unmarshal(a.StdinData, &conf); err != nil {
+		t.Fatal(err)
+	}
+	conf["name"] = network
+	data, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &skel.CmdArgs{ContainerID: a.ContainerID, Netns: a.Netns, IfName: ifName, StdinData: data}
+}
+
+// gcArgs are GC's arguments for a's network, listing valid as its
+// attachments.
+func gcArgs(t *testing.T, a *skel.CmdArgs, valid ...map[string]string) *skel.CmdArgs {
+	t.Helper()
+	var conf map[string]any
+	if err := json.Unmarshal(a.StdinData, &conf); err != nil {
+		t.Fatal(err)
+	}
+	delete(conf, "prevResult")
+	conf["cniVersion"] = "1.1.0"
+	conf["cni.dev/valid-attachments"] = valid
+	data, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &skel.CmdArgs{StdinData: data}
+}
+
+// TestGCKeepsOtherNetworks: GC is called for one network and lists that
+// network's attachments only; the attachments of another network
+// sharing the state directory are not its to collect. GC of network "n"
+// used to remove the table and record of a Pod on network "other".
+func TestGCKeepsOtherNetworks(t *testing.T) {
+	s := setupCommands(t)
+	ns := s.netns(t, "pod")
+	other := withNetwork(t, s.args(t, "c1", ns, "198.18.0.0/15", grantDB), "other", "eth0")
+	if err := quietly(t, func() error { return s.p.Add(other) }); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	if err := s.p.GC(gcArgs(t, s.args(t, "c9", s.netns(t, "unused"), "198.18.0.0/15", ""))); err != nil {
+		t.Fatalf("GC of network n: %v", err)
+	}
+	if !s.rules.has(ns) {
+		t.Error("GC of network n removed the table of an attachment of network other")
+	}
+	if paths, _ := listAttachments(s.state); len(paths) != 1 {
+		t.Errorf("records after GC of another network: %v, want the one of network other", paths)
+	}
+	if err := s.p.GC(gcArgs(t, other)); err != nil {
+		t.Fatalf("GC of network other: %v", err)
+	}
+	if s.rules.has(ns) {
+		t.Error("GC of network other, listing none, left its attachment's table")
+	}
+}
+
+// TestDelLeavesTheOtherAttachment: a Pod on two networks that both chain
+// the plugin has one table in its namespace. DEL of one attachment (and
+// GC of a forgotten one) leaves the table, with the other attachment's
+// rules, while that one is recorded; the last one removes it. DEL used to
+// remove the table, leaving the Pod's other network unguarded.
+func TestDelLeavesTheOtherAttachment(t *testing.T) {
+	s := setupCommands(t)
+	ns := s.netns(t, "pod")
+	first := s.args(t, "c1", ns, "198.18.0.0/15", grantDB)
+	second := withNetwork(t, s.args(t, "c1", ns, "10.96.0.0/12", grantDB), "other", "net1")
+	for _, a := range []*skel.CmdArgs{second, first} {
+		if err := quietly(t, func() error { return s.p.Add(a) }); err != nil {
+			t.Fatalf("ADD %s: %v", a.IfName, err)
+		}
+	}
+	if err := s.p.Del(first); err != nil {
+		t.Fatalf("DEL of eth0: %v", err)
+	}
+	if err := s.p.Check(second); err != nil {
+		t.Errorf("CHECK of net1 after DEL of eth0: %v; want its rules in the table", err)
+	}
+	// GC of network other, which no longer lists net1.
+	if err := s.p.GC(gcArgs(t, second)); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if s.rules.has(ns) {
+		t.Error("the table is left after the Pod's last attachment is gone")
 	}
 }

@@ -18,6 +18,10 @@ const DefaultStateDir = "/var/lib/cni/bindery"
 // attachment is what ADD recorded about one attachment, so that CHECK can
 // verify the rules and GC can remove what the runtime forgot.
 type attachment struct {
+	// Network is the configuration's name: GC, called for one network,
+	// collects only its own attachments. Records of earlier releases
+	// have none.
+	Network     string `json:"network,omitempty"`
 	ContainerID string `json:"containerID"`
 	IfName      string `json:"ifName"`
 	NetNS       string `json:"netns"`
