@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -23,6 +24,8 @@ type node struct {
 	healthy       bool
 	numa          []int64
 	numaRead      bool // numa was looked up for hostPath
+	// lostAt is when a scan first missed the node; zero while found.
+	lostAt time.Time
 }
 
 // spec is what the container runtime needs to expose the node.
@@ -58,9 +61,14 @@ func kindProblem(g DeviceGlob, fi os.FileInfo) string {
 	return ""
 }
 
-// inventory finds a plugin's device nodes and remembers every node it has
+// forgetLostAfter is how long a device that disappeared is still
+// advertised, Unhealthy, before the inventory forgets it.
+const forgetLostAfter = 10 * time.Minute
+
+// inventory finds a plugin's device nodes and remembers the nodes it has
 // seen, so that one that disappears is reported Unhealthy rather than
-// silently dropped. Only the plugin's scanning goroutine calls scan.
+// silently dropped, until it has been gone for forgetLostAfter. Only the
+// plugin's scanning goroutine calls scan.
 //
 // Paths in the configuration and in what the kubelet is told are the
 // node's; the agent looks them up under root, where a container running
@@ -76,10 +84,12 @@ type inventory struct {
 	// skipped holds the node paths matched but not advertised, with the
 	// reason, so that each is logged once rather than on every scan.
 	skipped map[string]string
+	now     func() time.Time
 }
 
 func newInventory(cfg *Config, root, sysfs string, log *slog.Logger) *inventory {
-	return &inventory{cfg: cfg, root: root, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}, log: log, skipped: map[string]string{}}
+	return &inventory{cfg: cfg, root: root, sysfs: sysfs, relative: len(cfg.Devices) == 1, known: map[string]*node{}, log: log,
+		skipped: map[string]string{}, now: time.Now}
 }
 
 // local is where the agent finds the node's path p.
@@ -135,16 +145,35 @@ func (inv *inventory) scan() (*snapshot, []string) {
 				inv.known[id] = n
 				inv.order = append(inv.order, id)
 			}
+			n.lostAt = time.Time{}
 			n.refresh(inv, g, m, host, fi, err)
 		}
 	}
-	for id, n := range inv.known {
-		if !seen[id] {
-			n.healthy = false
-		}
-	}
+	inv.forgetLost(seen)
 	inv.skipped = skipped
 	return inv.snapshot(matched), dedupe(watch)
+}
+
+// forgetLost marks the known nodes this scan did not see Unhealthy, and
+// forgets those gone for forgetLostAfter (the resync's scans come every
+// resyncInterval, so it happens within that of the limit).
+func (inv *inventory) forgetLost(seen map[string]bool) {
+	now := inv.now()
+	inv.order = slices.DeleteFunc(inv.order, func(id string) bool {
+		n := inv.known[id]
+		if seen[id] {
+			return false
+		}
+		n.healthy = false
+		if n.lostAt.IsZero() {
+			n.lostAt = now
+		}
+		if now.Sub(n.lostAt) < forgetLostAfter {
+			return false
+		}
+		delete(inv.known, id)
+		return true
+	})
 }
 
 // refresh records what a stat of the node behind match (host, its

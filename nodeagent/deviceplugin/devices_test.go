@@ -1,10 +1,13 @@
 package deviceplugin
 
 import (
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestDeviceID(t *testing.T) {
@@ -70,5 +73,58 @@ func TestNUMANodesFallsBack(t *testing.T) {
 		if got := numaNodes(filepath.Join(t.TempDir(), "no-sysfs"), fi); got != nil {
 			t.Errorf("numaNodes(%s) without sysfs = %v, want none", path, got)
 		}
+	}
+}
+
+// TestInventoryForgetsLostDevices: a device that disappears is reported
+// Unhealthy, so that the kubelet stops giving it out, and is forgotten
+// once it has been gone for forgetLostAfter: a node whose devices come
+// and go under new names (hot-plugged USB serial adapters, say) does not
+// advertise every device it ever had. They were remembered for ever.
+func TestInventoryForgetsLostDevices(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{"foo-0", "foo-1"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv := newInventory(&Config{Devices: []DeviceGlob{{Path: filepath.Join(dir, "foo-*"), Mount: true}}}, "", "", slog.New(slog.DiscardHandler))
+	now := time.Unix(1_000_000, 0)
+	inv.now = func() time.Time { return now }
+	state := func() map[string]bool {
+		s, _ := inv.scan()
+		got := map[string]bool{}
+		for id, e := range s.byID {
+			got[id] = e.healthy
+		}
+		return got
+	}
+	if got := state(); !maps.Equal(got, map[string]bool{"foo-0": true, "foo-1": true}) {
+		t.Fatalf("first scan: %v", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "foo-1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); !maps.Equal(got, map[string]bool{"foo-0": true, "foo-1": false}) {
+		t.Errorf("a device just gone: %v, want it unhealthy", got)
+	}
+	now = now.Add(forgetLostAfter - time.Second)
+	if got := state(); !maps.Equal(got, map[string]bool{"foo-0": true, "foo-1": false}) {
+		t.Errorf("a device gone for less than %v: %v, want it unhealthy", forgetLostAfter, got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := state(); !maps.Equal(got, map[string]bool{"foo-0": true}) {
+		t.Errorf("a device gone for longer than %v: %v, want it forgotten", forgetLostAfter, got)
+	}
+	// One that comes back is a device again, and its clock starts anew.
+	if err := os.WriteFile(filepath.Join(dir, "foo-1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); !maps.Equal(got, map[string]bool{"foo-0": true, "foo-1": true}) {
+		t.Errorf("a device back: %v", got)
+	}
+	if len(inv.order) != 2 || len(inv.known) != 2 {
+		t.Errorf("the inventory holds %d and %d nodes, want 2", len(inv.order), len(inv.known))
 	}
 }
