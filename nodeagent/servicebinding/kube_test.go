@@ -496,7 +496,8 @@ func TestLeastPrivilege(t *testing.T) {
 }
 
 // TestEgressGuard: the egress annotation is a network grant, so no Pod's
-// creator may set it and nobody may change it, in any namespace, with the
+// creator may set it and nobody may change it (through the Pod or its
+// status subresource), in any namespace, with the
 // webhook configurations as deploy/servicebinding has them (the projection
 // webhook only in bound namespaces). A forged annotation is removed at
 // creation, a change is refused, and while the webhook is down a Pod that
@@ -544,6 +545,11 @@ func TestEgressGuard(t *testing.T) {
 	err := c.Patch(ctx, patched, client.MergeFrom(plain))
 	if err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 		t.Errorf("adding %s to a running Pod: %v, want a refusal", servicebinding.EgressAnnotation, err)
+	}
+	// The status subresource writes a Pod's metadata too.
+	err = c.Status().Patch(ctx, patched, client.MergeFrom(plain))
+	if err == nil || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Errorf("adding %s through pods/status: %v, want a refusal", servicebinding.EgressAnnotation, err)
 	}
 	relabelled := plain.DeepCopy()
 	relabelled.Labels = map[string]string{"tier": "web"}
