@@ -54,8 +54,8 @@ func TestApplyOwnsNoStatus(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		for _, e := range managed {
-			if e.Manager == "gitops" && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:status"`) {
-				t.Errorf("%s: the apply's manager owns %s; want no status field", tc.name, e.FieldsV1.Raw)
+			if e.Manager == "gitops" && e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), `"f:status"`) {
+				t.Errorf("%s: the apply's manager owns %s; want no status field", tc.name, e.FieldsV1.GetRawString())
 			}
 		}
 	}
