@@ -68,6 +68,7 @@ type Claimer struct {
 	legacy      bool
 	legacyUntil time.Time
 	linger      time.Duration // legacyLinger, but in tests
+	timeout     time.Duration // claimTimeout, but in tests
 }
 
 // legacyLinger is how long per-object claims are still taken after a
@@ -78,7 +79,7 @@ const legacyLinger = 10 * time.Minute
 // NewClaimer makes a claimer over a session of its own, opened when first
 // needed.
 func (s *Store) NewClaimer(context.Context) (*Claimer, error) {
-	return &Claimer{cfg: s.pool.Config().ConnConfig.Copy(), linger: legacyLinger}, nil
+	return &Claimer{cfg: s.pool.Config().ConnConfig.Copy(), linger: legacyLinger, timeout: claimTimeout}, nil
 }
 
 // ClaimShard is the shard key hashes into.
@@ -169,6 +170,8 @@ func (c *Claimer) take(ctx context.Context, shard int) (bool, error) {
 	if st != shardFree {
 		return st == shardOwned, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	if err := c.connect(ctx); err != nil {
 		return false, err
 	}
@@ -194,8 +197,10 @@ func (c *Claimer) claimObject(ctx context.Context, key string) (func(), bool, er
 	if c.conn == nil {
 		return nil, false, errClaimsLost
 	}
+	qctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	var ok bool
-	if err := c.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
+	if err := c.conn.QueryRow(qctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, key).Scan(&ok); err != nil {
 		c.drop()
 		return nil, false, mapErr(err)
 	}
@@ -209,7 +214,7 @@ func (c *Claimer) claimObject(ctx context.Context, key string) (func(), bool, er
 		if c.conn != conn {
 			return // released with its session
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 		defer cancel()
 		if _, err := c.conn.Exec(rctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, key); err != nil {
 			c.drop()
@@ -225,6 +230,12 @@ func (c *Claimer) claimObject(ctx context.Context, key string) (func(), bool, er
 func (c *Claimer) Probe(ctx context.Context) (taken []int, err error) {
 	c.session.Lock()
 	defer c.session.Unlock()
+	// A session whose peer went silent (a failover's old primary) would
+	// hold the probe for as long as TCP waits, while Claim still answered
+	// yes for shards another replica may have taken on the new primary:
+	// the probe fails, and drops the session, within c.timeout instead.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
