@@ -78,7 +78,7 @@ func WithReservedConnections(n int) Option { return func(d *Driver) { d.reserved
 type target struct {
 	host  string
 	port  uint16
-	query url.Values // connection settings kept in every uri, e.g. sslmode
+	query url.Values // connection settings kept in every uri: clientSettings
 }
 
 // New connects to the target cluster with targetURL, a postgres:// URL for
@@ -179,15 +179,30 @@ func parseTarget(targetURL string) (target, error) {
 	}
 	q := u.Query()
 	for key := range q {
-		switch {
-		case key == "user", key == "password", key == "dbname", key == "host", key == "port",
-			strings.HasPrefix(key, "pool_"):
-			// The uri names its own user, password, database and address;
-			// pool_* settings are pgxpool's and mean nothing to psql.
+		if !clientSettings[key] {
 			q.Del(key)
 		}
 	}
 	return target{query: q}, nil
+}
+
+// clientSettings are the target URL's settings that a binding's uri
+// keeps: each says how the target cluster must be reached (TLS or not, how
+// TLS is negotiated, which server of several, how long to wait), which
+// holds for every client. Every other setting is the broker's own and
+// stays with it: its TLS key, certificates and their password, its
+// password and service files (paths on the broker's machine, which a
+// tenant has no business knowing and cannot read), its application_name
+// (a tenant's connections must not pass for the broker's) and the other
+// run-time parameters it sets. The uri names its own user, password,
+// database and address.
+var clientSettings = map[string]bool{
+	"sslmode":              true,
+	"sslnegotiation":       true,
+	"sslsni":               true,
+	"channel_binding":      true,
+	"target_session_attrs": true,
+	"connect_timeout":      true,
 }
 
 // check connects once with cfg and tells whether its role can do the
