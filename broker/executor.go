@@ -299,7 +299,9 @@ func (b *Broker) work(ctx context.Context, op *operation, out *outcome) (finishe
 		return nil, err
 	}
 	plan, _ := b.catalog.Plan(in.PlanID)
-	if plan == nil && (op.Kind == kindProvision || op.Kind == kindUpdate || op.Kind == kindBind) {
+	// An update may take an instance off a plan that has left the
+	// catalogue: it needs the plan it moves to, which update checks.
+	if plan == nil && (op.Kind == kindProvision || op.Kind == kindBind) {
 		return b.fail(op, fmt.Sprintf("Plan %s is no longer in the broker's catalog.", in.PlanID)), nil
 	}
 	driver, ok := b.driverFor(in.ServiceID)

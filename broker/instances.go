@@ -214,13 +214,16 @@ func (b *Broker) updateAnswer(c echo.Context, op, replay *operation, async bool)
 
 // updateTarget works out what an update asks of instance in: its current
 // plan (nil when it left the catalogue), the plan it moves to, and the
-// operation's request with the parameters merged.
+// operation's request with the parameters merged. An update that keeps a
+// plan that left the catalogue has no target plan: it may change nothing
+// but the context (see retiredPlanUpdate).
 func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target *Plan, desired opRequest, err error) {
 	if in.ServiceID != req.ServiceID {
 		return nil, nil, desired, errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, in.ID)
 	}
 	current, err = b.planOf(in.ServiceID, in.PlanID)
-	if err != nil && req.PlanID == "" {
+	if err != nil && (req.PlanID == "" || req.PlanID == in.PlanID) {
+		desired, err = retiredPlanUpdate(in, req)
 		return nil, nil, desired, err
 	}
 	target = current
@@ -241,17 +244,43 @@ func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target
 		if err := validateParameters(target.update, *req.Parameters); err != nil {
 			return nil, nil, desired, err
 		}
-		merged := maps.Clone(in.Parameters)
-		if merged == nil {
-			merged = map[string]any{}
-		}
-		maps.Copy(merged, *req.Parameters)
-		desired.Parameters = merged
+		desired.Parameters = mergeParameters(in.Parameters, *req.Parameters)
 	}
 	if req.MaintenanceInfo != nil || target != current {
 		desired.MaintenanceVersion = target.maintenanceVersion()
 	}
 	return current, target, desired, nil
+}
+
+// retiredPlanUpdate works out an update of instance in that keeps its
+// plan when that plan has left the catalogue. Without the plan there is
+// no schema to check parameters against, no config for the driver and
+// no maintenance version to move to, so such an update may change only
+// the context, which platforms send on their own (a namespace or space
+// renamed); asking for more is refused with 422, which OSB 2.17 gives to
+// a change that is not supported. Moving the instance to a plan of the
+// catalogue is the way on.
+func retiredPlanUpdate(in *instance, req *updateRequest) (opRequest, error) {
+	desired := opRequest{PlanID: in.PlanID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
+	if req.Parameters != nil && !sameJSON(mergeParameters(in.Parameters, *req.Parameters), in.Parameters) {
+		return desired, errPlanNotOffered(in)
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != in.MaintenanceVersion {
+		return desired, errPlanNotOffered(in)
+	}
+	return desired, nil
+}
+
+// mergeParameters is an instance's parameters with an update's laid over
+// them, as OSB has it: parameters the update does not name keep their
+// values.
+func mergeParameters(have, update map[string]any) map[string]any {
+	merged := maps.Clone(have)
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	maps.Copy(merged, update)
+	return merged
 }
 
 // deprovision handles DELETE /v2/service_instances/:instance_id
