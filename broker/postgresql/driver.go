@@ -437,12 +437,9 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 	if err != nil {
 		return broker.BindResult{}, err
 	}
-	exists, err := databaseExists(ctx, conn, n.Database)
+	limit, err := bindingLimit(ctx, conn, n.Database, cfg.ConnectionLimit)
 	if err != nil {
 		return broker.BindResult{}, err
-	}
-	if !exists {
-		return broker.BindResult{}, errors.New("the instance's database does not exist")
 	}
 	password := NewPassword()
 	verifier, err := HashPassword(password)
@@ -454,7 +451,7 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
 			return fmt.Errorf("look up role: %w", err)
 		}
-		for _, stmt := range BindStatements(n, role, verifier, cfg.ConnectionLimit, exists) {
+		for _, stmt := range BindStatements(n, role, verifier, limit, exists) {
 			if err := exec(ctx, tx, stmt); err != nil {
 				return err
 			}
@@ -467,6 +464,27 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 	d.log.Info("bound role", "instance", req.Instance.InstanceID, "binding", req.BindingID, "role", role,
 		"predecessor", req.PredecessorBindingID)
 	return d.target.result(n.Database, role, password), nil
+}
+
+// bindingLimit is the connection limit of a new binding role of database
+// db: the database's own, which provision and every plan change set
+// together with the limits of the binding roles already there. It is read
+// under the instance's lock, so a binding whose request was made before a
+// plan change ran (its plan's limit, planLimit, is then the old plan's)
+// still gets the limit the instance has now. planLimit serves only for a
+// database without a limit.
+func bindingLimit(ctx context.Context, conn *pgx.Conn, db string, planLimit int) (int, error) {
+	var limit int32
+	err := conn.QueryRow(ctx, `SELECT datconnlimit FROM pg_database WHERE datname = $1`, db).Scan(&limit)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, errors.New("the instance's database does not exist")
+	case err != nil:
+		return 0, fmt.Errorf("read the database's connection limit: %w", err)
+	case limit < 0:
+		return planLimit, nil
+	}
+	return int(limit), nil
 }
 
 func (t target) result(database, role, password string) broker.BindResult {
