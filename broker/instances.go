@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"net/http"
@@ -138,6 +139,7 @@ func (b *Broker) update(c echo.Context) error {
 	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version == "" {
 		return errBadRequest("maintenance_info.version: required when maintenance_info is given")
 	}
+	capacity := b.precheckUpdateCapacity(ctx, id, &req)
 	var op *operation
 	var replay *operation
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -180,8 +182,7 @@ func (b *Broker) update(c echo.Context) error {
 			return errAsyncRequired()
 		}
 		if target != current {
-			if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: in.ServiceID, PlanID: target.ID,
-				PlanConfig: target.Config, Parameters: desired.Parameters}); err != nil {
+			if err := b.updateCapacity(ctx, capacity, capacityRequest(in, target, desired)); err != nil {
 				return err
 			}
 		}
@@ -192,6 +193,51 @@ func (b *Broker) update(c echo.Context) error {
 		return err
 	}
 	return b.updateAnswer(c, op, replay, async)
+}
+
+// capacityVerdict is a capacity check made before an update's
+// transaction: the request it checked (nil when none was) and its answer.
+type capacityVerdict struct {
+	req *InstanceRequest
+	err error
+}
+
+// precheckUpdateCapacity reads instance id without locking it and checks
+// whether the plan the update moves it to fits. The check reads the
+// target cluster, bounded by capacityCheckTimeout: made inside the
+// update's transaction, it would keep the instance's record locked, and
+// every other request for the instance waiting, for as long. What it
+// cannot work out (no such instance, a request the transaction refuses)
+// it leaves to the transaction.
+func (b *Broker) precheckUpdateCapacity(ctx context.Context, id string, req *updateRequest) capacityVerdict {
+	in, err := getInstance(ctx, b.pool, id)
+	if err != nil {
+		return capacityVerdict{}
+	}
+	current, target, desired, err := b.updateTarget(in, req)
+	if err != nil || target == current {
+		return capacityVerdict{}
+	}
+	creq := capacityRequest(in, target, desired)
+	return capacityVerdict{req: &creq, err: b.checkCapacity(ctx, creq)}
+}
+
+// updateCapacity answers, inside an update's transaction, whether creq
+// fits: with the verdict reached before the transaction when that was on
+// the same plan and parameters, or else (the instance changed in between)
+// with a check now.
+func (b *Broker) updateCapacity(ctx context.Context, v capacityVerdict, creq InstanceRequest) error {
+	if v.req != nil && v.req.PlanID == creq.PlanID && sameJSON(v.req.Parameters, creq.Parameters) {
+		return v.err
+	}
+	return b.checkCapacity(ctx, creq)
+}
+
+// capacityRequest is what the capacity check of an update of instance in
+// to plan target, with the desired parameters, asks about.
+func capacityRequest(in *instance, target *Plan, desired opRequest) InstanceRequest {
+	return InstanceRequest{InstanceID: in.ID, ServiceID: in.ServiceID, PlanID: target.ID,
+		PlanConfig: target.Config, Parameters: desired.Parameters}
 }
 
 // updateAnswer answers an update once its transaction has run: 202 for
