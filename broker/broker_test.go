@@ -121,6 +121,9 @@ type options struct {
 	reserved int
 	dbURL    string // reuse another bundle's database (a "restart")
 	keys     string
+	// target is the driver's target cluster URL (default: the tests'
+	// cluster, pgtest.AdminURL).
+	target string
 }
 
 func setup(t *testing.T, opts ...func(*options)) *bundle {
@@ -150,7 +153,10 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	if o.reserved > 0 {
 		drvOpts = append(drvOpts, postgresql.WithReservedConnections(o.reserved))
 	}
-	drv, err := postgresql.New(ctx, pgtest.AdminURL(t), log, drvOpts...)
+	if o.target == "" {
+		o.target = pgtest.AdminURL(t)
+	}
+	drv, err := postgresql.New(ctx, o.target, log, drvOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +215,16 @@ func (r response) str(key string) string { s, _ := r.body[key].(string); return 
 // do sends an authenticated OSB 2.17 request.
 func (b *bundle) do(method, path string, body any, headers ...string) response {
 	b.t.Helper()
+	r, err := b.send(context.Background(), method, path, body, headers...)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+// send is do for a request that may not be answered in time, from any
+// goroutine: it returns the error instead of failing the test.
+func (b *bundle) send(ctx context.Context, method, path string, body any, headers ...string) (response, error) {
 	var rdr io.Reader
 	switch v := body.(type) {
 	case nil:
@@ -217,13 +233,13 @@ func (b *bundle) do(method, path string, body any, headers ...string) response {
 	default:
 		raw, err := json.Marshal(v)
 		if err != nil {
-			b.t.Fatal(err)
+			return response{}, err
 		}
 		rdr = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, b.url+path, rdr)
+	req, err := http.NewRequestWithContext(ctx, method, b.url+path, rdr)
 	if err != nil {
-		b.t.Fatal(err)
+		return response{}, err
 	}
 	req.SetBasicAuth(user, pass)
 	req.Header.Set("X-Broker-API-Version", "2.17")
@@ -237,17 +253,17 @@ func (b *bundle) do(method, path string, body any, headers ...string) response {
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		b.t.Fatal(err)
+		return response{}, err
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	out := response{status: res.StatusCode, header: res.Header, raw: raw}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &out.body); err != nil {
-			b.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
+			return response{}, fmt.Errorf("%s %s: body is not a JSON object: %q", method, path, raw)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (b *bundle) expect(r response, status int) response {

@@ -66,7 +66,9 @@ type ProvisionResult struct {
 
 // UpdateRequest carries the instance before and after the update.
 type UpdateRequest struct {
-	// Previous is the instance as it is now.
+	// Previous is the instance as it is now. Its PlanConfig is nil when
+	// its plan has left the catalogue (the update then moves it to
+	// another plan).
 	Previous InstanceRequest
 	// Desired is the instance as it should be: the new plan (or the same),
 	// the merged parameters and the maintenance version to apply.

@@ -84,6 +84,17 @@ func errCapacity(e *CapacityError) *Error {
 	return newError(http.StatusUnprocessableEntity, CodeCapacityExceeded, "%s", upperFirst(e.Reason)+".")
 }
 
+// CodePlanNotOffered is Bindery's error code for an update that asks an
+// instance's plan, which has left the catalogue, for new parameters or a
+// new maintenance version: OSB defines none for it.
+const CodePlanNotOffered = "PlanNotOffered"
+
+func errPlanNotOffered(in *instance) *Error {
+	return newError(http.StatusUnprocessableEntity, CodePlanNotOffered,
+		"Plan %s of service instance %s is no longer offered: its parameters and maintenance version cannot change. "+
+			"Change the instance to a plan of the catalog first.", in.PlanID, in.ID)
+}
+
 func upperFirst(s string) string {
 	if s == "" {
 		return s

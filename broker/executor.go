@@ -299,7 +299,9 @@ func (b *Broker) work(ctx context.Context, op *operation, out *outcome) (finishe
 		return nil, err
 	}
 	plan, _ := b.catalog.Plan(in.PlanID)
-	if plan == nil && (op.Kind == kindProvision || op.Kind == kindUpdate || op.Kind == kindBind) {
+	// An update may take an instance off a plan that has left the
+	// catalogue: it needs the plan it moves to, which update checks.
+	if plan == nil && (op.Kind == kindProvision || op.Kind == kindBind) {
 		return b.fail(op, fmt.Sprintf("Plan %s is no longer in the broker's catalog.", in.PlanID)), nil
 	}
 	driver, ok := b.driverFor(in.ServiceID)
@@ -454,22 +456,31 @@ func (b *Broker) fail(op *operation, description string) finisher {
 	return noChange
 }
 
+// capacityCheckTimeout bounds the capacity check of a provision or plan
+// change. The check reads the service (the target cluster), which may
+// hang; every such request, an asynchronous one included, waits on it, so
+// past this the broker cannot tell, and lets the request through.
+const capacityCheckTimeout = 2 * time.Second
+
 // checkCapacity asks the service's driver, when it can tell, whether req
 // fits; a *CapacityError becomes the OSB refusal. A driver that cannot
-// tell right now lets the request through: its operation decides.
+// tell within capacityCheckTimeout lets the request through: its
+// operation decides.
 func (b *Broker) checkCapacity(ctx context.Context, req InstanceRequest) error {
 	driver, _ := b.driverFor(req.ServiceID)
 	checker, ok := driver.(CapacityChecker)
 	if !ok {
 		return nil
 	}
-	err := checker.CheckCapacity(ctx, req)
+	cctx, cancel := context.WithTimeout(ctx, capacityCheckTimeout)
+	defer cancel()
+	err := checker.CheckCapacity(cctx, req)
 	var ce *CapacityError
 	switch {
 	case errors.As(err, &ce):
 		return errCapacity(ce)
 	case err != nil:
-		b.log.WarnContext(ctx, "check capacity", "instance", req.InstanceID, "plan", req.PlanID, "error", err)
+		b.log.WarnContext(ctx, "cannot check capacity; the request goes on", "instance", req.InstanceID, "plan", req.PlanID, "error", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -130,4 +131,42 @@ func TestIDsDecodedOnce(t *testing.T) {
 		}
 		b.expect(b.do("DELETE", "/v2/service_instances/"+tc.get+q(planSmall), nil), 200)
 	}
+}
+
+// TestRequestIdentityChecked: an X-Broker-API-Request-Identity the broker
+// cannot store (invalid UTF-8) or longer than 255 bytes is a 400 naming
+// the header, neither echoed nor stored, and refused before any work; one
+// of 255 bytes is recorded with the operation and echoed.
+func TestRequestIdentityChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const header = "X-Broker-API-Request-Identity"
+	for name, value := range map[string]string{
+		"invalid UTF-8": "req-\xff\xfe",
+		"256 bytes":     strings.Repeat("r", 256),
+	} {
+		id := randomID("reqid")
+		r := b.do("PUT", "/v2/service_instances/"+id, provisionBody(planSmall, nil), header, value)
+		if r.status != 400 || r.str("error") != "BadRequest" || !strings.Contains(r.str("description"), header) {
+			t.Errorf("%s: %d %s, want 400 naming %s", name, r.status, r.raw, header)
+		}
+		if got := r.header.Get(header); got != "" {
+			t.Errorf("%s: the refused identity is echoed: %q", name, got)
+		}
+		if lo := b.do("GET", "/v2/service_instances/"+id+"/last_operation", nil); lo.status != 404 {
+			t.Errorf("%s: the instance has an operation: %d %s", name, lo.status, lo.raw)
+		}
+	}
+	id := randomID("reqid")
+	value := strings.Repeat("r", 255)
+	r := b.expect(b.do("PUT", "/v2/service_instances/"+id, provisionBody(planSmall, nil), header, value), 201)
+	if got := r.header.Get(header); got != value {
+		t.Errorf("echoed identity %q, want the 255 bytes sent", got)
+	}
+	var stored string
+	err := b.pool.QueryRow(context.Background(), `SELECT request_identity FROM broker.operations WHERE instance_id = $1`, id).Scan(&stored)
+	if err != nil || stored != value {
+		t.Errorf("recorded identity %q, %v", stored, err)
+	}
+	b.expect(b.do("DELETE", "/v2/service_instances/"+id+q(planSmall), nil), 200)
 }

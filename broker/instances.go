@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"net/http"
@@ -138,6 +139,7 @@ func (b *Broker) update(c echo.Context) error {
 	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version == "" {
 		return errBadRequest("maintenance_info.version: required when maintenance_info is given")
 	}
+	capacity := b.precheckUpdateCapacity(ctx, id, &req)
 	var op *operation
 	var replay *operation
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -180,8 +182,7 @@ func (b *Broker) update(c echo.Context) error {
 			return errAsyncRequired()
 		}
 		if target != current {
-			if err := b.checkCapacity(ctx, InstanceRequest{InstanceID: id, ServiceID: in.ServiceID, PlanID: target.ID,
-				PlanConfig: target.Config, Parameters: desired.Parameters}); err != nil {
+			if err := b.updateCapacity(ctx, capacity, capacityRequest(in, target, desired)); err != nil {
 				return err
 			}
 		}
@@ -192,6 +193,51 @@ func (b *Broker) update(c echo.Context) error {
 		return err
 	}
 	return b.updateAnswer(c, op, replay, async)
+}
+
+// capacityVerdict is a capacity check made before an update's
+// transaction: the request it checked (nil when none was) and its answer.
+type capacityVerdict struct {
+	req *InstanceRequest
+	err error
+}
+
+// precheckUpdateCapacity reads instance id without locking it and checks
+// whether the plan the update moves it to fits. The check reads the
+// target cluster, bounded by capacityCheckTimeout: made inside the
+// update's transaction, it would keep the instance's record locked, and
+// every other request for the instance waiting, for as long. What it
+// cannot work out (no such instance, a request the transaction refuses)
+// it leaves to the transaction.
+func (b *Broker) precheckUpdateCapacity(ctx context.Context, id string, req *updateRequest) capacityVerdict {
+	in, err := getInstance(ctx, b.pool, id)
+	if err != nil {
+		return capacityVerdict{}
+	}
+	current, target, desired, err := b.updateTarget(in, req)
+	if err != nil || target == current {
+		return capacityVerdict{}
+	}
+	creq := capacityRequest(in, target, desired)
+	return capacityVerdict{req: &creq, err: b.checkCapacity(ctx, creq)}
+}
+
+// updateCapacity answers, inside an update's transaction, whether creq
+// fits: with the verdict reached before the transaction when that was on
+// the same plan and parameters, or else (the instance changed in between)
+// with a check now.
+func (b *Broker) updateCapacity(ctx context.Context, v capacityVerdict, creq InstanceRequest) error {
+	if v.req != nil && v.req.PlanID == creq.PlanID && sameJSON(v.req.Parameters, creq.Parameters) {
+		return v.err
+	}
+	return b.checkCapacity(ctx, creq)
+}
+
+// capacityRequest is what the capacity check of an update of instance in
+// to plan target, with the desired parameters, asks about.
+func capacityRequest(in *instance, target *Plan, desired opRequest) InstanceRequest {
+	return InstanceRequest{InstanceID: in.ID, ServiceID: in.ServiceID, PlanID: target.ID,
+		PlanConfig: target.Config, Parameters: desired.Parameters}
 }
 
 // updateAnswer answers an update once its transaction has run: 202 for
@@ -214,13 +260,16 @@ func (b *Broker) updateAnswer(c echo.Context, op, replay *operation, async bool)
 
 // updateTarget works out what an update asks of instance in: its current
 // plan (nil when it left the catalogue), the plan it moves to, and the
-// operation's request with the parameters merged.
+// operation's request with the parameters merged. An update that keeps a
+// plan that left the catalogue has no target plan: it may change nothing
+// but the context (see retiredPlanUpdate).
 func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target *Plan, desired opRequest, err error) {
 	if in.ServiceID != req.ServiceID {
 		return nil, nil, desired, errBadRequest("service_id: %q is not the service of instance %s", req.ServiceID, in.ID)
 	}
 	current, err = b.planOf(in.ServiceID, in.PlanID)
-	if err != nil && req.PlanID == "" {
+	if err != nil && (req.PlanID == "" || req.PlanID == in.PlanID) {
+		desired, err = retiredPlanUpdate(in, req)
 		return nil, nil, desired, err
 	}
 	target = current
@@ -241,17 +290,43 @@ func (b *Broker) updateTarget(in *instance, req *updateRequest) (current, target
 		if err := validateParameters(target.update, *req.Parameters); err != nil {
 			return nil, nil, desired, err
 		}
-		merged := maps.Clone(in.Parameters)
-		if merged == nil {
-			merged = map[string]any{}
-		}
-		maps.Copy(merged, *req.Parameters)
-		desired.Parameters = merged
+		desired.Parameters = mergeParameters(in.Parameters, *req.Parameters)
 	}
 	if req.MaintenanceInfo != nil || target != current {
 		desired.MaintenanceVersion = target.maintenanceVersion()
 	}
 	return current, target, desired, nil
+}
+
+// retiredPlanUpdate works out an update of instance in that keeps its
+// plan when that plan has left the catalogue. Without the plan there is
+// no schema to check parameters against, no config for the driver and
+// no maintenance version to move to, so such an update may change only
+// the context, which platforms send on their own (a namespace or space
+// renamed); asking for more is refused with 422, which OSB 2.17 gives to
+// a change that is not supported. Moving the instance to a plan of the
+// catalogue is the way on.
+func retiredPlanUpdate(in *instance, req *updateRequest) (opRequest, error) {
+	desired := opRequest{PlanID: in.PlanID, Parameters: in.Parameters, MaintenanceVersion: in.MaintenanceVersion}
+	if req.Parameters != nil && !sameJSON(mergeParameters(in.Parameters, *req.Parameters), in.Parameters) {
+		return desired, errPlanNotOffered(in)
+	}
+	if req.MaintenanceInfo != nil && req.MaintenanceInfo.Version != in.MaintenanceVersion {
+		return desired, errPlanNotOffered(in)
+	}
+	return desired, nil
+}
+
+// mergeParameters is an instance's parameters with an update's laid over
+// them, as OSB has it: parameters the update does not name keep their
+// values.
+func mergeParameters(have, update map[string]any) map[string]any {
+	merged := maps.Clone(have)
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	maps.Copy(merged, update)
+	return merged
 }
 
 // deprovision handles DELETE /v2/service_instances/:instance_id

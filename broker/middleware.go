@@ -94,12 +94,31 @@ func apiVersion(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// maxRequestIdentity bounds X-Broker-API-Request-Identity, in bytes. OSB
+// suggests a GUID; the bound keeps a caller from making the broker store
+// and echo a value of any size with every operation.
+const maxRequestIdentity = 255
+
 // requestIdentity echoes X-Broker-API-Request-Identity on the response.
+// The value is stored with the request's operation: one PostgreSQL cannot
+// hold (invalid UTF-8; net/http already refuses control characters) or
+// longer than maxRequestIdentity is refused with 400 naming the header,
+// neither echoed nor stored, rather than failing as a 500 when the
+// operation is written.
 func requestIdentity(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if id := c.Request().Header.Get("X-Broker-API-Request-Identity"); id != "" {
-			c.Response().Header().Set("X-Broker-API-Request-Identity", id)
+		const header = "X-Broker-API-Request-Identity"
+		id := c.Request().Header.Get(header)
+		if id == "" {
+			return next(c)
 		}
+		if err := pgtext.Check(header, id); err != nil {
+			return errBadRequest("%v", err)
+		}
+		if len(id) > maxRequestIdentity {
+			return errBadRequest("%s: must be at most %d bytes long, not %d", header, maxRequestIdentity, len(id))
+		}
+		c.Response().Header().Set(header, id)
 		return next(c)
 	}
 }

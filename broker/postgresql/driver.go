@@ -78,7 +78,7 @@ func WithReservedConnections(n int) Option { return func(d *Driver) { d.reserved
 type target struct {
 	host  string
 	port  uint16
-	query url.Values // connection settings kept in every uri, e.g. sslmode
+	query url.Values // connection settings kept in every uri: clientSettings
 }
 
 // New connects to the target cluster with targetURL, a postgres:// URL for
@@ -179,15 +179,30 @@ func parseTarget(targetURL string) (target, error) {
 	}
 	q := u.Query()
 	for key := range q {
-		switch {
-		case key == "user", key == "password", key == "dbname", key == "host", key == "port",
-			strings.HasPrefix(key, "pool_"):
-			// The uri names its own user, password, database and address;
-			// pool_* settings are pgxpool's and mean nothing to psql.
+		if !clientSettings[key] {
 			q.Del(key)
 		}
 	}
 	return target{query: q}, nil
+}
+
+// clientSettings are the target URL's settings that a binding's uri
+// keeps: each says how the target cluster must be reached (TLS or not, how
+// TLS is negotiated, which server of several, how long to wait), which
+// holds for every client. Every other setting is the broker's own and
+// stays with it: its TLS key, certificates and their password, its
+// password and service files (paths on the broker's machine, which a
+// tenant has no business knowing and cannot read), its application_name
+// (a tenant's connections must not pass for the broker's) and the other
+// run-time parameters it sets. The uri names its own user, password,
+// database and address.
+var clientSettings = map[string]bool{
+	"sslmode":              true,
+	"sslnegotiation":       true,
+	"sslsni":               true,
+	"channel_binding":      true,
+	"target_session_attrs": true,
+	"connect_timeout":      true,
 }
 
 // check connects once with cfg and tells whether its role can do the
@@ -422,12 +437,9 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 	if err != nil {
 		return broker.BindResult{}, err
 	}
-	exists, err := databaseExists(ctx, conn, n.Database)
+	limit, err := bindingLimit(ctx, conn, n.Database, cfg.ConnectionLimit)
 	if err != nil {
 		return broker.BindResult{}, err
-	}
-	if !exists {
-		return broker.BindResult{}, errors.New("the instance's database does not exist")
 	}
 	password := NewPassword()
 	verifier, err := HashPassword(password)
@@ -439,7 +451,7 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
 			return fmt.Errorf("look up role: %w", err)
 		}
-		for _, stmt := range BindStatements(n, role, verifier, cfg.ConnectionLimit, exists) {
+		for _, stmt := range BindStatements(n, role, verifier, limit, exists) {
 			if err := exec(ctx, tx, stmt); err != nil {
 				return err
 			}
@@ -452,6 +464,27 @@ func (d *Driver) bind(ctx context.Context, conn *pgx.Conn, req broker.BindReques
 	d.log.Info("bound role", "instance", req.Instance.InstanceID, "binding", req.BindingID, "role", role,
 		"predecessor", req.PredecessorBindingID)
 	return d.target.result(n.Database, role, password), nil
+}
+
+// bindingLimit is the connection limit of a new binding role of database
+// db: the database's own, which provision and every plan change set
+// together with the limits of the binding roles already there. It is read
+// under the instance's lock, so a binding whose request was made before a
+// plan change ran (its plan's limit, planLimit, is then the old plan's)
+// still gets the limit the instance has now. planLimit serves only for a
+// database without a limit.
+func bindingLimit(ctx context.Context, conn *pgx.Conn, db string, planLimit int) (int, error) {
+	var limit int32
+	err := conn.QueryRow(ctx, `SELECT datconnlimit FROM pg_database WHERE datname = $1`, db).Scan(&limit)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, errors.New("the instance's database does not exist")
+	case err != nil:
+		return 0, fmt.Errorf("read the database's connection limit: %w", err)
+	case limit < 0:
+		return planLimit, nil
+	}
+	return int(limit), nil
 }
 
 func (t target) result(database, role, password string) broker.BindResult {

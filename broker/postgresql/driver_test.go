@@ -514,6 +514,13 @@ func TestUpdate(t *testing.T) {
 	if got := roleLimit(); got != "4" {
 		t.Errorf("after an update to 4 connections, the binding role's limit is %s", got)
 	}
+	// A bind asked for before that update, with the plan it then had,
+	// gets the limit the instance has when its role is made.
+	late := randomID(t)
+	b.bind(t, now, late)
+	if got := b.query(t, `SELECT rolconnlimit::text FROM pg_roles WHERE rolname = $1`, postgresql.BindingRole(late)); got != "4" {
+		t.Errorf("a bind with the plan before the update to 4 connections made a role with limit %s", got)
+	}
 
 	missing := b.instance(t, `{"connection_limit": 5}`)
 	if err := b.driver.Update(b.ctx, broker.UpdateRequest{Previous: missing, Desired: missing}); err == nil {

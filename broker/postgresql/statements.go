@@ -121,7 +121,7 @@ func settingStatements(n Names, cfg PlanConfig, limit bool) []string {
 }
 
 // BindStatements give a binding its login role, with the SCRAM verifier as
-// its password, the plan's connection limit, membership in the owner role,
+// its password, the instance's connection limit, membership in the owner role,
 // CONNECT on the database, and `SET role` to the owner in that database,
 // so that what an application creates belongs to the owner and every
 // binding sees it. exists says the role is already there (a repeated
