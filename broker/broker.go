@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -226,7 +225,7 @@ func (b *Broker) Handler() http.Handler { return b.handler }
 func (b *Broker) routes(reg *prometheus.Registry, ready []serve.Check) http.Handler {
 	e := serve.NewEcho(b.log, reg, append(slices.Clip(ready), func(ctx context.Context) error { return b.pool.Ping(ctx) })...)
 	e.HTTPErrorHandler = b.errorHandler
-	v2 := e.Group("/v2", b.metrics.middleware, b.recoverPanic(), requestIdentity, b.auth.middleware, apiVersion, osbParams, originatingIdentity)
+	v2 := e.Group("/v2", b.metrics.middleware, serve.Recover(b.log), requestIdentity, b.auth.middleware, apiVersion, osbParams, originatingIdentity)
 	v2.GET("/catalog", b.getCatalog)
 	v2.PUT("/service_instances/:instance_id", b.provision)
 	v2.PATCH("/service_instances/:instance_id", b.update)
@@ -238,23 +237,6 @@ func (b *Broker) routes(reg *prometheus.Registry, ready []serve.Check) http.Hand
 	v2.DELETE("/service_instances/:instance_id/service_bindings/:binding_id", b.unbind)
 	v2.GET("/service_instances/:instance_id/service_bindings/:binding_id/last_operation", b.bindingLastOperation)
 	return e
-}
-
-// recoverPanic turns a panic while serving an OSB request into an error,
-// which errorHandler answers with the OSB 500 body: net/http would
-// otherwise cut the connection, and the platform would get no answer it
-// can act on. The panic and its stack go to the log.
-func (b *Broker) recoverPanic() echo.MiddlewareFunc {
-	return middleware.RecoverWithConfig(middleware.RecoverConfig{
-		// Hand the error back to the middleware above, so that the
-		// metrics and the request log see the 500 too.
-		DisableErrorHandler: true,
-		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			b.log.ErrorContext(c.Request().Context(), "panic while serving a request",
-				"method", c.Request().Method, "path", c.Path(), "panic", err, "stack", string(stack))
-			return fmt.Errorf("panic: %w", err)
-		},
-	})
 }
 
 // errorHandler turns every error of a request into an OSB error body; the

@@ -41,6 +41,7 @@ func NewEcho(log *slog.Logger, reg *prometheus.Registry, ready ...Check) *echo.E
 	e.HidePort = true
 	e.JSONSerializer = plainJSON{}
 	e.Use(RequestLog(log))
+	e.Use(Recover(log))
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Response().Header().Set("X-Content-Type-Options", "nosniff")
@@ -62,6 +63,22 @@ func NewEcho(log *slog.Logger, reg *prometheus.Registry, ready ...Check) *echo.E
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	}
 	return e
+}
+
+// Recover turns a panic while serving a request into an error, which the
+// server's error handler answers with a 500: net/http would otherwise cut
+// the connection, and the client would get no answer it can act on. The
+// panic and its stack go to log. The error goes back up through the
+// middleware above, so that the request log and metrics see the 500.
+func Recover(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisableErrorHandler: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.ErrorContext(c.Request().Context(), "panic while serving a request",
+				"method", c.Request().Method, "path", c.Path(), "panic", err, "stack", string(stack))
+			return fmt.Errorf("panic: %w", err)
+		},
+	})
 }
 
 // plainJSON writes JSON answers with &, < and > as they are: credentials

@@ -196,3 +196,30 @@ func TestRunClosesIdleConnections(t *testing.T) {
 		t.Fatalf("no answer: %q", rest)
 	}
 }
+
+// TestPanicAnswered: a panic while serving a request is answered 500,
+// logged with the request and its stack, and the request log sees the
+// 500. net/http used to cut the connection, leaving the client no answer
+// it could act on.
+func TestPanicAnswered(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := serve.NewEcho(log, prometheus.NewRegistry())
+	e.GET("/api/v1/boom", func(echo.Context) error { panic("a nil map, say") })
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/boom")
+	if err != nil {
+		t.Fatalf("a panicking handler: %v, want an answer", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("a panicking handler: status %d, want 500", resp.StatusCode)
+	}
+	out := logs.String()
+	for _, want := range []string{"a nil map, say", "stack=", "status=500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+}
