@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -50,16 +51,27 @@ func (s *Server) renderBrokers(c echo.Context, status int, f brokerForm) error {
 // namespaces see (catalog.PlansVisibleIn).
 func (s *Server) brokers(c echo.Context) ([]*catalog.Broker, error) {
 	ctx := c.Request().Context()
+	sess, _ := sessionOf(c)
+	brokers, err := s.brokersIn(ctx, sess.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	if !sess.AllNamespaces() {
+		if err := s.store.CountPlansVisibleIn(ctx, sess.Namespaces, brokers...); err != nil {
+			return nil, err
+		}
+	}
+	return brokers, nil
+}
+
+// brokersIn are the cluster's brokers, then the own brokers of namespaces
+// (of every namespace when there are none).
+func (s *Server) brokersIn(ctx context.Context, namespaces []string) ([]*catalog.Broker, error) {
 	cluster, err := s.store.ListBrokers(ctx, catalog.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if sess, ok := sessionOf(c); ok && !sess.AllNamespaces() {
-		if err := s.store.CountPlansVisibleIn(ctx, sess.Namespaces, cluster.Items...); err != nil {
-			return nil, err
-		}
-	}
-	own, err := s.store.ListBrokers(ctx, scoped(c, catalog.ListOptions{Namespaced: true}))
+	own, err := s.store.ListBrokers(ctx, catalog.ListOptions{Namespaced: true, Namespaces: namespaces})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -109,9 +110,12 @@ func (s *Server) marketplace(c echo.Context) error {
 		}
 		f.Page = p
 	}
+	// The view is built for every request that misses with this one, and
+	// may outlive it: it takes nothing from this request but the session's
+	// namespaces (and is kept by them).
 	sess, _ := sessionOf(c)
-	v, err := s.market.view(rev, marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}, func() (*marketView, error) {
-		return s.marketView(c, f)
+	v, err := s.market.view(c.Request().Context(), rev, marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}, func(ctx context.Context) (*marketView, error) {
+		return s.marketView(ctx, sess.Namespaces, f)
 	})
 	if err != nil {
 		return err
@@ -119,12 +123,10 @@ func (s *Server) marketplace(c echo.Context) error {
 	return s.sendMarketplace(c, v)
 }
 
-// marketView reads a page of the catalogue the session sees and renders
-// its grid.
-func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error) {
-	ctx := c.Request().Context()
-	sess, _ := sessionOf(c)
-	of := catalog.OfferingFilter{Query: f.Q, Tag: f.Tag, Broker: f.Broker, Namespaces: sess.Namespaces}
+// marketView reads a page of the catalogue that a session of namespaces
+// (none: all) sees, and renders its grid.
+func (s *Server) marketView(ctx context.Context, namespaces []string, f marketFilter) (*marketView, error) {
+	of := catalog.OfferingFilter{Query: f.Q, Tag: f.Tag, Broker: f.Broker, Namespaces: namespaces}
 	if f.Price != "" {
 		free := f.Price == "free"
 		of.Free = &free
@@ -134,10 +136,10 @@ func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error)
 		return nil, err
 	}
 	v := &marketView{Filter: f, Total: total, Empty: total == 0 && f == marketFilter{Page: 1}}
-	if v.Tags, err = s.store.OfferedTags(ctx, sess.Namespaces, 200); err != nil {
+	if v.Tags, err = s.store.OfferedTags(ctx, namespaces, 200); err != nil {
 		return nil, err
 	}
-	if v.Brokers, err = s.brokerChoices(c); err != nil {
+	if v.Brokers, err = s.brokerChoices(ctx, namespaces); err != nil {
 		return nil, err
 	}
 	for _, o := range offerings {
@@ -153,11 +155,13 @@ func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error)
 	if v.To < total {
 		v.Next = f.query(f.Page + 1)
 	}
-	grid, err := s.renderString(c, "marketplace", "market-grid", v)
-	if err != nil {
+	// The grid is the same for every session (it shows no role's
+	// actions), so it is rendered without one.
+	var grid bytes.Buffer
+	if err := s.pages["marketplace"].ExecuteTemplate(&grid, "market-grid", pageData{Data: v}); err != nil {
 		return nil, err
 	}
-	v.Grid, v.grid = gridMark, newDeflated([]byte(grid))
+	v.Grid, v.grid = gridMark, newDeflated(grid.Bytes())
 	return v, nil
 }
 
@@ -178,10 +182,10 @@ func displayName(display, name string) string {
 	return display
 }
 
-// brokerChoices are the broker filter's choices: the brokers the session
-// sees.
-func (s *Server) brokerChoices(c echo.Context) ([]marketBroker, error) {
-	brokers, err := s.brokers(c)
+// brokerChoices are the broker filter's choices: the brokers a session
+// of namespaces (none: all) sees.
+func (s *Server) brokerChoices(ctx context.Context, namespaces []string) ([]marketBroker, error) {
+	brokers, err := s.brokersIn(ctx, namespaces)
 	if err != nil {
 		return nil, err
 	}
