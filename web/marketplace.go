@@ -64,7 +64,10 @@ type marketView struct {
 	Filter  marketFilter
 	Tags    []string
 	Brokers []marketBroker
-	Cards   []marketCard
+	// MoreBrokers says the session sees more brokers than Brokers: the
+	// filter then takes any broker's name typed in, suggesting those.
+	MoreBrokers bool
+	Cards       []marketCard
 	// Total services match the filter; the page shows From to To.
 	Total, From, To int
 	Prev, Next      string
@@ -139,7 +142,7 @@ func (s *Server) marketView(ctx context.Context, namespaces []string, f marketFi
 	if v.Tags, err = s.store.OfferedTags(ctx, namespaces, 200); err != nil {
 		return nil, err
 	}
-	if v.Brokers, err = s.brokerChoices(ctx, namespaces); err != nil {
+	if v.Brokers, v.MoreBrokers, err = s.brokerChoices(ctx, namespaces); err != nil {
 		return nil, err
 	}
 	for _, o := range offerings {
@@ -182,22 +185,28 @@ func displayName(display, name string) string {
 	return display
 }
 
-// brokerChoices are the broker filter's choices: the brokers a session
-// of namespaces (none: all) sees.
-func (s *Server) brokerChoices(ctx context.Context, namespaces []string) ([]marketBroker, error) {
-	brokers, err := s.brokersIn(ctx, namespaces)
+// marketBrokerChoices is how many brokers the broker filter offers: a
+// page of services reads no more brokers than that, however many are
+// registered.
+const marketBrokerChoices = 100
+
+// brokerChoices are the broker filter's choices, the first
+// marketBrokerChoices of the brokers a session of namespaces (none: all)
+// sees (the cluster's first, by name), and whether it sees more.
+func (s *Server) brokerChoices(ctx context.Context, namespaces []string) ([]marketBroker, bool, error) {
+	l, err := s.store.ListBrokersWithNamespaced(ctx, catalog.ListOptions{Namespaces: namespaces, Limit: marketBrokerChoices})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]marketBroker, 0, len(brokers))
-	for _, b := range brokers {
+	out := make([]marketBroker, 0, len(l.Items))
+	for _, b := range l.Items {
 		if b.Namespace == "" {
 			out = append(out, marketBroker{Value: b.Name, Label: b.Name})
 		} else {
 			out = append(out, marketBroker{Value: b.Namespace + "/" + b.Name, Label: b.Name + " (namespace " + b.Namespace + ")"})
 		}
 	}
-	return out, nil
+	return out, l.Continue != "", nil
 }
 
 // sendMarketplace renders the page around the cached grid and sends it;
