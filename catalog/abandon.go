@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-
-	"github.com/google/uuid"
 )
 
 // Abandon is the operator's way out when a broker is gone for good, or
@@ -45,7 +43,7 @@ func abandon[T any, P interface {
 	*T
 	object
 }](ctx context.Context, s *Store, id, by, leftBehind string) (P, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	if by == "" {

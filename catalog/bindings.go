@@ -206,7 +206,7 @@ func (s *Store) createBinding(ctx context.Context, r *catalogueReader, b *Bindin
 
 // GetBinding reads a binding by id.
 func (s *Store) GetBinding(ctx context.Context, id string) (*Binding, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	return getBy[Binding](ctx, s.pool, `id = $1`, id)
@@ -234,7 +234,7 @@ func (s *Store) ListBindings(ctx context.Context, opts ListOptions) (List[*Bindi
 // DeleteBinding marks a binding for deletion; the engine unbinds it and
 // then removes it.
 func (s *Store) DeleteBinding(ctx context.Context, id string) (*Binding, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	var out *Binding
@@ -269,7 +269,7 @@ var ErrNoCredentials = errors.New("the binding has no credentials yet")
 
 // Credentials returns a binding's credentials, decrypted.
 func (s *Store) Credentials(ctx context.Context, bindingID string) (map[string]any, error) {
-	if _, err := uuid.Parse(bindingID); err != nil {
+	if !IsID(bindingID) {
 		return nil, ErrNotFound
 	}
 	var sealed []byte

@@ -465,6 +465,23 @@ func (s *Store) ListBrokers(ctx context.Context, opts ListOptions) (List[*Broker
 		func(b *Broker) cursor { return cursor{Namespace: b.Namespace, Name: b.Name} }, opts)
 }
 
+// ListBrokersWithNamespaced lists the cluster's brokers and the namespaced
+// ones together, a page at a time, by namespace and name: the cluster's
+// (of namespace "") first. opts.Namespaces, when given, limits the
+// namespaced ones to those namespaces (a token's or a session's);
+// opts.Namespace and opts.Namespaced are not read.
+func (s *Store) ListBrokersWithNamespaced(ctx context.Context, opts ListOptions) (List[*Broker], error) {
+	f := &filter{}
+	opts.Namespace = ""
+	if len(opts.Namespaces) > 0 {
+		opts.Namespaces = append([]string{""}, opts.Namespaces...)
+		f.add("namespace = ANY(?)", opts.Namespaces)
+	}
+	return list[Broker](ctx, s.pool, f, "namespace, name",
+		func(f *filter, c cursor) { f.add("(namespace, name) > (?, ?)", c.Namespace, c.Name) },
+		func(b *Broker) cursor { return cursor{Namespace: b.Namespace, Name: b.Name} }, opts)
+}
+
 // UpdateBroker changes a broker's labels, spec and (when auth is not nil)
 // credentials. A changed spec is a new generation and is relisted at once.
 // expectRV, when not 0, must be the broker's resourceVersion.

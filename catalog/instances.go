@@ -223,7 +223,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 
 // GetInstance reads an instance by id.
 func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	return getBy[Instance](ctx, s.pool, `id = $1`, id)
@@ -262,7 +262,7 @@ func (s *Store) UpdateInstance(ctx context.Context, id string, expectRV int64, u
 
 // updateInstance is UpdateInstance without its warnings.
 func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, update func(*Instance) error) (*Instance, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	var out *Instance
@@ -511,7 +511,7 @@ func (s *Store) DeleteInstanceCascading(ctx context.Context, id string) (*Instan
 }
 
 func (s *Store) deleteInstance(ctx context.Context, id string, cascade bool) (*Instance, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	var out *Instance

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,7 +13,7 @@ import (
 // read; when the binding is not linked, in is nil and inErr ErrNotFound:
 // LinkBinding then links it, or says why it cannot.
 func (s *Store) GetBindingLinked(ctx context.Context, id string) (b *Binding, in *Instance, inErr, err error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, nil, nil, ErrNotFound
 	}
 	batch := &pgx.Batch{}

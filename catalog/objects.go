@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -246,9 +245,7 @@ func decodeCursor(s, order string) (cursor, error) {
 			// every row of its position, as it did.
 			c.ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 		}
-		_, nameErr := uuid.Parse(c.Name)
-		_, idErr := uuid.Parse(c.ID)
-		if nameErr != nil || idErr != nil {
+		if !IsID(c.Name) || !IsID(c.ID) {
 			return c, invalid(field.ErrorList{bad(field.NewPath("continue"), "is not a continue token from this API")})
 		}
 	}
@@ -412,7 +409,7 @@ func getByIDOrName[T any, P interface {
 	*T
 	object
 }](ctx context.Context, q querier, namespace, idOrName string) (P, error) {
-	if _, err := uuid.Parse(idOrName); err == nil {
+	if IsID(idOrName) {
 		return getBy[T, P](ctx, q, `namespace = $1 AND (id = $2::uuid OR name = $3)`, namespace, idOrName, idOrName)
 	}
 	return getBy[T, P](ctx, q, `namespace = $1 AND name = $2`, namespace, idOrName)
@@ -422,7 +419,7 @@ func updateMeta[T any, P interface {
 	*T
 	object
 }](ctx context.Context, s *Store, id string, expectRV int64, fn func(*Meta) error) (P, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	var out P

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -247,7 +247,7 @@ func validateQuota(q *Quota) field.ErrorList {
 		path := field.NewPath("plans").Index(i)
 		if p.PlanID == "" && p.Class != "" && p.Plan != "" {
 			// Named: resolved when stored.
-		} else if _, err := uuid.Parse(p.PlanID); err != nil {
+		} else if !IsID(p.PlanID) {
 			errs = append(errs, bad(path.Child("planID"), "must be a plan's id, or give class and plan (external names)"))
 		} else if seen[p.PlanID] {
 			errs = append(errs, field.Duplicate(path.Child("planID"), p.PlanID))
@@ -311,8 +311,8 @@ func quotaPlanIDs(ctx context.Context, q querier, plans []PlanQuota) ([]string, 
 	for i, p := range plans {
 		ids[i], classes[i], names[i] = p.PlanID, p.Class, p.Plan
 		// The id as PostgreSQL writes it; one that is none is no plan's.
-		if id, err := uuid.Parse(p.PlanID); err == nil {
-			keys[i] = id.String()
+		if IsID(p.PlanID) {
+			keys[i] = strings.ToLower(p.PlanID)
 		}
 	}
 	var found []*string

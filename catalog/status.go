@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -336,7 +335,7 @@ func (s *Store) Unsettled(ctx context.Context) (instances, bindings []Key, err e
 // status subresource: expectRV, when not 0, must be the instance's
 // resourceVersion.
 func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV int64, fn func(*Instance) error) (*Instance, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	return s.UpdateInstanceStatus(ctx, id, func(in *Instance) error {
@@ -358,7 +357,7 @@ func (s *Store) UpdateInstanceStatusAt(ctx context.Context, id string, expectRV 
 
 // UpdateBindingStatusAt is UpdateInstanceStatusAt for a binding.
 func (s *Store) UpdateBindingStatusAt(ctx context.Context, id string, expectRV int64, fn func(*Binding) error) (*Binding, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !IsID(id) {
 		return nil, ErrNotFound
 	}
 	return s.UpdateBindingStatus(ctx, id, func(b *Binding) error {

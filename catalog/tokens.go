@@ -179,7 +179,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]*Token, error) {
 // once, and so do the web sessions opened with it.
 func (s *Store) RevokeToken(ctx context.Context, idOrName string) error {
 	q := `DELETE FROM catalog.api_tokens WHERE name = $1`
-	if _, err := uuid.Parse(idOrName); err == nil {
+	if IsID(idOrName) {
 		q = `DELETE FROM catalog.api_tokens WHERE id = $1::uuid`
 	}
 	tag, err := s.pool.Exec(ctx, q, idOrName)

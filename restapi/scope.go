@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-dev/bindery/catalog"
@@ -98,7 +97,7 @@ func lookup[T any](c echo.Context, byID func(string) (T, error), byName func(ns,
 	id := c.Param("id")
 	var obj T
 	var err error
-	if _, perr := uuid.Parse(id); perr == nil {
+	if catalog.IsID(id) {
 		obj, err = byID(id)
 	} else {
 		ns := c.QueryParam("namespace")

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -303,7 +302,7 @@ func notFoundMessage(c echo.Context) string {
 		return message.Gone("")
 	}
 	resource := strings.Split(strings.TrimPrefix(c.Path(), "/api/v1/"), "/")[0]
-	if _, err := uuid.Parse(id); err == nil {
+	if catalog.IsID(id) {
 		return message.NotFoundID(resource, id)
 	}
 	ns := c.QueryParam("namespace")

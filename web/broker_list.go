@@ -20,9 +20,10 @@ type brokerForm struct {
 }
 
 type brokerListView struct {
-	// Brokers are the cluster's, then those of the session's namespaces
-	// by namespace and name.
+	// Brokers are a page of the cluster's, then those of the session's
+	// namespaces by namespace and name.
 	Brokers []*catalog.Broker
+	Pager   pager
 	Form    brokerForm
 }
 
@@ -31,7 +32,7 @@ func (s *Server) brokerList(c echo.Context) error {
 }
 
 func (s *Server) renderBrokers(c echo.Context, status int, f brokerForm) error {
-	brokers, err := s.brokers(c)
+	v, err := s.brokerPage(c)
 	if err != nil {
 		return err
 	}
@@ -41,36 +42,41 @@ func (s *Server) renderBrokers(c echo.Context, status int, f brokerForm) error {
 			f.Namespace = sess.Namespaces[0]
 		}
 	}
-	return s.page(c, status, "brokers", "Brokers", "brokers", brokerListView{Brokers: brokers, Form: f})
+	v.Form = f
+	return s.page(c, status, "brokers", "Brokers", "brokers", v)
 }
 
-// brokers are the brokers the session sees: the cluster's, and the own
-// brokers of its namespaces (of every namespace, for a session of all).
-// The cluster brokers' counts of plans are of those the session's
-// namespaces see (catalog.PlansVisibleIn).
-func (s *Server) brokers(c echo.Context) ([]*catalog.Broker, error) {
-	ctx := c.Request().Context()
-	cluster, err := s.store.ListBrokers(ctx, catalog.ListOptions{})
+// brokerPage reads the page of brokers the request asks for (?limit=,
+// ?continue=), as the other lists do, among those the session sees: the
+// cluster's, and the own brokers of its namespaces (of every namespace,
+// for a session of all). A registry of thousands of brokers is read a
+// page at a time. The cluster brokers' counts of plans are of those the
+// session's namespaces see (catalog.PlansVisibleIn).
+func (s *Server) brokerPage(c echo.Context) (brokerListView, error) {
+	q, err := readPage(c)
 	if err != nil {
-		return nil, err
+		return brokerListView{}, err
 	}
-	if sess, ok := sessionOf(c); ok && !sess.AllNamespaces() {
-		if err := s.store.CountPlansVisibleIn(ctx, sess.Namespaces, cluster.Items...); err != nil {
-			return nil, err
+	ctx := c.Request().Context()
+	sess, _ := sessionOf(c)
+	l, err := s.store.ListBrokersWithNamespaced(ctx, catalog.ListOptions{Namespaces: sess.Namespaces, Limit: q.Limit, Continue: q.Continue})
+	if err != nil {
+		return brokerListView{}, err
+	}
+	if !sess.AllNamespaces() {
+		if err := s.store.CountPlansVisibleIn(ctx, sess.Namespaces, l.Items...); err != nil {
+			return brokerListView{}, err
 		}
 	}
-	own, err := s.store.ListBrokers(ctx, scoped(c, catalog.ListOptions{Namespaced: true}))
-	if err != nil {
-		return nil, err
-	}
-	return append(cluster.Items, own.Items...), nil
+	return brokerListView{Brokers: l.Items, Pager: newPager(c, q, "/brokers", "/live/brokers", l.Continue)}, nil
 }
 
-// brokerRows renders the brokers table alone, for live updates.
+// brokerRows renders the brokers table's rows alone, for live updates of
+// the page the stream's address asks for.
 func (s *Server) brokerRows(c echo.Context) (string, error) {
-	brokers, err := s.brokers(c)
+	v, err := s.brokerPage(c)
 	if err != nil {
 		return "", err
 	}
-	return s.renderString(c, "brokers", "broker-rows", brokerListView{Brokers: brokers})
+	return s.renderString(c, "brokers", "broker-rows", v)
 }

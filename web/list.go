@@ -28,20 +28,31 @@ type listQuery struct {
 }
 
 func readListQuery(c echo.Context) (listQuery, error) {
-	q := listQuery{Namespace: c.QueryParam("namespace"), Limit: pageSize, Continue: c.QueryParam("continue")}
-	if l := c.QueryParam("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > maxPageSize {
-			return q, echo.NewHTTPError(http.StatusBadRequest, "The page size (limit) must be a whole number from 1 to "+strconv.Itoa(maxPageSize)+".")
-		}
-		q.Limit = n
+	q, err := readPage(c)
+	if err != nil {
+		return q, err
 	}
+	q.Namespace = c.QueryParam("namespace")
 	if err := checkNamespace(q.Namespace); err != nil {
 		return q, err
 	}
 	if q.Namespace != "" && !allowsNamespace(c, q.Namespace) {
 		sess, _ := sessionOf(c)
 		return q, echo.NewHTTPError(http.StatusForbidden, "Your token is limited to the namespace(s) "+strings.Join(sess.Namespaces, ", ")+": choose one of them.")
+	}
+	return q, nil
+}
+
+// readPage reads the page a list without a namespace filter asks for:
+// its size and where it starts.
+func readPage(c echo.Context) (listQuery, error) {
+	q := listQuery{Limit: pageSize, Continue: c.QueryParam("continue")}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxPageSize {
+			return q, echo.NewHTTPError(http.StatusBadRequest, "The page size (limit) must be a whole number from 1 to "+strconv.Itoa(maxPageSize)+".")
+		}
+		q.Limit = n
 	}
 	return q, nil
 }

@@ -102,12 +102,21 @@ func openStream(c echo.Context) *stream {
 	return &stream{w: w, ping: time.NewTicker(25 * time.Second)}
 }
 
-// write sends events, each line of their HTML a data line.
+// lineEnds are what end a line of an event stream: CRLF, LF and a lone CR
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream).
+// html/template leaves a CR in text as it is.
+var lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// write sends events, each line of their HTML a data line. A line is
+// wherever the browser sees one: a broker's text with a lone CR (a last
+// error, a condition's message) must not end a data line and start a
+// field of its own (event:, data:, id:, retry:), which would let it
+// forge events.
 func (st *stream) write(events []sseEvent) error {
 	var buf bytes.Buffer
 	for _, e := range events {
 		buf.WriteString("event: " + e.Name + "\n")
-		for _, line := range strings.Split(e.HTML, "\n") {
+		for _, line := range strings.Split(lineEnds.Replace(e.HTML), "\n") {
 			buf.WriteString("data: " + line + "\n")
 		}
 		buf.WriteString("\n")

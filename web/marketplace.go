@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -63,7 +64,10 @@ type marketView struct {
 	Filter  marketFilter
 	Tags    []string
 	Brokers []marketBroker
-	Cards   []marketCard
+	// MoreBrokers says the session sees more brokers than Brokers: the
+	// filter then takes any broker's name typed in, suggesting those.
+	MoreBrokers bool
+	Cards       []marketCard
 	// Total services match the filter; the page shows From to To.
 	Total, From, To int
 	Prev, Next      string
@@ -109,9 +113,12 @@ func (s *Server) marketplace(c echo.Context) error {
 		}
 		f.Page = p
 	}
+	// The view is built for every request that misses with this one, and
+	// may outlive it: it takes nothing from this request but the session's
+	// namespaces (and is kept by them).
 	sess, _ := sessionOf(c)
-	v, err := s.market.view(rev, marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}, func() (*marketView, error) {
-		return s.marketView(c, f)
+	v, err := s.market.view(c.Request().Context(), rev, marketKey{marketFilter: f, scope: strings.Join(sess.Namespaces, ",")}, func(ctx context.Context) (*marketView, error) {
+		return s.marketView(ctx, sess.Namespaces, f)
 	})
 	if err != nil {
 		return err
@@ -119,12 +126,10 @@ func (s *Server) marketplace(c echo.Context) error {
 	return s.sendMarketplace(c, v)
 }
 
-// marketView reads a page of the catalogue the session sees and renders
-// its grid.
-func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error) {
-	ctx := c.Request().Context()
-	sess, _ := sessionOf(c)
-	of := catalog.OfferingFilter{Query: f.Q, Tag: f.Tag, Broker: f.Broker, Namespaces: sess.Namespaces}
+// marketView reads a page of the catalogue that a session of namespaces
+// (none: all) sees, and renders its grid.
+func (s *Server) marketView(ctx context.Context, namespaces []string, f marketFilter) (*marketView, error) {
+	of := catalog.OfferingFilter{Query: f.Q, Tag: f.Tag, Broker: f.Broker, Namespaces: namespaces}
 	if f.Price != "" {
 		free := f.Price == "free"
 		of.Free = &free
@@ -134,10 +139,10 @@ func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error)
 		return nil, err
 	}
 	v := &marketView{Filter: f, Total: total, Empty: total == 0 && f == marketFilter{Page: 1}}
-	if v.Tags, err = s.store.OfferedTags(ctx, sess.Namespaces, 200); err != nil {
+	if v.Tags, err = s.store.OfferedTags(ctx, namespaces, 200); err != nil {
 		return nil, err
 	}
-	if v.Brokers, err = s.brokerChoices(c); err != nil {
+	if v.Brokers, v.MoreBrokers, err = s.brokerChoices(ctx, namespaces); err != nil {
 		return nil, err
 	}
 	for _, o := range offerings {
@@ -153,11 +158,13 @@ func (s *Server) marketView(c echo.Context, f marketFilter) (*marketView, error)
 	if v.To < total {
 		v.Next = f.query(f.Page + 1)
 	}
-	grid, err := s.renderString(c, "marketplace", "market-grid", v)
-	if err != nil {
+	// The grid is the same for every session (it shows no role's
+	// actions), so it is rendered without one.
+	var grid bytes.Buffer
+	if err := s.pages["marketplace"].ExecuteTemplate(&grid, "market-grid", pageData{Data: v}); err != nil {
 		return nil, err
 	}
-	v.Grid, v.grid = gridMark, newDeflated([]byte(grid))
+	v.Grid, v.grid = gridMark, newDeflated(grid.Bytes())
 	return v, nil
 }
 
@@ -178,22 +185,28 @@ func displayName(display, name string) string {
 	return display
 }
 
-// brokerChoices are the broker filter's choices: the brokers the session
-// sees.
-func (s *Server) brokerChoices(c echo.Context) ([]marketBroker, error) {
-	brokers, err := s.brokers(c)
+// marketBrokerChoices is how many brokers the broker filter offers: a
+// page of services reads no more brokers than that, however many are
+// registered.
+const marketBrokerChoices = 100
+
+// brokerChoices are the broker filter's choices, the first
+// marketBrokerChoices of the brokers a session of namespaces (none: all)
+// sees (the cluster's first, by name), and whether it sees more.
+func (s *Server) brokerChoices(ctx context.Context, namespaces []string) ([]marketBroker, bool, error) {
+	l, err := s.store.ListBrokersWithNamespaced(ctx, catalog.ListOptions{Namespaces: namespaces, Limit: marketBrokerChoices})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]marketBroker, 0, len(brokers))
-	for _, b := range brokers {
+	out := make([]marketBroker, 0, len(l.Items))
+	for _, b := range l.Items {
 		if b.Namespace == "" {
 			out = append(out, marketBroker{Value: b.Name, Label: b.Name})
 		} else {
 			out = append(out, marketBroker{Value: b.Namespace + "/" + b.Name, Label: b.Name + " (namespace " + b.Namespace + ")"})
 		}
 	}
-	return out, nil
+	return out, l.Continue != "", nil
 }
 
 // sendMarketplace renders the page around the cached grid and sends it;

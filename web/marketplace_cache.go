@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -28,27 +30,55 @@ var catalogueKinds = []string{
 	catalog.KindNamespacedBroker, catalog.KindNamespacedServiceClass, catalog.KindNamespacedServicePlan,
 }
 
+// marketBuildTimeout bounds the build of a view, which no request's
+// context bounds (see view).
+const marketBuildTimeout = 30 * time.Second
+
 // view is the view of k at revision rev: cached, or built once by build
-// however many loads ask for it together.
-func (m *marketCache) view(rev int64, k marketKey, build func() (*marketView, error)) (*marketView, error) {
+// however many loads ask for it together. The build serves all of them,
+// so it runs under ctx's values but not its cancellation, with a deadline
+// of its own: the first request leaving (its client gone) must not fail
+// the others with its context.Canceled. A request whose context ends
+// stops waiting, with ctx's error; the build goes on for the others.
+func (m *marketCache) view(ctx context.Context, rev int64, k marketKey, build func(context.Context) (*marketView, error)) (*marketView, error) {
 	if v := m.get(rev, k); v != nil {
 		return v, nil
 	}
-	got, err, _ := m.fill.Do(fmt.Sprintf("%d %#v", rev, k), func() (any, error) {
+	bctx := context.WithoutCancel(ctx)
+	ch := m.fill.DoChan(fmt.Sprintf("%d %#v", rev, k), func() (any, error) {
 		if v := m.get(rev, k); v != nil {
 			return v, nil
 		}
-		v, err := build()
+		v, err := buildView(bctx, build)
 		if err != nil {
 			return nil, err
 		}
 		m.put(rev, k, v)
 		return v, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*marketView), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return got.(*marketView), nil
+}
+
+// buildView runs build within marketBuildTimeout. It runs in a goroutine
+// of its own (singleflight's DoChan), where a panic would end the process
+// rather than the request: it is the build's error instead.
+func buildView(ctx context.Context, build func(context.Context) (*marketView, error)) (v *marketView, err error) {
+	ctx, cancel := context.WithTimeout(ctx, marketBuildTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("build the marketplace: %v", p)
+		}
+	}()
+	return build(ctx)
 }
 
 func (m *marketCache) get(rev int64, k marketKey) *marketView {

@@ -282,7 +282,10 @@ func (s *Server) fail(c echo.Context, err error) error {
 	if v, ok := catalog.AsValidation(err); ok {
 		return s.renderError(c, http.StatusBadRequest, v.Sentence())
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client left: nobody reads an answer. A context.Canceled of
+		// other work (a marketplace view built for a request that left,
+		// say) with the request's own context alive is a failure.
 		return nil
 	}
 	s.log.ErrorContext(c.Request().Context(), "web request failed", "method", c.Request().Method, "path", c.Path(), "error", err)

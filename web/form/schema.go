@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"net/url"
@@ -29,8 +30,9 @@ import (
 	"github.com/bindery-dev/bindery/internal/params"
 )
 
-// Field is one input of a generated form, a group of them (an object), or
-// a choice between alternatives (oneOf, anyOf).
+// Field is one input of a generated form, a group of them (an object), a
+// choice between alternatives (oneOf, anyOf), or the notice that a form
+// stops there.
 type Field struct {
 	// Name is the input's name, unique in the form: the prefix, then the
 	// property names, joined by dots; an alternative's inputs add "~N"
@@ -46,7 +48,8 @@ type Field struct {
 	Description string
 	// Type is the JSON type: string, integer, number, boolean, object or
 	// array (of scalars, one per line); "choice" for oneOf and anyOf,
-	// "const" for a value the schema fixes.
+	// "const" for a value the schema fixes, "more" for the notice where a
+	// form stops, its budget spent (MaxFields; the notice is Description).
 	Type     string
 	Enum     []string
 	Required bool
@@ -82,6 +85,8 @@ func (f Field) Input() string {
 		return "choice"
 	case f.Type == "const":
 		return "const"
+	case f.Type == "more":
+		return "more"
 	case f.Type == "object":
 		return "group"
 	case len(f.Enum) > 0:
@@ -127,6 +132,18 @@ const choiceMark = "~"
 
 // maxDepth bounds how deep a form goes: a schema may refer to itself.
 const maxDepth = 8
+
+// MaxFields bounds how many fields, groups, choices and alternatives one
+// form generates. maxDepth bounds depth, not width: a schema of 171 bytes
+// whose object refers to itself from four properties made a form of
+// 349,524 inputs, 9 s and 2 GB to build, and one of six properties more
+// memory than the server had. A form stops where the budget runs out, and
+// says that the rest is to be given as JSON.
+const MaxFields = 500
+
+// moreNotice is what a form that stopped says where it stops.
+var moreNotice = fmt.Sprintf("The schema has more parameters than a form shows (%d fields): "+
+	"give the others as JSON, through the REST API or the CLI's --params-json.", MaxFields)
 
 // compiled keeps compiled schemas by their text: a plan's schema is read
 // on every form of it, and compiling costs more than the page.
@@ -219,6 +236,9 @@ type node struct {
 	format      string
 	writeOnly   bool
 	props       map[string]*jsonschema.Schema
+	// sharedProps says props is a compiled schema's own map, which a
+	// second schema's properties must not be added to.
+	sharedProps bool
 	required    []string
 	alts        []*jsonschema.Schema
 	anyOf       bool
@@ -226,7 +246,7 @@ type node struct {
 }
 
 func (sc *schema) view(s *jsonschema.Schema) *node {
-	n := &node{sc: sc, at: s, props: map[string]*jsonschema.Schema{}}
+	n := &node{sc: sc, at: s}
 	seen := map[*jsonschema.Schema]bool{}
 	var add func(s *jsonschema.Schema)
 	add = func(s *jsonschema.Schema) {
@@ -266,11 +286,7 @@ func (sc *schema) view(s *jsonschema.Schema) *node {
 			n.format = f
 		}
 		n.writeOnly = n.writeOnly || s.WriteOnly
-		for k, p := range s.Properties {
-			if _, ok := n.props[k]; !ok {
-				n.props[k] = p
-			}
-		}
+		n.addProps(s.Properties)
 		for _, r := range s.Required {
 			if !slices.Contains(n.required, r) {
 				n.required = append(n.required, r)
@@ -296,6 +312,28 @@ func (sc *schema) view(s *jsonschema.Schema) *node {
 	return n
 }
 
+// addProps adds properties to the node's, those it has winning. The
+// first map added is shared, not copied (a node's props are never
+// changed): a form views a schema once a field, and copying a wide
+// object's properties each time made a form of a 28 kB schema cost
+// 180 ms.
+func (n *node) addProps(props map[string]*jsonschema.Schema) {
+	switch {
+	case len(props) == 0:
+	case n.props == nil:
+		n.props, n.sharedProps = props, true
+	default:
+		if n.sharedProps {
+			n.props, n.sharedProps = maps.Clone(n.props), false
+		}
+		for k, p := range props {
+			if _, ok := n.props[k]; !ok {
+				n.props[k] = p
+			}
+		}
+	}
+}
+
 // itemsOf is the schema of an array's items, whichever draft's keyword
 // gives it.
 func itemsOf(s *jsonschema.Schema) *jsonschema.Schema {
@@ -315,7 +353,7 @@ func (n *node) alternative(i int) *node {
 	a := n.sc.view(n.alts[i])
 	m := *n
 	m.alts, m.anyOf = nil, false
-	m.props = map[string]*jsonschema.Schema{}
+	m.props, m.sharedProps = map[string]*jsonschema.Schema{}, false
 	for k, p := range n.props {
 		m.props[k] = p
 	}
@@ -441,10 +479,29 @@ func jsonType(v any) string {
 func (n *node) isObject() bool { return n.typ() == "object" }
 
 // source is where a form's values come from: the parameters (JSON
-// values; none given means the schema's defaults) or a posted form.
+// values; none given means the schema's defaults) or a posted form. It
+// keeps the form's budget: left is how many more fields it may generate,
+// and cut says that it stopped for want of more.
 type source struct {
 	posted url.Values
 	errs   map[string]string
+	left   int
+	cut    bool
+}
+
+func newSource(posted url.Values, errs map[string]string) *source {
+	return &source{posted: posted, errs: errs, left: MaxFields}
+}
+
+// spend takes one field from the budget; false (and the form is cut)
+// when none is left.
+func (src *source) spend() bool {
+	if src.left <= 0 {
+		src.cut = true
+		return false
+	}
+	src.left--
+	return true
 }
 
 // Fields builds the fields of an object schema under prefix, filled with
@@ -459,7 +516,7 @@ func Fields(raw json.RawMessage, prefix string, values map[string]any, errs map[
 	if values != nil {
 		v = values
 	}
-	return rootFields(s.view(s.root), prefix, &source{errs: errs}, v, values != nil), nil
+	return rootFields(s.view(s.root), prefix, newSource(nil, errs), v, values != nil), nil
 }
 
 // Refill builds the fields of an object schema under prefix as a posted
@@ -470,24 +527,34 @@ func Refill(raw json.RawMessage, prefix string, posted url.Values, errs map[stri
 	if s == nil || err != nil {
 		return nil, err
 	}
-	return rootFields(s.view(s.root), prefix, &source{posted: posted, errs: errs}, nil, true), nil
+	return rootFields(s.view(s.root), prefix, newSource(posted, errs), nil, true), nil
 }
 
+// rootFields are the fields of the schema's root, and the notice that the
+// form stops when its budget ran out.
 func rootFields(n *node, prefix string, src *source, v any, given bool) []Field {
+	var out []Field
 	if n.alts != nil {
-		f := src.field(n, prefix, prefix, "Parameters", true, v, given, true, 0)
-		return []Field{f}
+		if src.spend() {
+			out = []Field{src.field(n, prefix, prefix, "Parameters", true, v, given, true, 0)}
+		}
+	} else {
+		out = src.props(n, prefix, prefix, v, given, true, 0)
 	}
-	return src.props(n, prefix, prefix, v, given, true, 0)
+	if src.cut {
+		out = append(out, Field{ID: "f-" + fieldID(prefix) + "-more", Type: "more", Description: moreNotice})
+	}
+	return out
 }
 
-// props builds the fields of an object node's properties: required first,
-// then by name (JSON objects carry no order).
-func (src *source) props(n *node, name, path string, v any, given, active bool, depth int) []Field {
-	if depth > maxDepth {
-		return nil
-	}
-	values, _ := v.(map[string]any)
+// fieldID is an element id's part made of an input's name.
+func fieldID(name string) string {
+	return strings.NewReplacer(".", "-", "_", "-", choiceMark, "-").Replace(name)
+}
+
+// propNames are an object node's property names as a form orders them:
+// required first, then by name (JSON objects carry no order).
+func (n *node) propNames() []string {
 	names := mapKeys(n.props)
 	slices.SortFunc(names, func(a, b string) int {
 		ra, rb := slices.Contains(n.required, a), slices.Contains(n.required, b)
@@ -499,6 +566,27 @@ func (src *source) props(n *node, name, path string, v any, given, active bool, 
 		}
 		return strings.Compare(a, b)
 	})
+	return names
+}
+
+// props builds the fields of an object node's properties, in propNames'
+// order, as many as the budget has left. An object takes its fields from
+// the budget before it builds any, so a form shows its top level first,
+// and an object costs its ordering only while the budget lasts.
+func (src *source) props(n *node, name, path string, v any, given, active bool, depth int) []Field {
+	if depth > maxDepth || len(n.props) == 0 {
+		return nil
+	}
+	if src.left <= 0 {
+		src.cut = true
+		return nil
+	}
+	names := n.propNames()
+	if len(names) > src.left {
+		names, src.cut = names[:src.left], true
+	}
+	src.left -= len(names)
+	values, _ := v.(map[string]any)
 	out := make([]Field, 0, len(names))
 	for _, k := range names {
 		pv, ok := values[k]
@@ -517,7 +605,7 @@ func (src *source) props(n *node, name, path string, v any, given, active bool, 
 // path its own.
 func (src *source) field(n *node, name, path, key string, required bool, v any, given, active bool, depth int) Field {
 	f := Field{
-		Name: name, Path: path, ID: "f-" + strings.NewReplacer(".", "-", "_", "-", choiceMark, "-").Replace(name),
+		Name: name, Path: path, ID: "f-" + fieldID(name),
 		Label: n.title, Description: n.description, Type: n.typ(), Required: required,
 		Secret: n.writeOnly || n.format == "password",
 	}
@@ -569,9 +657,14 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 // filled with v, the others empty.
 func (src *source) alternatives(n *node, id, name, path string, required bool, v any, given, active bool, depth int) []Alternative {
 	chosen := src.chosen(n, name, v)
-	out := make([]Alternative, 0, len(n.alts))
+	var out []Alternative
 	for i := range n.alts {
+		// An alternative is a field of the budget, and so is the input of
+		// one that is not an object.
 		a := n.alternative(i)
+		if !src.spend() || (!a.isObject() && !src.spend()) {
+			break
+		}
 		alt := Alternative{Index: i, ID: id + "-alt-" + strconv.Itoa(i), Label: n.label(i), Chosen: i == chosen}
 		an := name + choiceMark + strconv.Itoa(i)
 		av, ag := v, given
@@ -688,8 +781,11 @@ func Parse(raw json.RawMessage, prefix string, posted url.Values) (map[string]an
 	if s == nil {
 		return out, nil, nil
 	}
-	r := &reader{posted: posted}
 	n := s.view(s.root)
+	// The form read is the form shown: its budget bounds the reading too,
+	// and an input past it is not read even if posted.
+	r := &reader{posted: posted, shown: map[string]bool{}}
+	r.show(rootFields(n, prefix, newSource(posted, nil), nil, true))
 	var v any
 	if n.alts != nil {
 		v, _ = r.value(n, prefix, true, 0)
@@ -705,6 +801,20 @@ func Parse(raw json.RawMessage, prefix string, posted url.Values) (map[string]an
 type reader struct {
 	posted url.Values
 	errs   []Error
+	// shown are the names of the fields the form shows, the only ones
+	// read.
+	shown map[string]bool
+}
+
+// show adds fields, and what they hold, to the fields read.
+func (r *reader) show(fields []Field) {
+	for _, f := range fields {
+		r.shown[f.Name] = true
+		r.show(f.Fields)
+		for _, a := range f.Alternatives {
+			r.show(a.Fields)
+		}
+	}
 }
 
 // object reads an object node's properties; touched says whether anything
@@ -717,7 +827,7 @@ func (r *reader) object(n *node, name string, required bool, depth int) (map[str
 	r.errs = nil
 	var out map[string]any
 	touched := false
-	for _, k := range sortedKeys((n.props)) {
+	for _, k := range r.shownProps(n, name) {
 		v, t := r.value(n.sc.view(n.props[k]), name+"."+k, slices.Contains(n.required, k), depth+1)
 		if v != nil {
 			if out == nil {
@@ -746,6 +856,20 @@ func (r *reader) object(n *node, name string, required bool, depth int) (map[str
 	return out, touched
 }
 
+// shownProps are the names, sorted, of an object node's properties that
+// the form shows: only those are ordered, so that reading a form costs
+// what it shows, not what its objects have.
+func (r *reader) shownProps(n *node, name string) []string {
+	var out []string
+	for k := range n.props {
+		if r.shown[name+"."+k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // value reads the field of one node; nil is a value left out.
 func (r *reader) value(n *node, name string, required bool, depth int) (any, bool) {
 	if n.alts != nil {
@@ -762,6 +886,9 @@ func (r *reader) value(n *node, name string, required bool, depth int) (any, boo
 				return nil, t || i != 0
 			}
 			return m, t || i != 0
+		}
+		if !r.shown[an] {
+			return nil, false
 		}
 		v, t := r.value(a, an, required, depth+1)
 		return v, t || i != 0
