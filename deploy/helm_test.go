@@ -266,3 +266,77 @@ func lineDiff(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// renderChart renders the chart's defaults with extra flags and returns
+// its objects by objectKey.
+func renderChart(t *testing.T, helm string, args ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	values := filepath.Join(chart, "values.yaml")
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objects(t, values, helmTemplate(t, helm, values, args...)) {
+		out[objectKey(o)] = o
+	}
+	return out
+}
+
+// TestHelmKeepsTheNamespace: the namespace bindery-system, where the
+// operator keeps the database and encryption Secrets (docs/install.md),
+// carries helm.sh/resource-policy: keep. As a release object without it,
+// `helm uninstall` deleted the namespace and, with it, the only copy of
+// the keys in the cluster, which left every sealed credential unreadable.
+func TestHelmKeepsTheNamespace(t *testing.T) {
+	t.Parallel()
+	for name, helm := range helms(t) {
+		ns := renderChart(t, helm)["Namespace /bindery-system"]
+		if ns == nil {
+			t.Fatalf("%s: the chart renders no namespace bindery-system", name)
+		}
+		if got := ns.GetAnnotations()["helm.sh/resource-policy"]; got != "keep" {
+			t.Errorf("%s: namespace bindery-system has helm.sh/resource-policy %q, want keep", name, got)
+		}
+	}
+}
+
+// TestHelmUninstallKeepsTheSecrets installs the chart on a real
+// kube-apiserver as docs/install.md says (the namespace and the operator's
+// Secrets first), uninstalls it, and finds the namespace and the
+// encryption Secret still there, with Helm v4 and v3. No Pod needs to run
+// for that, so there is no node.
+func TestHelmUninstallKeepsTheSecrets(t *testing.T) {
+	t.Parallel()
+	hs := helms(t)
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	for _, name := range helmNames {
+		kubectl(ctx, t, c, []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: bindery-system
+  labels: {app.kubernetes.io/managed-by: Helm}
+  annotations: {meta.helm.sh/release-name: bindery, meta.helm.sh/release-namespace: bindery-system}
+`), "apply", "-f", "-")
+		kubectl(ctx, t, c, nil, "-n", "bindery-system", "create", "secret", "generic", "bindery-encryption", "--from-literal=keys=k")
+		helmRun(t, hs[name], c, "install", "bindery", chart, "--namespace", "bindery-system", "--set", "nodeAgent.enabled=false")
+		helmRun(t, hs[name], c, "uninstall", "bindery", "--namespace", "bindery-system")
+		out, _ := kubectl(ctx, t, c, nil, "get", "namespace", "bindery-system", "-o", "jsonpath={.metadata.deletionTimestamp}")
+		if strings.TrimSpace(out) != "" {
+			t.Errorf("%s uninstall: namespace bindery-system is being deleted (%s)", name, out)
+		}
+		// Ready for the next Helm: the kept namespace and Secret are the
+		// operator's again.
+		kubectl(ctx, t, c, nil, "-n", "bindery-system", "delete", "secret", "bindery-encryption")
+	}
+}
+
+// helmRun runs Helm against the cluster as its admin and fails the test
+// when Helm fails.
+func helmRun(t *testing.T, helm string, c *kubetest.Cluster, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", c.Kubeconfig())...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(helm), strings.Join(args, " "), err, out)
+	}
+}
