@@ -340,3 +340,63 @@ func helmRun(t *testing.T, helm string, c *kubetest.Cluster, args ...string) {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(helm), strings.Join(args, " "), err, out)
 	}
 }
+
+// TestHelmDisruptionBudgets renders the chart with one, two and three
+// replicas of each Deployment and checks what its PodDisruptionBudget
+// lets a drain do: with one replica, evict it (a budget that kept one
+// running blocked `kubectl drain` for ever); with more, evict some and
+// keep at least one running.
+func TestHelmDisruptionBudgets(t *testing.T) {
+	t.Parallel()
+	deployments := map[string]string{"apiserver": "bindery-apiserver", "controller": "bindery-controller", "webhook": "bindery-webhook"}
+	hs := helms(t)
+	for _, replicas := range []int{1, 2, 3} {
+		var args []string
+		for value := range deployments {
+			args = append(args, "--set", fmt.Sprintf("%s.replicas=%d", value, replicas))
+		}
+		for name, helm := range hs {
+			objs := renderChart(t, helm, args...)
+			for _, d := range deployments {
+				allowed, ok := disruptionsAllowed(t, objs["PodDisruptionBudget bindery-system/"+d], replicas)
+				switch {
+				case replicas == 1 && ok && allowed < 1:
+					t.Errorf("%s, %s with 1 replica: its budget allows %d evictions, so a drain never ends", name, d, allowed)
+				case replicas > 1 && (!ok || allowed < 1 || allowed > replicas-1):
+					t.Errorf("%s, %s with %d replicas: its budget (present: %v) allows %d evictions, want 1 to %d", name, d, replicas, ok, allowed, replicas-1)
+				}
+			}
+		}
+	}
+}
+
+// disruptionsAllowed is how many of replicas healthy Pods pdb lets be
+// evicted at once; false when there is no budget.
+func disruptionsAllowed(t *testing.T, pdb *unstructured.Unstructured, replicas int) (int, bool) {
+	t.Helper()
+	if pdb == nil {
+		return replicas, false
+	}
+	if n, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); ok {
+		return int(toInt(t, n)), true
+	}
+	if n, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "minAvailable"); ok {
+		return max(replicas-int(toInt(t, n)), 0), true
+	}
+	t.Fatalf("PodDisruptionBudget %s sets neither minAvailable nor maxUnavailable", pdb.GetName())
+	return 0, false
+}
+
+// toInt reads a number the YAML decoder gave as int64 or float64; a
+// percentage fails the test, since the chart sets none.
+func toInt(t *testing.T, v any) int64 {
+	t.Helper()
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	t.Fatalf("a PodDisruptionBudget count of %v (%T): want a number", v, v)
+	return 0
+}
