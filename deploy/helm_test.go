@@ -400,3 +400,28 @@ func toInt(t *testing.T, v any) int64 {
 	t.Fatalf("a PodDisruptionBudget count of %v (%T): want a number", v, v)
 	return 0
 }
+
+// TestHelmImageTag: a tag Helm's --set reads as a number (a build
+// number, 12) names the image as a string tag does; before, hasPrefix
+// refused it ("wrong type for value; expected string; got int64") and
+// nothing rendered. A digest is joined with @.
+func TestHelmImageTag(t *testing.T) {
+	t.Parallel()
+	const repo = "ghcr.io/bindery-dev/bindery"
+	for name, helm := range helms(t) {
+		for tag, want := range map[string]string{"12": repo + ":12", "v1.2.3": repo + ":v1.2.3", "@sha256:0123": repo + "@sha256:0123"} {
+			objs := renderChart(t, helm, "--set", "image.tag="+tag)
+			d := objs["Deployment bindery-system/bindery-controller"]
+			if d == nil {
+				t.Fatalf("%s, tag %s: no Deployment bindery-controller", name, tag)
+			}
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			if len(containers) == 0 {
+				t.Fatalf("%s, tag %s: bindery-controller has no containers", name, tag)
+			}
+			if got := containers[0].(map[string]any)["image"]; got != want {
+				t.Errorf("%s, --set image.tag=%s: image %v, want %s", name, tag, got, want)
+			}
+		}
+	}
+}
