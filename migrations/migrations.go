@@ -103,21 +103,16 @@ func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 
 // Down reverts the last applied migration of schema. When that was the
 // schema's first migration, River's tables in it are removed as well. A
+// migration left in its middle (dirty) is the step reverted (down). A
 // revert that waits too long for a table's lock is tried again, as in Up.
 func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return locked(ctx, pool, schema, func() error {
 		var none bool
 		err := retryLocks(ctx, schema, func() error {
-			return withMigrate(ctx, pool, schema, func(m *migrate.Migrate, _ string) error {
-				if err := m.Steps(-1); err != nil {
-					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
-						return fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
-					}
-					return fmt.Errorf("migrate %s down: %w", schema, err)
-				}
-				_, _, err := m.Version()
-				none = errors.Is(err, migrate.ErrNilVersion)
-				return nil
+			return withMigrate(ctx, pool, schema, func(m *migrate.Migrate, self string) error {
+				var err error
+				none, err = down(ctx, pool, m, schema, self)
+				return err
 			})
 		})
 		if err != nil || !none || !slices.Contains(withRiver, schema) {
@@ -125,6 +120,39 @@ func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		}
 		return riverMigrate(ctx, pool, schema, rivermigrate.DirectionDown, &rivermigrate.MigrateOpts{TargetVersion: -1})
 	})
+}
+
+// down reverts one step of schema and says whether none is left. On a
+// schema left dirty, the interrupted migration is the step: resume readies
+// it as for Up, which finishes a revert that was under way; a migration
+// that was going up may have done its work before it stopped, so its down
+// file runs (such a file is written to run again safely, resumeAt).
+// golang-migrate alone refused ("Dirty database version N. Fix and force
+// version."), and Bindery has no force.
+func down(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema, self string) (none bool, err error) {
+	v, dirty, _, err := position(m, schema)
+	if err != nil {
+		return false, err
+	}
+	if dirty {
+		if err := resume(ctx, pool, m, schema, self); err != nil {
+			return false, err
+		}
+		if at, _, _, err := position(m, schema); err != nil || at == v {
+			return at == 0, err // the revert to v is finished
+		}
+		if err := m.Force(int(v)); err != nil {
+			return false, fmt.Errorf("migrate %s down: revert the interrupted migration %d: %w", schema, v, err)
+		}
+	}
+	if err := m.Steps(-1); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
+			return false, fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
+		}
+		return false, fmt.Errorf("migrate %s down: %w", schema, err)
+	}
+	_, _, err = m.Version()
+	return errors.Is(err, migrate.ErrNilVersion), nil
 }
 
 // Version reports the schema's current migration version; 0 means none. It

@@ -498,3 +498,53 @@ func slowestRead(t *testing.T, pool *pgxpool.Pool, d time.Duration) time.Duratio
 	}
 	return slowest
 }
+
+// TestDownResumesAfterACrash: `migrate down` on a schema a migrator left
+// dirty (0016, which cannot be one transaction, interrupted) reverts the
+// interrupted step, as Up resumes it, instead of golang-migrate's "Dirty
+// database version 16. Fix and force version.", which Bindery gave no way
+// to act on. Interrupted going up, before or after its index was built,
+// 0016 is reverted; interrupted going down, its revert is finished.
+func TestDownResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	const index = `'catalog.instances_namespace_plan_idx'::regclass`
+	cases := []struct {
+		name    string
+		invalid bool // the index was left half-built (or half-dropped)
+		dirty   uint
+	}{
+		{"going up, the index half-built", true, 16},
+		{"going up, the index built", false, 16},
+		{"going down, the index half-dropped", true, 15},
+	}
+	for _, c := range cases {
+		if err := Up(ctx, pool, Catalog); err != nil {
+			t.Fatal(err)
+		}
+		catalogDownTo(t, pool, 16)
+		if c.invalid {
+			if _, err := pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = `+index); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := pool.Exec(ctx, `UPDATE catalog.schema_migrations SET version = $1, dirty = true`, c.dirty); err != nil {
+			t.Fatal(err)
+		}
+		if err := Down(ctx, pool, Catalog); err != nil {
+			t.Errorf("%s: Down on a schema left dirty at %d: %v", c.name, c.dirty, err)
+			continue
+		}
+		if v, dirty, err := Version(ctx, pool, Catalog); v != 15 || dirty || err != nil {
+			t.Errorf("%s: after Down: version %d dirty=%v (%v), want 15 clean", c.name, v, dirty, err)
+		}
+		var left bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('catalog.instances_namespace_plan_idx') IS NOT NULL`).Scan(&left); err != nil || left {
+			t.Errorf("%s: after Down, 0016's index is still there (%v)", c.name, err)
+		}
+	}
+}
