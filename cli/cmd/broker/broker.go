@@ -242,13 +242,11 @@ var Kind = cmdutil.Kind{
 	Header: []string{"NAME", "URL", "STATUS", "CLASSES", "PLANS", "MESSAGE"},
 	Row: func(b api.Object) []string {
 		r := b.Condition("Ready")
-		classes, _ := b.Get("status", "serviceClassCount").(float64)
-		plans, _ := b.Get("status", "servicePlanCount").(float64)
 		status := "Pending"
 		if reason := r.Str("reason"); reason != "" {
 			status = message.ReasonOf(reason).Word
 		}
 		return []string{b.Str("name"), b.Str("spec", "url"), status,
-			strconv.Itoa(int(classes)), strconv.Itoa(int(plans)), output.Or(r.Str("message"))}
+			strconv.FormatInt(b.Int("status", "serviceClassCount"), 10), strconv.FormatInt(b.Int("status", "servicePlanCount"), 10), output.Or(r.Str("message"))}
 	},
 }

@@ -1,6 +1,7 @@
 // Package api is the CLI's client of Bindery's REST API (openapi/openapi.yaml).
-// Objects are kept as decoded JSON so that -o json|yaml prints every field
-// the server sent, and tables read the few they show through Object.Str.
+// Objects are kept as decoded JSON, numbers as their text (json.Number), so
+// that -o json|yaml prints every field the server sent as it sent it, and
+// tables read the few they show through Object.Str.
 package api
 
 import (
@@ -40,6 +41,19 @@ func (o Object) Get(path ...string) any {
 func (o Object) Str(path ...string) string {
 	s, _ := o.Get(path...).(string)
 	return s
+}
+
+// Int is Get as an integer (0 when absent or not a number); a number of
+// the API is a json.Number (Client.Do).
+func (o Object) Int(path ...string) int64 {
+	switch n := o.Get(path...).(type) {
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	case float64:
+		return int64(n)
+	}
+	return 0
 }
 
 // Bool is Get as a bool.
@@ -209,7 +223,12 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	if out == nil || len(raw) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	// Numbers stay as the server wrote them (json.Number) where out holds
+	// any: -o json|yaml and the credential formats print them so, where
+	// float64 would change an integer past 2^53 or 1e21's text.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
 	}
 	return nil
