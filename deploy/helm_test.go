@@ -266,3 +266,162 @@ func lineDiff(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// renderChart renders the chart's defaults with extra flags and returns
+// its objects by objectKey.
+func renderChart(t *testing.T, helm string, args ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	values := filepath.Join(chart, "values.yaml")
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objects(t, values, helmTemplate(t, helm, values, args...)) {
+		out[objectKey(o)] = o
+	}
+	return out
+}
+
+// TestHelmKeepsTheNamespace: the namespace bindery-system, where the
+// operator keeps the database and encryption Secrets (docs/install.md),
+// carries helm.sh/resource-policy: keep. As a release object without it,
+// `helm uninstall` deleted the namespace and, with it, the only copy of
+// the keys in the cluster, which left every sealed credential unreadable.
+func TestHelmKeepsTheNamespace(t *testing.T) {
+	t.Parallel()
+	for name, helm := range helms(t) {
+		ns := renderChart(t, helm)["Namespace /bindery-system"]
+		if ns == nil {
+			t.Fatalf("%s: the chart renders no namespace bindery-system", name)
+		}
+		if got := ns.GetAnnotations()["helm.sh/resource-policy"]; got != "keep" {
+			t.Errorf("%s: namespace bindery-system has helm.sh/resource-policy %q, want keep", name, got)
+		}
+	}
+}
+
+// TestHelmUninstallKeepsTheSecrets installs the chart on a real
+// kube-apiserver as docs/install.md says (the namespace and the operator's
+// Secrets first), uninstalls it, and finds the namespace and the
+// encryption Secret still there, with Helm v4 and v3. No Pod needs to run
+// for that, so there is no node.
+func TestHelmUninstallKeepsTheSecrets(t *testing.T) {
+	t.Parallel()
+	hs := helms(t)
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	for _, name := range helmNames {
+		kubectl(ctx, t, c, []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: bindery-system
+  labels: {app.kubernetes.io/managed-by: Helm}
+  annotations: {meta.helm.sh/release-name: bindery, meta.helm.sh/release-namespace: bindery-system}
+`), "apply", "-f", "-")
+		kubectl(ctx, t, c, nil, "-n", "bindery-system", "create", "secret", "generic", "bindery-encryption", "--from-literal=keys=k")
+		helmRun(t, hs[name], c, "install", "bindery", chart, "--namespace", "bindery-system", "--set", "nodeAgent.enabled=false")
+		helmRun(t, hs[name], c, "uninstall", "bindery", "--namespace", "bindery-system")
+		out, _ := kubectl(ctx, t, c, nil, "get", "namespace", "bindery-system", "-o", "jsonpath={.metadata.deletionTimestamp}")
+		if strings.TrimSpace(out) != "" {
+			t.Errorf("%s uninstall: namespace bindery-system is being deleted (%s)", name, out)
+		}
+		// Ready for the next Helm: the kept namespace and Secret are the
+		// operator's again.
+		kubectl(ctx, t, c, nil, "-n", "bindery-system", "delete", "secret", "bindery-encryption")
+	}
+}
+
+// helmRun runs Helm against the cluster as its admin and fails the test
+// when Helm fails.
+func helmRun(t *testing.T, helm string, c *kubetest.Cluster, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", c.Kubeconfig())...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(helm), strings.Join(args, " "), err, out)
+	}
+}
+
+// TestHelmDisruptionBudgets renders the chart with one, two and three
+// replicas of each Deployment and checks what its PodDisruptionBudget
+// lets a drain do: with one replica, evict it (a budget that kept one
+// running blocked `kubectl drain` for ever); with more, evict some and
+// keep at least one running.
+func TestHelmDisruptionBudgets(t *testing.T) {
+	t.Parallel()
+	deployments := map[string]string{"apiserver": "bindery-apiserver", "controller": "bindery-controller", "webhook": "bindery-webhook"}
+	hs := helms(t)
+	for _, replicas := range []int{1, 2, 3} {
+		var args []string
+		for value := range deployments {
+			args = append(args, "--set", fmt.Sprintf("%s.replicas=%d", value, replicas))
+		}
+		for name, helm := range hs {
+			objs := renderChart(t, helm, args...)
+			for _, d := range deployments {
+				allowed, ok := disruptionsAllowed(t, objs["PodDisruptionBudget bindery-system/"+d], replicas)
+				switch {
+				case replicas == 1 && ok && allowed < 1:
+					t.Errorf("%s, %s with 1 replica: its budget allows %d evictions, so a drain never ends", name, d, allowed)
+				case replicas > 1 && (!ok || allowed < 1 || allowed > replicas-1):
+					t.Errorf("%s, %s with %d replicas: its budget (present: %v) allows %d evictions, want 1 to %d", name, d, replicas, ok, allowed, replicas-1)
+				}
+			}
+		}
+	}
+}
+
+// disruptionsAllowed is how many of replicas healthy Pods pdb lets be
+// evicted at once; false when there is no budget.
+func disruptionsAllowed(t *testing.T, pdb *unstructured.Unstructured, replicas int) (int, bool) {
+	t.Helper()
+	if pdb == nil {
+		return replicas, false
+	}
+	if n, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); ok {
+		return int(toInt(t, n)), true
+	}
+	if n, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "minAvailable"); ok {
+		return max(replicas-int(toInt(t, n)), 0), true
+	}
+	t.Fatalf("PodDisruptionBudget %s sets neither minAvailable nor maxUnavailable", pdb.GetName())
+	return 0, false
+}
+
+// toInt reads a number the YAML decoder gave as int64 or float64; a
+// percentage fails the test, since the chart sets none.
+func toInt(t *testing.T, v any) int64 {
+	t.Helper()
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	t.Fatalf("a PodDisruptionBudget count of %v (%T): want a number", v, v)
+	return 0
+}
+
+// TestHelmImageTag: a tag Helm's --set reads as a number (a build
+// number, 12) names the image as a string tag does; before, hasPrefix
+// refused it ("wrong type for value; expected string; got int64") and
+// nothing rendered. A digest is joined with @.
+func TestHelmImageTag(t *testing.T) {
+	t.Parallel()
+	const repo = "ghcr.io/bindery-dev/bindery"
+	for name, helm := range helms(t) {
+		for tag, want := range map[string]string{"12": repo + ":12", "v1.2.3": repo + ":v1.2.3", "@sha256:0123": repo + "@sha256:0123"} {
+			objs := renderChart(t, helm, "--set", "image.tag="+tag)
+			d := objs["Deployment bindery-system/bindery-controller"]
+			if d == nil {
+				t.Fatalf("%s, tag %s: no Deployment bindery-controller", name, tag)
+			}
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			if len(containers) == 0 {
+				t.Fatalf("%s, tag %s: bindery-controller has no containers", name, tag)
+			}
+			if got := containers[0].(map[string]any)["image"]; got != want {
+				t.Errorf("%s, --set image.tag=%s: image %v, want %s", name, tag, got, want)
+			}
+		}
+	}
+}

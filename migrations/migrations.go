@@ -23,7 +23,9 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -73,20 +75,24 @@ var ErrSchemaNewer = errors.New("the schema is newer than this release")
 // Up applies every pending migration of schema, or returns ErrSchemaNewer
 // and changes nothing when the schema is ahead of this binary. A migration
 // left in its middle (a dirty version: the process died while it ran) is
-// run again (resume). Migrators of one schema take turns (locked).
+// run again (resume). Migrators of one schema take turns (locked). A
+// migration that waits longer than lockTimeout for a table's lock rolls
+// back and is tried again, for at most lockRetryFor (retryLocks).
 func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return locked(ctx, pool, schema, func() error {
-		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate, self string) error {
-			if err := ahead(m, schema); err != nil {
-				return err
-			}
-			if err := resume(ctx, pool, m, schema, self); err != nil {
-				return err
-			}
-			if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-				return fmt.Errorf("migrate %s up: %w", schema, err)
-			}
-			return nil
+		err := retryLocks(ctx, schema, func() error {
+			return withMigrate(ctx, pool, schema, func(m *migrate.Migrate, self string) error {
+				if err := ahead(m, schema); err != nil {
+					return err
+				}
+				if err := resume(ctx, pool, m, schema, self); err != nil {
+					return err
+				}
+				if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+					return fmt.Errorf("migrate %s up: %w", schema, err)
+				}
+				return nil
+			})
 		})
 		if err != nil || !slices.Contains(withRiver, schema) {
 			return err
@@ -96,26 +102,57 @@ func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 }
 
 // Down reverts the last applied migration of schema. When that was the
-// schema's first migration, River's tables in it are removed as well.
+// schema's first migration, River's tables in it are removed as well. A
+// migration left in its middle (dirty) is the step reverted (down). A
+// revert that waits too long for a table's lock is tried again, as in Up.
 func Down(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return locked(ctx, pool, schema, func() error {
 		var none bool
-		err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate, _ string) error {
-			if err := m.Steps(-1); err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
-					return fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
-				}
-				return fmt.Errorf("migrate %s down: %w", schema, err)
-			}
-			_, _, err := m.Version()
-			none = errors.Is(err, migrate.ErrNilVersion)
-			return nil
+		err := retryLocks(ctx, schema, func() error {
+			return withMigrate(ctx, pool, schema, func(m *migrate.Migrate, self string) error {
+				var err error
+				none, err = down(ctx, pool, m, schema, self)
+				return err
+			})
 		})
 		if err != nil || !none || !slices.Contains(withRiver, schema) {
 			return err
 		}
 		return riverMigrate(ctx, pool, schema, rivermigrate.DirectionDown, &rivermigrate.MigrateOpts{TargetVersion: -1})
 	})
+}
+
+// down reverts one step of schema and says whether none is left. On a
+// schema left dirty, the interrupted migration is the step: resume readies
+// it as for Up, which finishes a revert that was under way; a migration
+// that was going up may have done its work before it stopped, so its down
+// file runs (such a file is written to run again safely, resumeAt).
+// golang-migrate alone refused ("Dirty database version N. Fix and force
+// version."), and Bindery has no force.
+func down(ctx context.Context, pool *pgxpool.Pool, m *migrate.Migrate, schema, self string) (none bool, err error) {
+	v, dirty, _, err := position(m, schema)
+	if err != nil {
+		return false, err
+	}
+	if dirty {
+		if err := resume(ctx, pool, m, schema, self); err != nil {
+			return false, err
+		}
+		if at, _, _, err := position(m, schema); err != nil || at == v {
+			return at == 0, err // the revert to v is finished
+		}
+		if err := m.Force(int(v)); err != nil {
+			return false, fmt.Errorf("migrate %s down: revert the interrupted migration %d: %w", schema, v, err)
+		}
+	}
+	if err := m.Steps(-1); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, migrate.ErrNilVersion) {
+			return false, fmt.Errorf("migrate %s down: %w", schema, ErrNoChange)
+		}
+		return false, fmt.Errorf("migrate %s down: %w", schema, err)
+	}
+	_, _, err = m.Version()
+	return errors.Is(err, migrate.ErrNilVersion), nil
 }
 
 // Version reports the schema's current migration version; 0 means none. It
@@ -133,12 +170,58 @@ func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version ui
 	return version, dirty, err
 }
 
+// lockTimeout bounds how long a migration that is one transaction waits
+// for a table's lock (SET LOCAL lock_timeout). A migration that rewrites
+// a table (catalog 0023) takes an ACCESS EXCLUSIVE lock, and while it
+// waits for a long reader to finish (pg_dump, a list's snapshot), every
+// other read and write of that table queues behind it. Past this, the
+// migration rolls back, lets the queue through, and is tried again
+// (retryLocks). A file that builds an index concurrently is left without
+// it: that build waits for older transactions but blocks no one.
+const lockTimeout = 3 * time.Second
+
+// lockRetry spaces the tries of a migration that timed out on a lock, and
+// lockRetryFor bounds them: a transaction that holds a table for longer
+// (a pg_dump of a large database) makes Up fail, saying so, and the next
+// start tries again.
+var (
+	lockRetry    = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 20 * time.Second}
+	lockRetryFor = 2 * time.Minute
+)
+
+// errLockTimeout is a migration that gave up waiting for a table's lock
+// (SQLSTATE 55P03); it rolled back, and the schema is as it was.
+var errLockTimeout = errors.New("a migration waited longer than the lock timeout for a table another transaction holds")
+
+// retryLocks runs f, a migration, again while it fails with
+// errLockTimeout, spaced by lockRetry with jitter so that the replicas'
+// migrators do not come back together, for at most lockRetryFor.
+func retryLocks(ctx context.Context, schema string, f func() error) error {
+	backoff := lockRetry
+	deadline := time.Now().Add(lockRetryFor)
+	for {
+		err := f()
+		if !errors.Is(err, errLockTimeout) {
+			return err
+		}
+		pause := backoff.Step()
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("migrate %s: a long transaction (a pg_dump?) holds a table a migration changes, and it was tried for %s; run it again once that transaction ends: %w", schema, lockRetryFor, err)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(pause):
+		}
+	}
+}
+
 // lockSpace is the first key of the advisory lock a schema's migrators take
 // turns with ("migr"); the second is the hash of the schema's name.
 const lockSpace = 0x6d696772
 
-// lockRetry spaces a migrator's tries for the lock while another migrates.
-var lockRetry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 2 * time.Second}
+// turnRetry spaces a migrator's tries for the lock while another migrates.
+var turnRetry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 2 * time.Second}
 
 // locked runs f holding the schema's migration lock, from before the schema
 // is created to after River's tables: the replicas of a fresh install start
@@ -172,11 +255,11 @@ func locked(ctx context.Context, pool *pgxpool.Pool, schema string, f func() err
 	return f()
 }
 
-// until calls done, spaced by lockRetry, until it says true, fails, or ctx
+// until calls done, spaced by turnRetry, until it says true, fails, or ctx
 // ends. It steps the backoff itself: wait.ExponentialBackoff would give up
 // once the backoff reaches its cap, and a migration may take minutes.
 func until(ctx context.Context, done func() (bool, error)) error {
-	backoff := lockRetry
+	backoff := turnRetry
 	for {
 		ok, err := done()
 		if ok || err != nil {
@@ -417,18 +500,38 @@ func (d *atomicVersion) Run(migration io.Reader) error {
 	}
 	v := d.pending
 	switch {
-	case v == nil: // not after a SetVersion: nothing to record
 	case !transactional(body):
+		if v == nil {
+			break // not after a SetVersion: nothing to record
+		}
 		if err := d.Driver.SetVersion(*v, true); err != nil {
 			return err
 		}
 	default:
+		// On the file's first line, so that the lines PostgreSQL's errors
+		// name stay the file's.
+		body = slices.Concat(fmt.Appendf(nil, "SET LOCAL lock_timeout = %d; ", lockTimeout.Milliseconds()), body)
+		if v == nil {
+			break
+		}
 		body = append(body, "\n;\nDELETE FROM "+d.table+";\n"...)
 		if *v >= 0 {
 			body = fmt.Appendf(body, "INSERT INTO %s (version, dirty) VALUES (%d, false);\n", d.table, *v)
 		}
 	}
-	return d.Driver.Run(bytes.NewReader(body))
+	return lockTimedOut(d.Driver.Run(bytes.NewReader(body)))
+}
+
+// lockTimedOut marks err with errLockTimeout when PostgreSQL ended the
+// migration for its lock_timeout. golang-migrate's database.Error keeps
+// the driver's error but does not unwrap to it.
+func lockTimedOut(err error) error {
+	var de database.Error
+	var pe *pgconn.PgError
+	if errors.As(err, &de) && errors.As(de.OrigErr, &pe) && pe.Code == pgerrcode.LockNotAvailable {
+		return fmt.Errorf("%w: %w", errLockTimeout, err)
+	}
+	return err
 }
 
 func riverMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, dir rivermigrate.Direction, opts *rivermigrate.MigrateOpts) error {

@@ -424,3 +424,127 @@ func TestQuietCatalogueVersion(t *testing.T) {
 		t.Errorf("after reverting 0026, an update of no class took the version from %d to %d, want 0012's step", before, after)
 	}
 }
+
+// TestUpDoesNotQueueReadersBehindALongTransaction: catalog 0023 rewrites
+// catalog.instances under an ACCESS EXCLUSIVE lock. With a transaction
+// open that has read the table (pg_dump, a list's snapshot), the ALTER
+// waited for it, and every other read of the table queued behind the
+// ALTER for as long. Now the migration gives up its locks after
+// lockTimeout and tries again later, so other readers wait at most about
+// that long, and Up finishes once the long transaction ends, leaving the
+// schema clean at its last version.
+func TestUpDoesNotQueueReadersBehindALongTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	top, _, _ := Version(ctx, pool, Catalog)
+	catalogDownTo(t, pool, 22) // before 0023
+	long, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = long.Rollback(ctx) }()
+	if _, err := long.Exec(ctx, `SELECT count(*) FROM catalog.instances`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Up(ctx, pool, Catalog) }()
+
+	// Read the table as the servers do, while the long transaction stays
+	// open for a few lock timeouts.
+	slowest := slowestRead(t, pool, 3*lockTimeout)
+	select {
+	case err := <-done:
+		t.Fatalf("Up while a transaction holds catalog.instances: %v, want it to wait", err)
+	default:
+	}
+	if err := long.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if limit := lockTimeout + time.Second; slowest > limit {
+		t.Errorf("a read of catalog.instances waited %s behind the migration, want at most about the lock timeout (%s)", slowest.Round(time.Millisecond), lockTimeout)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Up once the long transaction ended: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Up did not finish within a minute of the long transaction's end")
+	}
+	if v, dirty, err := Version(ctx, pool, Catalog); v != top || dirty || err != nil {
+		t.Errorf("after Up: version %d dirty=%v (%v), want %d clean", v, dirty, err, top)
+	}
+}
+
+// slowestRead reads catalog.instances every 100ms for d and returns the
+// longest a read took; a read still waiting after d counts as d and more.
+func slowestRead(t *testing.T, pool *pgxpool.Pool, d time.Duration) time.Duration {
+	t.Helper()
+	var slowest time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		began := time.Now()
+		_, err := pool.Exec(ctx, `SELECT count(*) FROM catalog.instances`)
+		took := time.Since(began)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			t.Fatalf("read catalog.instances: %v", err)
+		}
+		slowest = max(slowest, took)
+	}
+	return slowest
+}
+
+// TestDownResumesAfterACrash: `migrate down` on a schema a migrator left
+// dirty (0016, which cannot be one transaction, interrupted) reverts the
+// interrupted step, as Up resumes it, instead of golang-migrate's "Dirty
+// database version 16. Fix and force version.", which Bindery gave no way
+// to act on. Interrupted going up, before or after its index was built,
+// 0016 is reverted; interrupted going down, its revert is finished.
+func TestDownResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if err := Up(ctx, pool, Catalog); err != nil {
+		t.Fatal(err)
+	}
+	const index = `'catalog.instances_namespace_plan_idx'::regclass`
+	cases := []struct {
+		name    string
+		invalid bool // the index was left half-built (or half-dropped)
+		dirty   uint
+	}{
+		{"going up, the index half-built", true, 16},
+		{"going up, the index built", false, 16},
+		{"going down, the index half-dropped", true, 15},
+	}
+	for _, c := range cases {
+		if err := Up(ctx, pool, Catalog); err != nil {
+			t.Fatal(err)
+		}
+		catalogDownTo(t, pool, 16)
+		if c.invalid {
+			if _, err := pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = `+index); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := pool.Exec(ctx, `UPDATE catalog.schema_migrations SET version = $1, dirty = true`, c.dirty); err != nil {
+			t.Fatal(err)
+		}
+		if err := Down(ctx, pool, Catalog); err != nil {
+			t.Errorf("%s: Down on a schema left dirty at %d: %v", c.name, c.dirty, err)
+			continue
+		}
+		if v, dirty, err := Version(ctx, pool, Catalog); v != 15 || dirty || err != nil {
+			t.Errorf("%s: after Down: version %d dirty=%v (%v), want 15 clean", c.name, v, dirty, err)
+		}
+		var left bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('catalog.instances_namespace_plan_idx') IS NOT NULL`).Scan(&left); err != nil || left {
+			t.Errorf("%s: after Down, 0016's index is still there (%v)", c.name, err)
+		}
+	}
+}

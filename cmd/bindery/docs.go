@@ -44,7 +44,7 @@ func runDocs(ctx context.Context, e env, args []string) error {
 		if helpAsked(args) {
 			return flag.ErrHelp
 		}
-		return errors.New("docs: want `docs config`")
+		return usagef("docs: want `docs config`")
 	}
 	fs := newFlagSet(e, "docs config")
 	update := fs.String("update", "", "`file` whose table, between its markers, is replaced")

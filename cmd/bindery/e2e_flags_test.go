@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,5 +75,39 @@ func TestNumericFlagsChecked(t *testing.T) {
 	}
 	if checked < 80 {
 		t.Errorf("%d values of numeric flags checked; the commands have more", checked)
+	}
+}
+
+// TestServerUsageErrorsExit2: a server command line that names no
+// subcommand, an unknown one, or lacks a required flag is a usage error,
+// exit code 2 as for the client commands (DESIGN.md), with the reason on
+// stderr. They exited 1, as if the command had run and failed.
+func TestServerUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	env := []string{"DATABASE_URL=postgres://x@127.0.0.1:1/x"}
+	cases := []struct {
+		args []string
+		says string
+	}{
+		{[]string{"migrate"}, "want up, down or version"},
+		{[]string{"migrate", "foo"}, "want up, down or version"},
+		{[]string{"migrate", "down"}, "--schema is required"},
+		{[]string{"migrate", "up", "--schema", "nope"}, `unknown schema "nope"`},
+		{[]string{"serve"}, "name a component"},
+		{[]string{"serve", "nothing"}, `unknown component "nothing"`},
+		{[]string{"keys", "foo"}, "want `keys reseal`"},
+		{[]string{"docs", "foo"}, "want `docs config`"},
+		{[]string{"version", "foo"}, "takes no arguments"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
+			t.Parallel()
+			p := start(t, env, c.args...)
+			err := p.wait(t)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(p.stderr.String(), c.says) {
+				t.Errorf("bindery %s: %v, want exit status 2 saying %q:\n%s", strings.Join(c.args, " "), err, c.says, p.stderr.String())
+			}
+		})
 	}
 }

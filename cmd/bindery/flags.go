@@ -11,6 +11,13 @@ import (
 	"github.com/bindery-dev/bindery/cli"
 )
 
+// usagef is a command line that cannot work as given: the CLI exits with
+// code 2 for it, as for its own commands, and not 1, which says the
+// command ran and failed.
+func usagef(format string, a ...any) error {
+	return &cli.UsageError{Err: fmt.Errorf(format, a...)}
+}
+
 // envName is the environment variable that stands for a flag.
 func envName(flagName string) string {
 	return "BINDERY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))

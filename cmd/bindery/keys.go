@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
@@ -20,7 +19,7 @@ func runKeys(ctx context.Context, e env, args []string) error {
 		if helpAsked(args) {
 			return flag.ErrHelp
 		}
-		return errors.New("keys: want `keys reseal`")
+		return usagef("keys: want `keys reseal`")
 	}
 	var s server
 	log, pool, keys, err := s.start(ctx, e, "keys reseal", args[1:], "the catalog's and the broker's secrets",

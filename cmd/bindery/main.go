@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ func runVersion(_ context.Context, e env, args []string) error {
 		return flag.ErrHelp
 	}
 	if len(args) > 0 {
-		return fmt.Errorf("version takes no arguments, got %q", args)
+		return usagef("version takes no arguments, got %q", args)
 	}
 	_, err := fmt.Fprintln(e.stdout, version.String())
 	return err
@@ -85,14 +84,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr, cmds)
 		if len(args) == 0 {
-			return errors.New("missing command")
+			return usagef("missing command")
 		}
 		return nil
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
 		usage(stderr, cmds)
-		return fmt.Errorf("unknown command %q", args[0])
+		return usagef("unknown command %q", args[0])
 	}
 	return c.run(ctx, e, args[1:])
 }

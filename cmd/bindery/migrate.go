@@ -17,7 +17,7 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || !slices.Contains([]string{"up", "down", "version"}, args[0]) {
-		return errors.New("migrate: want up, down or version")
+		return usagef("migrate: want up, down or version")
 	}
 	action := args[0]
 	fs := newFlagSet(e, "migrate "+action)
@@ -32,11 +32,11 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	schemas := migrations.Schemas()
 	if *schema != "" {
 		if !slices.Contains(schemas, *schema) {
-			errs = append(errs, fmt.Errorf("--schema: unknown schema %q (have %v)", *schema, schemas))
+			errs = append(errs, usagef("--schema: unknown schema %q (have %v)", *schema, schemas))
 		}
 		schemas = []string{*schema}
 	} else if action == "down" {
-		errs = append(errs, fmt.Errorf("migrate down: --schema is required (one of %v)", schemas))
+		errs = append(errs, usagef("migrate down: --schema is required (one of %v)", schemas))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -54,11 +54,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return flag.ErrHelp
 	}
 	if len(args) == 0 {
-		return fmt.Errorf("serve: name a component: %v", componentNames())
+		return usagef("serve: name a component: %v", componentNames())
 	}
 	run, ok := components[args[0]]
 	if !ok {
-		return fmt.Errorf("serve: unknown component %q (have %v)", args[0], componentNames())
+		return usagef("serve: unknown component %q (have %v)", args[0], componentNames())
 	}
 	return run(ctx, e, args[1:])
 }

@@ -107,7 +107,7 @@ up=$SECONDS
 docker compose up -d --wait --wait-timeout 180 || { docker compose ps; docker compose logs --tail 20; fail "docker compose up"; }
 step "every service healthy $((SECONDS - up))s after docker compose up"
 docker compose run --rm catalog token create --role admin | host bindery login http://127.0.0.1:8080
-host bindery brokers register bindery http://postgres:8081 -u bindery -p "$(grep BINDERY_BROKER_PASSWORD .env | cut -d= -f2)"
+grep BINDERY_BROKER_PASSWORD .env | cut -d= -f2 | host bindery brokers register bindery http://postgres:8081 -u bindery
 docker compose cp apiserver:/var/lib/bindery/apiserver/kubeconfig bindery.kubeconfig
 for _ in $(seq 60); do
 	host kubectl --kubeconfig bindery.kubeconfig get clusterserviceclasses 2>/dev/null | grep -q postgresql && break

@@ -66,3 +66,31 @@ func TestVerbs(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialsKeepNumbersAsSent: credentials print numbers as the
+// broker sent them, in every format. Decoded as float64, an account id
+// past 2^53 lost its last digits (12345678901234567891 printed as
+// 12345678901234567000) and 1e21 printed as 1e+21.
+func TestCredentialsKeepNumbersAsSent(t *testing.T) {
+	t.Parallel()
+	srv := clitest.New(t).On("GET", "/bindings/app/credentials", 200,
+		`{"account_id":12345678901234567891,"ratio":1e21,"nested":{"big":-98765432109876543210,"f":1.50},"list":[1e-7,3]}`)
+	for format, want := range map[string]string{
+		"json": "{\n  \"account_id\": 12345678901234567891,\n  \"list\": [\n    1e-7,\n    3\n  ],\n" +
+			"  \"nested\": {\n    \"big\": -98765432109876543210,\n    \"f\": 1.50\n  },\n  \"ratio\": 1e21\n}\n",
+		"yaml": "account_id: 12345678901234567891\nlist:\n- 1e-7\n- 3\nnested:\n  big: -98765432109876543210\n  f: 1.50\nratio: 1e21\n",
+		"env": "export ACCOUNT_ID='12345678901234567891'\nexport LIST='[1e-7,3]'\n" +
+			"export NESTED='{\"big\":-98765432109876543210,\"f\":1.50}'\nexport RATIO='1e21'\n",
+	} {
+		f, st := srv.Factory(false)
+		root := clitest.Root(f, NewCredentials(f, nil))
+		root.SetArgs([]string{"credentials", "app", "-o", format})
+		if err := root.Execute(); err != nil {
+			t.Errorf("-o %s: %v", format, err)
+			continue
+		}
+		if st.Out.String() != want {
+			t.Errorf("-o %s:\n%s\nwant\n%s", format, st.Out.String(), want)
+		}
+	}
+}

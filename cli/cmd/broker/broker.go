@@ -26,7 +26,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			"needs an admin token for all namespaces. With -n NAMESPACE they are that namespace's own brokers\n" +
 			"(Service Catalog's ServiceBroker): only that namespace sees their classes and plans (`bindery marketplace -n`)\n" +
 			"and provisions from them, and an admin token of that namespace may change them.",
-		Example: "  bindery brokers register team-db https://db-broker.example -u USER -p PASS -n team-a\n" +
+		Example: "  bindery brokers register team-db https://db-broker.example -u USER -n team-a   # asks for the password\n" +
 			"  bindery brokers list -n team-a"}
 	cmd.AddCommand(newRegister(f, nil), newList(f, nil), newRelist(f, nil), newDeregister(f, nil))
 	return cmd
@@ -42,6 +42,11 @@ type RegisterOptions struct {
 	RelistDuration     string
 	// NoWait registers without waiting for the first catalogue fetch.
 	NoWait bool
+	// BearerTokenStdin reads the bearer token from standard input.
+	BearerTokenStdin bool
+	// ReadSecret asks for the password or token without echoing it, when
+	// standard input is a terminal; nil reads a line from F.IO.In.
+	ReadSecret func() (string, error)
 }
 
 func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions) error) *cobra.Command {
@@ -53,18 +58,28 @@ func newRegister(f *cmdutil.Factory, run func(context.Context, *RegisterOptions)
 		Use:   "register NAME URL",
 		Short: "Register a broker (the cluster's, or with -n a namespace's) and fetch its catalogue",
 		Long: "Register a broker and wait for the first fetch of its catalogue: when it fails, the broker stays registered\n" +
-			"(it is fetched again with backoff) and the command says why and exits with 5. --no-wait returns at once.",
+			"(it is fetched again with backoff) and the command says why and exits with 5. --no-wait returns at once.\n\n" +
+			"With -u USER and no -p, the password is read from standard input (asked for, without echo, on a terminal);\n" +
+			"--bearer-token-stdin reads a bearer token the same way. Prefer these to -p and --bearer-token, which ps and\n" +
+			"the shell's history show to others.",
+		Example: "  bindery brokers register db https://db.example -u osb   # asks for the password\n" +
+			"  pass show db-broker | bindery brokers register db https://db.example -u osb\n" +
+			"  bindery brokers register db https://db.example --bearer-token-stdin < token.txt",
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.URL = args[0], args[1]
+			if o.ReadSecret == nil {
+				o.ReadSecret = cmdutil.SecretPrompt(f, "broker password or token: ")
+			}
 			return run(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Username, "username", "u", "", "basic auth username")
-	fl.StringVarP(&o.Password, "password", "p", "", "basic auth password")
-	fl.StringVar(&o.BearerToken, "bearer-token", "", "a bearer token for the broker instead of basic auth")
+	fl.StringVarP(&o.Username, "username", "u", "", "basic auth username; without --password, the password is read from standard input")
+	fl.StringVarP(&o.Password, "password", "p", "", "basic auth password (visible to other users in ps: prefer standard input)")
+	fl.StringVar(&o.BearerToken, "bearer-token", "", "a bearer token for the broker instead of basic auth (visible in ps: prefer --bearer-token-stdin)")
+	fl.BoolVar(&o.BearerTokenStdin, "bearer-token-stdin", false, "read a bearer token for the broker from standard input")
 	fl.BoolVar(&o.Insecure, "insecure-skip-tls-verify", false, "do not check the broker's TLS certificate")
 	fl.StringVar(&o.RelistDuration, "relist-duration", "", "how often to fetch the catalogue again, e.g. 15m")
 	fl.BoolVar(&o.NoWait, "no-wait", false, "do not wait for the first catalogue fetch")
@@ -82,6 +97,9 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 	}
 	if o.Username != "" && o.BearerToken != "" {
 		return cmdutil.Usagef("--username and --bearer-token: give one kind of broker credentials")
+	}
+	if err := o.readSecrets(); err != nil {
+		return err
 	}
 	body := map[string]any{"name": o.Name, "url": o.URL}
 	if o.F.Namespace != "" {
@@ -115,6 +133,33 @@ func Register(ctx context.Context, o *RegisterOptions) error {
 		return wait.Failure(fmt.Sprintf("broker %s is registered, but its catalogue was not fetched: %s\n"+
 			"It is fetched again with backoff; `bindery brokers relist %s%s` tries now.", o.Name, output.Safe(r.Str("message")), o.Name, nsFlag(o.F)))
 	}
+	return nil
+}
+
+// readSecrets reads the password (-u without -p) or the bearer token
+// (--bearer-token-stdin) from standard input, as login reads its token, so
+// that they need not be on the command line.
+func (o *RegisterOptions) readSecrets() error {
+	var what string
+	var into *string
+	switch {
+	case o.BearerTokenStdin && (o.Username != "" || o.BearerToken != ""):
+		return cmdutil.Usagef("--username and --bearer-token-stdin: give one kind of broker credentials")
+	case o.BearerTokenStdin:
+		what, into = "no bearer token", &o.BearerToken
+	case o.Username != "" && o.Password == "":
+		what, into = "no password for broker user "+o.Username, &o.Password
+	default:
+		return nil
+	}
+	secret, err := cmdutil.ReadSecret(o.F, o.ReadSecret)
+	if err != nil {
+		return fmt.Errorf("read the broker's credentials from standard input: %w", err)
+	}
+	if secret == "" {
+		return cmdutil.Usagef("%s: give it on standard input (asked for on a terminal), or with the flag", what)
+	}
+	*into = secret
 	return nil
 }
 
@@ -242,13 +287,11 @@ var Kind = cmdutil.Kind{
 	Header: []string{"NAME", "URL", "STATUS", "CLASSES", "PLANS", "MESSAGE"},
 	Row: func(b api.Object) []string {
 		r := b.Condition("Ready")
-		classes, _ := b.Get("status", "serviceClassCount").(float64)
-		plans, _ := b.Get("status", "servicePlanCount").(float64)
 		status := "Pending"
 		if reason := r.Str("reason"); reason != "" {
 			status = message.ReasonOf(reason).Word
 		}
 		return []string{b.Str("name"), b.Str("spec", "url"), status,
-			strconv.Itoa(int(classes)), strconv.Itoa(int(plans)), output.Or(r.Str("message"))}
+			strconv.FormatInt(b.Int("status", "serviceClassCount"), 10), strconv.FormatInt(b.Int("status", "servicePlanCount"), 10), output.Or(r.Str("message"))}
 	},
 }

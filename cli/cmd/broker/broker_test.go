@@ -2,9 +2,11 @@ package broker
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/bindery-dev/bindery/cli/internal/clitest"
+	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
 	"github.com/bindery-dev/bindery/cli/internal/wait"
 )
 
@@ -65,6 +67,48 @@ func TestVerbs(t *testing.T) {
 			t.Errorf("%q:\nstdout %q\n  want %q", tc.args, st.Out.String(), tc.stdout)
 		}
 		if tc.request != "" && srv.Requests[len(srv.Requests)-1] != tc.request {
+			t.Errorf("%q: request %s, want %s", tc.args, srv.Requests[len(srv.Requests)-1], tc.request)
+		}
+	}
+}
+
+// TestRegisterReadsSecretsFromStandardInput: the broker's password (-u
+// without -p) and bearer token (--bearer-token-stdin) come from standard
+// input, as login's token does, so that neither ps nor the shell's
+// history shows them; with nothing there the command refuses before any
+// request.
+func TestRegisterReadsSecretsFromStandardInput(t *testing.T) {
+	t.Parallel()
+	srv := clitest.New(t).On("POST", "/brokers", 201, ready)
+	for _, tc := range []struct {
+		args    []string
+		stdin   string
+		request string
+		usage   string
+	}{
+		{args: []string{"-u", "u"}, stdin: "s3cret pass\n",
+			request: `POST /brokers {"auth":{"basic":{"password":"s3cret pass","username":"u"}},"name":"db","url":"http://db.example"}`},
+		{args: []string{"--bearer-token-stdin"}, stdin: "tok\n",
+			request: `POST /brokers {"auth":{"bearer":{"token":"tok"}},"name":"db","url":"http://db.example"}`},
+		{args: []string{"-u", "u"}, usage: "no password for broker user u: give it on standard input"},
+		{args: []string{"--bearer-token-stdin"}, usage: "no bearer token: give it on standard input"},
+		{args: []string{"--bearer-token-stdin", "-u", "u"}, stdin: "x\n", usage: "--username and --bearer-token-stdin: give one kind of broker credentials"},
+	} {
+		f, _ := srv.Factory(false)
+		f.IO.In = strings.NewReader(tc.stdin)
+		root := clitest.Root(f, NewCmd(f))
+		root.SetArgs(append([]string{"brokers", "register", "db", "http://db.example"}, tc.args...))
+		before := len(srv.Requests)
+		err := root.Execute()
+		var u *cmdutil.UsageError
+		switch {
+		case tc.usage != "":
+			if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.usage) || len(srv.Requests) != before {
+				t.Errorf("%q: %v (%d requests), want the usage error %q before any request", tc.args, err, len(srv.Requests)-before, tc.usage)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case srv.Requests[len(srv.Requests)-1] != tc.request:
 			t.Errorf("%q: request %s, want %s", tc.args, srv.Requests[len(srv.Requests)-1], tc.request)
 		}
 	}

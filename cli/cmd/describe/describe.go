@@ -191,10 +191,9 @@ func history(w io.Writer, term output.Term, events []api.Object) error {
 	}
 	rows := make([][]string, 0, len(events))
 	for _, e := range events {
-		n, _ := e.Get("count").(float64)
 		count := ""
-		if n > 1 {
-			count = fmt.Sprintf("x%d", int(n))
+		if n := e.Int("count"); n > 1 {
+			count = fmt.Sprintf("x%d", n)
 		}
 		rows = append(rows, []string{"  " + e.Str("time"), e.Str("type"), message.ReasonOf(e.Str("reason")).Word, count, e.Str("message")})
 	}

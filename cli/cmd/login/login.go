@@ -4,17 +4,13 @@
 package login
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/bindery-dev/bindery/cli/internal/api"
 	"github.com/bindery-dev/bindery/cli/internal/cmdutil"
@@ -49,13 +45,8 @@ func NewCmd(f *cmdutil.Factory, run func(context.Context, *Options) error) *cobr
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.URL = args[0]
-			if f, ok := o.F.IO.In.(*os.File); ok && o.ReadSecret == nil && term.IsTerminal(int(f.Fd())) {
-				o.ReadSecret = func() (string, error) {
-					fmt.Fprint(o.F.IO.ErrOut, "API token: ")
-					b, err := term.ReadPassword(int(f.Fd()))
-					fmt.Fprintln(o.F.IO.ErrOut)
-					return string(b), err
-				}
+			if o.ReadSecret == nil {
+				o.ReadSecret = cmdutil.SecretPrompt(o.F, "API token: ")
 			}
 			return run(cmd.Context(), o)
 		},
@@ -114,15 +105,7 @@ func (o *Options) token() (string, error) {
 	}
 	if t == "" {
 		var err error
-		if o.ReadSecret != nil {
-			t, err = o.ReadSecret()
-		} else {
-			t, err = bufio.NewReader(o.F.IO.In).ReadString('\n')
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-		}
-		if err != nil {
+		if t, err = cmdutil.ReadSecret(o.F, o.ReadSecret); err != nil {
 			return "", fmt.Errorf("read the token from standard input: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package api is the CLI's client of Bindery's REST API (openapi/openapi.yaml).
-// Objects are kept as decoded JSON so that -o json|yaml prints every field
-// the server sent, and tables read the few they show through Object.Str.
+// Objects are kept as decoded JSON, numbers as their text (json.Number), so
+// that -o json|yaml prints every field the server sent as it sent it, and
+// tables read the few they show through Object.Str.
 package api
 
 import (
@@ -10,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +41,19 @@ func (o Object) Get(path ...string) any {
 func (o Object) Str(path ...string) string {
 	s, _ := o.Get(path...).(string)
 	return s
+}
+
+// Int is Get as an integer (0 when absent or not a number); a number of
+// the API is a json.Number (Client.Do).
+func (o Object) Int(path ...string) int64 {
+	switch n := o.Get(path...).(type) {
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	case float64:
+		return int64(n)
+	}
+	return 0
 }
 
 // Bool is Get as a bool.
@@ -70,6 +86,10 @@ type Error struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"fields"`
+	// RetryAfter is how long the server asked to wait before trying
+	// again (its Retry-After header, with a 503 or a 429); 0 when it did
+	// not say.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Error is the server's message for people (its field paths are for
@@ -111,6 +131,35 @@ func HintNotFound(err error, hint string) error {
 func NotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// Transient tells whether the same request may succeed if sent again: the
+// server could not be reached or its answer was cut off, or it answered
+// 5xx (a database failing over) or 429 (too many requests). after is the
+// wait the server asked for, when it did. Any other answer is final.
+func Transient(err error) (ok bool, after time.Duration) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status >= 500 || e.Status == http.StatusTooManyRequests, e.RetryAfter
+	}
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF), 0
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when
+// absent or unreadable.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }
 
 // Client talks to one server with one token.
@@ -167,14 +216,19 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("read the answer of %s %s: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		e := &Error{Status: res.StatusCode}
+		e := &Error{Status: res.StatusCode, RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
 		_ = json.Unmarshal(raw, e)
 		return e
 	}
 	if out == nil || len(raw) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	// Numbers stay as the server wrote them (json.Number) where out holds
+	// any: -o json|yaml and the credential formats print them so, where
+	// float64 would change an integer past 2^53 or 1e21's text.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
 	}
 	return nil

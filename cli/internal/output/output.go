@@ -11,11 +11,12 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // Formats are the values of -o for objects.
@@ -45,7 +46,7 @@ func Structured(w io.Writer, format string, v any) (bool, error) {
 	case "json":
 		return true, JSON(w, v)
 	case "yaml":
-		raw, err := yaml.Marshal(nonNil(v))
+		raw, err := YAML(nonNil(v))
 		if err != nil {
 			return true, err
 		}
@@ -53,6 +54,62 @@ func Structured(w io.Writer, format string, v any) (bool, error) {
 		return true, err
 	}
 	return false, nil
+}
+
+// YAML writes v as YAML through its JSON, so that struct fields take their
+// JSON names, as sigs.k8s.io/yaml does, but keeps every number's text as
+// the server sent it: sigs.k8s.io/yaml reads numbers back through float64
+// and YAML's own types, so 12345678901234567891 printed as
+// 12345678901234567000, 1e21 as 1e+21 and 1.50 as 1.5. Long strings stay
+// on one line.
+func YAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent() // lists at their key's indentation, as kubectl prints them
+	if err := enc.Encode(numbersAsSent(tree)); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// numbersAsSent replaces, in a decoded JSON tree, each json.Number with a
+// YAML scalar of the same text, tagged as the type YAML reads it as, so
+// that the encoder writes it plain: an integer when it fits 64 bits
+// (signed or not), else a float.
+func numbersAsSent(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		tag := "!!float"
+		if _, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
+			tag = "!!int"
+		} else if _, err := strconv.ParseUint(t.String(), 10, 64); err == nil {
+			tag = "!!int"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}
+	case map[string]any:
+		for k, x := range t {
+			t[k] = numbersAsSent(x)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = numbersAsSent(x)
+		}
+	}
+	return v
 }
 
 // JSON prints v indented, without HTML escaping.

@@ -3,7 +3,10 @@
 // line: where it stands, in the server's words, and the time elapsed (a
 // spinner only on a terminal). It ends on every outcome the server knows
 // (the object's progress, openapi.yaml's Progress): done, failed for good,
-// or blocked until a person acts — and on the timeout.
+// or blocked until a person acts — and on the timeout. A poll the server
+// cannot answer for now (5xx, 429, a connection lost) ends nothing: the
+// operation goes on meanwhile, during a database failover for example, so
+// the wait polls again.
 package wait
 
 import (
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -95,12 +99,17 @@ type TimeoutError struct {
 	After   time.Duration
 	Last    string
 	Command string
+	// Trouble is why the last poll failed, when it did.
+	Trouble string
 }
 
 func (e *TimeoutError) Error() string {
 	s := fmt.Sprintf("stopped waiting for %s after %s (--timeout)", e.What, elapsed(e.After))
 	if e.Last != "" {
 		s += "; it was still going: " + output.Safe(e.Last)
+	}
+	if e.Trouble != "" {
+		s += "; the last poll failed: " + output.SafeLine(e.Trouble)
 	}
 	s += "\nThe operation goes on without the wait"
 	if e.Command != "" {
@@ -153,7 +162,7 @@ func Follow(ctx context.Context, o Options) (api.Object, error) {
 			if parent.Err() != nil {
 				return nil, parent.Err()
 			}
-			return nil, &TimeoutError{What: o.What, After: o.now().Sub(f.start), Last: f.last}
+			return nil, &TimeoutError{What: o.What, After: o.now().Sub(f.start), Last: f.last, Trouble: f.trouble}
 		}
 	}
 }
@@ -179,6 +188,10 @@ func (o *Options) pauses() utilwait.Backoff {
 	return utilwait.Backoff{Duration: o.First, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: o.Max}
 }
 
+// maxRetryAfter caps the pause a server's Retry-After asks for: the wait
+// has a timeout of its own, and a server back sooner should be seen.
+const maxRetryAfter = 30 * time.Second
+
 // follower is one wait's state between polls.
 type follower struct {
 	o      Options
@@ -186,6 +199,10 @@ type follower struct {
 	pauses utilwait.Backoff
 	last   string
 	frame  int
+	// trouble says why the last poll failed, while it is tried again;
+	// hold is the pause the server asked for then (Retry-After).
+	trouble string
+	hold    time.Duration
 }
 
 // poll reads the object once: done reports an outcome (then err says
@@ -198,11 +215,16 @@ func (f *follower) poll(ctx context.Context) (api.Object, bool, error) {
 		f.finish(fmt.Sprintf("done in %s: %s is deleted.", elapsed(o.now().Sub(f.start)), o.What))
 		return nil, true, nil
 	case err != nil && ctx.Err() == nil:
+		if retry, after := api.Transient(err); retry {
+			f.troubled(err, after)
+			return nil, false, nil
+		}
 		f.finish("")
 		return nil, true, err
 	case err != nil:
 		return nil, false, nil
 	}
+	f.trouble, f.hold = "", 0
 	p := progressOf(obj)
 	took := o.now().Sub(f.start)
 	switch {
@@ -227,16 +249,44 @@ func (f *follower) poll(ctx context.Context) (api.Object, bool, error) {
 	return obj, false, nil
 }
 
+// troubled notes a poll the server could not answer for now, to be tried
+// again after at least after (capped, with jitter so that the clients
+// told the same Retry-After do not come back together), and says so once
+// per change when not on a terminal.
+func (f *follower) troubled(err error, after time.Duration) {
+	line := "The server could not be reached (" + err.Error() + "); trying again."
+	var e *api.Error
+	if errors.As(err, &e) {
+		line = fmt.Sprintf("The server answered %d %s", e.Status, http.StatusText(e.Status))
+		if e.Message != "" {
+			line += " (" + e.Message + ")"
+		}
+		line += "; trying again."
+	}
+	if !f.o.Terminal && line != f.trouble {
+		fmt.Fprintf(f.o.Out, "%s (%s)\n", output.SafeLine(line), elapsed(f.o.now().Sub(f.start)))
+	}
+	f.trouble = line
+	f.hold = 0
+	if after > 0 {
+		f.hold = utilwait.Jitter(min(after, maxRetryAfter), 0.25)
+	}
+}
+
 // pause waits for the next poll, turning the spinner on a terminal; false
 // when ctx ended first.
 func (f *follower) pause(ctx context.Context) bool {
-	next := time.After(f.pauses.Step())
+	next := time.After(max(f.pauses.Step(), f.hold))
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if f.o.Terminal {
 			// The spinner turns between polls; the server sees only the polls.
-			fmt.Fprintf(f.o.Out, "\r\033[K%c %s (%s)", spinner[f.frame%len(spinner)], output.SafeLine(f.last), elapsed(f.o.now().Sub(f.start)))
+			line := f.last
+			if f.trouble != "" {
+				line = f.trouble
+			}
+			fmt.Fprintf(f.o.Out, "\r\033[K%c %s (%s)", spinner[f.frame%len(spinner)], output.SafeLine(line), elapsed(f.o.now().Sub(f.start)))
 			f.frame++
 		}
 		select {

@@ -83,3 +83,72 @@ func TestPauses(t *testing.T) {
 	o.defaults()
 	backofftest.Check(t, o.pauses(), 250*time.Millisecond, 5*time.Second)
 }
+
+// TestFollowRidesOutAnUnavailableServer: between "working" and "ready"
+// the server fails one poll, as during a database failover, a flood of
+// requests or a dropped connection. The wait goes on (it gave up on the
+// first such answer, exit 1, while the operation went on), after the
+// pause Retry-After asks for, and says so on its progress lines. An
+// answer of 4xx other than 429 still ends it.
+func TestFollowRidesOutAnUnavailableServer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		fail       func(w http.ResponseWriter)
+		retried    bool
+		retryAfter time.Duration
+	}{
+		{"503 with Retry-After", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"unavailable","message":"The database is unavailable."}`))
+		}, true, time.Second},
+		{"429", func(w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }, true, 0},
+		{"500", func(w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) }, true, 0},
+		{"the connection dropped mid-answer", func(w http.ResponseWriter) {
+			// Half an answer: Go's transport sends a request again by
+			// itself only when nothing came back on a reused connection.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_, _ = conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"progress\""))
+				_ = conn.Close()
+			}
+		}, true, 0},
+		{"403", func(w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) }, false, 0},
+		{"400", func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadRequest) }, false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var polls atomic.Int32
+			var failedAt atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				obj := map[string]any{"progress": map[string]any{"state": "working", "message": "The broker is provisioning it."}}
+				switch polls.Add(1) {
+				case 2:
+					failedAt.Store(time.Now().UnixNano())
+					c.fail(w)
+					return
+				case 3:
+					obj["progress"] = map[string]any{"state": "ready", "message": "The instance is provisioned."}
+					if d := time.Since(time.Unix(0, failedAt.Load())); d < c.retryAfter {
+						t.Errorf("polled again %s after the failure, before its Retry-After of %s", d, c.retryAfter)
+					}
+				}
+				_ = json.NewEncoder(w).Encode(obj)
+			}))
+			defer srv.Close()
+			var out bytes.Buffer
+			_, err := Follow(context.Background(), Options{Client: api.New(srv.URL, "t"), Path: "/instances/x", Out: &out,
+				What: "instance team/db", Timeout: 30 * time.Second, First: 10 * time.Millisecond, Max: 50 * time.Millisecond})
+			switch {
+			case c.retried && (err != nil || polls.Load() != 3):
+				t.Fatalf("after %d polls: %v; want the wait to go on past the failure and end ready", polls.Load(), err)
+			case c.retried && !strings.Contains(out.String(), "trying again"):
+				t.Errorf("progress does not say the poll failed and is tried again:\n%s", out.String())
+			case !c.retried && (err == nil || polls.Load() != 2):
+				t.Fatalf("after %d polls: %v; want the wait to end on the failure", polls.Load(), err)
+			}
+		})
+	}
+}

@@ -9,12 +9,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The image every container runs. */}}
+{{/*
+The image every container runs. The tag goes through toString: --set
+image.tag=12 gives a number, which hasPrefix refuses.
+*/}}
 {{- define "bindery.image" -}}
-{{- if hasPrefix "@" .Values.image.tag -}}
-{{ .Values.image.repository }}{{ .Values.image.tag }}
+{{- $tag := toString .Values.image.tag -}}
+{{- if hasPrefix "@" $tag -}}
+{{ .Values.image.repository }}{{ $tag }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ .Values.image.repository }}:{{ $tag }}
 {{- end -}}
 {{- end -}}
 
