@@ -284,6 +284,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	if env.plan.Spec.MaintenanceInfo != nil {
 		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
 	}
+	earlier := in.Status.DeprovisionStatus == catalog.DeprovisionRequired
 	in, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
@@ -310,7 +311,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	err = done(err)
 	if err != nil {
 		env.in = in
-		return c.provisionFailed(ctx, env, err)
+		return c.provisionFailed(ctx, env, err, earlier)
 	}
 	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
 	if res.Async {
@@ -331,8 +332,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 // provision request: a 5xx, a timeout or a malformed 201 or 202 may have
 // created something, so it is deprovisioned; 408 and other 4xx created
 // nothing; a malformed 200 is a failure without orphan mitigation. Every
-// retry waits for the backoff.
-func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error) (result, error) {
+// retry waits for the backoff. earlier says an earlier attempt may have
+// left something at the broker (refusalLeavesNothing).
+func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error, earlier bool) (result, error) {
 	in := env.in
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
 	reason, msg := provisionFailure(env, err)
@@ -354,9 +356,11 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
-		// be refused again. Nothing was created.
+		// be refused again.
 		return result{}, c.instanceFailed(ctx, in, reason, msg, brokerFailureReason(env), func(st *catalog.InstanceStatus) {
-			st.DeprovisionStatus = catalog.DeprovisionNotRequired
+			if refusalLeavesNothing(earlier, he) {
+				st.DeprovisionStatus = catalog.DeprovisionNotRequired
+			}
 		})
 	default:
 		// The request did not reach the broker (connection refused): retry.
@@ -383,6 +387,23 @@ func needsOrphanMitigation(err error) bool {
 		return he.Status >= 500 || (he.Status >= 200 && he.Status < 300)
 	}
 	return false
+}
+
+// refusalLeavesNothing reports whether a provision or bind that the
+// broker refused (a 4xx) leaves nothing at the broker for the object's
+// deletion to remove. The refused request created nothing, but an earlier
+// attempt of the same object may have: one answered with a malformed 200
+// (OSB's table has no orphan mitigation for it), one whose answer never
+// came, one cut short by a crash. Each of those leaves the status saying
+// that a deprovision (or unbind) is required, as every attempt writes
+// before its request leaves, and only a finished orphan mitigation or an
+// earlier refusal says otherwise; so earlier, that status as the attempt
+// found it, keeps it required. A 409 says that an object with this id
+// exists at the broker (with other attributes), whatever the status says.
+// A deprovision or unbind of something the broker does not have costs one
+// request, answered 410 Gone; one left out leaves an orphan.
+func refusalLeavesNothing(earlier bool, he *osb.HTTPError) bool {
+	return !earlier && he.Status != http.StatusConflict
 }
 
 // malformed200 reports a 200 whose body cannot be read.
