@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -872,11 +873,20 @@ func (c *Controller) instanceAsyncRetry(ctx context.Context, in *catalog.Instanc
 // which says failed again — or 410 Gone once deleted — and starts over.)
 func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reason, msg string, polls int) (result, error) {
 	now := c.now().UTC()
+	// The failure is counted here, once: start is applied to the instance
+	// in memory (which the deprovision reads) and again by the write that
+	// carries it, and must leave the same status however often it runs.
+	retries := maps.Clone(env.in.Status.Retries)
+	c.failedAsync(&retries, catalog.OperationProvision, env.in.Generation, polls, true)
+	failure := retries[catalog.OperationProvision]
 	start := func(in *catalog.Instance) {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
 		st.CurrentOperation, st.OperationStartTime, st.LastOperation = catalog.OperationDeprovision, &now, ""
-		c.failedAsync(&st.Retries, catalog.OperationProvision, in.Generation, polls, true)
+		if st.Retries == nil {
+			st.Retries = map[string]catalog.Retry{}
+		}
+		st.Retries[catalog.OperationProvision] = failure
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reason, Message: msg}, now)
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonStartingOrphanMitigation, msgStartingOrphanMitigation, now)
