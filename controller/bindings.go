@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -285,7 +284,7 @@ func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error,
 		// "200 with malformed response": a failure without orphan
 		// mitigation; the binding's deletion still unbinds.
 		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-	case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
+	case errors.As(err, &he) && !refusedForNow(err):
 		return result{}, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
 			if refusalLeavesNothing(earlier, he) {
 				st.UnbindStatus = catalog.UnbindNotRequired

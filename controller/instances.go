@@ -350,10 +350,7 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 		// orphan mitigation. A 200 says the instance exists; the deletion
 		// of this object still deprovisions it (DeprovisionRequired).
 		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
-	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
-		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
-	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
-		// The spec asks platforms to retry later, not at once.
+	case refusedForNow(err):
 		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
@@ -388,6 +385,23 @@ func needsOrphanMitigation(err error) bool {
 		return he.Status >= 500 || (he.Status >= 200 && he.Status < 300)
 	}
 	return false
+}
+
+// refusedForNow reports the 4xx answers that refuse a request for now,
+// not for good, so that it is sent again after its backoff (or the
+// broker's Retry-After, when longer) instead of failing until the spec
+// changes: 408 (the request did not reach the broker in time), 429 Too
+// Many Requests (the broker asks to be asked less often) and a
+// ConcurrencyError (another operation on the object is in progress; OSB
+// asks platforms to retry later, not at once). Like every 4xx they
+// created nothing and are not orphan-mitigated (OSB 2.17, Orphan
+// Mitigation).
+func refusedForNow(err error) bool {
+	var he *osb.HTTPError
+	if !errors.As(err, &he) {
+		return false
+	}
+	return he.Status == http.StatusRequestTimeout || he.Status == http.StatusTooManyRequests || he.Code == "ConcurrencyError"
 }
 
 // refusalLeavesNothing reports whether a provision or bind that the
@@ -586,8 +600,9 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (result, erro
 			return result{}, c.updateConflict(ctx, env, err)
 		}
 		// An update is never orphan-mitigated. A 4xx is the broker's answer
-		// to this spec; anything else is retried.
-		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
+		// to this spec, unless it asks to be asked later; anything else is
+		// retried.
+		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && !refusedForNow(err) {
 			reason, msg := updateFailure(err, false)
 			return result{}, c.instanceFailed(ctx, in, reason, msg, reasonUpdateFailed)
 		}
