@@ -89,6 +89,35 @@ func TestAsyncFailureBacksOff(t *testing.T) {
 	}
 }
 
+// TestAsyncFailureCountedOnce: an asynchronous provision that ended
+// failed, orphan-mitigated at once, is one failure costing its requests
+// once. The failure used to be applied to the instance in memory and
+// then again by the write that carried it, so that its failures and
+// requests were counted twice and the next attempt, meant for a couple of
+// minutes later with the default curve, came after the 20-minute cap.
+func TestAsyncFailureCountedOnce(t *testing.T) {
+	t.Parallel()
+	const base = 10 * time.Second
+	e := setup(t, func(o *engineOptions) { o.retryBase, o.retryCap = base, time.Hour })
+	fake := e.registerFake(osbtest.WithPolls(0), osbtest.WithRetryAfter(0))
+	fake.Fail(osbtest.VerbProvision, osbtest.Failure{AsyncFailed: true, Description: "the backend gave up", Times: 1})
+	in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+	got := e.waitInstance(in.ID, "orphan-mitigated", func(in *catalog.Instance) bool {
+		return !in.Status.OrphanMitigationInProgress && retryOf(in.Status.Retries, catalog.OperationProvision).Failures >= 1
+	})
+	r := retryOf(got.Status.Retries, catalog.OperationProvision)
+	polls := len(callsFor(fake, osbtest.VerbLastOperation, in.Spec.ExternalID))
+	if want := 2 * (1 + polls); r.Failures != 1 || r.Requests != want {
+		t.Errorf("one failed attempt (a provision, %d polls, orphan-mitigated) counted as %d failures and %d requests; want 1 and %d",
+			polls, r.Failures, r.Requests, want)
+	}
+	// The wait is the backoff's for those requests, less its jitter.
+	last := fake.Requests()[len(fake.Requests())-1].Time
+	if wait, want := r.NextAttempt.Sub(last), base<<(2*(1+polls)-1); wait > want || wait < want*7/10 {
+		t.Errorf("the next attempt is %s after the deprovision; want %s less at most a fifth", wait, want)
+	}
+}
+
 // TestInProgressPollsWriteNothing: an operation that never finishes,
 // whose broker describes its progress anew on every poll, costs no
 // change-feed row per poll.

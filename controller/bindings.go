@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -233,6 +232,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) 
 		return c.bindingParked(ctx, b, err)
 	}
 	now := c.now().UTC()
+	earlier := b.Status.UnbindStatus == catalog.UnbindRequired
 	b, err = c.writeBinding(ctx, b, func(b *catalog.Binding) error {
 		st := &b.Status
 		st.CurrentOperation, st.OperationStartTime, st.UnbindStatus = catalog.OperationBind, &now, catalog.UnbindRequired
@@ -256,7 +256,7 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) 
 		Context:              map[string]any{"platform": "kubernetes", "namespace": b.Namespace, "clusterid": c.clusterID},
 	})
 	if err = done(err); err != nil {
-		return c.bindFailed(ctx, env, err)
+		return c.bindFailed(ctx, env, err, earlier)
 	}
 	c.metrics.brokerCalls.WithLabelValues("bind", "ok").Inc()
 	if res.Async {
@@ -271,8 +271,9 @@ func (c *Controller) bind(ctx context.Context, env *bindingEnv) (result, error) 
 }
 
 // bindFailed applies OSB 2.17's orphan-mitigation table to a failed bind
-// request, as provisionFailed does to a provision.
-func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error) (result, error) {
+// request, as provisionFailed does to a provision; earlier says an
+// earlier attempt may have left a binding at the broker.
+func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error, earlier bool) (result, error) {
 	b := env.b
 	c.metrics.brokerCalls.WithLabelValues("bind", "error").Inc()
 	var he *osb.HTTPError
@@ -283,9 +284,11 @@ func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error)
 		// "200 with malformed response": a failure without orphan
 		// mitigation; the binding's deletion still unbinds.
 		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
-	case errors.As(err, &he) && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError":
+	case errors.As(err, &he) && !refusedForNow(err):
 		return result{}, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
-			st.UnbindStatus = catalog.UnbindNotRequired
+			if refusalLeavesNothing(earlier, he) {
+				st.UnbindStatus = catalog.UnbindNotRequired
+			}
 		})
 	default:
 		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)

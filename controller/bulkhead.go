@@ -83,9 +83,9 @@ type gate struct {
 	waiting fairLine
 	parked  map[objectKey]bool
 	// failing are the objects whose request failed as the breaker counts
-	// failures, with the verb of their first such failure, until a
-	// request of that verb succeeds: their backoff is lifted when the
-	// breaker closes.
+	// failures, with the verb of their first such failure, until the
+	// broker answers a request of theirs or they are deleted (at most
+	// maxFailing): their backoff is lifted when the breaker closes.
 	failing map[objectKey]string
 
 	open bool
@@ -107,6 +107,12 @@ type gate struct {
 	// it, as no probe of this process will.
 	shownOpen bool
 }
+
+// maxFailing bounds the objects a broker's gate keeps as failing. Past
+// it, an object whose request failed is not kept: when the breaker
+// closes, it waits out its own status-held backoff (at most --retry-cap)
+// instead of being retried at once, as it would without a breaker.
+const maxFailing = 4096
 
 // lift is a backoff lifted until the next request of verb.
 type lift struct {
@@ -358,6 +364,19 @@ func (gs *gates) finish(r *run, started time.Time) {
 	}
 }
 
+// forgetObject drops what the gates keep of an object that is gone
+// (finalized, abandoned, removed by another replica): its place among
+// its broker's failing objects and its lifted backoff. No request of its
+// own would ever take them out.
+func (gs *gates) forgetObject(key objectKey) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	delete(gs.bypass, key)
+	for _, g := range gs.byID {
+		delete(g.failing, key)
+	}
+}
+
 // lift lifts key's backoff until its next request of verb.
 func (gs *gates) lift(key objectKey, verb string) {
 	gs.mu.Lock()
@@ -415,9 +434,11 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 			gs.record(g, true, "The broker answers again; the objects waiting for it are retried.")
 		}
 		g.failures, g.opens, g.probation = 0, 0, false
-		if g.failing[r.key] == verb {
-			delete(g.failing, r.key)
-		}
+		// Answered, whatever the verb: its backoff is the broker's
+		// answer's, not the outage's. (A lift stays until the request
+		// of the verb that failed first, above: an orphan mitigation's
+		// deprovision may come before it.)
+		delete(g.failing, r.key)
 		if g.limit < gs.max {
 			g.limit = min(gs.max, 2*g.limit)
 			gs.fill(g)
@@ -425,7 +446,7 @@ func (gs *gates) outcome(r *run, verb string, err error) {
 		return
 	}
 	g.failures++
-	if _, ok := g.failing[r.key]; !ok {
+	if _, ok := g.failing[r.key]; !ok && len(g.failing) < maxFailing {
 		g.failing[r.key] = first
 	}
 	g.lastErr, g.lastKind = shorten(err.Error(), 300), failureKind(err)

@@ -380,18 +380,25 @@ func (c *Controller) enqueueChange(ctx context.Context, ch catalog.Change) {
 	ns, id := ch.Object.Namespace, ch.Object.ID
 	if ch.Type == catalog.Deleted {
 		// A removed object writes no status that would drop its poll
-		// state (writeInstance, writeBinding).
+		// state (writeInstance, writeBinding), and makes no request that
+		// would take it out of its broker's failing objects.
 		c.forgetPolls(id)
 	}
 	switch ch.Kind {
 	case catalog.KindInstance:
 		key := instanceKey(ns, id)
+		if ch.Type == catalog.Deleted {
+			c.gates.forgetObject(key)
+		}
 		c.interrupt(ctx, key, ch)
 		if ch.Type != catalog.Deleted && c.wake.announce(key, ch.Revision) {
 			c.queue.Add(key)
 		}
 	case catalog.KindBinding:
 		key := bindingKey(ns, id)
+		if ch.Type == catalog.Deleted {
+			c.gates.forgetObject(key)
+		}
 		c.interrupt(ctx, key, ch)
 		if ch.Type != catalog.Deleted && c.wake.announce(key, ch.Revision) {
 			c.queue.Add(key)

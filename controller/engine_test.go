@@ -197,6 +197,82 @@ func TestOrphanMitigation(t *testing.T) {
 	}
 }
 
+// TestRefusalAfterAnEarlierAttempt: a provision or bind the broker
+// refused (a 4xx) used to mark the object as having nothing at the
+// broker, whatever earlier attempts had done. After a malformed 200 (the
+// broker created it; OSB's table has no orphan mitigation for it) the
+// next attempt's 409 ("exists with different attributes") or 400 left
+// it Failed and NotRequired, and its deletion removed it without a
+// deprovision or unbind: the broker kept the instance running, the
+// binding's credentials valid. A 409 said so even on the first attempt.
+// Now a refusal keeps the deletion's request when an earlier attempt may
+// have created something, and a 409 always keeps it.
+func TestRefusalAfterAnEarlierAttempt(t *testing.T) {
+	t.Parallel()
+	malformed := osbtest.Failure{Status: 200, Body: "{", Times: 1}
+	for _, tc := range []struct {
+		name     string
+		verb     osbtest.Verb
+		failures []osbtest.Failure
+		// undo: the deletion must ask the broker (deprovision, unbind).
+		undo bool
+	}{
+		{"provision 409 after a malformed 200", osbtest.VerbProvision, []osbtest.Failure{malformed, {Status: 409, Times: 1}}, true},
+		{"provision 400 after a malformed 200", osbtest.VerbProvision, []osbtest.Failure{malformed, {Status: 400, Times: 1}}, true},
+		{"provision 409 first", osbtest.VerbProvision, []osbtest.Failure{{Status: 409, Times: 1}}, true},
+		{"provision 400 first", osbtest.VerbProvision, []osbtest.Failure{{Status: 400, Times: 1}}, false},
+		{"bind 409 after a malformed 200", osbtest.VerbBind, []osbtest.Failure{malformed, {Status: 409, Times: 1}}, true},
+		{"bind 400 after a malformed 200", osbtest.VerbBind, []osbtest.Failure{malformed, {Status: 400, Times: 1}}, true},
+		{"bind 409 first", osbtest.VerbBind, []osbtest.Failure{{Status: 409, Times: 1}}, true},
+		{"bind 400 first", osbtest.VerbBind, []osbtest.Failure{{Status: 400, Times: 1}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			fake := e.registerFake()
+			ctx := context.Background()
+			fail := func() {
+				for _, f := range tc.failures {
+					fake.Fail(tc.verb, f)
+				}
+			}
+			if tc.verb == osbtest.VerbProvision {
+				fail()
+			}
+			in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, nil)
+			undo, external := osbtest.VerbDeprovision, in.Spec.ExternalID
+			if tc.verb == osbtest.VerbProvision {
+				e.waitInstance(in.ID, "Failed", failedFor)
+				if _, err := e.store.DeleteInstance(ctx, in.ID); err != nil {
+					t.Fatal(err)
+				}
+				e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, in.ID); return err })
+			} else {
+				e.waitInstance(in.ID, "Ready", instanceReady)
+				fail()
+				b := e.createBinding("app", "db")
+				undo, external = osbtest.VerbUnbind, b.Spec.ExternalID
+				e.waitBinding(b.ID, "Failed", func(b *catalog.Binding) bool {
+					return condition(b.Status.Conditions, catalog.ConditionFailed).Status == catalog.ConditionTrue
+				})
+				if _, err := e.store.DeleteBinding(ctx, b.ID); err != nil {
+					t.Fatal(err)
+				}
+				e.waitGone("binding", func() error { _, err := e.store.GetBinding(ctx, b.ID); return err })
+			}
+			if n := len(callsFor(fake, undo, external)); (n > 0) != tc.undo {
+				t.Errorf("the deletion made %d %s calls; want some: %v", n, undo, tc.undo)
+			}
+			if tc.verb == osbtest.VerbProvision && len(fake.Instances()) > 0 {
+				t.Errorf("left at the broker: %+v", fake.Instances())
+			}
+			if bs := fake.Bindings(); len(bs) > 0 {
+				t.Errorf("left at the broker: %+v", bs)
+			}
+		})
+	}
+}
+
 // TestUpdates covers plan and parameter changes, and an update the broker
 // refuses (recorded, not orphan-mitigated, not retried).
 func TestUpdates(t *testing.T) {

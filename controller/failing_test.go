@@ -185,6 +185,63 @@ func TestSpecChangeResetsBackoff(t *testing.T) {
 	}
 }
 
+// TestTooManyRequestsRetried: a broker throttling a provision, bind or
+// update with 429 Too Many Requests asks to be asked again later; it used
+// to fail the object for good (Failed, not retried until its spec
+// changed), as a 400 does, though the breaker counts a 429 as the
+// broker's trouble. Each is now tried again after its backoff, held in
+// status, or the broker's Retry-After when longer, and is not
+// orphan-mitigated (OSB's table: a 4xx created nothing).
+func TestTooManyRequestsRetried(t *testing.T) {
+	t.Parallel()
+	throttled := osbtest.Failure{Status: 429, Description: "slow down", RetryAfter: time.Second, Times: 1}
+	for _, verb := range []osbtest.Verb{osbtest.VerbProvision, osbtest.VerbBind, osbtest.VerbUpdate} {
+		t.Run(string(verb), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			fake := e.registerFake()
+			ctx := context.Background()
+			if verb == osbtest.VerbProvision {
+				fake.Fail(verb, throttled)
+			}
+			in := e.createInstance("db", osbtest.DefaultService, osbtest.PlanSync, map[string]any{"size": 1})
+			external, wait := in.Spec.ExternalID, func() { e.waitInstance(in.ID, "Ready", instanceReady) }
+			switch verb {
+			case osbtest.VerbBind:
+				e.waitInstance(in.ID, "Ready", instanceReady)
+				fake.Fail(verb, throttled)
+				b := e.createBinding("app", "db")
+				external, wait = b.Spec.ExternalID, func() { e.waitBinding(b.ID, "Ready", bindingReady) }
+			case osbtest.VerbUpdate:
+				e.waitInstance(in.ID, "Ready", instanceReady)
+				fake.Fail(verb, throttled)
+				if _, err := e.store.UpdateInstance(ctx, in.ID, 0, func(in *catalog.Instance) error {
+					in.Spec.Parameters = []byte(`{"size": 2}`)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				wait = func() {
+					e.waitInstance(in.ID, "updated", func(got *catalog.Instance) bool {
+						return got.Status.ReconciledGeneration > in.Generation && instanceReady(got)
+					})
+				}
+			}
+			wait()
+			calls := callsFor(fake, verb, external)
+			if len(calls) != 2 {
+				t.Fatalf("%d %s calls, want the throttled one and one more", len(calls), verb)
+			}
+			if gap := calls[1].Time.Sub(calls[0].Time); gap < time.Second-50*time.Millisecond {
+				t.Errorf("retried %s after a Retry-After of 1s", gap)
+			}
+			if n := fake.Count(osbtest.VerbDeprovision) + fake.Count(osbtest.VerbUnbind); n > 0 {
+				t.Errorf("%d deprovision or unbind calls after a 429", n)
+			}
+		})
+	}
+}
+
 // TestRetryAfterOnErrors: a Retry-After longer than the backoff is
 // honoured on an error answer.
 func TestRetryAfterOnErrors(t *testing.T) {

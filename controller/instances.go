@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -284,6 +285,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	if env.plan.Spec.MaintenanceInfo != nil {
 		props.MaintenanceInfoVersion = env.plan.Spec.MaintenanceInfo.Version
 	}
+	earlier := in.Status.DeprovisionStatus == catalog.DeprovisionRequired
 	in, err = c.writeInstance(ctx, in, func(in *catalog.Instance) error {
 		st := &in.Status
 		st.CurrentOperation, st.OperationStartTime, st.InProgressProperties = catalog.OperationProvision, &now, props
@@ -310,7 +312,7 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 	err = done(err)
 	if err != nil {
 		env.in = in
-		return c.provisionFailed(ctx, env, err)
+		return c.provisionFailed(ctx, env, err, earlier)
 	}
 	c.metrics.brokerCalls.WithLabelValues("provision", "ok").Inc()
 	if res.Async {
@@ -331,8 +333,9 @@ func (c *Controller) provision(ctx context.Context, env *instanceEnv) (result, e
 // provision request: a 5xx, a timeout or a malformed 201 or 202 may have
 // created something, so it is deprovisioned; 408 and other 4xx created
 // nothing; a malformed 200 is a failure without orphan mitigation. Every
-// retry waits for the backoff.
-func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error) (result, error) {
+// retry waits for the backoff. earlier says an earlier attempt may have
+// left something at the broker (refusalLeavesNothing).
+func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err error, earlier bool) (result, error) {
 	in := env.in
 	c.metrics.brokerCalls.WithLabelValues("provision", "error").Inc()
 	reason, msg := provisionFailure(env, err)
@@ -347,16 +350,15 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 		// orphan mitigation. A 200 says the instance exists; the deletion
 		// of this object still deprovisions it (DeprovisionRequired).
 		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
-	case errors.As(err, &he) && he.Status == http.StatusRequestTimeout:
-		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
-	case errors.As(err, &he) && he.Status == http.StatusUnprocessableEntity && he.Code == "ConcurrencyError":
-		// The spec asks platforms to retry later, not at once.
+	case refusedForNow(err):
 		return c.instanceRetryable(ctx, in, catalog.OperationProvision, reason, msg, err)
 	case errors.As(err, &he):
 		// 400, 409, other 422s: the broker refused; the same request will
-		// be refused again. Nothing was created.
+		// be refused again.
 		return result{}, c.instanceFailed(ctx, in, reason, msg, brokerFailureReason(env), func(st *catalog.InstanceStatus) {
-			st.DeprovisionStatus = catalog.DeprovisionNotRequired
+			if refusalLeavesNothing(earlier, he) {
+				st.DeprovisionStatus = catalog.DeprovisionNotRequired
+			}
 		})
 	default:
 		// The request did not reach the broker (connection refused): retry.
@@ -383,6 +385,40 @@ func needsOrphanMitigation(err error) bool {
 		return he.Status >= 500 || (he.Status >= 200 && he.Status < 300)
 	}
 	return false
+}
+
+// refusedForNow reports the 4xx answers that refuse a request for now,
+// not for good, so that it is sent again after its backoff (or the
+// broker's Retry-After, when longer) instead of failing until the spec
+// changes: 408 (the request did not reach the broker in time), 429 Too
+// Many Requests (the broker asks to be asked less often) and a
+// ConcurrencyError (another operation on the object is in progress; OSB
+// asks platforms to retry later, not at once). Like every 4xx they
+// created nothing and are not orphan-mitigated (OSB 2.17, Orphan
+// Mitigation).
+func refusedForNow(err error) bool {
+	var he *osb.HTTPError
+	if !errors.As(err, &he) {
+		return false
+	}
+	return he.Status == http.StatusRequestTimeout || he.Status == http.StatusTooManyRequests || he.Code == "ConcurrencyError"
+}
+
+// refusalLeavesNothing reports whether a provision or bind that the
+// broker refused (a 4xx) leaves nothing at the broker for the object's
+// deletion to remove. The refused request created nothing, but an earlier
+// attempt of the same object may have: one answered with a malformed 200
+// (OSB's table has no orphan mitigation for it), one whose answer never
+// came, one cut short by a crash. Each of those leaves the status saying
+// that a deprovision (or unbind) is required, as every attempt writes
+// before its request leaves, and only a finished orphan mitigation or an
+// earlier refusal says otherwise; so earlier, that status as the attempt
+// found it, keeps it required. A 409 says that an object with this id
+// exists at the broker (with other attributes), whatever the status says.
+// A deprovision or unbind of something the broker does not have costs one
+// request, answered 410 Gone; one left out leaves an orphan.
+func refusalLeavesNothing(earlier bool, he *osb.HTTPError) bool {
+	return !earlier && he.Status != http.StatusConflict
 }
 
 // malformed200 reports a 200 whose body cannot be read.
@@ -564,8 +600,9 @@ func (c *Controller) update(ctx context.Context, env *instanceEnv) (result, erro
 			return result{}, c.updateConflict(ctx, env, err)
 		}
 		// An update is never orphan-mitigated. A 4xx is the broker's answer
-		// to this spec; anything else is retried.
-		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != http.StatusRequestTimeout && he.Code != "ConcurrencyError" {
+		// to this spec, unless it asks to be asked later; anything else is
+		// retried.
+		if errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && !refusedForNow(err) {
 			reason, msg := updateFailure(err, false)
 			return result{}, c.instanceFailed(ctx, in, reason, msg, reasonUpdateFailed)
 		}
@@ -851,11 +888,20 @@ func (c *Controller) instanceAsyncRetry(ctx context.Context, in *catalog.Instanc
 // which says failed again — or 410 Gone once deleted — and starts over.)
 func (c *Controller) mitigateAtOnce(ctx context.Context, env *instanceEnv, reason, msg string, polls int) (result, error) {
 	now := c.now().UTC()
+	// The failure is counted here, once: start is applied to the instance
+	// in memory (which the deprovision reads) and again by the write that
+	// carries it, and must leave the same status however often it runs.
+	retries := maps.Clone(env.in.Status.Retries)
+	c.failedAsync(&retries, catalog.OperationProvision, env.in.Generation, polls, true)
+	failure := retries[catalog.OperationProvision]
 	start := func(in *catalog.Instance) {
 		st := &in.Status
 		st.OrphanMitigationInProgress, st.AsyncOpInProgress, st.LastError = true, false, msg
 		st.CurrentOperation, st.OperationStartTime, st.LastOperation = catalog.OperationDeprovision, &now, ""
-		c.failedAsync(&st.Retries, catalog.OperationProvision, in.Generation, polls, true)
+		if st.Retries == nil {
+			st.Retries = map[string]catalog.Retry{}
+		}
+		st.Retries[catalog.OperationProvision] = failure
 		catalog.SetCondition(&st.Conditions, catalog.Condition{Type: catalog.ConditionOrphanMitigation, Status: catalog.ConditionTrue,
 			Reason: reason, Message: msg}, now)
 		setReady(&st.Conditions, catalog.ConditionFalse, reasonStartingOrphanMitigation, msgStartingOrphanMitigation, now)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -207,4 +208,75 @@ func TestCatalogueBounded(t *testing.T) {
 	if svc, err := cat.Service(0); err != nil || svc.ID != "a" || len(svc.Plans) != 1 || strings.Contains(string(svc.Raw), "plans") {
 		t.Errorf("its service: %v %+v", err, svc)
 	}
+}
+
+// TestHeaderBounded: only answers' bodies were bounded; their header was
+// read whole, up to net/http's default of 10 MiB (and kept with the
+// answer), so a hostile broker's answers in flight could hold 160 MiB of
+// the engine's memory per broker. A header past MaxHeader is now not
+// read, over HTTP/1.1 and HTTP/2 alike (which takes its limit from the
+// same field), for every request the engine and the catalog send:
+// the request fails as a broker's failure, not as an answer.
+func TestHeaderBounded(t *testing.T) {
+	t.Parallel()
+	requests := map[string]func(*Client) error{
+		"provision": func(c *Client) error { _, err := provision(c); return err },
+		"bind": func(c *Client) error {
+			_, err := c.Bind(context.Background(), &BindRequest{InstanceID: "i", BindingID: "b", ServiceID: "s", PlanID: "p"})
+			return err
+		},
+		"last operation": func(c *Client) error {
+			_, err := c.LastOperation(context.Background(), &LastOperationRequest{InstanceID: "i"})
+			return err
+		},
+		"catalog": func(c *Client) error { _, err := c.Catalog(context.Background(), Fetched{}); return err },
+		"probe":   func(c *Client) error { return c.Probe(context.Background()) },
+	}
+	for _, version := range []int{1, 2} {
+		for _, size := range []int{MaxHeader / 2, 2 * MaxHeader, 8 << 20} {
+			c, proto := headerOf(t, version == 2, size)
+			for name, send := range requests {
+				err := send(c)
+				var he *HTTPError
+				switch {
+				case size <= MaxHeader && err != nil:
+					t.Errorf("HTTP/%d, %s: a header of %d bytes refused: %v", version, name, size, err)
+				case size > MaxHeader && (err == nil || errors.As(err, &he)):
+					t.Errorf("HTTP/%d, %s: a header of %d bytes read (error %v)", version, name, size, err)
+				}
+				if got := proto.Load(); got != int32(version) {
+					t.Errorf("%s: answered over HTTP/%d, want HTTP/%d", name, got, version)
+				}
+			}
+		}
+	}
+}
+
+// headerOf is a TLS broker (HTTP/2 when h2) whose answers carry size
+// bytes of header fields, each of 1 KiB, with a catalogue, a binding or
+// an operation's state as their body; proto is the HTTP version of its
+// last request.
+func headerOf(t *testing.T, h2 bool, size int) (*Client, *atomic.Int32) {
+	t.Helper()
+	proto := &atomic.Int32{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proto.Store(int32(r.ProtoMajor))
+		for i := range size >> 10 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("x", 1<<10-32))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		body := `{"state":"in progress","credentials":{}}`
+		if strings.HasSuffix(r.URL.Path, "/catalog") {
+			body = `{"services":[]}`
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c, err := New(Config{URL: srv.URL, InsecureSkipTLSVerify: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, proto
 }

@@ -57,6 +57,11 @@ const (
 	MaxEndpointHost  = 253
 	MaxEndpointPorts = 100
 	MaxEndpointField = 16
+	// MaxHeader bounds an answer's header (its status line and fields),
+	// over HTTP/1.1 and HTTP/2 alike: past it the answer is not read, and
+	// the request fails as a broker's failure. OSB answers need a few
+	// fields (Retry-After, Content-Type); net/http's default is 10 MiB.
+	MaxHeader = 32 << 10
 )
 
 // EndpointProblem says what puts an endpoint past the bounds, or "".
@@ -124,6 +129,8 @@ func New(cfg Config) (*Client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
 	transport.MaxIdleConnsPerHost = 32
+	// HTTP/2 takes its limit on a header list from this field too.
+	transport.MaxResponseHeaderBytes = MaxHeader
 	transport.DialContext = dialer.DialContext
 	// A proxy would make the connection, and the policy would only see
 	// the proxy's address.
