@@ -276,23 +276,11 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 		if selected {
 			matched++
 		}
-		changed, problem, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) {
-			if selected {
-				Project(tpl, b)
-			} else {
-				Unproject(tpl, sb.UID)
-			}
-		})
+		ps, err := r.projectInto(ctx, log, w, m, gvk, b, selected)
 		if err != nil {
 			return "", "", err
 		}
-		if problem != "" {
-			problems = append(problems, problem)
-		}
-		if !changed {
-			continue
-		}
-		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", secret)
+		problems = append(problems, ps...)
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
@@ -306,6 +294,37 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 		return ReasonWorkloadMissing, fmt.Sprintf("%s %s not found", sb.Spec.Workload.Kind, sb.Spec.Workload.Name), nil
 	}
 	return "", "", nil
+}
+
+// projectInto projects b into workload w when the binding selects it, and
+// removes it otherwise. It returns the problems for the Ready condition: a
+// workload that cannot be changed, and containers that the projection had
+// to leave without the binding's mount (a user's volume mounted at its
+// path), which only the user can resolve.
+func (r *Reconciler) projectInto(ctx context.Context, log *slog.Logger, w *unstructured.Unstructured, m Mapping, gvk schema.GroupVersionKind, b Binding, selected bool) ([]string, error) {
+	var unbound []string
+	changed, problem, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) {
+		unbound = nil
+		if !selected {
+			Unproject(tpl, b.UID)
+			return
+		}
+		for _, warning := range Project(tpl, b) {
+			if warning.Unbound {
+				unbound = append(unbound, fmt.Sprintf("%s %s: %s", gvk.Kind, w.GetName(), warning.Message))
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", b.Secret)
+	}
+	if problem != "" {
+		return append(unbound, problem), nil
+	}
+	return unbound, nil
 }
 
 // apply changes workload w's template with f and writes it back when it

@@ -369,6 +369,56 @@ func TestWebhookDownFail(t *testing.T) {
 	}
 }
 
+// TestUserMountAtBindingPath: a workload that mounts a volume of its own
+// at $SERVICE_BINDING_ROOT/<name> is admitted and left without the
+// binding's mount, and the binding says so (Ready False, naming the
+// container and the volume) until the user moves the mount away. The
+// projection used to add a second mount at the same path: the API server
+// refused such a Deployment at admission, a binding that cannot be
+// projected being meant as a warning only, and refused the controller's
+// every update of an existing one, which it retried for ever with the
+// binding's status never saying why.
+func TestUserMountAtBindingPath(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "prod-db"))
+	sb := binding(ns, "db", secretRef("prod-db"), deploymentRef("web"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonWorkloadMissing)
+
+	d := deployment(ns, "web", nil, "app", "worker")
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "own", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	d.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}
+	if err := c.Create(ctx, d); err != nil {
+		t.Fatalf("a Deployment mounting its own volume at the binding's directory was refused: %v", err)
+	}
+	if err := projected(&d.Spec.Template.Spec, string(sb.UID), "prod-db", "/bindings", "db", "worker"); err != nil {
+		t.Errorf("Deployment as created: %v", err)
+	}
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonProjectionFailed)
+	if msg := meta.FindStatusCondition(sb.Status.Conditions, sbv1.ConditionReady).Message; !strings.Contains(msg, `container "app" already mounts volume "own" at /bindings/db`) {
+		t.Errorf("Ready message %q does not say which mount is in the way", msg)
+	}
+
+	// The user moves the mount away: the binding is projected and Ready.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/data"
+	if err := c.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	var got appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := projected(&got.Spec.Template.Spec, string(sb.UID), "prod-db", "/bindings", "db"); err != nil {
+		t.Errorf("after the mount moved: %v", err)
+	}
+}
+
 func equalPodTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Semantic.DeepEqual(a, b) }
 
 // TestEgressAnnotation: Pods into which a Bindery binding is projected

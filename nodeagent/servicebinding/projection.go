@@ -93,6 +93,16 @@ func Projected(tpl *corev1.PodTemplateSpec) []types.UID {
 	return uids
 }
 
+// Warning is something Project left alone because a user's value was
+// there first.
+type Warning struct {
+	Message string
+	// Unbound is set when a selected container was left without the
+	// binding's mount: the binding is not projected as asked, which its
+	// Ready condition must say.
+	Unbound bool
+}
+
 // Project writes b into tpl, in place: the volume, in every selected
 // container the mount at $SERVICE_BINDING_ROOT/<name> (setting the variable
 // to DefaultRoot where the container does not set it) and the environment
@@ -100,8 +110,8 @@ func Projected(tpl *corev1.PodTemplateSpec) []types.UID {
 // b updates the entries where they are, so the template's order is stable.
 // It returns warnings: things the projection left alone because a user's
 // value was there first.
-func Project(tpl *corev1.PodTemplateSpec, b Binding) []string {
-	var warnings []string
+func Project(tpl *corev1.PodTemplateSpec, b Binding) []Warning {
+	var warnings []Warning
 	old := readRecord(tpl, b.UID)
 	record := map[string][]string{}
 	volume := VolumeName(b.UID)
@@ -123,20 +133,25 @@ func Project(tpl *corev1.PodTemplateSpec, b Binding) []string {
 			c.Env = append(c.Env, corev1.EnvVar{Name: RootEnv, Value: DefaultRoot})
 			roots = appendUnique(roots, c.Name)
 		} else if root == "" {
-			warnings = append(warnings, fmt.Sprintf("container %q sets %s from a reference; mounting under %s", c.Name, RootEnv, DefaultRoot))
+			warnings = append(warnings, Warning{Message: fmt.Sprintf("container %q sets %s from a reference; mounting under %s", c.Name, RootEnv, DefaultRoot)})
 			root = DefaultRoot
 		}
 		mount := corev1.VolumeMount{Name: volume, ReadOnly: true, MountPath: path.Join(root, b.Name)}
+		// The API server refuses two mounts at one path, and with it the
+		// whole workload: the user's volume stays, the binding goes.
 		if other := mountAt(c, mount.MountPath, volume); other != "" {
-			warnings = append(warnings, fmt.Sprintf("container %q already mounts volume %q at %s", c.Name, other, mount.MountPath))
+			warnings = append(warnings, Warning{Unbound: true,
+				Message: fmt.Sprintf("container %q already mounts volume %q at %s; the binding is not mounted there", c.Name, other, mount.MountPath)})
+			removeMount(c, volume)
+		} else {
+			upsertMount(c, mount)
 		}
-		upsertMount(c, mount)
 
 		var added []string
 		for _, m := range b.Env {
 			i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == m.Name })
 			if i >= 0 && !slices.Contains(old[c.Name], m.Name) {
-				warnings = append(warnings, fmt.Sprintf("container %q already sets %s; left as it is", c.Name, m.Name))
+				warnings = append(warnings, Warning{Message: fmt.Sprintf("container %q already sets %s; left as it is", c.Name, m.Name)})
 				continue
 			}
 			e := bindingEnv(b, m)

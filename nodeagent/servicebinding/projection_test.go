@@ -50,7 +50,7 @@ func TestProject(t *testing.T) {
 		in       *corev1.PodTemplateSpec
 		binding  Binding
 		want     *corev1.PodTemplateSpec
-		warnings []string
+		warnings []Warning
 	}{{
 		// Minimal Example Resource: the directory is the binding's name and
 		// SERVICE_BINDING_ROOT is set to /bindings.
@@ -149,7 +149,27 @@ func TestProject(t *testing.T) {
 					VolumeMounts: []corev1.VolumeMount{mount("/bindings/db")}}},
 			},
 		},
-		warnings: []string{`container "app" already sets DB_HOST; left as it is`},
+		warnings: []Warning{{Message: `container "app" already sets DB_HOST; left as it is`}},
+	}, {
+		// A volume of the user's own mounted at the binding's directory:
+		// a second mount at the same path would have the whole workload
+		// refused by the API server. That container is left without the
+		// binding, the others are bound, and the warning says why.
+		name: "user mount at the binding's path",
+		in: template(
+			corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}},
+			corev1.Container{Name: "worker"}),
+		binding: Binding{UID: uid, Name: "db", Secret: "s"},
+		want: &corev1.PodTemplateSpec{
+			ObjectMeta: objectMeta(map[string]string{recordPrefix + uid: "{}", rootAnnotation: `["worker"]`}),
+			Spec: corev1.PodSpec{
+				Volumes: []corev1.Volume{secretVolume("s")},
+				Containers: []corev1.Container{
+					{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}},
+					{Name: "worker", Env: []corev1.EnvVar{rootEnv("/bindings")}, VolumeMounts: []corev1.VolumeMount{mount("/bindings/db")}}},
+			},
+		},
+		warnings: []Warning{{Unbound: true, Message: `container "app" already mounts volume "own" at /bindings/db; the binding is not mounted there`}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -135,8 +135,8 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 				sb.Name, sb.Spec.Service.Kind, sb.Spec.Service.Name))
 			continue
 		}
-		for _, msg := range Project(tpl, BindingFor(sb, secret)) {
-			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, msg))
+		for _, warning := range Project(tpl, BindingFor(sb, secret)) {
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, warning.Message))
 		}
 	}
 	if isPod {
