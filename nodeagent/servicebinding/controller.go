@@ -126,6 +126,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !errors.As(svcErr, &permanent) {
 			return reconcile.Result{}, svcErr
 		}
+		// The Secret resolved before belongs to the service as it was: the
+		// webhook projects the Secret the status names, so it must not
+		// outlive the service that exposed it.
+		status.Binding = nil
 		setCondition(status, sb.Generation, sbv1.ConditionServiceAvailable, metav1.ConditionFalse, permanent.reason, permanent.msg)
 		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionFalse, permanent.reason, permanent.msg)
 		return reconcile.Result{}, r.writeStatus(ctx, &sb, status)

@@ -419,6 +419,35 @@ func TestUserMountAtBindingPath(t *testing.T) {
 	}
 }
 
+// TestServiceChangedToMissing: a binding re-pointed to a service that has
+// no Secret (yet) no longer names the Secret of the service it left, and
+// a workload it selects is not given that Secret. The controller used to
+// keep status.binding from before, and the webhook, trusting it, went on
+// projecting the old service's credentials into new workloads.
+func TestServiceChangedToMissing(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "old-db"))
+	sb := binding(ns, "db", secretRef("old-db"), sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment",
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bind": "yes"}}})
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	sb.Spec.Service = secretRef("new-db")
+	if err := c.Update(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonServiceMissing)
+	if sb.Status.Binding != nil {
+		t.Errorf("status.binding = %+v with the service missing, want none", sb.Status.Binding)
+	}
+	d := deployment(ns, "web", map[string]string{"bind": "yes"}, "app")
+	create(t, c, d)
+	if len(d.Spec.Template.Spec.Volumes) != 0 {
+		t.Errorf("Deployment created with %+v, though the binding's service has no Secret", d.Spec.Template.Spec.Volumes)
+	}
+}
+
 func equalPodTemplates(a, b *corev1.PodTemplateSpec) bool { return equality.Semantic.DeepEqual(a, b) }
 
 // TestEgressAnnotation: Pods into which a Bindery binding is projected

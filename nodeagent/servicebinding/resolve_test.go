@@ -24,7 +24,10 @@ import (
 // the binding's status. The webhook then resolves the service itself (a
 // Direct Secret Reference that exists, a Provisioned Service's
 // status.binding.name), so the workload is right from its first revision;
-// a service with no Secret yet is a warning, not a projection.
+// a service with no Secret yet is a warning, not a projection. The same
+// holds for a binding whose status is of an earlier generation (its spec
+// changed since): that status.binding may name the Secret of a service
+// the binding no longer refers to, which the webhook used to project.
 func TestWebhookBeforeController(t *testing.T) {
 	t.Parallel()
 	cluster := kubetest.Start(t)
@@ -66,6 +69,23 @@ func TestWebhookBeforeController(t *testing.T) {
 	} {
 		create(t, c, sb)
 	}
+	// Bindings the controller resolved, to a Secret other than their
+	// service's now: at an earlier generation (stale) or at this one.
+	for _, sb := range []struct {
+		*sbv1.ServiceBinding
+		observed int64 // generations before the current one
+	}{
+		{binding(ns, "stale", secretRef("direct"), deploymentRef("e")), 1},
+		{binding(ns, "stale-missing", secretRef("missing"), deploymentRef("f")), 1},
+		{binding(ns, "current", secretRef("direct"), deploymentRef("g")), 0},
+	} {
+		create(t, c, sb.ServiceBinding)
+		sb.Status = sbv1.ServiceBindingStatus{ObservedGeneration: sb.Generation - sb.observed,
+			Binding: &sbv1.ServiceBindingSecretReference{Name: "resolved-creds"}}
+		if err := c.Status().Update(t.Context(), sb.ServiceBinding); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w := &admission.Webhook{Handler: servicebinding.NewWebhook(c)}
 	for _, tc := range []struct {
 		deployment, wantSecret, wantWarning string
@@ -74,6 +94,9 @@ func TestWebhookBeforeController(t *testing.T) {
 		{"b", "", "servicebinding missing: service Secret missing exposes no Secret yet"},
 		{"c", "provisioned-creds", ""},
 		{"d", "", "servicebinding pending: service ServiceBinding pending exposes no Secret yet"},
+		{"e", "direct", ""},
+		{"f", "", "servicebinding stale-missing: service Secret missing exposes no Secret yet"},
+		{"g", "resolved-creds", ""},
 	} {
 		t.Run(tc.deployment, func(t *testing.T) {
 			d := deployment(ns, tc.deployment, nil, "app")

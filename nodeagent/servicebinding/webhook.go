@@ -161,11 +161,14 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 }
 
 // secretOf returns the name of the Secret to project for sb: the one its
-// status names, or, before the controller has resolved the binding (a
-// workload applied together with its ServiceBinding), the one its service
-// exposes now, read from the cache; "" when there is none yet.
+// status names, when that status is of the binding's current generation;
+// else (the controller has not resolved the binding yet, as for a
+// workload applied together with its ServiceBinding, or not since its
+// spec changed) the one its service exposes now, read from the cache; ""
+// when there is none yet. A status of an earlier generation may name the
+// Secret of a service the binding no longer refers to.
 func (w *Webhook) secretOf(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
-	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" {
+	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" && sb.Status.ObservedGeneration == sb.Generation {
 		return sb.Status.Binding.Name, nil
 	}
 	name, err := serviceSecret(ctx, w.r, sb.Namespace, sb.Spec.Service)
