@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
@@ -402,11 +403,14 @@ func TestUserMountAtBindingPath(t *testing.T) {
 	}
 
 	// The user moves the mount away: the binding is projected and Ready.
-	if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/data"
-	if err := c.Update(ctx, d); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/data"
+		return c.Update(ctx, d)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
@@ -445,6 +449,89 @@ func TestServiceChangedToMissing(t *testing.T) {
 	create(t, c, d)
 	if len(d.Spec.Template.Spec.Volumes) != 0 {
 		t.Errorf("Deployment created with %+v, though the binding's service has no Secret", d.Spec.Template.Spec.Volumes)
+	}
+}
+
+// TestMappingChange follows the specification's Workload Resource Mapping
+// runtime behaviour: after a ClusterWorkloadResourceMapping changes, the
+// binding is removed with the mapping it was projected with and projected
+// again with the new one, and unbinding removes it with the mapping of
+// its projection. Projection and removal used to read the workload with
+// the mapping as it was at the time: the mounts in containers the new
+// mapping no longer covered stayed, unbinding removed the volume but not
+// them, the API server refused the update (a mount of no volume) for
+// ever, and the binding could not be deleted.
+func TestMappingChange(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "prod-db"))
+	cwrm := &sbv1.ClusterWorkloadResourceMapping{ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
+		Spec: sbv1.ClusterWorkloadResourceMappingSpec{Versions: []sbv1.ClusterWorkloadResourceMappingTemplate{{Version: "*",
+			Containers: []sbv1.ClusterWorkloadResourceMappingContainer{
+				{Path: ".spec.template.spec.initContainers[*]", Name: ".name"},
+				{Path: ".spec.template.spec.containers[*]", Name: ".name"},
+			}}}}}
+	d := deployment(ns, "web", nil, "app")
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+	create(t, c, cwrm, d)
+	before := d.DeepCopy()
+	sb := binding(ns, "db", secretRef("prod-db"), deploymentRef("web"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	mounts := func(cs []corev1.Container) []string {
+		var out []string
+		for _, ctr := range cs {
+			if slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == servicebinding.VolumeName(sb.UID) }) {
+				out = append(out, ctr.Name)
+			}
+		}
+		return out
+	}
+	bound := func(ctx context.Context, want ...string) error {
+		var got appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
+		}
+		spec := got.Spec.Template.Spec
+		if m := mounts(append(spec.InitContainers, spec.Containers...)); !slices.Equal(m, want) {
+			return fmt.Errorf("containers mounting the binding: %v, want %v", m, want)
+		}
+		return nil
+	}
+	eventually(t, "both arrays bound", func(ctx context.Context) error { return bound(ctx, "init", "app") })
+
+	// The mapping now binds the init containers only.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cwrm), cwrm); err != nil {
+		t.Fatal(err)
+	}
+	cwrm.Spec.Versions[0].Containers = cwrm.Spec.Versions[0].Containers[:1]
+	if err := c.Update(ctx, cwrm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "projected again with the new mapping", func(ctx context.Context) error { return bound(ctx, "init") })
+
+	if err := c.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "binding deleted", func(ctx context.Context) error {
+		var got sbv1.ServiceBinding
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), &got); err == nil {
+			return fmt.Errorf("still there, finalizers %v, status %+v", got.Finalizers, got.Status)
+		}
+		return nil
+	})
+	var got appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equalPodTemplates(&before.Spec.Template, &got.Spec.Template) {
+		t.Errorf("unbound Deployment's template %+v, want %+v", got.Spec.Template, before.Spec.Template)
+	}
+	for k := range got.Annotations {
+		if strings.Contains(k, string(sb.UID)) {
+			t.Errorf("unbound Deployment keeps annotation %s", k)
+		}
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 	// specification wants them to override the Secret's entries.
 	typePrefix     = "type." + annotationDomain + "/"
 	providerPrefix = "provider." + annotationDomain + "/"
+	// mappingPrefix + UID, an annotation of the workload itself (not of
+	// its Pod template), records the mapping the binding was projected
+	// with (Mapping as JSON), to be removed with the same one.
+	mappingPrefix = "mapping." + annotationDomain + "/"
 
 	// secretFileMode is the mode of the projected files, as the API server
 	// would default it; written out so that projecting is a fixed point of

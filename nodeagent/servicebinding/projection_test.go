@@ -1,6 +1,7 @@
 package servicebinding
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -390,5 +392,84 @@ func TestParseMappingRejects(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("ParseMapping(%+v) = %v, want an error about %s", tt.tpl, err, tt.want)
 		}
+	}
+}
+
+// TestWorkloadMappingRecorded: a binding is projected into a workload with
+// its mapping recorded in the workload's annotations, projected again
+// with a changed mapping after removal with the recorded one, and removed
+// with the recorded mapping whatever the mapping is then. Reading the
+// workload with only the mapping of the moment used to leave the mounts
+// in arrays a new mapping does not cover.
+func TestWorkloadMappingRecorded(t *testing.T) {
+	t.Parallel()
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+metadata: {name: web, annotations: {team: shop}}
+spec: {template: {spec: {initContainers: [{name: init, image: x}], containers: [{name: app, image: x}]}}}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	orig := runtime.DeepCopyJSON(obj)
+	initOnly, err := ParseMapping(sbv1.ClusterWorkloadResourceMappingTemplate{Version: "*",
+		Containers: []sbv1.ClusterWorkloadResourceMappingContainer{{Path: ".spec.template.spec.initContainers[*]", Name: ".name"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Binding{UID: uid, Name: "db", Secret: "s"}
+	bound := func() []string {
+		tpl, err := Template(obj, podSpecable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range tpl.Spec.Containers {
+			if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeName(uid) }) {
+				names = append(names, c.Name)
+			}
+		}
+		return names
+	}
+	for _, step := range []struct {
+		m     Mapping
+		bound []string
+	}{
+		{podSpecable, []string{"init", "app"}},
+		{initOnly, []string{"init"}},
+		{initOnly, []string{"init"}}, // again: nothing changes
+	} {
+		before := runtime.DeepCopyJSON(obj)
+		changed, _, err := projectWorkload(obj, deployment, step.m, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bound(); !slices.Equal(got, step.bound) {
+			t.Errorf("bound %v, want %v", got, step.bound)
+		}
+		if m, ok := recordedMapping(obj, uid); !ok || !sameMapping(m, step.m) {
+			t.Errorf("recorded mapping %+v (%v), want %+v", m, ok, step.m)
+		}
+		if changed == cmp.Equal(before, obj) {
+			t.Errorf("changed = %v, but the object changed: %v", changed, !cmp.Equal(before, obj))
+		}
+	}
+	// Removed with the recorded mapping, not with the one given.
+	if _, err := unprojectWorkload(obj, podSpecable, uid); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orig, obj); diff != "" {
+		t.Errorf("after unprojection (-before projection +after):\n%s", diff)
+	}
+
+	// A Pod's template never changes after creation, so it is never
+	// unprojected: no record.
+	pod := map[string]any{"metadata": map[string]any{"name": "p"}, "spec": map[string]any{"containers": []any{map[string]any{"name": "app"}}}}
+	podMapping, _ := MappingFor(schema.GroupKind{Kind: "Pod"}, "v1", nil)
+	if _, _, err := projectWorkload(pod, schema.GroupKind{Kind: "Pod"}, podMapping, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recordedMapping(pod, uid); ok {
+		t.Errorf("a Pod records its mapping: %v", pod["metadata"])
 	}
 }
