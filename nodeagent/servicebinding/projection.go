@@ -61,7 +61,8 @@ type Binding struct {
 	Type, Provider string
 	// Env maps environment variables to Secret entries.
 	Env []sbv1.EnvMapping
-	// Containers limits the containers bound; all when empty.
+	// Containers limits the containers bound; all when empty. Containers
+	// without a name are bound either way.
 	Containers []string
 }
 
@@ -80,6 +81,14 @@ func BindingFor(sb *sbv1.ServiceBinding, secret string) Binding {
 		Env:        sb.Spec.Env,
 		Containers: sb.Spec.Workload.Containers,
 	}
+}
+
+// selects reports whether b binds container c: any container when b names
+// none; else those it names, and those without a name (the mapping of
+// their array has no name expression), which the specification wants
+// bound when it cannot tell.
+func (b Binding) selects(c *corev1.Container) bool {
+	return len(b.Containers) == 0 || c.Name == "" || slices.Contains(b.Containers, c.Name)
 }
 
 // VolumeName is the name of the volume that carries b's Secret.
@@ -126,7 +135,7 @@ func Project(tpl *corev1.PodTemplateSpec, b Binding) []Warning {
 
 	roots := readRoots(tpl)
 	forEachContainer(tpl, func(c *corev1.Container) {
-		if len(b.Containers) > 0 && !slices.Contains(b.Containers, c.Name) {
+		if !b.selects(c) {
 			removeMount(c, volume)
 			removeEnv(c, old[c.Name])
 			return

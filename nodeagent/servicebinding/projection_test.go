@@ -473,3 +473,45 @@ spec: {template: {spec: {initContainers: [{name: init, image: x}], containers: [
 		t.Errorf("a Pod records its mapping: %v", pod["metadata"])
 	}
 }
+
+// TestUnnamedContainerBound: a container of a MappingContainer without a
+// name expression is bound even when the binding names containers
+// (specification, Workload Resource Mapping: "If either key is not
+// defined, the container SHOULD be bound"); the named ones are bound only
+// when named. It used to be left out, its empty name matching none of
+// spec.workload.containers.
+func TestUnnamedContainerBound(t *testing.T) {
+	t.Parallel()
+	m, err := ParseMapping(sbv1.ClusterWorkloadResourceMappingTemplate{Version: "*",
+		Containers: []sbv1.ClusterWorkloadResourceMappingContainer{
+			{Path: ".spec.template.spec.containers[*]", Name: ".name"},
+			{Path: ".spec.sidecars[*]"}, // no name expression
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+spec:
+  sidecars: [{image: proxy}]
+  template: {spec: {containers: [{name: app, image: x}, {name: other, image: x}]}}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := Template(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := tpl.DeepCopy()
+	Project(tpl, Binding{UID: uid, Name: "db", Secret: "s", Containers: []string{"app"}})
+	for i, want := range []bool{true, false, true} { // app, other, the unnamed sidecar
+		c := tpl.Spec.Containers[i]
+		if got := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeName(uid) }); got != want {
+			t.Errorf("container %d (%q) bound: %v, want %v", i, c.Name, got, want)
+		}
+	}
+	Unproject(tpl, uid)
+	if diff := cmp.Diff(orig, tpl); diff != "" {
+		t.Errorf("Unproject left (-before projection +after unprojection):\n%s", diff)
+	}
+}
