@@ -55,14 +55,20 @@ func newAPIClient(base, caFile string) (*apiClient, error) {
 	if caFile != "" {
 		roots := &caBundle{file: caFile}
 		// Verified here against the file's roots rather than by crypto/tls
-		// with a fixed RootCAs, which could not follow the file.
+		// with a fixed RootCAs, which could not follow the file. The name
+		// checked is the configured host, not the connection's server
+		// name: for an IP address that is empty (no SNI is sent), and
+		// crypto/x509 checks no name at all then, so any certificate of
+		// the CA would receive the Pod's token. The host, an IP address
+		// included, must be among the certificate's names.
+		host := u.Hostname()
 		cfg.InsecureSkipVerify = true
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 			pool, err := roots.pool()
 			if err != nil {
 				return err
 			}
-			opts := x509.VerifyOptions{Roots: pool, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+			opts := x509.VerifyOptions{Roots: pool, DNSName: host, Intermediates: x509.NewCertPool()}
 			for _, c := range cs.PeerCertificates[1:] {
 				opts.Intermediates.AddCert(c)
 			}

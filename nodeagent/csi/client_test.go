@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,10 +74,7 @@ func TestCABundleLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := httptest.NewUnstartedServer(http.NotFoundHandler())
-	other.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Cert.Raw}, PrivateKey: cert.Key}}}
-	other.StartTLS()
-	defer other.Close()
+	other := serveTLS(t, cert, http.NotFoundHandler())
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	c, err := newAPIClient(srv.URL, caFile)
 	if err != nil {
@@ -101,6 +99,79 @@ func TestCABundleLater(t *testing.T) {
 	}
 	if _, err := o.credentials(t.Context(), pod, "orders", token{value: "tok"}); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a server the CA did not sign: %v", err)
+	}
+}
+
+// serveTLS starts a server that presents cert, stopped at the test's end.
+func serveTLS(t *testing.T, cert *pki.KeyPair, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Cert.Raw}, PrivateKey: cert.Key}}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestServerNameVerified: the server's certificate must name the host of
+// --csi-apiserver, an IP address included, or the Pod's token is not sent.
+// For an IP address Go's TLS client sends no server name, and the
+// certificate used to be checked against that empty name, which
+// crypto/x509 takes as "any name": any certificate of the CA, a Service's
+// of another tenant say, received the Pod's token.
+func TestServerNameVerified(t *testing.T) {
+	t.Parallel()
+	ca, err := pki.NewCA("bindery", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loopback := []net.IP{net.IPv4(127, 0, 0, 1)}
+	for _, tc := range []struct {
+		name string
+		spec pki.Spec
+		host string // the URL's host in place of 127.0.0.1; empty: the address
+		ok   bool
+	}{
+		{"IP host, certificate for that IP", pki.Spec{CommonName: "api", IPAddresses: loopback}, "", true},
+		{"IP host, certificate for a DNS name only", pki.Spec{CommonName: "other", DNSNames: []string{"other.example"}}, "", false},
+		{"IP host, certificate for another IP", pki.Spec{CommonName: "other", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 2)}}, "", false},
+		{"DNS host, certificate for that name", pki.Spec{CommonName: "api", DNSNames: []string{"localhost"}}, "localhost", true},
+		{"DNS host, certificate for another name", pki.Spec{CommonName: "other", DNSNames: []string{"other.example"}, IPAddresses: loopback}, "localhost", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.spec.Usage = pki.Server
+			cert, err := ca.Issue(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent atomic.Value // the Authorization header the server received
+			srv := serveTLS(t, cert, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sent.Store(r.Header.Get("Authorization"))
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"kind":"ServiceBindingCredentials","metadata":{"name":"orders"},"data":{"password":"cHc="}}`))
+			}))
+			base := srv.URL
+			if tc.host != "" {
+				base = strings.Replace(base, "127.0.0.1", tc.host, 1)
+			}
+			c, err := newAPIClient(base, caFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.credentials(t.Context(), podInfo{namespace: "shop", name: "web-1"}, "orders", token{value: "pod-token"})
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("%s refused: %v", base, err)
+			case !tc.ok && err == nil:
+				t.Errorf("%s accepted a certificate for %v %v; it received %q", base, tc.spec.DNSNames, tc.spec.IPAddresses, sent.Load())
+			case !tc.ok && !strings.Contains(err.Error(), "certificate"):
+				t.Errorf("%s: refused for another reason than its certificate: %v", base, err)
+			}
+		})
 	}
 }
 

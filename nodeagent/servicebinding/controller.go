@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -126,6 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !errors.As(svcErr, &permanent) {
 			return reconcile.Result{}, svcErr
 		}
+		// The Secret resolved before belongs to the service as it was: the
+		// webhook projects the Secret the status names, so it must not
+		// outlive the service that exposed it.
+		status.Binding = nil
 		setCondition(status, sb.Generation, sbv1.ConditionServiceAvailable, metav1.ConditionFalse, permanent.reason, permanent.msg)
 		setCondition(status, sb.Generation, sbv1.ConditionReady, metav1.ConditionFalse, permanent.reason, permanent.msg)
 		return reconcile.Result{}, r.writeStatus(ctx, &sb, status)
@@ -276,23 +281,11 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 		if selected {
 			matched++
 		}
-		changed, problem, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) {
-			if selected {
-				Project(tpl, b)
-			} else {
-				Unproject(tpl, sb.UID)
-			}
-		})
+		ps, err := r.projectInto(ctx, log, w, m, gvk, b, selected)
 		if err != nil {
 			return "", "", err
 		}
-		if problem != "" {
-			problems = append(problems, problem)
-		}
-		if !changed {
-			continue
-		}
-		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", secret)
+		problems = append(problems, ps...)
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
@@ -308,33 +301,64 @@ func (r *Reconciler) projectAll(ctx context.Context, log *slog.Logger, sb *sbv1.
 	return "", "", nil
 }
 
-// apply changes workload w's template with f and writes it back when it
-// changed. A conflict (the cache was behind, or another writer came first)
-// is retried at once on a fresh read from the API server, with jittered
-// backoff, rather than through the workqueue's growing delays; other
-// errors go back to the workqueue. A problem is a message for the Ready
-// condition: a template that cannot be read, or a Pod or Job to change.
-func (r *Reconciler) apply(ctx context.Context, w *unstructured.Unstructured, m Mapping, gvk schema.GroupVersionKind, f func(*corev1.PodTemplateSpec)) (changed bool, problem string, err error) {
+// projectInto projects b into workload w when the binding selects it, and
+// removes it otherwise. It returns the problems for the Ready condition: a
+// workload that cannot be changed, and containers that the projection had
+// to leave without the binding's mount (a user's volume mounted at its
+// path), which only the user can resolve.
+func (r *Reconciler) projectInto(ctx context.Context, log *slog.Logger, w *unstructured.Unstructured, m Mapping, gvk schema.GroupVersionKind, b Binding, selected bool) ([]string, error) {
+	var unbound []string
+	changed, problem, err := r.apply(ctx, w, gvk, func(obj map[string]any) (bool, error) {
+		unbound = nil
+		if !selected {
+			return unprojectWorkload(obj, m, b.UID)
+		}
+		changed, warnings, err := projectWorkload(obj, gvk.GroupKind(), m, b)
+		for _, warning := range warnings {
+			if warning.Unbound {
+				unbound = append(unbound, fmt.Sprintf("%s %s: %s", gvk.Kind, w.GetName(), warning.Message))
+			}
+		}
+		return changed, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		log.Info("projected", "workload", gvk.Kind+"/"+w.GetName(), "selected", selected, "secret", b.Secret)
+	}
+	if problem != "" {
+		return append(unbound, problem), nil
+	}
+	return unbound, nil
+}
+
+// apply changes a copy of workload w's object with f, which reports
+// whether it changed it, and writes it back when it did. A conflict (the
+// cache was behind, or another writer came first) is retried at once on a
+// fresh read from the API server, with jittered backoff, rather than
+// through the workqueue's growing delays; other errors go back to the
+// workqueue. A problem is a message for the Ready condition: an error of
+// f (a template that cannot be read or written), or a Pod or Job to
+// change.
+func (r *Reconciler) apply(ctx context.Context, w *unstructured.Unstructured, gvk schema.GroupVersionKind, f func(obj map[string]any) (bool, error)) (changed bool, problem string, err error) {
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		changed, problem = false, ""
-		tpl, err := Template(w.Object, m)
+		// A copy: a change cut short by an error leaves w as it was read.
+		obj := runtime.DeepCopyJSON(w.Object)
+		ch, err := f(obj)
 		if err != nil {
 			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
 			return nil
 		}
-		before := tpl.DeepCopy()
-		f(tpl)
-		if equalTemplates(before, tpl) {
+		if !ch {
 			return nil
 		}
 		if immutable(gvk.GroupKind()) {
 			problem = fmt.Sprintf("%s %s was created without this projection; %ss are projected only when created: recreate it", gvk.Kind, w.GetName(), gvk.Kind)
 			return nil
 		}
-		if err := WriteTemplate(w.Object, m, tpl); err != nil {
-			problem = fmt.Sprintf("%s %s: %v", gvk.Kind, w.GetName(), err)
-			return nil
-		}
+		w.Object = obj
 		err = r.client.Update(ctx, w)
 		if apierrors.IsConflict(err) {
 			if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(w), w); gerr != nil {
@@ -374,14 +398,24 @@ func (r *Reconciler) unprojectAll(ctx context.Context, sb *sbv1.ServiceBinding) 
 		if immutable(gvk.GroupKind()) || !carries(w, m, sb.UID) {
 			continue
 		}
-		if _, _, err := r.apply(ctx, w, m, gvk, func(tpl *corev1.PodTemplateSpec) { Unproject(tpl, sb.UID) }); err != nil && !apierrors.IsNotFound(err) {
+		unproject := func(obj map[string]any) (bool, error) { return unprojectWorkload(obj, m, sb.UID) }
+		if _, _, err := r.apply(ctx, w, gvk, unproject); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
 	return nil
 }
 
+// carries reports whether binding uid is projected into workload w: its
+// mapping is recorded in w's annotations, or (projected before mappings
+// were recorded) its record is in the template's annotations where m
+// puts them.
 func carries(w *unstructured.Unstructured, m Mapping, uid types.UID) bool {
+	if ann, _ := nestedStringMap(w.Object, workloadAnnotations); ann != nil {
+		if _, ok := ann[mappingPrefix+string(uid)]; ok {
+			return true
+		}
+	}
 	ann, _ := nestedStringMap(w.Object, m.Annotations)
 	_, ok := ann[recordPrefix+string(uid)]
 	return ok

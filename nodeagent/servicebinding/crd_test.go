@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
+	sbv1beta1 "github.com/bindery-dev/bindery/apis/servicebinding/v1beta1"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
 
@@ -100,5 +102,49 @@ func TestBindingDirectoryNotDotDot(t *testing.T) {
 		if refused := apierrors.IsInvalid(err); refused != (name == "." || name == "..") {
 			t.Errorf("spec.name %q: %v", name, err)
 		}
+	}
+}
+
+// TestWorkloadKindImmutable: a binding's workload apiVersion and kind
+// cannot change (as servicebinding/runtime, the specification's reference
+// implementation, has it), in v1 and v1beta1; its name or selector can.
+// The controller finds the workloads a binding is projected into among
+// those of the kind the binding names, so a binding re-pointed to another
+// kind used to leave the workloads of the first projected, through its
+// deletion too.
+func TestWorkloadKindImmutable(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx, c := t.Context(), b.c
+	create(t, c, secret(b.ns, "db"))
+	sb := binding(b.ns, "db", secretRef("db"), deploymentRef("web"))
+	create(t, c, sb)
+	for _, tc := range []struct {
+		workload sbv1.ServiceBindingWorkloadReference
+		refused  bool
+	}{
+		{sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "web"}, true},
+		{sbv1.ServiceBindingWorkloadReference{APIVersion: "batch/v1", Kind: "Deployment", Name: "web"}, true},
+		{sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, false},
+		{sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bind": "yes"}}}, false},
+	} {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil {
+				return err
+			}
+			sb.Spec.Workload = tc.workload
+			return c.Update(ctx, sb)
+		})
+		if refused := apierrors.IsInvalid(err); refused != tc.refused || (err != nil && !refused) {
+			t.Errorf("workload changed to %+v: %v, want refused %v", tc.workload, err, tc.refused)
+		}
+	}
+	old := &sbv1beta1.ServiceBinding{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sb), old); err != nil {
+		t.Fatal(err)
+	}
+	old.Spec.Workload.Kind = "StatefulSet"
+	if err := c.Update(ctx, old); !apierrors.IsInvalid(err) {
+		t.Errorf("v1beta1: workload kind changed: %v, want refused", err)
 	}
 }

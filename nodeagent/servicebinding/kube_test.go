@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
@@ -366,6 +367,171 @@ func TestWebhookDownFail(t *testing.T) {
 	err := b.c.Create(t.Context(), deployment(b.ns, "online-banking", nil, "app"))
 	if err == nil || !strings.Contains(err.Error(), "projection.servicebinding.bindery.dev") {
 		t.Fatalf("create with the webhook down and failurePolicy Fail = %v, want a refusal naming the webhook", err)
+	}
+}
+
+// TestUserMountAtBindingPath: a workload that mounts a volume of its own
+// at $SERVICE_BINDING_ROOT/<name> is admitted and left without the
+// binding's mount, and the binding says so (Ready False, naming the
+// container and the volume) until the user moves the mount away. The
+// projection used to add a second mount at the same path: the API server
+// refused such a Deployment at admission, a binding that cannot be
+// projected being meant as a warning only, and refused the controller's
+// every update of an existing one, which it retried for ever with the
+// binding's status never saying why.
+func TestUserMountAtBindingPath(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "prod-db"))
+	sb := binding(ns, "db", secretRef("prod-db"), deploymentRef("web"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonWorkloadMissing)
+
+	d := deployment(ns, "web", nil, "app", "worker")
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "own", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	d.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}
+	if err := c.Create(ctx, d); err != nil {
+		t.Fatalf("a Deployment mounting its own volume at the binding's directory was refused: %v", err)
+	}
+	if err := projected(&d.Spec.Template.Spec, string(sb.UID), "prod-db", "/bindings", "db", "worker"); err != nil {
+		t.Errorf("Deployment as created: %v", err)
+	}
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonProjectionFailed)
+	if msg := meta.FindStatusCondition(sb.Status.Conditions, sbv1.ConditionReady).Message; !strings.Contains(msg, `container "app" already mounts volume "own" at /bindings/db`) {
+		t.Errorf("Ready message %q does not say which mount is in the way", msg)
+	}
+
+	// The user moves the mount away: the binding is projected and Ready.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/data"
+		return c.Update(ctx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	var got appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := projected(&got.Spec.Template.Spec, string(sb.UID), "prod-db", "/bindings", "db"); err != nil {
+		t.Errorf("after the mount moved: %v", err)
+	}
+}
+
+// TestServiceChangedToMissing: a binding re-pointed to a service that has
+// no Secret (yet) no longer names the Secret of the service it left, and
+// a workload it selects is not given that Secret. The controller used to
+// keep status.binding from before, and the webhook, trusting it, went on
+// projecting the old service's credentials into new workloads.
+func TestServiceChangedToMissing(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "old-db"))
+	sb := binding(ns, "db", secretRef("old-db"), sbv1.ServiceBindingWorkloadReference{APIVersion: "apps/v1", Kind: "Deployment",
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bind": "yes"}}})
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	sb.Spec.Service = secretRef("new-db")
+	if err := c.Update(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	sb = waitReady(t, c, sb, metav1.ConditionFalse, servicebinding.ReasonServiceMissing)
+	if sb.Status.Binding != nil {
+		t.Errorf("status.binding = %+v with the service missing, want none", sb.Status.Binding)
+	}
+	d := deployment(ns, "web", map[string]string{"bind": "yes"}, "app")
+	create(t, c, d)
+	if len(d.Spec.Template.Spec.Volumes) != 0 {
+		t.Errorf("Deployment created with %+v, though the binding's service has no Secret", d.Spec.Template.Spec.Volumes)
+	}
+}
+
+// TestMappingChange follows the specification's Workload Resource Mapping
+// runtime behaviour: after a ClusterWorkloadResourceMapping changes, the
+// binding is removed with the mapping it was projected with and projected
+// again with the new one, and unbinding removes it with the mapping of
+// its projection. Projection and removal used to read the workload with
+// the mapping as it was at the time: the mounts in containers the new
+// mapping no longer covered stayed, unbinding removed the volume but not
+// them, the API server refused the update (a mount of no volume) for
+// ever, and the binding could not be deleted.
+func TestMappingChange(t *testing.T) {
+	b := setup(t, admissionregistrationv1.Ignore)
+	ctx := t.Context()
+	c, ns := b.c, b.ns
+	create(t, c, secret(ns, "prod-db"))
+	cwrm := &sbv1.ClusterWorkloadResourceMapping{ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
+		Spec: sbv1.ClusterWorkloadResourceMappingSpec{Versions: []sbv1.ClusterWorkloadResourceMappingTemplate{{Version: "*",
+			Containers: []sbv1.ClusterWorkloadResourceMappingContainer{
+				{Path: ".spec.template.spec.initContainers[*]", Name: ".name"},
+				{Path: ".spec.template.spec.containers[*]", Name: ".name"},
+			}}}}}
+	d := deployment(ns, "web", nil, "app")
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+	create(t, c, cwrm, d)
+	before := d.DeepCopy()
+	sb := binding(ns, "db", secretRef("prod-db"), deploymentRef("web"))
+	create(t, c, sb)
+	sb = waitReady(t, c, sb, metav1.ConditionTrue, servicebinding.ReasonProjected)
+	mounts := func(cs []corev1.Container) []string {
+		var out []string
+		for _, ctr := range cs {
+			if slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == servicebinding.VolumeName(sb.UID) }) {
+				out = append(out, ctr.Name)
+			}
+		}
+		return out
+	}
+	bound := func(ctx context.Context, want ...string) error {
+		var got appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
+		}
+		spec := got.Spec.Template.Spec
+		if m := mounts(append(spec.InitContainers, spec.Containers...)); !slices.Equal(m, want) {
+			return fmt.Errorf("containers mounting the binding: %v, want %v", m, want)
+		}
+		return nil
+	}
+	eventually(t, "both arrays bound", func(ctx context.Context) error { return bound(ctx, "init", "app") })
+
+	// The mapping now binds the init containers only.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cwrm), cwrm); err != nil {
+		t.Fatal(err)
+	}
+	cwrm.Spec.Versions[0].Containers = cwrm.Spec.Versions[0].Containers[:1]
+	if err := c.Update(ctx, cwrm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "projected again with the new mapping", func(ctx context.Context) error { return bound(ctx, "init") })
+
+	if err := c.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "binding deleted", func(ctx context.Context) error {
+		var got sbv1.ServiceBinding
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), &got); err == nil {
+			return fmt.Errorf("still there, finalizers %v, status %+v", got.Finalizers, got.Status)
+		}
+		return nil
+	})
+	var got appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equalPodTemplates(&before.Spec.Template, &got.Spec.Template) {
+		t.Errorf("unbound Deployment's template %+v, want %+v", got.Spec.Template, before.Spec.Template)
+	}
+	for k := range got.Annotations {
+		if strings.Contains(k, string(sb.UID)) {
+			t.Errorf("unbound Deployment keeps annotation %s", k)
+		}
 	}
 }
 

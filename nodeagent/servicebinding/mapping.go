@@ -20,20 +20,23 @@ import (
 
 // Mapping says where a workload keeps the parts of a Pod template that a
 // projection touches, as parsed fixed paths (field names from the root).
-// It is a ClusterWorkloadResourceMapping's template for one version.
+// It is a ClusterWorkloadResourceMapping's template for one version. Its
+// JSON form is the record of the mapping a binding was projected with.
 type Mapping struct {
-	Annotations []string
-	Volumes     []string
-	Containers  []ContainerMapping
+	Annotations []string           `json:"annotations"`
+	Volumes     []string           `json:"volumes"`
+	Containers  []ContainerMapping `json:"containers"`
 }
 
 // ContainerMapping locates one array of container-like objects.
 type ContainerMapping struct {
 	// Path is the location of the array.
-	Path []string
+	Path []string `json:"path"`
 	// Name, Env and VolumeMounts are relative to one element; Name may be
 	// empty (the container then has no name and is always bound).
-	Name, Env, VolumeMounts []string
+	Name         []string `json:"name,omitempty"`
+	Env          []string `json:"env"`
+	VolumeMounts []string `json:"volumeMounts"`
 }
 
 // podSpecable is the specification's default: the Pod template at .spec.template.

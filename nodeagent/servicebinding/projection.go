@@ -38,6 +38,10 @@ const (
 	// specification wants them to override the Secret's entries.
 	typePrefix     = "type." + annotationDomain + "/"
 	providerPrefix = "provider." + annotationDomain + "/"
+	// mappingPrefix + UID, an annotation of the workload itself (not of
+	// its Pod template), records the mapping the binding was projected
+	// with (Mapping as JSON), to be removed with the same one.
+	mappingPrefix = "mapping." + annotationDomain + "/"
 
 	// secretFileMode is the mode of the projected files, as the API server
 	// would default it; written out so that projecting is a fixed point of
@@ -57,7 +61,8 @@ type Binding struct {
 	Type, Provider string
 	// Env maps environment variables to Secret entries.
 	Env []sbv1.EnvMapping
-	// Containers limits the containers bound; all when empty.
+	// Containers limits the containers bound; all when empty. Containers
+	// without a name are bound either way.
 	Containers []string
 }
 
@@ -78,6 +83,14 @@ func BindingFor(sb *sbv1.ServiceBinding, secret string) Binding {
 	}
 }
 
+// selects reports whether b binds container c: any container when b names
+// none; else those it names, and those without a name (the mapping of
+// their array has no name expression), which the specification wants
+// bound when it cannot tell.
+func (b Binding) selects(c *corev1.Container) bool {
+	return len(b.Containers) == 0 || c.Name == "" || slices.Contains(b.Containers, c.Name)
+}
+
 // VolumeName is the name of the volume that carries b's Secret.
 func VolumeName(uid types.UID) string { return volumePrefix + string(uid) }
 
@@ -93,6 +106,16 @@ func Projected(tpl *corev1.PodTemplateSpec) []types.UID {
 	return uids
 }
 
+// Warning is something Project left alone because a user's value was
+// there first.
+type Warning struct {
+	Message string
+	// Unbound is set when a selected container was left without the
+	// binding's mount: the binding is not projected as asked, which its
+	// Ready condition must say.
+	Unbound bool
+}
+
 // Project writes b into tpl, in place: the volume, in every selected
 // container the mount at $SERVICE_BINDING_ROOT/<name> (setting the variable
 // to DefaultRoot where the container does not set it) and the environment
@@ -100,8 +123,8 @@ func Projected(tpl *corev1.PodTemplateSpec) []types.UID {
 // b updates the entries where they are, so the template's order is stable.
 // It returns warnings: things the projection left alone because a user's
 // value was there first.
-func Project(tpl *corev1.PodTemplateSpec, b Binding) []string {
-	var warnings []string
+func Project(tpl *corev1.PodTemplateSpec, b Binding) []Warning {
+	var warnings []Warning
 	old := readRecord(tpl, b.UID)
 	record := map[string][]string{}
 	volume := VolumeName(b.UID)
@@ -112,7 +135,7 @@ func Project(tpl *corev1.PodTemplateSpec, b Binding) []string {
 
 	roots := readRoots(tpl)
 	forEachContainer(tpl, func(c *corev1.Container) {
-		if len(b.Containers) > 0 && !slices.Contains(b.Containers, c.Name) {
+		if !b.selects(c) {
 			removeMount(c, volume)
 			removeEnv(c, old[c.Name])
 			return
@@ -123,20 +146,25 @@ func Project(tpl *corev1.PodTemplateSpec, b Binding) []string {
 			c.Env = append(c.Env, corev1.EnvVar{Name: RootEnv, Value: DefaultRoot})
 			roots = appendUnique(roots, c.Name)
 		} else if root == "" {
-			warnings = append(warnings, fmt.Sprintf("container %q sets %s from a reference; mounting under %s", c.Name, RootEnv, DefaultRoot))
+			warnings = append(warnings, Warning{Message: fmt.Sprintf("container %q sets %s from a reference; mounting under %s", c.Name, RootEnv, DefaultRoot)})
 			root = DefaultRoot
 		}
 		mount := corev1.VolumeMount{Name: volume, ReadOnly: true, MountPath: path.Join(root, b.Name)}
+		// The API server refuses two mounts at one path, and with it the
+		// whole workload: the user's volume stays, the binding goes.
 		if other := mountAt(c, mount.MountPath, volume); other != "" {
-			warnings = append(warnings, fmt.Sprintf("container %q already mounts volume %q at %s", c.Name, other, mount.MountPath))
+			warnings = append(warnings, Warning{Unbound: true,
+				Message: fmt.Sprintf("container %q already mounts volume %q at %s; the binding is not mounted there", c.Name, other, mount.MountPath)})
+			removeMount(c, volume)
+		} else {
+			upsertMount(c, mount)
 		}
-		upsertMount(c, mount)
 
 		var added []string
 		for _, m := range b.Env {
 			i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == m.Name })
 			if i >= 0 && !slices.Contains(old[c.Name], m.Name) {
-				warnings = append(warnings, fmt.Sprintf("container %q already sets %s; left as it is", c.Name, m.Name))
+				warnings = append(warnings, Warning{Message: fmt.Sprintf("container %q already sets %s; left as it is", c.Name, m.Name)})
 				continue
 			}
 			e := bindingEnv(b, m)

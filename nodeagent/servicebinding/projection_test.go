@@ -1,6 +1,7 @@
 package servicebinding
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -50,7 +52,7 @@ func TestProject(t *testing.T) {
 		in       *corev1.PodTemplateSpec
 		binding  Binding
 		want     *corev1.PodTemplateSpec
-		warnings []string
+		warnings []Warning
 	}{{
 		// Minimal Example Resource: the directory is the binding's name and
 		// SERVICE_BINDING_ROOT is set to /bindings.
@@ -149,7 +151,27 @@ func TestProject(t *testing.T) {
 					VolumeMounts: []corev1.VolumeMount{mount("/bindings/db")}}},
 			},
 		},
-		warnings: []string{`container "app" already sets DB_HOST; left as it is`},
+		warnings: []Warning{{Message: `container "app" already sets DB_HOST; left as it is`}},
+	}, {
+		// A volume of the user's own mounted at the binding's directory:
+		// a second mount at the same path would have the whole workload
+		// refused by the API server. That container is left without the
+		// binding, the others are bound, and the warning says why.
+		name: "user mount at the binding's path",
+		in: template(
+			corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}},
+			corev1.Container{Name: "worker"}),
+		binding: Binding{UID: uid, Name: "db", Secret: "s"},
+		want: &corev1.PodTemplateSpec{
+			ObjectMeta: objectMeta(map[string]string{recordPrefix + uid: "{}", rootAnnotation: `["worker"]`}),
+			Spec: corev1.PodSpec{
+				Volumes: []corev1.Volume{secretVolume("s")},
+				Containers: []corev1.Container{
+					{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "own", MountPath: "/bindings/db"}}},
+					{Name: "worker", Env: []corev1.EnvVar{rootEnv("/bindings")}, VolumeMounts: []corev1.VolumeMount{mount("/bindings/db")}}},
+			},
+		},
+		warnings: []Warning{{Unbound: true, Message: `container "app" already mounts volume "own" at /bindings/db; the binding is not mounted there`}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,5 +392,126 @@ func TestParseMappingRejects(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("ParseMapping(%+v) = %v, want an error about %s", tt.tpl, err, tt.want)
 		}
+	}
+}
+
+// TestWorkloadMappingRecorded: a binding is projected into a workload with
+// its mapping recorded in the workload's annotations, projected again
+// with a changed mapping after removal with the recorded one, and removed
+// with the recorded mapping whatever the mapping is then. Reading the
+// workload with only the mapping of the moment used to leave the mounts
+// in arrays a new mapping does not cover.
+func TestWorkloadMappingRecorded(t *testing.T) {
+	t.Parallel()
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+metadata: {name: web, annotations: {team: shop}}
+spec: {template: {spec: {initContainers: [{name: init, image: x}], containers: [{name: app, image: x}]}}}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	orig := runtime.DeepCopyJSON(obj)
+	initOnly, err := ParseMapping(sbv1.ClusterWorkloadResourceMappingTemplate{Version: "*",
+		Containers: []sbv1.ClusterWorkloadResourceMappingContainer{{Path: ".spec.template.spec.initContainers[*]", Name: ".name"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Binding{UID: uid, Name: "db", Secret: "s"}
+	bound := func() []string {
+		tpl, err := Template(obj, podSpecable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range tpl.Spec.Containers {
+			if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeName(uid) }) {
+				names = append(names, c.Name)
+			}
+		}
+		return names
+	}
+	for _, step := range []struct {
+		m     Mapping
+		bound []string
+	}{
+		{podSpecable, []string{"init", "app"}},
+		{initOnly, []string{"init"}},
+		{initOnly, []string{"init"}}, // again: nothing changes
+	} {
+		before := runtime.DeepCopyJSON(obj)
+		changed, _, err := projectWorkload(obj, deployment, step.m, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bound(); !slices.Equal(got, step.bound) {
+			t.Errorf("bound %v, want %v", got, step.bound)
+		}
+		if m, ok := recordedMapping(obj, uid); !ok || !sameMapping(m, step.m) {
+			t.Errorf("recorded mapping %+v (%v), want %+v", m, ok, step.m)
+		}
+		if changed == cmp.Equal(before, obj) {
+			t.Errorf("changed = %v, but the object changed: %v", changed, !cmp.Equal(before, obj))
+		}
+	}
+	// Removed with the recorded mapping, not with the one given.
+	if _, err := unprojectWorkload(obj, podSpecable, uid); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orig, obj); diff != "" {
+		t.Errorf("after unprojection (-before projection +after):\n%s", diff)
+	}
+
+	// A Pod's template never changes after creation, so it is never
+	// unprojected: no record.
+	pod := map[string]any{"metadata": map[string]any{"name": "p"}, "spec": map[string]any{"containers": []any{map[string]any{"name": "app"}}}}
+	podMapping, _ := MappingFor(schema.GroupKind{Kind: "Pod"}, "v1", nil)
+	if _, _, err := projectWorkload(pod, schema.GroupKind{Kind: "Pod"}, podMapping, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recordedMapping(pod, uid); ok {
+		t.Errorf("a Pod records its mapping: %v", pod["metadata"])
+	}
+}
+
+// TestUnnamedContainerBound: a container of a MappingContainer without a
+// name expression is bound even when the binding names containers
+// (specification, Workload Resource Mapping: "If either key is not
+// defined, the container SHOULD be bound"); the named ones are bound only
+// when named. It used to be left out, its empty name matching none of
+// spec.workload.containers.
+func TestUnnamedContainerBound(t *testing.T) {
+	t.Parallel()
+	m, err := ParseMapping(sbv1.ClusterWorkloadResourceMappingTemplate{Version: "*",
+		Containers: []sbv1.ClusterWorkloadResourceMappingContainer{
+			{Path: ".spec.template.spec.containers[*]", Name: ".name"},
+			{Path: ".spec.sidecars[*]"}, // no name expression
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+spec:
+  sidecars: [{image: proxy}]
+  template: {spec: {containers: [{name: app, image: x}, {name: other, image: x}]}}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := Template(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := tpl.DeepCopy()
+	Project(tpl, Binding{UID: uid, Name: "db", Secret: "s", Containers: []string{"app"}})
+	for i, want := range []bool{true, false, true} { // app, other, the unnamed sidecar
+		c := tpl.Spec.Containers[i]
+		if got := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeName(uid) }); got != want {
+			t.Errorf("container %d (%q) bound: %v, want %v", i, c.Name, got, want)
+		}
+	}
+	Unproject(tpl, uid)
+	if diff := cmp.Diff(orig, tpl); diff != "" {
+		t.Errorf("Unproject left (-before projection +after unprojection):\n%s", diff)
 	}
 }

@@ -115,13 +115,58 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 	if err != nil {
 		return nil, nil, err
 	}
+	bindings, warnings := w.resolve(ctx, selecting)
+	e := &workloadEdit{obj: obj.Object, paths: append(fieldPaths(m), workloadAnnotations)}
+	if err := e.unprojectEarlier(bindings, m); err != nil {
+		return nil, warnings, fmt.Errorf("read %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
 	tpl, err := Template(obj.Object, m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s %s: %w", gvk.Kind, obj.GetName(), err)
+		return nil, warnings, fmt.Errorf("read %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	before := tpl.DeepCopy()
-	var warnings []string
+	for _, b := range bindings {
+		for _, warning := range Project(tpl, b.Binding) {
+			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", b.name, warning.Message))
+		}
+	}
+	if isPod {
+		ws, err := w.egress(ctx, obj.GetNamespace(), tpl, list.Items)
+		warnings = append(warnings, ws...)
+		if err != nil {
+			return nil, warnings, err
+		}
+	}
+	if !equalTemplates(before, tpl) {
+		if err := e.touch(); err != nil {
+			return nil, warnings, err
+		}
+		if err := WriteTemplate(obj.Object, m, tpl); err != nil {
+			return nil, warnings, fmt.Errorf("write %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	if !immutable(gvk.GroupKind()) {
+		if err := e.recordMappings(bindings, m); err != nil {
+			return nil, warnings, err
+		}
+	}
+	patch, err := e.patch()
+	return patch, warnings, err
+}
+
+// resolved is a binding to project: its ServiceBinding's name, and what
+// it projects.
+type resolved struct {
+	name string
+	Binding
+}
+
+// resolve returns the bindings to project of those selecting, sorted by
+// name: those whose Secret is known. Each of the others is a warning.
+func (w *Webhook) resolve(ctx context.Context, selecting []*sbv1.ServiceBinding) ([]resolved, []string) {
 	slices.SortFunc(selecting, func(a, b *sbv1.ServiceBinding) int { return strings.Compare(a.Name, b.Name) })
+	var bindings []resolved
+	var warnings []string
 	for _, sb := range selecting {
 		secret, err := w.secretOf(ctx, sb)
 		if err != nil {
@@ -135,37 +180,87 @@ func (w *Webhook) project(ctx context.Context, obj *unstructured.Unstructured, g
 				sb.Name, sb.Spec.Service.Kind, sb.Spec.Service.Name))
 			continue
 		}
-		for _, msg := range Project(tpl, BindingFor(sb, secret)) {
-			warnings = append(warnings, fmt.Sprintf("servicebinding %s: %s", sb.Name, msg))
+		bindings = append(bindings, resolved{sb.Name, BindingFor(sb, secret)})
+	}
+	return bindings, warnings
+}
+
+// workloadEdit is a workload's object changed at admission. The fields at
+// paths are kept as they were before the first change (touch), for the
+// JSON patch of what changed.
+type workloadEdit struct {
+	obj    map[string]any
+	paths  [][]string
+	before []fieldBefore
+}
+
+// touch records the fields before a change; only the first call does.
+func (e *workloadEdit) touch() error {
+	if e.before != nil {
+		return nil
+	}
+	var err error
+	e.before, err = snapshotFields(e.obj, e.paths)
+	return err
+}
+
+// patch returns the JSON patch of the changes, nil when there were none.
+func (e *workloadEdit) patch() ([]byte, error) {
+	if e.before == nil {
+		return nil, nil
+	}
+	return patchFields(e.obj, e.before)
+}
+
+// unprojectEarlier removes the projections of bindings made with another
+// mapping than m, with theirs, so that they are made again with m.
+func (e *workloadEdit) unprojectEarlier(bindings []resolved, m Mapping) error {
+	earlier := map[types.UID]Mapping{}
+	for _, b := range bindings {
+		if old, ok := recordedMapping(e.obj, b.UID); ok && !sameMapping(old, m) {
+			earlier[b.UID] = old
+			e.paths = append(e.paths, fieldPaths(old)...)
 		}
 	}
-	if isPod {
-		ws, err := w.egress(ctx, obj.GetNamespace(), tpl, list.Items)
-		warnings = append(warnings, ws...)
-		if err != nil {
-			return nil, warnings, err
+	if len(earlier) == 0 {
+		return nil
+	}
+	if err := e.touch(); err != nil {
+		return err
+	}
+	for uid, old := range earlier {
+		if _, err := unprojectWith(e.obj, old, uid); err != nil {
+			return err
 		}
 	}
-	if equalTemplates(before, tpl) {
-		return nil, warnings, nil
+	return nil
+}
+
+// recordMappings records m as the mapping of bindings where it is not yet.
+func (e *workloadEdit) recordMappings(bindings []resolved, m Mapping) error {
+	for _, b := range bindings {
+		if old, ok := recordedMapping(e.obj, b.UID); ok && sameMapping(old, m) {
+			continue
+		}
+		if err := e.touch(); err != nil {
+			return err
+		}
+		if _, err := recordMapping(e.obj, b.UID, m); err != nil {
+			return err
+		}
 	}
-	fields, err := snapshotFields(obj.Object, fieldPaths(m))
-	if err != nil {
-		return nil, warnings, err
-	}
-	if err := WriteTemplate(obj.Object, m, tpl); err != nil {
-		return nil, warnings, fmt.Errorf("write %s %s: %w", gvk.Kind, obj.GetName(), err)
-	}
-	patch, err := patchFields(obj.Object, fields)
-	return patch, warnings, err
+	return nil
 }
 
 // secretOf returns the name of the Secret to project for sb: the one its
-// status names, or, before the controller has resolved the binding (a
-// workload applied together with its ServiceBinding), the one its service
-// exposes now, read from the cache; "" when there is none yet.
+// status names, when that status is of the binding's current generation;
+// else (the controller has not resolved the binding yet, as for a
+// workload applied together with its ServiceBinding, or not since its
+// spec changed) the one its service exposes now, read from the cache; ""
+// when there is none yet. A status of an earlier generation may name the
+// Secret of a service the binding no longer refers to.
 func (w *Webhook) secretOf(ctx context.Context, sb *sbv1.ServiceBinding) (string, error) {
-	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" {
+	if sb.Status.Binding != nil && sb.Status.Binding.Name != "" && sb.Status.ObservedGeneration == sb.Generation {
 		return sb.Status.Binding.Name, nil
 	}
 	name, err := serviceSecret(ctx, w.r, sb.Namespace, sb.Spec.Service)

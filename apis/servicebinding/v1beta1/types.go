@@ -51,9 +51,13 @@ type ServiceBindingSpec struct {
 }
 
 // ServiceBindingWorkloadReference selects workloads by name or by labels,
-// never both.
+// never both. Its apiVersion and kind cannot change, as in the
+// specification's reference implementation: the workloads a binding is
+// projected into are found among those of its kind, so a binding
+// re-pointed to another kind would leave the first ones projected.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="exactly one of name and selector must be set"
+// +kubebuilder:validation:XValidation:rule="self.apiVersion == oldSelf.apiVersion && self.kind == oldSelf.kind",message="apiVersion and kind are immutable: delete the ServiceBinding and create it anew to bind another kind of workload"
 type ServiceBindingWorkloadReference struct {
 	// APIVersion of the workload, such as apps/v1.
 	APIVersion string `json:"apiVersion"`
