@@ -41,12 +41,14 @@ const (
 	// small file can claim a huge picture that the browser would then
 	// decode.
 	maxIconSide = 1024
-	// maxIconsPerBroker is how many different icons one catalogue gets;
-	// services beyond it show the UI's generated icon.
+	// maxIconsPerBroker is how many different icons one catalogue gets,
+	// and each broker's share of the table, failed fetches counted: one
+	// broker's icons, however many its relists name, never take another's
+	// room (a namespace's broker is its tenant's to fill). Services
+	// beyond it show the UI's generated icon. A broker's icons that its
+	// services no longer name go at its next refresh, and all of them go
+	// with the broker.
 	maxIconsPerBroker = 256
-	// maxIcons bounds the table: no new icon is stored beyond it. Icons no
-	// service names any more are pruned at every refresh.
-	maxIcons = 4096
 	// iconFetchers fetch in parallel, each within iconFetchTimeout; one
 	// refresh takes at most iconRefreshBudget.
 	iconFetchers      = 4
@@ -78,12 +80,13 @@ func iconKey(u string) []byte {
 // when it could not be fetched or used (the UI then draws its own).
 func (s *Store) ClassIcon(ctx context.Context, class *ServiceClass) (*Icon, error) {
 	u := class.Spec.Metadata().ImageURL
-	if u == "" {
+	if u == "" || class.ID == "" {
 		return nil, ErrNotFound
 	}
 	ic := &Icon{}
-	err := s.pool.QueryRow(ctx, `SELECT content_type, body FROM catalog.service_icons WHERE url_hash = $1 AND body IS NOT NULL`,
-		iconKey(u)).Scan(&ic.ContentType, &ic.Body)
+	err := s.pool.QueryRow(ctx, `SELECT content_type, body FROM catalog.service_icons
+		WHERE broker_id = (SELECT broker_id FROM catalog.service_classes WHERE id = $2::uuid) AND url_hash = $1 AND body IS NOT NULL`,
+		iconKey(u), class.ID).Scan(&ic.ContentType, &ic.Body)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -111,10 +114,11 @@ type iconResult struct {
 }
 
 // refreshIcons brings the icons of a broker's services up to date after
-// its catalogue was stored: data: URIs decoded, http(s) URLs fetched when
-// new or due (conditionally, with their ETag), every one checked; then
-// icons no service names any more go. Failures are logged and remembered
-// per icon; they never fail the catalogue fetch.
+// its catalogue was stored: first the broker's icons none of its services
+// names any more go; then data: URIs are decoded, http(s) URLs fetched
+// when new or due (conditionally, with their ETag), every one checked.
+// Failures are logged and remembered per icon; they never fail the
+// catalogue fetch.
 func (s *Store) refreshIcons(ctx context.Context, brokerID string) {
 	ctx, cancel := context.WithTimeout(ctx, iconRefreshBudget)
 	defer cancel()
@@ -129,6 +133,13 @@ func (s *Store) refreshIcons(ctx context.Context, brokerID string) {
 }
 
 func (s *Store) refreshIconsOf(ctx context.Context, brokerID string) (int, []string, error) {
+	// Only this broker's services name its icons, and its catalogue was
+	// stored before this refresh: what they do not name is of no use.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM catalog.service_icons i WHERE i.broker_id = $1 AND NOT EXISTS (
+		SELECT 1 FROM catalog.service_classes c WHERE c.broker_id = $1 AND NOT c.removed AND c.spec #>> '{externalMetadata,imageUrl}' IS NOT NULL
+			AND sha256(convert_to(trim(c.spec #>> '{externalMetadata,imageUrl}'), 'UTF8')) = i.url_hash)`, brokerID); err != nil {
+		return 0, nil, mapErr(err)
+	}
 	urls, known, room, err := s.iconsToCheck(ctx, brokerID)
 	if err != nil {
 		return 0, nil, err
@@ -143,7 +154,7 @@ func (s *Store) refreshIconsOf(ctx context.Context, brokerID string) (int, []str
 		case ok && (strings.HasPrefix(u, "data:") || now.Before(k.next)):
 			continue // stored, and not due
 		case !ok && room <= 0:
-			continue // the table is full: the UI draws this one
+			continue // the broker's share is full: the UI draws this one
 		case !ok:
 			room--
 		}
@@ -161,25 +172,23 @@ func (s *Store) refreshIconsOf(ctx context.Context, brokerID string) (int, []str
 		case r == nil:
 		case r.problem != "":
 			failed = append(failed, r.problem)
-			batch.Queue(`INSERT INTO catalog.service_icons (url_hash, problem, fetched_at, next_fetch_at) VALUES ($1, $2, now(), $3)
-				ON CONFLICT (url_hash) DO UPDATE SET problem = EXCLUDED.problem, fetched_at = now(), next_fetch_at = EXCLUDED.next_fetch_at`,
-				r.key, r.problem, r.next)
+			batch.Queue(`INSERT INTO catalog.service_icons (broker_id, url_hash, problem, fetched_at, next_fetch_at) VALUES ($1, $2, $3, now(), $4)
+				ON CONFLICT (broker_id, url_hash) DO UPDATE SET problem = EXCLUDED.problem, fetched_at = now(), next_fetch_at = EXCLUDED.next_fetch_at`,
+				brokerID, r.key, r.problem, r.next)
 		case r.unchanged:
-			batch.Queue(`UPDATE catalog.service_icons SET problem = '', fetched_at = now(), next_fetch_at = $2 WHERE url_hash = $1`, r.key, r.next)
+			batch.Queue(`UPDATE catalog.service_icons SET problem = '', fetched_at = now(), next_fetch_at = $3 WHERE broker_id = $1 AND url_hash = $2`,
+				brokerID, r.key, r.next)
 		default:
 			stored++
-			batch.Queue(`INSERT INTO catalog.service_icons (url_hash, content_type, body, etag, fetched_at, next_fetch_at) VALUES ($1, $2, $3, $4, now(), $5)
-				ON CONFLICT (url_hash) DO UPDATE SET content_type = EXCLUDED.content_type, body = EXCLUDED.body, etag = EXCLUDED.etag,
+			batch.Queue(`INSERT INTO catalog.service_icons (broker_id, url_hash, content_type, body, etag, fetched_at, next_fetch_at) VALUES ($1, $2, $3, $4, $5, now(), $6)
+				ON CONFLICT (broker_id, url_hash) DO UPDATE SET content_type = EXCLUDED.content_type, body = EXCLUDED.body, etag = EXCLUDED.etag,
 					problem = '', fetched_at = now(), next_fetch_at = EXCLUDED.next_fetch_at`,
-				r.key, r.contentType, r.body, r.etag, r.next)
+				brokerID, r.key, r.contentType, r.body, r.etag, r.next)
 		}
 	}
-	// Icons that no service (of any broker) names any more go, an hour
-	// after they were last stored or fetched: another broker's refresh may
-	// be storing the services that name them.
-	batch.Queue(`DELETE FROM catalog.service_icons i WHERE i.fetched_at < now() - interval '1 hour' AND NOT EXISTS (
-		SELECT 1 FROM catalog.service_classes c WHERE NOT c.removed AND c.spec #>> '{externalMetadata,imageUrl}' IS NOT NULL
-			AND sha256(convert_to(trim(c.spec #>> '{externalMetadata,imageUrl}'), 'UTF8')) = i.url_hash)`)
+	if batch.Len() == 0 {
+		return 0, nil, nil
+	}
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return 0, nil, mapErr(err)
 	}
@@ -188,7 +197,7 @@ func (s *Store) refreshIconsOf(ctx context.Context, brokerID string) (int, []str
 
 // iconsToCheck reads the icon URLs of a broker's services (at most
 // maxIconsPerBroker), what the table knows of them, and how many new
-// icons the table has room for.
+// icons the broker's share of the table has room for.
 func (s *Store) iconsToCheck(ctx context.Context, brokerID string) ([]string, map[string]knownIcon, int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT trim(spec #>> '{externalMetadata,imageUrl}') FROM catalog.service_classes
 		WHERE broker_id = $1 AND NOT removed AND jsonb_typeof(spec #> '{externalMetadata,imageUrl}') = 'string'
@@ -205,7 +214,8 @@ func (s *Store) iconsToCheck(ctx context.Context, brokerID string) ([]string, ma
 		keys[i] = iconKey(u)
 	}
 	known := map[string]knownIcon{}
-	rows, err = s.pool.Query(ctx, `SELECT url_hash, etag, next_fetch_at, body IS NOT NULL FROM catalog.service_icons WHERE url_hash = ANY($1)`, keys)
+	rows, err = s.pool.Query(ctx, `SELECT url_hash, etag, next_fetch_at, body IS NOT NULL FROM catalog.service_icons
+		WHERE broker_id = $1 AND url_hash = ANY($2)`, brokerID, keys)
 	if err != nil {
 		return nil, nil, 0, mapErr(err)
 	}
@@ -218,10 +228,10 @@ func (s *Store) iconsToCheck(ctx context.Context, brokerID string) ([]string, ma
 		return nil, nil, 0, mapErr(err)
 	}
 	var count int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM catalog.service_icons`).Scan(&count); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM catalog.service_icons WHERE broker_id = $1`, brokerID).Scan(&count); err != nil {
 		return nil, nil, 0, mapErr(err)
 	}
-	return urls, known, maxIcons - count, nil
+	return urls, known, maxIconsPerBroker - count, nil
 }
 
 // checkIconURL decodes or fetches one icon and checks it.

@@ -199,6 +199,7 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 		// there. The row goes in with the transaction's revision.
 		rev := w.probedRevision("catalog.instances", in.Namespace, in.Name)
 		w.insertedWithRevision(in.ID)
+		classRef, _, classNS := in.Refs()
 		// The bindings recorded before the instance are linked to it in
 		// the same statement.
 		insertCreated(w, func(err error) error {
@@ -211,10 +212,10 @@ func (s *Store) createInstance(ctx context.Context, r *catalogueReader, in *Inst
 			}
 			return mapErr(err)
 		}, KindInstance, in.ID, "Desired state recorded.", `created AS (INSERT INTO catalog.instances (id, namespace, name, class_id, plan_id, metadata, spec, status, generation, resource_version, created_at)
-				VALUES ($1, $2, $3, (SELECT class_id FROM catalog.service_plans WHERE id = $4), $4, $5, $6, $7, 1, `+rev+`, $8)),
+				VALUES ($1, $2, $3, `+classOfRef(9)+`, $4, $5, $6, $7, 1, `+rev+`, $8)),
 			linked AS (UPDATE catalog.bindings SET instance_id = $1
 				WHERE instance_id IS NULL AND namespace = $2 AND spec->'instanceRef'->>'name' = $3)`,
-			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now)
+			in.ID, in.Namespace, in.Name, planID, md, mustJSON(in.Spec), mustJSON(in.Status), now, classNS, refName(classRef))
 		w.changed(Added, in)
 		return nil
 	})
@@ -311,9 +312,10 @@ func (s *Store) updateInstance(ctx context.Context, id string, expectRV int64, u
 		if userChanged {
 			in.Generation++
 		}
+		classRef, _, classNS := in.Refs()
 		if _, err := w.Exec(ctx, `UPDATE catalog.instances SET metadata = $2, spec = $3, generation = $4,
-			plan_id = $5, class_id = (SELECT class_id FROM catalog.service_plans WHERE id = $5) WHERE id = $1`,
-			id, md, mustJSON(in.Spec), in.Generation, planIDOf(plan)); err != nil {
+			plan_id = $5, class_id = `+classOfRef(6)+` WHERE id = $1`,
+			id, md, mustJSON(in.Spec), in.Generation, planIDOf(plan), classNS, refName(classRef)); err != nil {
 			return mapErr(err)
 		}
 		if userChanged {
@@ -482,6 +484,16 @@ func sameNames(a, b *InstanceSpec) bool {
 }
 
 // planIDOf is the plan's id, or nil for none.
+// classOfRef is the id of the class an instance's spec refers to, its
+// namespace and name the query's parameters n and n+1: NULL while the
+// instance is unresolved. An instance's class is the one it was resolved
+// to, not its plan's current one: a broker may move a plan to another
+// service, and the instance's row must keep holding the class its spec
+// names, or a relist deletes that class from under it (unheldClass).
+func classOfRef(n int) string {
+	return fmt.Sprintf("(SELECT c.id FROM catalog.service_classes c WHERE c.namespace = $%d AND c.name = $%d)", n, n+1)
+}
+
 func planIDOf(p *ServicePlan) *string {
 	if p == nil {
 		return nil

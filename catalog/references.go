@@ -291,7 +291,12 @@ func lookupPlan(ctx context.Context, q querier, spec *InstanceSpec, n planNaming
 		n.setPlanName(spec, plan)
 		return class, plan, nil
 	}
-	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid AND catalog.plan_visible(metadata, ARRAY[$3])`, class.ID, n.planVal, n.visibleTo)
+	// Plans of one class may share an external name: a broker that gave a
+	// plan a new id leaves the old one, removed, while instances hold it.
+	// The one offered is taken then, and a plan counts as removed only
+	// when every plan of the name is.
+	plan, err := getBy[ServicePlan](ctx, q, n.planWhere+` AND class_id = $1::uuid AND catalog.plan_visible(metadata, ARRAY[$3])
+		ORDER BY removed, position, id LIMIT 1`, class.ID, n.planVal, n.visibleTo)
 	if errors.Is(err, ErrNotFound) {
 		msg := "References a non-existent " + n.planKind() + " " + describe(spec, 'v')
 		if !n.byName {

@@ -183,18 +183,37 @@ func (s *Store) relistOnce(ctx context.Context, id string, last bool) (*Broker, 
 	}
 	out, err := s.storeCatalog(ctx, id, b.Generation, cat)
 	if err != nil {
-		if v, ok := AsValidation(err); ok {
-			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, v)
-		}
-		if errors.Is(err, errDuplicateOffer) {
-			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, s.duplicateOffer(ctx, b, cat))
-		}
-		if errors.Is(err, ErrConflict) {
-			return s.relistFailed(ctx, id, ReasonErrorSyncingCatalog, err)
-		}
-		return nil, err
+		return s.storeFailed(ctx, b, cat, err)
 	}
 	return out, nil
+}
+
+// storeFailed records a fetched catalogue that could not be stored, as
+// relistFailed records any failed fetch, whatever the cause: a problem of
+// the catalogue, a conflict, or the database's refusal (a value out of
+// range, a full disk). A failure left unrecorded would keep the broker's
+// last success in its status and its relist claimed until the claim ran
+// out, to be tried again at once, without a backoff, at the cost of
+// another fetch and store. Only a catalogue fetched for a spec the broker
+// no longer has is not a failure: relist fetches again.
+func (s *Store) storeFailed(ctx context.Context, b *Broker, cat *osb.Catalogue, err error) (*Broker, error) {
+	if v, ok := AsValidation(err); ok {
+		return s.relistFailed(ctx, b.ID, ReasonErrorSyncingCatalog, v)
+	}
+	switch {
+	case errors.Is(err, errStaleCatalogue):
+		return nil, err
+	case errors.Is(err, errDuplicateOffer):
+		err = s.duplicateOffer(ctx, b, cat)
+	case ctx.Err() != nil:
+		// As fetchFailed: recorded all the same, the caller gets ctx's
+		// error beside the broker.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		recorded, _ := s.relistFailed(rctx, b.ID, ReasonErrorSyncingCatalog, errors.New("the catalogue's storing was cancelled before it was done"))
+		return recorded, ctx.Err()
+	}
+	return s.relistFailed(ctx, b.ID, ReasonErrorSyncingCatalog, err)
 }
 
 // fetchFailed records a catalogue fetch that failed with err.
@@ -449,6 +468,25 @@ type catalogueWriter struct {
 	// seenClass and seenPlan are the external ids offered and kept.
 	seenClass, seenPlan map[string]bool
 	nClasses, nPlans    int
+	pos                 positions
+}
+
+// positions hands out the positions of a catalogue's classes and plans,
+// service by service in the broker's order: a class's is the number of
+// services before it, a plan's the number of plans before it (those the
+// catalog restrictions leave out count too), so they rise in the broker's
+// order however many plans a service has. They fit the tables' integer
+// columns: every service and plan takes bytes of a document of at most
+// osb.MaxCatalog (32 MiB), far fewer than 2³¹.
+type positions struct{ services, plans int }
+
+// next is the position of the next service's class and that of the first
+// of its plans; the others follow it.
+func (p *positions) next(plans int) (class, firstPlan int) {
+	class, firstPlan = p.services, p.plans
+	p.services++
+	p.plans += plans
+	return class, firstPlan
 }
 
 // write writes cat's classes and plans a chunk at a time, then deals with
@@ -507,13 +545,14 @@ func (cw *catalogueWriter) chunk(ctx context.Context, cat *osb.Catalogue, from, 
 	}
 	batch := &pgx.Batch{}
 	var changes []change
-	for k, svc := range services {
-		class, ok := cw.class(batch, &changes, from+k, svc, oldClasses[svc.ID])
+	for _, svc := range services {
+		classPos, planPos := cw.pos.next(len(svc.Plans))
+		class, ok := cw.class(batch, &changes, classPos, svc, oldClasses[svc.ID])
 		if !ok {
 			continue
 		}
 		for j, p := range svc.Plans {
-			cw.plan(batch, &changes, (from+k)*10000+j, class, p, oldPlans[p.ID])
+			cw.plan(batch, &changes, planPos+j, class, p, oldPlans[p.ID])
 		}
 	}
 	if err := cw.send(ctx, batch); err != nil {

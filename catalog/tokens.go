@@ -176,8 +176,14 @@ func (s *Store) ListTokens(ctx context.Context) ([]*Token, error) {
 }
 
 // RevokeToken removes a token, named by id or by name; it stops working at
-// once, and so do the web sessions opened with it.
+// once, and so do the web sessions opened with it. An empty name is
+// refused: unnamed tokens have none to be revoked by, and every one of
+// them, `bindery up`'s admin token among them, would match it.
 func (s *Store) RevokeToken(ctx context.Context, idOrName string) error {
+	if idOrName == "" {
+		return invalid(field.ErrorList{field.Required(field.NewPath("name"), "name the token by its id or its name: an unnamed token is revoked by its id")})
+	}
+
 	q := `DELETE FROM catalog.api_tokens WHERE name = $1`
 	if IsID(idOrName) {
 		q = `DELETE FROM catalog.api_tokens WHERE id = $1::uuid`

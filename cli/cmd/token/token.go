@@ -303,6 +303,10 @@ func newRevoke(o *Options, run func(context.Context, *RevokeOptions) error) *cob
 	return &cobra.Command{
 		Use: "revoke ID|NAME", Short: "Revoke a token at once", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				// Every unnamed token has the empty name.
+				return cmdutil.Usagef("name the token to revoke by its id or its name: an unnamed token is revoked by its id")
+			}
 			r.Name = args[0]
 			return run(cmd.Context(), r)
 		},

@@ -90,3 +90,29 @@ func TestWhere(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokeEmptyName: `token revoke ""` is a usage error, and no
+// database or server is asked: an unnamed token has no name to be revoked
+// by. Before, the empty name reached the catalog, which revoked every
+// unnamed token, the admin token `bindery up` makes among them.
+func TestRevokeEmptyName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var out, errOut bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	env := map[string]string{"HOME": t.TempDir(), "DATABASE_URL": "postgres://x"}
+	f.Getenv = func(k string) string { return env[k] }
+	opened := false
+	cmd := NewCmd(f, &Databases{DefaultDataDir: ".bindery", Open: func(context.Context, Database) (Store, error) {
+		opened = true
+		return nil, errOpened
+	}})
+	cmd.SetArgs([]string{"revoke", ""})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	var usage *cmdutil.UsageError
+	if !errors.As(err, &usage) || opened {
+		t.Fatalf("revoke \"\": %v (database opened: %v), want a usage error before anything is asked", err, opened)
+	}
+}
