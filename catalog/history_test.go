@@ -15,12 +15,7 @@ import (
 func TestHistoryFoldsAndKeepsFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool := newPoolStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, _, _ := listedWithPool(t)
 	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanSync}}
 	in.Name, in.Namespace = "db", "test"
 	in, err := s.CreateInstance(ctx, in)

@@ -22,12 +22,7 @@ import (
 func TestPlanMovedToAnotherService(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool := newPoolStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, fake, b := listedWithPool(t)
 	in := &catalog.Instance{Spec: catalog.InstanceSpec{ClusterServiceClassExternalName: osbtest.DefaultService, ClusterServicePlanExternalName: osbtest.PlanFixed}}
 	in.Name, in.Namespace = "held", "team-a"
 	in, err := s.CreateInstance(ctx, in)

@@ -22,12 +22,7 @@ import (
 func TestRelistStoreFailureRecorded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool := newPoolStore(t)
-	fake := osbtest.New(t, osbtest.WithBasicAuth("u", "p"))
-	b := register(t, s, "fake", fake.URL(), "")
-	if _, err := s.Relist(ctx, b.ID); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, fake, b := listedWithPool(t)
 	for _, sql := range []string{
 		`CREATE FUNCTION catalog.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'the disk is full' USING ERRCODE = '53100'; END $$`,

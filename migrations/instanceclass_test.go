@@ -19,18 +19,7 @@ func TestInstanceClassFromRef(t *testing.T) {
 	if err := Up(ctx, pool, Catalog); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		v, _, err := Version(ctx, pool, Catalog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v <= 30 {
-			break
-		}
-		if err := Down(ctx, pool, Catalog); err != nil {
-			t.Fatal(err)
-		}
-	}
+	catalogDownTo(t, pool, 30)
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO catalog.brokers (id, name, spec, resource_version) VALUES ('00000000-0000-0000-0000-0000000000b1', 'b', '{}', 1);
 		INSERT INTO catalog.service_classes (id, broker_id, name, external_id, external_name, position, removed, spec, osb, resource_version) VALUES

@@ -75,18 +75,7 @@ func TestPendingReferencesDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Down to 0010, whatever came after it.
-	for {
-		v, _, err := Version(ctx, pool, Catalog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v <= 10 {
-			break
-		}
-		if err := Down(ctx, pool, Catalog); err != nil {
-			t.Fatal(err)
-		}
-	}
+	catalogDownTo(t, pool, 10)
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO catalog.instances (id, namespace, name, spec, resource_version) VALUES ('00000000-0000-0000-0000-000000000001', 'team', 'db', '{}', 1);
 		INSERT INTO catalog.bindings (id, namespace, name, instance_id, spec, resource_version) VALUES
