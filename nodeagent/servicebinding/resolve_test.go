@@ -33,19 +33,7 @@ import (
 // the binding no longer refers to, which the webhook used to project.
 func TestWebhookBeforeController(t *testing.T) {
 	t.Parallel()
-	cluster := kubetest.Start(t)
-	scheme, err := servicebinding.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	installCRDs(t, c)
+	c := clusterWithCRDs(t)
 	createCatalogBindingCRD(t, c)
 	const ns = "default"
 	create(t, c, secret(ns, "direct"))
@@ -145,19 +133,7 @@ func TestWebhookBeforeController(t *testing.T) {
 // the controller does for workloads that are not updated.
 func TestWebhookMappingChange(t *testing.T) {
 	t.Parallel()
-	cluster := kubetest.Start(t)
-	scheme, err := servicebinding.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	installCRDs(t, c)
+	c := clusterWithCRDs(t)
 	const ns = "default"
 	sb := binding(ns, "db", secretRef("direct"), deploymentRef("web"))
 	create(t, c, secret(ns, "direct"), sb)
@@ -212,4 +188,25 @@ func TestWebhookMappingChange(t *testing.T) {
 	if got := bound(admit(admissionv1.Update, created)); !slices.Equal(got, []string{"init"}) {
 		t.Errorf("updated after the mapping changed: bound %v, want [init]", got)
 	}
+}
+
+// clusterWithCRDs starts a cluster of its own for a test that calls the
+// webhook's handler directly, with the CRDs installed, and returns a
+// client of it.
+func clusterWithCRDs(t *testing.T) client.Client {
+	t.Helper()
+	cluster := kubetest.Start(t)
+	scheme, err := servicebinding.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, c)
+	return c
 }
