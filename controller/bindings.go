@@ -286,7 +286,7 @@ func (c *Controller) bindFailed(ctx context.Context, env *bindingEnv, err error,
 		return c.bindingRetryable(ctx, b, catalog.OperationBind, reasonBindFailed, bindFailure(env, err, true), err)
 	case errors.As(err, &he) && !refusedForNow(err):
 		return result{}, c.bindingFailed(ctx, b, reasonBindFailed, bindFailure(env, err, false), reasonBindRefused, func(st *catalog.BindingStatus) {
-			if refusalLeavesNothing(earlier, he) {
+			if refusalLeavesNothing(earlier) {
 				st.UnbindStatus = catalog.UnbindNotRequired
 			}
 		})

@@ -219,11 +219,11 @@ func TestRefusalAfterAnEarlierAttempt(t *testing.T) {
 	}{
 		{"provision 409 after a malformed 200", osbtest.VerbProvision, []osbtest.Failure{malformed, {Status: 409, Times: 1}}, true},
 		{"provision 400 after a malformed 200", osbtest.VerbProvision, []osbtest.Failure{malformed, {Status: 400, Times: 1}}, true},
-		{"provision 409 first", osbtest.VerbProvision, []osbtest.Failure{{Status: 409, Times: 1}}, true},
+		{"provision 409 first", osbtest.VerbProvision, []osbtest.Failure{{Status: 409, Times: 1}}, false},
 		{"provision 400 first", osbtest.VerbProvision, []osbtest.Failure{{Status: 400, Times: 1}}, false},
 		{"bind 409 after a malformed 200", osbtest.VerbBind, []osbtest.Failure{malformed, {Status: 409, Times: 1}}, true},
 		{"bind 400 after a malformed 200", osbtest.VerbBind, []osbtest.Failure{malformed, {Status: 400, Times: 1}}, true},
-		{"bind 409 first", osbtest.VerbBind, []osbtest.Failure{{Status: 409, Times: 1}}, true},
+		{"bind 409 first", osbtest.VerbBind, []osbtest.Failure{{Status: 409, Times: 1}}, false},
 		{"bind 400 first", osbtest.VerbBind, []osbtest.Failure{{Status: 400, Times: 1}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,6 +270,37 @@ func TestRefusalAfterAnEarlierAttempt(t *testing.T) {
 				t.Errorf("left at the broker: %+v", bs)
 			}
 		})
+	}
+}
+
+// TestConflictOnAFirstProvisionIsNotOurs: an instance whose externalID
+// names an instance that is not its own at the broker (an abandoned one,
+// or another platform's sharing the broker: the id is only unique among
+// Bindery's instances) is refused 409 on its first provision. Deleting
+// it must not deprovision the other: nothing of this instance was ever
+// there. A 409 used to keep the deletion's deprovision required, so the
+// delete deprovisioned the other instance.
+func TestConflictOnAFirstProvisionIsNotOurs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := e.registerFake()
+	ctx := context.Background()
+	a := e.createInstance("abandoned", osbtest.DefaultService, osbtest.PlanSync, map[string]any{"size": 1})
+	e.waitInstance(a.ID, "Ready", instanceReady)
+	if _, err := e.store.AbandonInstance(ctx, a.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, a.ID); return err })
+	b := e.createInstance("copy", osbtest.DefaultService, osbtest.PlanSync, map[string]any{"size": 2}, func(in *catalog.Instance) {
+		in.Spec.ExternalID = a.Spec.ExternalID
+	})
+	e.waitInstance(b.ID, "Failed", failedFor)
+	if _, err := e.store.DeleteInstance(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("instance", func() error { _, err := e.store.GetInstance(ctx, b.ID); return err })
+	if n := len(callsFor(fake, osbtest.VerbDeprovision, a.Spec.ExternalID)); n != 0 || len(fake.Instances()) != 1 {
+		t.Errorf("deleting the refused instance made %d deprovision calls of the other's id, and left %d instances at the broker; want none and 1", n, len(fake.Instances()))
 	}
 }
 

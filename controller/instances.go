@@ -356,7 +356,7 @@ func (c *Controller) provisionFailed(ctx context.Context, env *instanceEnv, err 
 		// 400, 409, other 422s: the broker refused; the same request will
 		// be refused again.
 		return result{}, c.instanceFailed(ctx, in, reason, msg, brokerFailureReason(env), func(st *catalog.InstanceStatus) {
-			if refusalLeavesNothing(earlier, he) {
+			if refusalLeavesNothing(earlier) {
 				st.DeprovisionStatus = catalog.DeprovisionNotRequired
 			}
 		})
@@ -414,11 +414,12 @@ func refusedForNow(err error) bool {
 // before its request leaves, and only a finished orphan mitigation or an
 // earlier refusal says otherwise; so earlier, that status as the attempt
 // found it, keeps it required. A 409 says that an object with this id
-// exists at the broker (with other attributes), whatever the status says.
-// A deprovision or unbind of something the broker does not have costs one
-// request, answered 410 Gone; one left out leaves an orphan.
-func refusalLeavesNothing(earlier bool, he *osb.HTTPError) bool {
-	return !earlier && he.Status != http.StatusConflict
+// exists at the broker, but not that it is this object's: on a first
+// attempt it is someone else's (an abandoned instance's, or another
+// platform's on a shared broker, since an externalID is unique only among
+// Bindery's objects), and deleting this object must not remove it.
+func refusalLeavesNothing(earlier bool) bool {
+	return !earlier
 }
 
 // malformed200 reports a 200 whose body cannot be read.
