@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bindery-dev/bindery/cli/internal/output"
@@ -134,17 +135,32 @@ func NotFound(err error) bool {
 }
 
 // Transient tells whether the same request may succeed if sent again: the
-// server could not be reached or its answer was cut off, or it answered
-// 5xx (a database failing over) or 429 (too many requests). after is the
-// wait the server asked for, when it did. Any other answer is final.
+// connection was refused, reset, timed out or cut off, or the server
+// answered 500, 502, 503 or 504 (a database failing over, a restart) or
+// 429 (too many requests). after is the wait the server asked for, when it
+// did. Any other answer or error is final: a 501, an untrusted
+// certificate, a URL of no known scheme.
 func Transient(err error) (ok bool, after time.Duration) {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Status >= 500 || e.Status == http.StatusTooManyRequests, e.RetryAfter
+		switch e.Status {
+		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
+			http.StatusGatewayTimeout, http.StatusTooManyRequests:
+			return true, e.RetryAfter
+		}
+		return false, 0
 	}
+	// Every error of the HTTP client is a url.Error, itself a net.Error:
+	// what it wraps says what happened.
 	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var oe *net.OpError
 	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF), 0
+	return errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF), 0
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when
