@@ -98,3 +98,52 @@ func TestFormBudget(t *testing.T) {
 // maxAllocs is far above what a form of form.MaxFields fields costs, and
 // far below what an unbounded one did.
 const maxAllocs = 250_000
+
+// TestBudgetKeepsRequiredFields: the budget is spent on the required
+// properties first, however deep, so an object of hundreds of optional
+// properties cannot leave out a later required one: the form shows it,
+// and the posted form reads it. The budget went depth first, and such a
+// form could not make a valid instance.
+func TestBudgetKeepsRequiredFields(t *testing.T) {
+	t.Parallel()
+	var opt []string
+	for i := range 600 {
+		opt = append(opt, fmt.Sprintf(`"o%03d":{"type":"string"}`, i))
+	}
+	schema := json.RawMessage(`{"type":"object","required":["a","b"],"properties":{
+		"a":{"type":"object","properties":{"tuning":{"type":"object","properties":{` + strings.Join(opt, ",") + `}}}},
+		"b":{"type":"object","required":["host"],"properties":{"host":{"type":"string"},"port":{"type":"integer"}}}}}`)
+	fields, err := form.Fields(schema, "p", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	if n := generated(fields, &inputs); n > form.MaxFields {
+		t.Errorf("%d fields, more than %d", n, form.MaxFields)
+	}
+	if !slices.Contains(inputs, "p.b.host") {
+		t.Errorf("the required p.b.host is not in the form (%d inputs)", len(inputs))
+	}
+	if !slices.Contains(inputs, "p.a.tuning.o000") {
+		t.Error("the optional properties are all left out, though the budget had room for some")
+	}
+	out, problems, err := form.Parse(schema, "p", url.Values{"p.b.host": {"db.example"}})
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("parse: %v %v", problems, err)
+	}
+	if b, _ := out["b"].(map[string]any); b["host"] != "db.example" {
+		t.Errorf("parsed b = %v, want host db.example", out["b"])
+	}
+	// A spine that refers to itself is held to the budget too.
+	var refs []string
+	for i := range 6 {
+		refs = append(refs, fmt.Sprintf(`"p%d"`, i))
+	}
+	self := json.RawMessage(strings.Replace(string(wideSchema(6)), `"type":"object",`, `"type":"object","required":[`+strings.Join(refs, ",")+`],`, 1))
+	if fields, err = form.Fields(self, "p", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := generated(fields, &inputs); n > form.MaxFields {
+		t.Errorf("a required self-reference: %d fields, more than %d", n, form.MaxFields)
+	}
+}

@@ -481,12 +481,18 @@ func (n *node) isObject() bool { return n.typ() == "object" }
 // source is where a form's values come from: the parameters (JSON
 // values; none given means the schema's defaults) or a posted form. It
 // keeps the form's budget: left is how many more fields it may generate,
-// and cut says that it stopped for want of more.
+// and cut says that it stopped for want of more. reserve of them are
+// held for the required properties of required objects from the root
+// down (the spine), which are not built yet, so that optional fields
+// built before them cannot leave them out; spine says the properties
+// being built are on it.
 type source struct {
-	posted url.Values
-	errs   map[string]string
-	left   int
-	cut    bool
+	posted  url.Values
+	errs    map[string]string
+	left    int
+	cut     bool
+	reserve int
+	spine   bool
 }
 
 func newSource(posted url.Values, errs map[string]string) *source {
@@ -496,7 +502,7 @@ func newSource(posted url.Values, errs map[string]string) *source {
 // spend takes one field from the budget; false (and the form is cut)
 // when none is left.
 func (src *source) spend() bool {
-	if src.left <= 0 {
+	if src.left-src.reserve <= 0 {
 		src.cut = true
 		return false
 	}
@@ -539,6 +545,7 @@ func rootFields(n *node, prefix string, src *source, v any, given bool) []Field 
 			out = []Field{src.field(n, prefix, prefix, "Parameters", true, v, given, true, 0)}
 		}
 	} else {
+		src.reserve, src.spine = spineFields(n, 0, MaxFields/2), true
 		out = src.props(n, prefix, prefix, v, given, true, 0)
 	}
 	if src.cut {
@@ -569,10 +576,33 @@ func (n *node) propNames() []string {
 	return names
 }
 
+// spineFields counts the fields props builds for n's required
+// properties and, where those are objects, for theirs, as deep as a form
+// goes, up to limit: what the budget holds for them (source.reserve).
+func spineFields(n *node, depth, limit int) int {
+	count := 0
+	if depth > maxDepth {
+		return 0
+	}
+	for _, k := range n.required {
+		c, ok := n.props[k]
+		if !ok || count >= limit {
+			continue
+		}
+		count++
+		if child := n.sc.view(c); child.alts == nil && child.konst == nil && child.isObject() {
+			count += spineFields(child, depth+1, limit-count)
+		}
+	}
+	return min(count, limit)
+}
+
 // props builds the fields of an object node's properties, in propNames'
-// order, as many as the budget has left. An object takes its fields from
-// the budget before it builds any, so a form shows its top level first,
-// and an object costs its ordering only while the budget lasts.
+// order (required first), as many as the budget has left. An object takes
+// its fields from the budget before it builds any, so a form shows its top
+// level first, and an object costs its ordering only while the budget
+// lasts. Required properties on the spine take the fields held for them;
+// every other property takes only what the reserve leaves.
 func (src *source) props(n *node, name, path string, v any, given, active bool, depth int) []Field {
 	if depth > maxDepth || len(n.props) == 0 {
 		return nil
@@ -582,8 +612,18 @@ func (src *source) props(n *node, name, path string, v any, given, active bool, 
 		return nil
 	}
 	names := n.propNames()
-	if len(names) > src.left {
-		names, src.cut = names[:src.left], true
+	onSpine := src.spine
+	take := max(0, src.left-src.reserve)
+	if onSpine {
+		req := 0
+		for req < len(names) && slices.Contains(n.required, names[req]) {
+			req++
+		}
+		src.reserve = max(0, src.reserve-req)
+		take = req + max(0, src.left-req-src.reserve)
+	}
+	if take = min(take, src.left); len(names) > take {
+		names, src.cut = names[:take], true
 	}
 	src.left -= len(names)
 	values, _ := v.(map[string]any)
@@ -593,8 +633,11 @@ func (src *source) props(n *node, name, path string, v any, given, active bool, 
 		if !ok {
 			pv = nil
 		}
-		out = append(out, src.field(n.sc.view(n.props[k]), name+"."+k, path+"."+k, k, slices.Contains(n.required, k), pv, given, active, depth+1))
+		required := slices.Contains(n.required, k)
+		src.spine = onSpine && required
+		out = append(out, src.field(n.sc.view(n.props[k]), name+"."+k, path+"."+k, k, required, pv, given, active, depth+1))
 	}
+	src.spine = onSpine
 	return out
 }
 
@@ -656,6 +699,10 @@ func (src *source) field(n *node, name, path, key string, required bool, v any, 
 // alternatives are the choices of a oneOf or anyOf node: the chosen one
 // filled with v, the others empty.
 func (src *source) alternatives(n *node, id, name, path string, required bool, v any, given, active bool, depth int) []Alternative {
+	// An alternative's properties are on no spine: only one is chosen.
+	spine := src.spine
+	src.spine = false
+	defer func() { src.spine = spine }()
 	chosen := src.chosen(n, name, v)
 	var out []Alternative
 	for i := range n.alts {
