@@ -2,10 +2,30 @@
 // that keep a failure count in rows (the engine's status.retries, the
 // catalog's relist_failures): a pure function of the count, so that every
 // replica and a restarted process compute the same wait. Loops that retry
-// in memory use k8s.io/apimachinery/pkg/util/wait.Backoff instead.
+// in memory use k8s.io/apimachinery/pkg/util/wait.Backoff instead. It
+// also reads the wait a server asks for (RetryAfter).
 package backoff
 
-import "time"
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// RetryAfter reads a Retry-After header as of now: seconds, or an HTTP
+// date; 0 when absent, negative or unreadable.
+func RetryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
 
 // Delay is the wait after the n-th failure in a row (n ≥ 1): base·2^(n−1),
 // at most limit, less the share jitter (in [0, 1)) of it — callers draw

@@ -30,3 +30,20 @@ func TestDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfter reads both forms of the header, as of a given time.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for h, want := range map[string]time.Duration{
+		"":                              0,
+		"7":                             7 * time.Second,
+		"-3":                            0,
+		"soon":                          0,
+		"Sun, 29 Nov 2026 12:00:30 GMT": 30 * time.Second,
+		"Sun, 29 Nov 2026 11:59:00 GMT": 0,
+	} {
+		if got := backoff.RetryAfter(h, now); got != want {
+			t.Errorf("RetryAfter(%q) = %v, want %v", h, got, want)
+		}
+	}
+}

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
 
+	"github.com/bindery-dev/bindery/internal/backoff"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
@@ -495,7 +497,7 @@ func readAnswer(res *http.Response, limit int) (*rawResponse, error) {
 // decodeError reads an OSB error answer: its description and code cut
 // to their bounds, or, for a body past MaxAnswer, only its status.
 func decodeError(r *rawResponse) error {
-	e := &HTTPError{Status: r.status, RetryAfter: retryAfter(r.header.Get("Retry-After"))}
+	e := &HTTPError{Status: r.status, RetryAfter: backoff.RetryAfter(r.header.Get("Retry-After"), time.Now())}
 	if r.tooLarge {
 		e.Description = r.errTooLarge().Error()
 		return e

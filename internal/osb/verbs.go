@@ -11,13 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	v2 "sigs.k8s.io/go-open-service-broker-client/v2"
 
+	"github.com/bindery-dev/bindery/internal/backoff"
 	"github.com/bindery-dev/bindery/internal/pgtext"
 )
 
@@ -276,7 +276,7 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 	if err != nil {
 		return nil, err
 	}
-	out := &LastOperationResponse{RetryAfter: retryAfter(res.header.Get("Retry-After"))}
+	out := &LastOperationResponse{RetryAfter: backoff.RetryAfter(res.header.Get("Retry-After"), time.Now())}
 	switch res.status {
 	case http.StatusOK:
 		var body struct {
@@ -301,20 +301,6 @@ func (c *Client) LastOperation(ctx context.Context, r *LastOperationRequest) (*L
 		return nil, decodeError(res)
 	}
 	return out, nil
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 // operation sends a request answered by OperationResponse.

@@ -14,12 +14,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bindery-dev/bindery/cli/internal/output"
+	"github.com/bindery-dev/bindery/internal/backoff"
 )
 
 // Object is one object of the API, as decoded JSON.
@@ -163,21 +163,6 @@ func Transient(err error) (ok bool, after time.Duration) {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF), 0
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when
-// absent or unreadable.
-func retryAfter(h string, now time.Time) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil {
-		return time.Duration(max(s, 0)) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
-}
-
 // Client talks to one server with one token.
 type Client struct {
 	// BaseURL is the server's root, such as http://localhost:8080; the
@@ -232,7 +217,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("read the answer of %s %s: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		e := &Error{Status: res.StatusCode, RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
+		e := &Error{Status: res.StatusCode, RetryAfter: backoff.RetryAfter(res.Header.Get("Retry-After"), time.Now())}
 		_ = json.Unmarshal(raw, e)
 		return e
 	}
