@@ -17,7 +17,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
-	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
 
@@ -246,19 +244,7 @@ func BenchmarkProjectExisting(b *testing.B) {
 // ServiceBinding of a Service Catalog binding selects (projection and the
 // egress annotation), without HTTP.
 func BenchmarkWebhookHandle(b *testing.B) {
-	cluster := kubetest.Start(b)
-	scheme, err := servicebinding.Scheme()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		b.Fatal(err)
-	}
-	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	installCRDs(b, c)
+	cluster, c := clusterWithCRDs(b)
 	createCatalogBindingCRD(b, c)
 	const ns = "default"
 	scb := &unstructured.Unstructured{Object: map[string]any{
@@ -283,7 +269,7 @@ func BenchmarkWebhookHandle(b *testing.B) {
 	if err := c.Status().Update(b.Context(), sb); err != nil {
 		b.Fatal(err)
 	}
-	informers, err := cache.New(cluster.Config(), cache.Options{Scheme: scheme})
+	informers, err := cache.New(cluster.Config(), cache.Options{Scheme: c.Scheme()})
 	if err != nil {
 		b.Fatal(err)
 	}

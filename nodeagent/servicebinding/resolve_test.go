@@ -10,15 +10,12 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sbv1 "github.com/bindery-dev/bindery/apis/servicebinding/v1"
-	"github.com/bindery-dev/bindery/internal/kubetest"
 	"github.com/bindery-dev/bindery/nodeagent/servicebinding"
 )
 
@@ -33,7 +30,7 @@ import (
 // the binding no longer refers to, which the webhook used to project.
 func TestWebhookBeforeController(t *testing.T) {
 	t.Parallel()
-	c := clusterWithCRDs(t)
+	_, c := clusterWithCRDs(t)
 	createCatalogBindingCRD(t, c)
 	const ns = "default"
 	create(t, c, secret(ns, "direct"))
@@ -133,7 +130,7 @@ func TestWebhookBeforeController(t *testing.T) {
 // the controller does for workloads that are not updated.
 func TestWebhookMappingChange(t *testing.T) {
 	t.Parallel()
-	c := clusterWithCRDs(t)
+	_, c := clusterWithCRDs(t)
 	const ns = "default"
 	sb := binding(ns, "db", secretRef("direct"), deploymentRef("web"))
 	create(t, c, secret(ns, "direct"), sb)
@@ -188,25 +185,4 @@ func TestWebhookMappingChange(t *testing.T) {
 	if got := bound(admit(admissionv1.Update, created)); !slices.Equal(got, []string{"init"}) {
 		t.Errorf("updated after the mapping changed: bound %v, want [init]", got)
 	}
-}
-
-// clusterWithCRDs starts a cluster of its own for a test that calls the
-// webhook's handler directly, with the CRDs installed, and returns a
-// client of it.
-func clusterWithCRDs(t *testing.T) client.Client {
-	t.Helper()
-	cluster := kubetest.Start(t)
-	scheme, err := servicebinding.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	installCRDs(t, c)
-	return c
 }

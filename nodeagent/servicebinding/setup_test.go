@@ -92,12 +92,11 @@ func setupAs(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyTy
 	return setupWith(t, failurePolicy, user, nil)
 }
 
-// setupWith is setupAs with tweak, when not nil, changing the webhook's
-// options and cluster configuration before they run.
-func setupWith(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType, user string, tweak func(*servicebinding.Options, *rest.Config)) *bundle {
+// clusterWithCRDs starts a cluster of its own with opts, installs the
+// CRDs, and returns it and a client of it.
+func clusterWithCRDs(t testing.TB, opts ...kubetest.Option) (*kubetest.Cluster, client.Client) {
 	t.Helper()
-	cluster := kubetest.Start(t, kubetest.WithUser(webhookUser),
-		kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller", "clusterrole-aggregation-controller"))
+	cluster := kubetest.Start(t, opts...)
 	scheme, err := servicebinding.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +108,17 @@ func setupWith(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicy
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
 	installCRDs(t, c)
+	return cluster, c
+}
+
+// setupWith is setupAs with tweak, when not nil, changing the webhook's
+// options and cluster configuration before they run.
+func setupWith(t testing.TB, failurePolicy admissionregistrationv1.FailurePolicyType, user string, tweak func(*servicebinding.Options, *rest.Config)) *bundle {
+	t.Helper()
+	cluster, c := clusterWithCRDs(t, kubetest.WithUser(webhookUser),
+		kubetest.WithControllerManager("deployment-controller", "replicaset-controller", "job-controller", "clusterrole-aggregation-controller"))
+	ctx := t.Context()
 	runAs := cluster.Config()
 	if user != "" {
 		installRBAC(t, c, user)
